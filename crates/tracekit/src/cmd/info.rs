@@ -1,0 +1,40 @@
+//! `tracekit info`: what is this trace?
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+
+use crate::formats;
+use crate::input::Input;
+
+#[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:\n  tracekit info trace.event.jsonl\n  tracekit info --json /var/log/git-trace2/")]
+pub struct Args {
+    /// Trace files or directories (`-` reads standard input).
+    #[arg(required = true, value_name = "FILE|DIR")]
+    pub inputs: Vec<PathBuf>,
+    /// Print JSON instead of text, one object per input.
+    #[arg(long)]
+    pub json: bool,
+    /// The instrumented binary, for formats that need it to name things
+    /// (XRay function ids).
+    #[arg(short = 'm', long = "instr-map", value_name = "BIN")]
+    pub instr_map: Option<PathBuf>,
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    let inputs = args
+        .inputs
+        .iter()
+        .map(|p| Input::open(p))
+        .collect::<Result<Vec<_>>>()?;
+    let mut code = ExitCode::SUCCESS;
+    for (dialect, group) in formats::group(inputs)? {
+        let c = dialect.info(&group, &args)?;
+        if c != ExitCode::SUCCESS {
+            code = c;
+        }
+    }
+    Ok(code)
+}

@@ -1,0 +1,28 @@
+//! One module per verb and one per dialect.
+
+pub mod convert;
+pub mod info;
+pub mod report;
+pub mod trace2;
+pub mod trace2_listen;
+// Dialect modules: add yours above this line.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+
+use anyhow::Result;
+
+/// Opens `-o PATH` for writing, or standard output for `-` or no path.
+pub fn output(path: Option<&Path>) -> Result<Box<dyn Write>> {
+    match path {
+        None => Ok(Box::new(BufWriter::with_capacity(1 << 16, io::stdout().lock()))),
+        Some(p) if p.as_os_str() == "-" => {
+            Ok(Box::new(BufWriter::with_capacity(1 << 16, io::stdout().lock())))
+        }
+        Some(p) => {
+            let f = File::create(p).map_err(|e| tracekit_core::Error::io(Some(p), e))?;
+            Ok(Box::new(BufWriter::with_capacity(1 << 16, f)))
+        }
+    }
+}

@@ -1,0 +1,58 @@
+//! Format detection and dispatch for the generic verbs.
+//!
+//! Every dialect implements [`Dialect`] in its `cmd/` module and is listed
+//! once in [`DIALECTS`]. Detection looks at the content, never at the file
+//! name; the first dialect whose `sniff` accepts an input wins.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+
+use crate::cmd::{convert, info, report};
+use crate::input::Input;
+
+pub trait Dialect: Sync {
+    /// What the format is called in messages ("Git Trace2").
+    fn name(&self) -> &'static str;
+    /// Does this input look like ours? Sees [`Input::head`] (and, for a
+    /// directory, the head of its first file).
+    fn sniff(&self, input: &Input) -> bool;
+    fn info(&self, inputs: &[Input], args: &info::Args) -> Result<ExitCode>;
+    fn report(&self, inputs: &[Input], args: &report::Args) -> Result<ExitCode>;
+    fn convert(&self, input: &Input, args: &convert::Args) -> Result<ExitCode>;
+}
+
+/// The dialects, in detection order (most specific first).
+pub static DIALECTS: &[&dyn Dialect] = &[
+    &crate::cmd::trace2::Trace2,
+    // Add your dialect above this line (one entry).
+];
+
+/// Finds the dialect of `input`, or says which formats were tried.
+pub fn detect(input: &Input) -> Result<&'static dyn Dialect> {
+    for d in DIALECTS {
+        if d.sniff(input) {
+            return Ok(*d);
+        }
+    }
+    let tried: Vec<&str> = DIALECTS.iter().map(|d| d.name()).collect();
+    Err(tracekit_core::Error::UnknownFormat {
+        file: input.path.clone(),
+        tried: tried.join(", "),
+    }
+    .into())
+}
+
+/// Groups inputs by dialect, keeping the order of first appearance, so a
+/// report over several files of one dialect sees them together.
+pub fn group(inputs: Vec<Input>) -> Result<Vec<(&'static dyn Dialect, Vec<Input>)>> {
+    let mut groups: Vec<(&'static dyn Dialect, Vec<Input>)> = Vec::new();
+    for input in inputs {
+        let d = detect(&input)?;
+        match groups.iter_mut().find(|(g, _)| std::ptr::addr_eq(*g, d)) {
+            Some((_, v)) => v.push(input),
+            None => groups.push((d, vec![input])),
+        }
+    }
+    Ok(groups)
+}

@@ -1,0 +1,137 @@
+//! Opening what the user named: a file (memory-mapped), a directory, or
+//! `-` for standard input.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Cursor, Read};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use memmap2::Mmap;
+
+/// How many bytes of an input the format detectors see.
+pub const HEAD_LEN: usize = 64 * 1024;
+
+/// One input named on the command line.
+pub struct Input {
+    /// The name as given; `-` is standard input.
+    pub path: PathBuf,
+    /// The first bytes of the content (for a directory: of its first
+    /// regular file in name order), for format detection.
+    pub head: Vec<u8>,
+    pub is_dir: bool,
+    /// Standard input's head is consumed; `reader` replays it.
+    stdin_taken: std::cell::Cell<bool>,
+}
+
+impl Input {
+    pub fn open(path: &Path) -> Result<Input> {
+        if path.as_os_str() == "-" {
+            let mut head = Vec::with_capacity(HEAD_LEN);
+            io::stdin()
+                .lock()
+                .take(HEAD_LEN as u64)
+                .read_to_end(&mut head)
+                .context("<stdin>: cannot read")?;
+            return Ok(Input {
+                path: path.to_path_buf(),
+                head,
+                is_dir: false,
+                stdin_taken: std::cell::Cell::new(false),
+            });
+        }
+        let meta = std::fs::metadata(path).map_err(|e| tracekit_core::Error::io(Some(path), e))?;
+        if meta.is_dir() {
+            let head = match dir_files(path)?.first() {
+                Some(first) => read_head(first)?,
+                None => Vec::new(),
+            };
+            return Ok(Input {
+                path: path.to_path_buf(),
+                head,
+                is_dir: true,
+                stdin_taken: std::cell::Cell::new(false),
+            });
+        }
+        Ok(Input {
+            path: path.to_path_buf(),
+            head: read_head(path)?,
+            is_dir: false,
+            stdin_taken: std::cell::Cell::new(false),
+        })
+    }
+
+    pub fn is_stdin(&self) -> bool {
+        self.path.as_os_str() == "-"
+    }
+
+    /// The name to print in messages.
+    pub fn display(&self) -> String {
+        if self.is_stdin() {
+            "<stdin>".to_string()
+        } else {
+            self.path.display().to_string()
+        }
+    }
+
+    /// A buffered reader over the whole content (files only). Standard
+    /// input can be read once.
+    pub fn reader(&self) -> Result<Box<dyn BufRead>> {
+        if self.is_stdin() {
+            if self.stdin_taken.replace(true) {
+                anyhow::bail!("<stdin>: standard input can only be read once");
+            }
+            let head = Cursor::new(self.head.clone());
+            return Ok(Box::new(BufReader::with_capacity(
+                1 << 20,
+                head.chain(io::stdin()),
+            )));
+        }
+        let f = File::open(&self.path).map_err(|e| tracekit_core::Error::io(Some(&self.path), e))?;
+        Ok(Box::new(BufReader::with_capacity(1 << 20, f)))
+    }
+
+    /// The file memory-mapped, or `None` for standard input (read it with
+    /// [`Input::reader`]).
+    pub fn mmap(&self) -> Result<Option<Mmap>> {
+        if self.is_stdin() {
+            return Ok(None);
+        }
+        mmap_file(&self.path).map(Some)
+    }
+}
+
+/// Maps a whole file read-only.
+pub fn mmap_file(path: &Path) -> Result<Mmap> {
+    let f = File::open(path).map_err(|e| tracekit_core::Error::io(Some(path), e))?;
+    // SAFETY: the map is read-only; a file truncated by another process
+    // while we read it can raise SIGBUS, the same hazard every mmap-based
+    // reader (ripgrep included) accepts for the speed.
+    let map = unsafe { Mmap::map(&f) }.map_err(|e| tracekit_core::Error::io(Some(path), e))?;
+    #[cfg(unix)]
+    {
+        let _ = map.advise(memmap2::Advice::Sequential);
+    }
+    Ok(map)
+}
+
+fn read_head(path: &Path) -> Result<Vec<u8>> {
+    let f = File::open(path).map_err(|e| tracekit_core::Error::io(Some(path), e))?;
+    let mut head = Vec::with_capacity(HEAD_LEN);
+    f.take(HEAD_LEN as u64)
+        .read_to_end(&mut head)
+        .map_err(|e| tracekit_core::Error::io(Some(path), e))?;
+    Ok(head)
+}
+
+/// The regular files of a directory, sorted by name.
+pub fn dir_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(|e| tracekit_core::Error::io(Some(dir), e))? {
+        let entry = entry.map_err(|e| tracekit_core::Error::io(Some(dir), e))?;
+        if entry.file_type().map(|t| t.is_file()).unwrap_or(false) {
+            files.push(entry.path());
+        }
+    }
+    files.sort();
+    Ok(files)
+}

@@ -1,0 +1,72 @@
+//! The `tracekit` command line: a thin layer over the library crates.
+//!
+//! Each dialect owns one module under `cmd/`; the generic verbs (`info`,
+//! `report`, `convert`) detect the format from the content and hand over to
+//! the dialect's module through `formats.rs`.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod cmd;
+mod formats;
+mod input;
+
+/// Record, read, write, convert and analyse traces.
+///
+/// tracekit understands five trace dialects and detects them from their
+/// content: Git Trace2 (EVENT, PERF, NORMAL), LLVM XRay (FDR and basic
+/// logs), kwinject build traces, sp-rtrace text traces and POSIX trace
+/// logs.
+///
+/// Examples:
+///   tracekit info examples/trace2/event.jsonl
+///   tracekit report examples/trace2/event.jsonl
+///   tracekit convert event.jsonl --to trace2-perf
+///   tracekit convert event.jsonl --to chrome -o out.json
+#[derive(Parser, Debug)]
+#[command(name = "tracekit", version, verbatim_doc_comment, max_term_width = 100)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Detect the format of traces and summarise them: format, version,
+    /// producer, events by kind, time span, processes and threads.
+    Info(cmd::info::Args),
+    /// Analyse traces and print a human report (or --json).
+    Report(cmd::report::Args),
+    /// Convert a trace to another format (another dialect, Chrome Trace
+    /// Event JSON, ...).
+    Convert(cmd::convert::Args),
+    /// Git Trace2 tools: receive traces from git over a Unix socket.
+    #[command(subcommand)]
+    Trace2(cmd::trace2::Command),
+    // Dialect subcommands: add yours above this line (one variant).
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Info(args) => cmd::info::run(args),
+        Command::Report(args) => cmd::report::run(args),
+        Command::Convert(args) => cmd::convert::run(args),
+        Command::Trace2(c) => cmd::trace2::run(c),
+        // Dialect dispatch: add yours above this line (one arm).
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            // A closed pipe (`tracekit ... | head`) is not an error to report.
+            if let Some(tracekit_core::Error::Io { source, .. }) = err.downcast_ref() {
+                if source.kind() == std::io::ErrorKind::BrokenPipe {
+                    return ExitCode::SUCCESS;
+                }
+            }
+            eprintln!("tracekit: {err}");
+            ExitCode::from(1)
+        }
+    }
+}
