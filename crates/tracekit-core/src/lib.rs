@@ -162,7 +162,8 @@ mod tests {
 
     #[test]
     fn error_names_file_and_line() {
-        let e = Error::malformed(Position::Line(7), "unterminated string").in_file(Path::new("a.jsonl"));
+        let e = Error::malformed(Position::Line(7), "unterminated string")
+            .in_file(Path::new("a.jsonl"));
         assert_eq!(e.to_string(), "a.jsonl:7: unterminated string");
         let e = Error::malformed(Position::Offset(32), "bad record").in_file(Path::new("x.xray"));
         assert_eq!(e.to_string(), "x.xray: byte offset 32: bad record");

@@ -1,1 +1,2 @@
 //! Git Trace2.
+pub mod receiver;

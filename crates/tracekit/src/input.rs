@@ -86,7 +86,8 @@ impl Input {
                 head.chain(io::stdin()),
             )));
         }
-        let f = File::open(&self.path).map_err(|e| tracekit_core::Error::io(Some(&self.path), e))?;
+        let f =
+            File::open(&self.path).map_err(|e| tracekit_core::Error::io(Some(&self.path), e))?;
         Ok(Box::new(BufReader::with_capacity(1 << 20, f)))
     }
 

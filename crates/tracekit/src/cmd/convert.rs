@@ -9,7 +9,9 @@ use crate::formats;
 use crate::input::Input;
 
 #[derive(clap::Args, Debug)]
-#[command(after_help = "Targets:\n  chrome           Chrome Trace Event JSON (Perfetto UI, chrome://tracing)\n  trace2-event     Git Trace2 EVENT (JSON lines)\n  trace2-perf      Git Trace2 PERF, as git writes it\n  trace2-normal    Git Trace2 NORMAL, as git writes it\n  (each dialect lists its own targets in its error message)\n\nExamples:\n  tracekit convert event.jsonl --to trace2-perf\n  tracekit convert event.jsonl --to chrome -o trace.json")]
+#[command(
+    after_help = "Targets:\n  chrome           Chrome Trace Event JSON (Perfetto UI, chrome://tracing)\n  trace2-event     Git Trace2 EVENT (JSON lines)\n  trace2-perf      Git Trace2 PERF, as git writes it\n  trace2-normal    Git Trace2 NORMAL, as git writes it\n  (each dialect lists its own targets in its error message)\n\nExamples:\n  tracekit convert event.jsonl --to trace2-perf\n  tracekit convert event.jsonl --to chrome -o trace.json"
+)]
 pub struct Args {
     /// The trace to convert (`-` reads standard input).
     #[arg(value_name = "FILE")]

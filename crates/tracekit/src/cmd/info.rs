@@ -9,7 +9,9 @@ use crate::formats;
 use crate::input::Input;
 
 #[derive(clap::Args, Debug)]
-#[command(after_help = "Examples:\n  tracekit info trace.event.jsonl\n  tracekit info --json /var/log/git-trace2/")]
+#[command(
+    after_help = "Examples:\n  tracekit info trace.event.jsonl\n  tracekit info --json /var/log/git-trace2/"
+)]
 pub struct Args {
     /// Trace files or directories (`-` reads standard input).
     #[arg(required = true, value_name = "FILE|DIR")]

@@ -16,10 +16,14 @@ use anyhow::Result;
 /// Opens `-o PATH` for writing, or standard output for `-` or no path.
 pub fn output(path: Option<&Path>) -> Result<Box<dyn Write>> {
     match path {
-        None => Ok(Box::new(BufWriter::with_capacity(1 << 16, io::stdout().lock()))),
-        Some(p) if p.as_os_str() == "-" => {
-            Ok(Box::new(BufWriter::with_capacity(1 << 16, io::stdout().lock())))
-        }
+        None => Ok(Box::new(BufWriter::with_capacity(
+            1 << 16,
+            io::stdout().lock(),
+        ))),
+        Some(p) if p.as_os_str() == "-" => Ok(Box::new(BufWriter::with_capacity(
+            1 << 16,
+            io::stdout().lock(),
+        ))),
         Some(p) => {
             let f = File::create(p).map_err(|e| tracekit_core::Error::io(Some(p), e))?;
             Ok(Box::new(BufWriter::with_capacity(1 << 16, f)))

@@ -9,7 +9,9 @@ use crate::formats;
 use crate::input::Input;
 
 #[derive(clap::Args, Debug)]
-#[command(after_help = "Examples:\n  tracekit report trace.event.jsonl\n  tracekit report --json /var/log/git-trace2/ > report.json\n  tracekit report trace.xray -m ./app")]
+#[command(
+    after_help = "Examples:\n  tracekit report trace.event.jsonl\n  tracekit report --json /var/log/git-trace2/ > report.json\n  tracekit report trace.xray -m ./app"
+)]
 pub struct Args {
     /// Trace files or directories (`-` reads standard input). Files of one
     /// dialect are analysed together (e.g. Trace2 sessions are stitched

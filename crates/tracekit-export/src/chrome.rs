@@ -1,0 +1,291 @@
+//! Streaming writer for the Chrome Trace Event format.
+//!
+//! Timestamps are microseconds (the format's unit). Process and thread ids
+//! are whatever numbers the caller uses; names are attached with
+//! [`ChromeWriter::process_name`] and [`ChromeWriter::thread_name`].
+
+use std::io::{self, Write};
+
+use crate::json::{write_f64, write_i64, write_str};
+
+/// A value in an event's `args`.
+#[derive(Debug, Clone, Copy)]
+pub enum Arg<'a> {
+    Str(&'a [u8]),
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+    /// Already-encoded JSON, written verbatim (the caller guarantees it is
+    /// valid).
+    RawJson(&'a [u8]),
+}
+
+/// Scope of an instant event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    Global,
+    Process,
+    Thread,
+}
+
+pub struct ChromeWriter<W: Write> {
+    out: W,
+    first: bool,
+    events: u64,
+}
+
+impl<W: Write> ChromeWriter<W> {
+    pub fn new(mut out: W) -> io::Result<Self> {
+        out.write_all(b"{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n")?;
+        Ok(ChromeWriter {
+            out,
+            first: true,
+            events: 0,
+        })
+    }
+
+    /// How many events were written so far.
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+
+    fn open(&mut self, ph: &str, pid: i64, tid: i64) -> io::Result<()> {
+        if !self.first {
+            self.out.write_all(b",\n")?;
+        }
+        self.first = false;
+        self.events += 1;
+        self.out.write_all(b"{\"ph\":\"")?;
+        self.out.write_all(ph.as_bytes())?;
+        self.out.write_all(b"\",\"pid\":")?;
+        write_i64(&mut self.out, pid)?;
+        self.out.write_all(b",\"tid\":")?;
+        write_i64(&mut self.out, tid)
+    }
+
+    fn field_str(&mut self, key: &str, v: &[u8]) -> io::Result<()> {
+        self.out.write_all(b",\"")?;
+        self.out.write_all(key.as_bytes())?;
+        self.out.write_all(b"\":")?;
+        write_str(&mut self.out, v)
+    }
+
+    fn field_f64(&mut self, key: &str, v: f64) -> io::Result<()> {
+        self.out.write_all(b",\"")?;
+        self.out.write_all(key.as_bytes())?;
+        self.out.write_all(b"\":")?;
+        write_f64(&mut self.out, v)
+    }
+
+    fn args(&mut self, args: &[(&str, Arg<'_>)]) -> io::Result<()> {
+        if args.is_empty() {
+            return Ok(());
+        }
+        self.out.write_all(b",\"args\":{")?;
+        for (i, (k, v)) in args.iter().enumerate() {
+            if i > 0 {
+                self.out.write_all(b",")?;
+            }
+            write_str(&mut self.out, k.as_bytes())?;
+            self.out.write_all(b":")?;
+            match v {
+                Arg::Str(s) => write_str(&mut self.out, s)?,
+                Arg::Int(n) => write_i64(&mut self.out, *n)?,
+                Arg::Float(f) => write_f64(&mut self.out, *f)?,
+                Arg::Bool(b) => self.out.write_all(if *b { b"true" } else { b"false" })?,
+                Arg::RawJson(j) => self.out.write_all(j)?,
+            }
+        }
+        self.out.write_all(b"}")
+    }
+
+    /// A slice with a known duration (`ph: X`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn complete(
+        &mut self,
+        pid: i64,
+        tid: i64,
+        ts_us: f64,
+        dur_us: f64,
+        name: &[u8],
+        cat: &[u8],
+        args: &[(&str, Arg<'_>)],
+    ) -> io::Result<()> {
+        self.open("X", pid, tid)?;
+        self.field_f64("ts", ts_us)?;
+        self.field_f64("dur", dur_us.max(0.0))?;
+        self.field_str("name", name)?;
+        if !cat.is_empty() {
+            self.field_str("cat", cat)?;
+        }
+        self.args(args)?;
+        self.out.write_all(b"}")
+    }
+
+    /// The start of a slice whose end comes later (`ph: B`).
+    pub fn begin(
+        &mut self,
+        pid: i64,
+        tid: i64,
+        ts_us: f64,
+        name: &[u8],
+        cat: &[u8],
+        args: &[(&str, Arg<'_>)],
+    ) -> io::Result<()> {
+        self.open("B", pid, tid)?;
+        self.field_f64("ts", ts_us)?;
+        self.field_str("name", name)?;
+        if !cat.is_empty() {
+            self.field_str("cat", cat)?;
+        }
+        self.args(args)?;
+        self.out.write_all(b"}")
+    }
+
+    /// The end of the innermost open slice on that thread (`ph: E`).
+    pub fn end(
+        &mut self,
+        pid: i64,
+        tid: i64,
+        ts_us: f64,
+        args: &[(&str, Arg<'_>)],
+    ) -> io::Result<()> {
+        self.open("E", pid, tid)?;
+        self.field_f64("ts", ts_us)?;
+        self.args(args)?;
+        self.out.write_all(b"}")
+    }
+
+    /// A point in time (`ph: i`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn instant(
+        &mut self,
+        pid: i64,
+        tid: i64,
+        ts_us: f64,
+        name: &[u8],
+        cat: &[u8],
+        scope: Scope,
+        args: &[(&str, Arg<'_>)],
+    ) -> io::Result<()> {
+        self.open("i", pid, tid)?;
+        self.field_f64("ts", ts_us)?;
+        self.field_str("name", name)?;
+        if !cat.is_empty() {
+            self.field_str("cat", cat)?;
+        }
+        let s: &[u8] = match scope {
+            Scope::Global => b"g",
+            Scope::Process => b"p",
+            Scope::Thread => b"t",
+        };
+        self.field_str("s", s)?;
+        self.args(args)?;
+        self.out.write_all(b"}")
+    }
+
+    /// A counter sample (`ph: C`): each series becomes a line in the track
+    /// named `name`.
+    pub fn counter(
+        &mut self,
+        pid: i64,
+        ts_us: f64,
+        name: &[u8],
+        series: &[(&str, f64)],
+    ) -> io::Result<()> {
+        self.open("C", pid, 0)?;
+        self.field_f64("ts", ts_us)?;
+        self.field_str("name", name)?;
+        self.out.write_all(b",\"args\":{")?;
+        for (i, (k, v)) in series.iter().enumerate() {
+            if i > 0 {
+                self.out.write_all(b",")?;
+            }
+            write_str(&mut self.out, k.as_bytes())?;
+            self.out.write_all(b":")?;
+            write_f64(&mut self.out, *v)?;
+        }
+        self.out.write_all(b"}}")
+    }
+
+    /// Names a process track.
+    pub fn process_name(&mut self, pid: i64, name: &[u8]) -> io::Result<()> {
+        self.open("M", pid, 0)?;
+        self.field_str("name", b"process_name")?;
+        self.args(&[("name", Arg::Str(name))])?;
+        self.out.write_all(b"}")
+    }
+
+    /// Names a thread track.
+    pub fn thread_name(&mut self, pid: i64, tid: i64, name: &[u8]) -> io::Result<()> {
+        self.open("M", pid, tid)?;
+        self.field_str("name", b"thread_name")?;
+        self.args(&[("name", Arg::Str(name))])?;
+        self.out.write_all(b"}")
+    }
+
+    /// Orders thread tracks within a process (lower first).
+    pub fn thread_sort_index(&mut self, pid: i64, tid: i64, index: i64) -> io::Result<()> {
+        self.open("M", pid, tid)?;
+        self.field_str("name", b"thread_sort_index")?;
+        self.args(&[("sort_index", Arg::Int(index))])?;
+        self.out.write_all(b"}")
+    }
+
+    /// Closes the JSON document and returns the sink.
+    pub fn finish(mut self) -> io::Result<W> {
+        self.out.write_all(b"\n]}\n")?;
+        self.out.flush()?;
+        Ok(self.out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_valid_json() {
+        let mut w = ChromeWriter::new(Vec::new()).unwrap();
+        w.process_name(1, b"git").unwrap();
+        w.thread_name(1, 2, b"main").unwrap();
+        w.complete(
+            1,
+            2,
+            0.5,
+            10.0,
+            b"region",
+            b"cat",
+            &[("k", Arg::Str(b"v")), ("n", Arg::Int(3))],
+        )
+        .unwrap();
+        w.begin(1, 2, 1.0, b"b", b"", &[]).unwrap();
+        w.end(1, 2, 2.0, &[]).unwrap();
+        w.instant(
+            1,
+            2,
+            3.0,
+            b"err\"x",
+            b"error",
+            Scope::Thread,
+            &[("raw", Arg::RawJson(b"{\"a\":1}"))],
+        )
+        .unwrap();
+        w.counter(1, 4.0, b"c", &[("value", 2.0)]).unwrap();
+        assert_eq!(w.events(), 7);
+        let out = w.finish().unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        let evs = v["traceEvents"].as_array().unwrap();
+        assert_eq!(evs.len(), 7);
+        assert_eq!(evs[2]["dur"], 10.0);
+        assert_eq!(evs[5]["name"], "err\"x");
+        assert_eq!(evs[5]["args"]["raw"]["a"], 1);
+    }
+
+    #[test]
+    fn empty_trace_is_valid_json() {
+        let out = ChromeWriter::new(Vec::new()).unwrap().finish().unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert!(v["traceEvents"].as_array().unwrap().is_empty());
+    }
+}
