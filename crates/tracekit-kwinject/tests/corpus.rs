@@ -1,0 +1,311 @@
+//! The real and hand-made traces of ../shared/corpus/buildtrace against the
+//! reference outputs beside them (Bear 3.1.1's databases, the build-spec
+//! records of the corpus README).
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use tracekit_kwinject::cdb::{CdbBuilder, CdbOptions};
+use tracekit_kwinject::env::{EnvBase, EnvFolder};
+use tracekit_kwinject::kwspec::SpecBuilder;
+use tracekit_kwinject::trace::{Env, Process, Trace};
+
+fn corpus(name: &str) -> PathBuf {
+    Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/corpus/buildtrace"
+    ))
+    .join(name)
+}
+
+fn read(name: &str) -> Trace {
+    let f = File::open(corpus(name)).expect("corpus file");
+    Trace::read(BufReader::new(f)).expect("readable trace")
+}
+
+fn envs(t: &Trace, mode: EnvBase) -> Vec<Env> {
+    let mut folder = EnvFolder::new(t.env.clone(), mode);
+    let mut w = tracekit_core::Warnings::default();
+    t.processes
+        .iter()
+        .map(|p| (*folder.fold(p, &mut w)).clone())
+        .collect()
+}
+
+#[test]
+fn kwtrace01_reads_and_folds() {
+    let t = read("kwtrace-01-make-nested.jsonl");
+    assert_eq!(t.version, Some(101));
+    assert_eq!(t.processes.len(), 16);
+    assert!(t.warnings.is_empty(), "{:?}", t.warnings);
+    let by_parent = envs(&t, EnvBase::Parent);
+    // Both readings of env-diff agree on this file (corpus README).
+    assert_eq!(by_parent, envs(&t, EnvBase::TopLevel));
+    let i = t
+        .processes
+        .iter()
+        .position(|p| p.id == 4108 && p.executable == "/usr/bin/gcc")
+        .expect("gcc 4108");
+    let env = &by_parent[i];
+    assert_eq!(env.get("LANG"), None);
+    assert_eq!(env.get("LC_ALL").map(String::as_str), Some("C"));
+    assert_eq!(
+        env.get("MAKEFLAGS").map(String::as_str),
+        Some(" -j2 --jobserver-auth=3,4")
+    );
+    assert_eq!(env.get("HOME").map(String::as_str), Some("/home/dev"));
+}
+
+#[test]
+fn kwtrace03_no_parent_and_collisions() {
+    let t = read("kwtrace-03-kwwrap-no-parent.jsonl");
+    assert_eq!(t.processes.len(), 5);
+    assert!(t.processes.iter().all(|p| p.parent_id.is_none()));
+    let mut folder = EnvFolder::new(t.env.clone(), EnvBase::Parent);
+    let mut w = tracekit_core::Warnings::default();
+    let envs: Vec<_> = t.processes.iter().map(|p| folder.fold(p, &mut w)).collect();
+    assert_eq!(w.total(), 1, "the colliding id 732 is reported once: {w:?}");
+    assert_eq!(envs[2].get("CCACHE_DIR"), None);
+    assert_eq!(
+        envs[2].get("CCACHE_NOHASHDIR").map(String::as_str),
+        Some("1")
+    );
+    assert!(t.processes[2].args.iter().any(|a| a == "ünïcode_menu.cpp"));
+}
+
+#[test]
+fn round_trip_is_identical() {
+    for name in [
+        "kwtrace-01-make-nested.jsonl",
+        "kwtrace-02-ninja-response-files.jsonl",
+        "kwtrace-03-kwwrap-no-parent.jsonl",
+    ] {
+        let t = read(name);
+        let bytes = t.write(Vec::new()).unwrap();
+        let back = Trace::read(&bytes[..]).unwrap();
+        let strip = |ps: &[Process]| -> Vec<Process> {
+            ps.iter()
+                .map(|p| Process {
+                    line: 0,
+                    ..p.clone()
+                })
+                .collect()
+        };
+        assert_eq!(strip(&t.processes), strip(&back.processes), "{name}");
+        assert_eq!(t.env, back.env);
+        assert_eq!(t.creator, back.creator);
+        // Every line of the corpus file is one JSON value of ours (same content).
+        let orig: Vec<Value> = std::fs::read_to_string(corpus(name))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let ours: Vec<Value> = String::from_utf8(bytes)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(orig, ours, "{name}");
+    }
+}
+
+fn cdb_of(t: &Trace, opts: CdbOptions) -> Value {
+    let mut folder = EnvFolder::new(t.env.clone(), EnvBase::Parent);
+    let mut w = tracekit_core::Warnings::default();
+    let mut b = CdbBuilder::new(opts);
+    for p in &t.processes {
+        let env = folder.fold(p, &mut w);
+        b.add(p, &env);
+    }
+    let mut out = Vec::new();
+    b.write(&mut out).unwrap();
+    serde_json::from_slice(&out).unwrap()
+}
+
+fn bear(name: &str) -> Value {
+    serde_json::from_reader(File::open(corpus(name)).unwrap()).unwrap()
+}
+
+fn bear3() -> CdbOptions {
+    CdbOptions {
+        existing_only: false,
+        bear3: true,
+        with_output: true,
+    }
+}
+
+#[test]
+fn cdb_equals_bear_on_hand_made_traces() {
+    for (trace, db) in [
+        (
+            "kwtrace-01-make-nested.jsonl",
+            "kwtrace-01-make-nested.bear-3.1.1.compile_commands.json",
+        ),
+        (
+            "kwtrace-02-ninja-response-files.jsonl",
+            "kwtrace-02-ninja-response-files.bear-3.1.1.compile_commands.json",
+        ),
+        (
+            "kwtrace-03-kwwrap-no-parent.jsonl",
+            "kwtrace-03-kwwrap-no-parent.bear-3.1.1.compile_commands.json",
+        ),
+    ] {
+        assert_eq!(cdb_of(&read(trace), bear3()), bear(db), "{trace}");
+    }
+}
+
+#[test]
+fn cdb_default_unwraps_distcc() {
+    let t = read("kwtrace-03-kwwrap-no-parent.jsonl");
+    let ours = cdb_of(
+        &t,
+        CdbOptions {
+            bear3: false,
+            ..bear3()
+        },
+    );
+    let arr = ours.as_array().unwrap();
+    assert_eq!(arr.len(), 3, "Bear's two plus the distcc one");
+    assert_eq!(arr[1]["file"], "/srv/ci/ws/fw/drivers/spi.c");
+    assert_eq!(arr[1]["arguments"][0], "arm-none-eabi-gcc");
+}
+
+/// The strace exec list of the real gzip build (615 execs) through our
+/// rules gives exactly Bear's 64 entries of the same build.
+#[test]
+fn gzip_execs_give_bears_database() {
+    let text = std::fs::read_to_string(corpus("gzip-1.12/execs.jsonl")).unwrap();
+    let env: Env = [("PATH", "/usr/local/bin:/usr/bin:/bin")]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let mut b = CdbBuilder::new(bear3());
+    let mut n = 0;
+    for line in text.lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        let mut p = Process::new(
+            v["pid"].as_i64().unwrap(),
+            v["ppid"].as_i64(),
+            v["work_dir"].as_str().unwrap().into(),
+            v["executable"].as_str().unwrap().into(),
+        );
+        p.args = serde_json::from_value(v["args"].clone()).unwrap();
+        b.add(&p, &env);
+        n += 1;
+    }
+    assert_eq!(n, 615);
+    let mut out = Vec::new();
+    b.write(&mut out).unwrap();
+    let ours: Value = serde_json::from_slice(&out).unwrap();
+    let key = |v: &Value| -> Vec<String> {
+        let mut k: Vec<String> = v
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e.to_string())
+            .collect();
+        k.sort();
+        k
+    };
+    let reference = bear("gzip-1.12/compile_commands.json");
+    assert_eq!(key(&ours).len(), 64);
+    assert_eq!(key(&ours), key(&reference));
+}
+
+fn spec_of(name: &str, root: Option<(&str, PathBuf)>) -> String {
+    let t = read(name);
+    let reader = move |p: &str| -> Option<String> {
+        let (from, to) = root.as_ref()?;
+        let rel = p.strip_prefix(from)?;
+        std::fs::read_to_string(to.join(rel.trim_start_matches('/'))).ok()
+    };
+    let mut folder = EnvFolder::new(t.env.clone(), EnvBase::Parent);
+    let mut w = tracekit_core::Warnings::default();
+    let mut b = SpecBuilder::new(&reader);
+    for p in &t.processes {
+        let env = folder.fold(p, &mut w);
+        b.add(p, &env);
+    }
+    let mut out = Vec::new();
+    b.write(&mut out).unwrap();
+    String::from_utf8(out).unwrap()
+}
+
+#[test]
+fn kwinject_specs_match_the_readme() {
+    assert_eq!(
+        spec_of("kwtrace-01-make-nested.jsonl", None),
+        "version;108
+compile;/home/dev/zlib-1.3/lib;/usr/bin/gcc;/home/dev/zlib-1.3/lib/adler32.o;adler32.c;-I..;-DHAVE_UNISTD_H
+compile;/home/dev/zlib-1.3;/usr/bin/gcc;/home/dev/zlib-1.3/example.o;example.c;-Ilib;-DHAVE_UNISTD_H
+compile;/home/dev/zlib-1.3;/usr/bin/gcc;/home/dev/zlib-1.3/crc32.o;crc32.c;-Ilib
+link;/home/dev/zlib-1.3;/home/dev/zlib-1.3/libz.a;/home/dev/zlib-1.3/lib/adler32.o;/home/dev/zlib-1.3/crc32.o
+link;/home/dev/zlib-1.3;/home/dev/zlib-1.3/example;/home/dev/zlib-1.3/example.o;/home/dev/zlib-1.3/libz.a
+"
+    );
+    assert_eq!(
+        spec_of(
+            "kwtrace-02-ninja-response-files.jsonl",
+            Some(("/home/dev/proj/build", corpus("kwtrace-02-files")))
+        ),
+        "version;108
+compile;/home/dev/proj/build;/usr/bin/g++;/home/dev/proj/build/CMakeFiles/app.dir/src/main.cpp.o;/home/dev/proj/src/main.cpp;-I/home/dev/proj/include;-DAPP_VERSION=\"1.2\";-std=gnu++17
+link;/home/dev/proj/build;/home/dev/proj/build/libutil.a;/home/dev/proj/build/CMakeFiles/util.dir/src/strutil.cpp.o;/home/dev/proj/build/CMakeFiles/util.dir/src/fmt.cpp.o
+link;/home/dev/proj/build;/home/dev/proj/build/app;/home/dev/proj/build/CMakeFiles/app.dir/src/main.cpp.o;/home/dev/proj/build/libutil.a
+"
+    );
+    let s03 = spec_of("kwtrace-03-kwwrap-no-parent.jsonl", None);
+    let kinds: BTreeMap<&str, usize> = s03.lines().fold(BTreeMap::new(), |mut m, l| {
+        *m.entry(l.split(';').next().unwrap()).or_default() += 1;
+        m
+    });
+    assert_eq!(kinds.get("compile"), Some(&3), "{s03}");
+    assert_eq!(kinds.get("link"), Some(&1), "{s03}");
+    assert!(s03.contains("compile;/srv/ci/ws/fw/app;/opt/arm/bin/arm-none-eabi-g++;"));
+}
+
+#[test]
+fn truncated_and_corrupt_input() {
+    let full = std::fs::read(corpus("kwtrace-01-make-nested.jsonl")).unwrap();
+    // Cut in the middle of the last record: everything before it is kept.
+    let cut = &full[..full.len() - 40];
+    let t = Trace::read(cut).unwrap();
+    assert_eq!(t.processes.len(), 15);
+    assert_eq!(t.warnings.total(), 1);
+    assert!(t.warnings.kept()[0].message.contains("truncated"));
+    // A garbage line is skipped with a warning naming it.
+    let mut bad = full.clone();
+    bad.splice(
+        0..0,
+        b"{\"version\":101}\nnot json at all\n".iter().copied(),
+    );
+    let t = Trace::read(&bad[..]).unwrap();
+    assert_eq!(t.processes.len(), 16);
+    assert_eq!(
+        t.warnings.kept()[0].position,
+        tracekit_core::Position::Line(2)
+    );
+    // A record with a wrong type is an error naming its line.
+    let e = Trace::read(&b"{\"version\":101}\n{\"id\":1,\"args\":\"gcc\"}\n"[..]).unwrap_err();
+    assert!(
+        e.to_string().contains(":2:") || e.to_string().contains("2"),
+        "{e}"
+    );
+}
+
+#[test]
+fn pretty_printed_and_spelling_variants() {
+    let text = b"{\"version\":100}\n{\n  \"env\": {\"A\": \"1\"}\n}\n{\"id\": 5,\n \"parentid\": -1,\n \"workdir\": \"/w\",\n \"executable\": \"/bin/cc\",\n \"args\": [\"cc\", \"-c\", \"x.c\"],\n \"env-diff\": {\"A\": null},\n \"future_key\": [1]\n}\n";
+    let t = Trace::read(&text[..]).unwrap();
+    assert_eq!(t.version, Some(100));
+    assert_eq!(t.env.get("A").map(String::as_str), Some("1"));
+    let p = &t.processes[0];
+    assert_eq!(p.parent_id, Some(-1));
+    assert_eq!(p.work_dir, "/w");
+    assert_eq!(p.line, 5);
+    assert_eq!(p.extra.get("future_key"), Some(&serde_json::json!([1])));
+    assert!(t.warnings.is_empty(), "{:?}", t.warnings);
+}
