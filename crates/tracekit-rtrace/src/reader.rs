@@ -1,0 +1,239 @@
+//! Streaming readers: [`Reader`] yields one [`Record`] per line;
+//! [`Assembler`] joins call lines with their arguments and backtrace into
+//! [`FullCall`]s, the unit the post-processor and the reports work on.
+
+use std::collections::VecDeque;
+use std::io::BufRead;
+use std::rc::Rc;
+
+use tracekit_core::{Error, Position, Result, Warnings};
+
+use crate::record::{
+    Arg, Attachment, Call, ContextDef, Frame, Header, MemoryMap, Record, ResourceDef,
+};
+
+/// Reads a text trace line by line. The first line must be the header.
+pub struct Reader<R> {
+    inner: R,
+    buf: Vec<u8>,
+    line: u64,
+    /// Problems that did not stop reading (non-UTF-8 bytes, lines that
+    /// were taken as comments although they do not start with `#`).
+    pub warnings: Warnings,
+    /// Whether the last line lacked its `\n`.
+    pub missing_final_newline: bool,
+}
+
+impl<R: BufRead> Reader<R> {
+    pub fn new(inner: R) -> Self {
+        Reader {
+            inner,
+            buf: Vec::with_capacity(256),
+            line: 0,
+            warnings: Warnings::default(),
+            missing_final_newline: false,
+        }
+    }
+
+    /// The 1-based number of the line last returned.
+    pub fn line(&self) -> u64 {
+        self.line
+    }
+
+    /// The next record, `Ok(None)` at the end.
+    pub fn next_record(&mut self) -> Result<Option<Record>> {
+        self.buf.clear();
+        let n = self
+            .inner
+            .read_until(b'\n', &mut self.buf)
+            .map_err(|e| Error::io(None, e))?;
+        if n == 0 {
+            if self.line == 0 {
+                return Err(Error::malformed(
+                    Position::Line(1),
+                    "empty input: an sp-rtrace text trace starts with a header line",
+                ));
+            }
+            return Ok(None);
+        }
+        self.line += 1;
+        if self.buf.last() == Some(&b'\n') {
+            self.buf.pop();
+        } else {
+            self.missing_final_newline = true;
+        }
+        let text = match std::str::from_utf8(&self.buf) {
+            Ok(s) => std::borrow::Cow::Borrowed(s),
+            Err(_) => {
+                self.warnings.push(
+                    Position::Line(self.line),
+                    "invalid UTF-8 replaced by U+FFFD",
+                );
+                String::from_utf8_lossy(&self.buf)
+            }
+        };
+        if self.line == 1 {
+            return match Header::parse(&text) {
+                Some(h) => Ok(Some(Record::Header(h))),
+                None => Err(Error::malformed(
+                    Position::Line(1),
+                    "not an sp-rtrace text trace: the first line must be the header \
+                     (`version=2.0, arch=…, `)",
+                )),
+            };
+        }
+        let rec = Record::parse(&text);
+        if let Record::Comment(c) = &rec {
+            if !c.starts_with('#') {
+                self.warnings.push(
+                    Position::Line(self.line),
+                    format!("unrecognised record kept as a comment: {c}"),
+                );
+            }
+        }
+        Ok(Some(rec))
+    }
+}
+
+impl<R: BufRead> Iterator for Reader<R> {
+    type Item = Result<Record>;
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_record().transpose()
+    }
+}
+
+/// A backtrace, shared by all calls of a compressed group.
+pub type Backtrace = Rc<[Frame]>;
+
+/// A call with its arguments and backtrace.
+#[derive(Debug, Clone)]
+pub struct FullCall {
+    pub call: Call,
+    pub args: Vec<Arg>,
+    pub frames: Backtrace,
+    /// The line of the call record, for messages.
+    pub line: u64,
+}
+
+/// What the [`Assembler`] yields: whole calls and the other records.
+#[derive(Debug, Clone)]
+pub enum Item {
+    Header(Header),
+    Call(FullCall),
+    Map(MemoryMap),
+    Context(ContextDef),
+    Resource(ResourceDef),
+    Attachment(Attachment),
+    Comment(String),
+    TempComment(String),
+}
+
+/// Groups call lines with the `$` and frame lines that follow them, the
+/// way the reference reader does: frames after several consecutive call
+/// lines (compressed form) belong to all of them.
+pub struct Assembler<R> {
+    pub reader: Reader<R>,
+    pending: Vec<(Call, Vec<Arg>, u64)>,
+    frames: Vec<Frame>,
+    out: VecDeque<Item>,
+    done: bool,
+    empty: Backtrace,
+}
+
+impl<R: BufRead> Assembler<R> {
+    pub fn new(reader: Reader<R>) -> Self {
+        Assembler {
+            reader,
+            pending: Vec::new(),
+            frames: Vec::new(),
+            out: VecDeque::new(),
+            done: false,
+            empty: Rc::from(Vec::new()),
+        }
+    }
+
+    fn flush_pending(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let frames: Backtrace = if self.frames.is_empty() {
+            self.empty.clone()
+        } else {
+            Rc::from(std::mem::take(&mut self.frames))
+        };
+        for (call, args, line) in self.pending.drain(..) {
+            self.out.push_back(Item::Call(FullCall {
+                call,
+                args,
+                frames: frames.clone(),
+                line,
+            }));
+        }
+    }
+
+    /// Any other record ends the pending calls (with an empty backtrace if
+    /// no frame came).
+    fn push_other(&mut self, item: Item) {
+        self.flush_pending();
+        self.out.push_back(item);
+    }
+
+    pub fn next_item(&mut self) -> Result<Option<Item>> {
+        loop {
+            if let Some(item) = self.out.pop_front() {
+                return Ok(Some(item));
+            }
+            if self.done {
+                return Ok(None);
+            }
+            let Some(rec) = self.reader.next_record()? else {
+                self.flush_pending();
+                self.done = true;
+                continue;
+            };
+            let line = self.reader.line();
+            match rec {
+                Record::Frame(f) => {
+                    if self.pending.is_empty() {
+                        self.reader.warnings.push(
+                            Position::Line(line),
+                            "backtrace frame without a preceding call record (dropped)",
+                        );
+                    } else {
+                        self.frames.push(f);
+                    }
+                }
+                Record::Arg(a) => match self.pending.last_mut() {
+                    Some((_, args, _)) => args.push(a),
+                    None => self.reader.warnings.push(
+                        Position::Line(line),
+                        "function argument without a preceding call record (dropped)",
+                    ),
+                },
+                // Temporary comments are invisible to the call grouping
+                // (the reference drops them before classification).
+                Record::TempComment(t) => self.out.push_back(Item::TempComment(t)),
+                Record::Call(c) => {
+                    if !self.frames.is_empty() {
+                        self.flush_pending();
+                    }
+                    self.pending.push((c, Vec::new(), line));
+                }
+                Record::EndBacktrace => self.flush_pending(),
+                Record::Header(h) => self.push_other(Item::Header(h)),
+                Record::Map(m) => self.push_other(Item::Map(m)),
+                Record::Context(c) => self.push_other(Item::Context(c)),
+                Record::Resource(r) => self.push_other(Item::Resource(r)),
+                Record::Attachment(a) => self.push_other(Item::Attachment(a)),
+                Record::Comment(c) => self.push_other(Item::Comment(c)),
+            }
+        }
+    }
+}
+
+impl<R: BufRead> Iterator for Assembler<R> {
+    type Item = Result<Item>;
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_item().transpose()
+    }
+}
