@@ -1,0 +1,26 @@
+//! LLVM XRay traces: reading FDR (versions 1-5) and basic-mode (versions
+//! 1-3) logs of either byte order as streams of records, resolving function
+//! ids through an instrumented binary's `xray_instr_map`, llvm-xray's
+//! analyses (`account`, `stack`, `graph`) and outputs (`yaml`,
+//! `trace_event`, `fdr-dump`), and writers for FDR v5 and basic v3 logs.
+//!
+//! Layers: [`header`] → [`fdr`] (record framing) / [`basic`] → [`trace`]
+//! (block index, per-thread timestamp reconstruction, load-order and
+//! time-sorted streams of [`record::Record`]) → analyses and writers.
+//!
+//! **Architecture Invariant:** readers work on a byte slice (a memory map)
+//! and keep per-thread state only; memory is bounded by threads × stack
+//! depth (plus one small entry per FDR buffer), never by the record count.
+
+pub mod basic;
+pub mod densemap;
+pub mod fdr;
+pub mod fdr_dump;
+pub mod header;
+pub mod record;
+pub mod trace;
+pub mod yaml;
+
+pub use header::{parse_header, Endian, FileHeader, LogKind};
+pub use record::{Record, RecordKind};
+pub use trace::Trace;

@@ -1,0 +1,599 @@
+//! A whole trace: header, block index (FDR) and time-stamped record
+//! streams in llvm-xray's load order or sorted by timestamp.
+//!
+//! Memory: the block index holds one small entry per FDR buffer; record
+//! streams hold one cursor per thread (FDR) or per time-ordered run (basic).
+//! Nothing grows with the number of records.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use tracekit_core::{Position, Result, Warnings};
+
+use crate::basic::{BasicReader, RECORD_LEN};
+use crate::densemap;
+use crate::fdr::{FdrReader, FdrRecord, FunctionAction};
+use crate::header::{parse_header, FileHeader, LogKind, HEADER_LEN};
+use crate::record::{Record, RecordKind};
+
+/// One FDR buffer as found in the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlockInfo {
+    /// Offset of the block's first record (BufferExtents, or NewBuffer in v1).
+    pub start: usize,
+    /// Offset just past the block.
+    pub end: usize,
+    pub tid: i32,
+    /// From the Pid record (v3+); 0 before.
+    pub pid: i32,
+    pub wall_seconds: u64,
+    pub wall_micros: u32,
+    /// The first NewCPUId's timestamp, used to order a thread's blocks.
+    pub first_tsc: Option<u64>,
+}
+
+/// The blocks of one (process, thread).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThreadBlocks {
+    pub pid: i32,
+    pub tid: i32,
+    /// Indices into [`Trace::blocks`], in time order.
+    pub blocks: Vec<usize>,
+}
+
+/// An opened trace over its bytes (usually a memory map).
+pub struct Trace<'a> {
+    pub data: &'a [u8],
+    pub header: FileHeader,
+    /// FDR buffers in file order (empty for basic logs).
+    pub blocks: Vec<BlockInfo>,
+    /// FDR threads in llvm-xray's order (its DenseMap of (pid, tid)),
+    /// each with its blocks sorted by time.
+    pub threads: Vec<ThreadBlocks>,
+    /// Problems found while indexing.
+    pub warnings: Warnings,
+}
+
+impl<'a> Trace<'a> {
+    /// Reads the header and indexes the FDR buffers (one quick pass that
+    /// jumps over block bodies when the extents allow).
+    pub fn open(data: &'a [u8]) -> Result<Trace<'a>> {
+        let header = parse_header(data)?;
+        let mut trace = Trace {
+            data,
+            header,
+            blocks: Vec::new(),
+            threads: Vec::new(),
+            warnings: Warnings::default(),
+        };
+        match header.kind {
+            LogKind::Fdr => trace.index_fdr()?,
+            LogKind::Basic => {
+                if data.len() < HEADER_LEN + RECORD_LEN {
+                    trace.warnings.push(
+                        Position::Offset(HEADER_LEN as u64),
+                        "the log holds no records (the runtime writes a bare header when nothing was logged)",
+                    );
+                }
+            }
+        }
+        Ok(trace)
+    }
+
+    fn index_fdr(&mut self) -> Result<()> {
+        let v1 = self.header.version == 1;
+        let mut reader = FdrReader::new(self.data, self.header);
+        let mut blocks: Vec<BlockInfo> = Vec::new();
+        let mut cur: Option<BlockInfo> = None;
+        let mut have_tid = false;
+        while let Some(item) = reader.next() {
+            let r = item?;
+            if r.garbage {
+                continue;
+            }
+            let starts_block = match r.record {
+                FdrRecord::BufferExtents { .. } => !v1,
+                FdrRecord::NewBuffer { .. } => v1 || cur.is_none() || have_tid,
+                _ => false,
+            };
+            if starts_block {
+                if let Some(mut b) = cur.take() {
+                    b.end = r.offset;
+                    self.finish_block(b, have_tid, &mut blocks);
+                }
+                have_tid = false;
+                cur = Some(BlockInfo {
+                    start: r.offset,
+                    end: r.offset,
+                    tid: 0,
+                    pid: 0,
+                    wall_seconds: 0,
+                    wall_micros: 0,
+                    first_tsc: None,
+                });
+            }
+            let Some(b) = cur.as_mut() else {
+                self.warnings.push(
+                    Position::Offset(r.offset as u64),
+                    "record before the first buffer header ignored",
+                );
+                continue;
+            };
+            match r.record {
+                FdrRecord::NewBuffer { tid } => {
+                    b.tid = tid;
+                    have_tid = true;
+                    if self.header.version == 2 {
+                        // llvm-xray's convention for v2 logs (no Pid record).
+                        b.pid = 0;
+                    }
+                }
+                FdrRecord::Pid { pid } => b.pid = pid,
+                FdrRecord::WallClock { seconds, micros } => {
+                    b.wall_seconds = seconds;
+                    b.wall_micros = micros;
+                }
+                FdrRecord::NewCpuId { tsc, .. } if b.first_tsc.is_none() => {
+                    b.first_tsc = Some(tsc);
+                    reader.skip_block_body();
+                }
+                _ => {}
+            }
+        }
+        if let Some(mut b) = cur.take() {
+            b.end = self.data.len();
+            self.finish_block(b, have_tid, &mut blocks);
+        }
+        self.warnings.extend(std::mem::take(&mut reader.warnings));
+        self.blocks = blocks;
+        self.group_threads();
+        Ok(())
+    }
+
+    fn finish_block(&mut self, b: BlockInfo, have_tid: bool, blocks: &mut Vec<BlockInfo>) {
+        if have_tid {
+            blocks.push(b);
+        } else {
+            self.warnings.push(
+                Position::Offset(b.start as u64),
+                "buffer without a NewBuffer record (no thread id); its records are ignored",
+            );
+        }
+    }
+
+    fn group_threads(&mut self) {
+        let mut keys: Vec<(i32, i32)> = Vec::new();
+        let mut lists: Vec<Vec<usize>> = Vec::new();
+        let mut slot: std::collections::HashMap<(i32, i32), usize> = Default::default();
+        for (i, b) in self.blocks.iter().enumerate() {
+            let k = (b.pid, b.tid);
+            let s = *slot.entry(k).or_insert_with(|| {
+                keys.push(k);
+                lists.push(Vec::new());
+                keys.len() - 1
+            });
+            lists[s].push(i);
+        }
+        let hashes: Vec<u32> = keys
+            .iter()
+            .map(|&(p, t)| {
+                densemap::hash_pair(
+                    densemap::hash_u64(p as i64 as u64),
+                    densemap::hash_u32(t as u32),
+                )
+            })
+            .collect();
+        let blocks = &self.blocks;
+        self.threads = densemap::iteration_order(&hashes)
+            .into_iter()
+            .map(|s| {
+                let mut list = std::mem::take(&mut lists[s]);
+                // Time order; file order breaks ties (stable sort).
+                list.sort_by_key(|&i| blocks[i].first_tsc.unwrap_or(u64::MAX));
+                ThreadBlocks {
+                    pid: keys[s].0,
+                    tid: keys[s].1,
+                    blocks: list,
+                }
+            })
+            .collect();
+    }
+
+    /// Records in llvm-xray's load order: FDR threads one after the other
+    /// (each in time order), basic logs in file order. `account`, `stack`
+    /// and `graph` consume this order.
+    pub fn records(&self) -> RecordStream<'a> {
+        match self.header.kind {
+            LogKind::Basic => {
+                RecordStream::Basic(Box::new(BasicReader::new(self.data, self.header)))
+            }
+            LogKind::Fdr => RecordStream::Fdr(FdrStream {
+                cursors: self
+                    .threads
+                    .iter()
+                    .map(|t| ThreadCursor::new(self, t))
+                    .collect(),
+                current: 0,
+                warnings: Warnings::default(),
+            }),
+        }
+    }
+
+    /// Records ordered by timestamp; ties keep load order (what llvm-xray's
+    /// stable sort in `convert` gives for time-ordered threads).
+    pub fn sorted_records(&self) -> SortedStream<'a> {
+        let sources: Vec<Source<'a>> = match self.header.kind {
+            LogKind::Fdr => self
+                .threads
+                .iter()
+                .map(|t| Source::Thread(Box::new(ThreadCursor::new(self, t))))
+                .collect(),
+            LogKind::Basic => basic_runs(self.data, self.header)
+                .into_iter()
+                .map(|(start, end)| {
+                    let mut r = BasicReader::new(self.data, self.header);
+                    r.restrict(start, end);
+                    Source::Basic(Box::new(r))
+                })
+                .collect(),
+        };
+        SortedStream::new(sources)
+    }
+}
+
+/// Splits a basic log into maximal runs of non-decreasing timestamps
+/// (argument payloads stay with their record). Merging the runs equals a
+/// stable sort of the whole file.
+fn basic_runs(data: &[u8], header: FileHeader) -> Vec<(usize, usize)> {
+    let e = header.endian;
+    let body = data.len().saturating_sub(HEADER_LEN);
+    let end = HEADER_LEN + body - body % RECORD_LEN;
+    let mut runs = Vec::new();
+    let mut start = HEADER_LEN;
+    let mut last = 0u64;
+    let mut at = HEADER_LEN;
+    while at < end {
+        if e.u16(data, at) == 0 {
+            let tsc = e.u64(data, at + 8);
+            if tsc < last && at > start {
+                runs.push((start, at));
+                start = at;
+            }
+            last = tsc;
+        }
+        at += RECORD_LEN;
+    }
+    if start < end {
+        runs.push((start, end));
+    }
+    runs
+}
+
+/// Rebuilds the records of one thread from its blocks.
+pub struct ThreadCursor<'a> {
+    data: &'a [u8],
+    header: FileHeader,
+    blocks: Vec<(usize, usize)>,
+    next_block: usize,
+    reader: Option<FdrReader<'a>>,
+    tid: u32,
+    pid: u32,
+    cpu: u16,
+    base_tsc: u64,
+    have_cpu: bool,
+    record_type: u16,
+    func_id: i32,
+    building: Option<Record<'a>>,
+    failed: bool,
+    dropped_before_cpu: u64,
+    pub warnings: Warnings,
+}
+
+impl<'a> ThreadCursor<'a> {
+    fn new(trace: &Trace<'a>, t: &ThreadBlocks) -> Self {
+        ThreadCursor {
+            data: trace.data,
+            header: trace.header,
+            blocks: t
+                .blocks
+                .iter()
+                .map(|&i| (trace.blocks[i].start, trace.blocks[i].end))
+                .collect(),
+            next_block: 0,
+            reader: None,
+            tid: t.tid as u32,
+            pid: t.pid as u32,
+            cpu: 0,
+            base_tsc: 0,
+            have_cpu: false,
+            record_type: 0,
+            func_id: 0,
+            building: None,
+            failed: false,
+            dropped_before_cpu: 0,
+            warnings: Warnings::default(),
+        }
+    }
+
+    fn start(
+        &mut self,
+        kind: RecordKind,
+        cpu: u16,
+        tsc: u64,
+        data: &'a [u8],
+    ) -> Option<Record<'a>> {
+        let done = self.building.take();
+        self.building = Some(Record {
+            record_type: self.record_type,
+            cpu,
+            kind,
+            func_id: self.func_id,
+            tsc,
+            tid: self.tid,
+            pid: self.pid,
+            args: Vec::new(),
+            data,
+        });
+        done
+    }
+
+    fn finish_reader(&mut self) {
+        if let Some(r) = self.reader.take() {
+            self.warnings.extend(r.warnings);
+        }
+        if self.dropped_before_cpu > 0 {
+            self.warnings.push(
+                Position::Unknown,
+                format!(
+                    "{} records of thread {} came before the first NewCPUId of their buffer (no time base) and were dropped",
+                    self.dropped_before_cpu, self.tid
+                ),
+            );
+            self.dropped_before_cpu = 0;
+        }
+    }
+}
+
+impl<'a> Iterator for ThreadCursor<'a> {
+    type Item = Result<Record<'a>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if self.failed {
+                return None;
+            }
+            if self.reader.is_none() {
+                if self.next_block >= self.blocks.len() {
+                    return self.building.take().map(Ok);
+                }
+                let (s, e) = self.blocks[self.next_block];
+                self.next_block += 1;
+                self.reader = Some(FdrReader::range(self.data, self.header, s, e));
+                self.have_cpu = false;
+            }
+            let item = self.reader.as_mut().and_then(|r| r.next());
+            let raw = match item {
+                None => {
+                    self.finish_reader();
+                    continue;
+                }
+                Some(Err(e)) => {
+                    self.failed = true;
+                    self.finish_reader();
+                    return Some(Err(e));
+                }
+                Some(Ok(raw)) => raw,
+            };
+            if raw.garbage {
+                continue;
+            }
+            let emitted = match raw.record {
+                FdrRecord::NewBuffer { tid } => {
+                    self.tid = tid as u32;
+                    if self.header.version == 2 {
+                        self.pid = tid as u32;
+                    }
+                    None
+                }
+                FdrRecord::Pid { pid } => {
+                    self.pid = pid as u32;
+                    None
+                }
+                FdrRecord::NewCpuId { cpu, tsc } => {
+                    self.cpu = cpu;
+                    self.base_tsc = tsc;
+                    self.have_cpu = true;
+                    None
+                }
+                FdrRecord::TscWrap { base } => {
+                    self.base_tsc = base;
+                    None
+                }
+                FdrRecord::WallClock { .. }
+                | FdrRecord::BufferExtents { .. }
+                | FdrRecord::EndOfBuffer => None,
+                FdrRecord::CallArgument { arg } => {
+                    match self.building.as_mut() {
+                        Some(b) if !b.kind.is_event() => {
+                            b.args.push(arg);
+                            b.kind = RecordKind::EnterArg;
+                        }
+                        _ => self.warnings.push(
+                            Position::Offset(raw.offset as u64),
+                            "call argument without a preceding function record ignored",
+                        ),
+                    }
+                    None
+                }
+                FdrRecord::CustomEvent { tsc, cpu, data, .. } => {
+                    self.start(RecordKind::CustomEvent, cpu, tsc, data)
+                }
+                _ if !self.have_cpu => {
+                    self.dropped_before_cpu += 1;
+                    None
+                }
+                FdrRecord::CustomEventV5 { delta, data, .. } => {
+                    self.base_tsc = self.base_tsc.wrapping_add(delta as i64 as u64);
+                    self.start(RecordKind::CustomEvent, self.cpu, self.base_tsc, data)
+                }
+                FdrRecord::TypedEvent {
+                    delta,
+                    event_type,
+                    data,
+                    ..
+                } => {
+                    self.record_type = event_type;
+                    self.base_tsc = self.base_tsc.wrapping_add(delta as i64 as u64);
+                    self.start(RecordKind::TypedEvent, self.cpu, self.base_tsc, data)
+                }
+                FdrRecord::Function {
+                    action,
+                    func_id,
+                    delta,
+                } => {
+                    self.func_id = func_id as i32;
+                    self.base_tsc = self.base_tsc.wrapping_add(u64::from(delta));
+                    let kind = match action {
+                        FunctionAction::Enter => RecordKind::Enter,
+                        FunctionAction::Exit => RecordKind::Exit,
+                        FunctionAction::TailExit => RecordKind::TailExit,
+                        FunctionAction::EnterArg => RecordKind::EnterArg,
+                    };
+                    self.start(kind, self.cpu, self.base_tsc, &[])
+                }
+            };
+            if let Some(r) = emitted {
+                return Some(Ok(r));
+            }
+        }
+    }
+}
+
+/// Records of an FDR trace, thread after thread.
+pub struct FdrStream<'a> {
+    cursors: Vec<ThreadCursor<'a>>,
+    current: usize,
+    warnings: Warnings,
+}
+
+/// Records in load order (see [`Trace::records`]).
+pub enum RecordStream<'a> {
+    Basic(Box<BasicReader<'a>>),
+    Fdr(FdrStream<'a>),
+}
+
+impl<'a> RecordStream<'a> {
+    /// Warnings so far (complete once the stream is exhausted).
+    pub fn warnings(&self) -> Warnings {
+        match self {
+            RecordStream::Basic(b) => b.warnings.clone(),
+            RecordStream::Fdr(f) => {
+                let mut w = f.warnings.clone();
+                for c in &f.cursors {
+                    w.extend(c.warnings.clone());
+                }
+                w
+            }
+        }
+    }
+}
+
+impl<'a> Iterator for RecordStream<'a> {
+    type Item = Result<Record<'a>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            RecordStream::Basic(b) => b.next(),
+            RecordStream::Fdr(f) => loop {
+                let c = f.cursors.get_mut(f.current)?;
+                match c.next() {
+                    Some(r) => return Some(r),
+                    None => f.current += 1,
+                }
+            },
+        }
+    }
+}
+
+enum Source<'a> {
+    Thread(Box<ThreadCursor<'a>>),
+    Basic(Box<BasicReader<'a>>),
+}
+
+impl<'a> Source<'a> {
+    fn next(&mut self) -> Option<Result<Record<'a>>> {
+        match self {
+            Source::Thread(t) => t.next(),
+            Source::Basic(b) => b.next(),
+        }
+    }
+    fn warnings(&self) -> &Warnings {
+        match self {
+            Source::Thread(t) => &t.warnings,
+            Source::Basic(b) => &b.warnings,
+        }
+    }
+}
+
+/// A k-way merge of per-thread (or per-run) streams by timestamp.
+pub struct SortedStream<'a> {
+    sources: Vec<Source<'a>>,
+    heads: Vec<Option<Record<'a>>>,
+    heap: BinaryHeap<Reverse<(u64, usize)>>,
+    error: Option<tracekit_core::Error>,
+    primed: bool,
+}
+
+impl<'a> SortedStream<'a> {
+    fn new(sources: Vec<Source<'a>>) -> Self {
+        let n = sources.len();
+        SortedStream {
+            sources,
+            heads: (0..n).map(|_| None).collect(),
+            heap: BinaryHeap::with_capacity(n),
+            error: None,
+            primed: false,
+        }
+    }
+
+    fn pull(&mut self, i: usize) {
+        match self.sources[i].next() {
+            Some(Ok(r)) => {
+                self.heap.push(Reverse((r.tsc, i)));
+                self.heads[i] = Some(r);
+            }
+            Some(Err(e)) if self.error.is_none() => self.error = Some(e),
+            _ => {}
+        }
+    }
+
+    /// Warnings of all sources (complete once the stream is exhausted).
+    pub fn warnings(&self) -> Warnings {
+        let mut w = Warnings::default();
+        for s in &self.sources {
+            w.extend(s.warnings().clone());
+        }
+        w
+    }
+}
+
+impl<'a> Iterator for SortedStream<'a> {
+    type Item = Result<Record<'a>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if !self.primed {
+            self.primed = true;
+            for i in 0..self.sources.len() {
+                self.pull(i);
+            }
+        }
+        if let Some(e) = self.error.take() {
+            self.heap.clear();
+            return Some(Err(e));
+        }
+        let Reverse((_, i)) = self.heap.pop()?;
+        let r = self.heads[i].take()?;
+        self.pull(i);
+        Some(Ok(r))
+    }
+}
