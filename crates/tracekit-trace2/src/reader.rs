@@ -1,0 +1,272 @@
+//! Splitting an input into records and recognising its format.
+//!
+//! EVENT has one record per line. PERF and NORMAL records continue on the
+//! following lines when a message contains a newline; a continuation line
+//! is one that does not start with the format's prefix. Records are
+//! returned as slices of the input (a PERF/NORMAL record with
+//! continuations is one contiguous slice, `\n` included), so nothing is
+//! copied.
+
+use std::io::BufRead;
+
+use crate::event::Event;
+use crate::event_fmt::ParseError;
+use crate::{event_fmt, normal, perf};
+
+/// The three trace2 formats, with their brief variants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Format {
+    Event,
+    Perf { brief: bool },
+    Normal { brief: bool },
+}
+
+impl Format {
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Event => "EVENT",
+            Format::Perf { brief: false } => "PERF",
+            Format::Perf { brief: true } => "PERF (brief)",
+            Format::Normal { brief: false } => "NORMAL",
+            Format::Normal { brief: true } => "NORMAL (brief)",
+        }
+    }
+
+    fn starts_record(self, line: &[u8]) -> bool {
+        match self {
+            Format::Event => true,
+            Format::Perf { brief } => perf::starts_record(line, brief),
+            Format::Normal { brief } => normal::starts_record(line, brief),
+        }
+    }
+
+    /// Parses one record of this format.
+    pub fn parse(self, record: &[u8]) -> Result<Event<'_>, ParseError> {
+        match self {
+            Format::Event => event_fmt::parse(record),
+            Format::Perf { brief } => perf::parse(record, brief),
+            Format::Normal { brief } => normal::parse(record, brief),
+        }
+    }
+}
+
+/// Recognises the format from the first non-empty line of `head`.
+pub fn detect(head: &[u8]) -> Option<Format> {
+    let line = head
+        .split(|&c| c == b'\n')
+        .find(|l| !l.iter().all(|c| c.is_ascii_whitespace()))?;
+    let trimmed = &line[line.iter().take_while(|c| c.is_ascii_whitespace()).count()..];
+    if trimmed.starts_with(b"{") {
+        return memchr::memmem::find(trimmed, b"\"event\"").map(|_| Format::Event);
+    }
+    if perf::starts_record(line, false) {
+        // Both have the time prefix; PERF's depth column tells them apart.
+        let rest = &line[16..];
+        if let Some(i) = memchr::memmem::find(rest, b" | d") {
+            let after = &rest[i + 4..];
+            if after.first().is_some_and(u8::is_ascii_digit) {
+                return Some(Format::Perf { brief: false });
+            }
+        }
+        return Some(Format::Normal { brief: false });
+    }
+    if perf::is_brief_line(line) {
+        return Some(Format::Perf { brief: true });
+    }
+    // A brief NORMAL stream starts like any git process: with `version`.
+    if line.starts_with(b"version ") {
+        return Some(Format::Normal { brief: true });
+    }
+    None
+}
+
+/// A record: its first line's 1-based number and its bytes (without the
+/// final newline).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Record<'a> {
+    pub line: u64,
+    pub bytes: &'a [u8],
+    /// The record's last line had no newline: the input was cut short.
+    pub unterminated: bool,
+}
+
+/// Iterates over the records of an in-memory (or memory-mapped) input.
+pub struct RecordIter<'a> {
+    data: &'a [u8],
+    pos: usize,
+    line: u64,
+    format: Format,
+}
+
+impl<'a> RecordIter<'a> {
+    pub fn new(data: &'a [u8], format: Format) -> Self {
+        RecordIter {
+            data,
+            pos: 0,
+            line: 0,
+            format,
+        }
+    }
+
+    /// Bytes consumed so far (for progress).
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+}
+
+impl<'a> Iterator for RecordIter<'a> {
+    type Item = Record<'a>;
+
+    fn next(&mut self) -> Option<Record<'a>> {
+        loop {
+            if self.pos >= self.data.len() {
+                return None;
+            }
+            let start = self.pos;
+            self.line += 1;
+            let first_line = self.line;
+            let mut end = match memchr::memchr(b'\n', &self.data[start..]) {
+                Some(i) => start + i,
+                None => self.data.len(),
+            };
+            self.pos = (end + 1).min(self.data.len());
+            if self.format != Format::Event {
+                // Absorb continuation lines.
+                while self.pos < self.data.len() {
+                    let next_end = match memchr::memchr(b'\n', &self.data[self.pos..]) {
+                        Some(i) => self.pos + i,
+                        None => self.data.len(),
+                    };
+                    if self.format.starts_record(&self.data[self.pos..next_end]) {
+                        break;
+                    }
+                    self.line += 1;
+                    end = next_end;
+                    self.pos = (next_end + 1).min(self.data.len());
+                }
+            }
+            let bytes = &self.data[start..end];
+            if bytes.is_empty() && end < self.data.len() {
+                continue; // blank line
+            }
+            let unterminated = end == self.data.len() && !self.data.ends_with(b"\n");
+            return Some(Record {
+                line: first_line,
+                bytes,
+                unterminated,
+            });
+        }
+    }
+}
+
+/// Reads records from a stream (standard input, a socket) with memory
+/// bounded by the longest record, calling `f` for each. Returns the number
+/// of bytes read.
+pub fn for_each_record<R: BufRead, E>(
+    mut input: R,
+    format: Format,
+    mut f: impl FnMut(Record<'_>) -> Result<(), E>,
+) -> Result<u64, E>
+where
+    E: From<std::io::Error>,
+{
+    let mut pending: Vec<u8> = Vec::new();
+    let mut pending_line = 0u64;
+    let mut line_buf: Vec<u8> = Vec::new();
+    let mut line_no = 0u64;
+    let mut total = 0u64;
+    loop {
+        line_buf.clear();
+        let n = input.read_until(b'\n', &mut line_buf)?;
+        if n == 0 {
+            break;
+        }
+        total += n as u64;
+        line_no += 1;
+        let terminated = line_buf.last() == Some(&b'\n');
+        let line = if terminated {
+            &line_buf[..n - 1]
+        } else {
+            &line_buf[..]
+        };
+        let starts = format.starts_record(line) || pending.is_empty();
+        if starts {
+            if !pending.is_empty() {
+                let rec_end = pending.len() - 1; // drop the stored '\n'
+                f(Record {
+                    line: pending_line,
+                    bytes: &pending[..rec_end],
+                    unterminated: false,
+                })?;
+                pending.clear();
+            }
+            if line.is_empty() {
+                continue;
+            }
+            pending_line = line_no;
+        }
+        pending.extend_from_slice(line);
+        pending.push(b'\n');
+        if !terminated {
+            let rec_end = pending.len() - 1;
+            f(Record {
+                line: pending_line,
+                bytes: &pending[..rec_end],
+                unterminated: true,
+            })?;
+            pending.clear();
+        }
+        if format == Format::Event && !pending.is_empty() {
+            let rec_end = pending.len() - 1;
+            f(Record {
+                line: pending_line,
+                bytes: &pending[..rec_end],
+                unterminated: false,
+            })?;
+            pending.clear();
+        }
+    }
+    if !pending.is_empty() {
+        let rec_end = pending.len() - 1;
+        f(Record {
+            line: pending_line,
+            bytes: &pending[..rec_end],
+            unterminated: false,
+        })?;
+    }
+    Ok(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn joins_continuation_lines() {
+        let data = b"19:30:18.513860 usage.c:83                        error Your local changes:\n\tbig.txt\nPlease commit.\n19:30:18.513913 git.c:752                         exit elapsed:0.002173 code:1\n";
+        let f = detect(data).unwrap();
+        assert_eq!(f, Format::Normal { brief: false });
+        let recs: Vec<_> = RecordIter::new(data, f).collect();
+        assert_eq!(recs.len(), 2);
+        assert_eq!(recs[1].line, 4);
+        assert!(recs[0].bytes.ends_with(b"Please commit."));
+        let mut streamed = Vec::new();
+        for_each_record::<_, std::io::Error>(&data[..], f, |r| {
+            streamed.push((r.line, r.bytes.to_vec()));
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(streamed.len(), 2);
+        assert_eq!(streamed[0].1, recs[0].bytes);
+        assert_eq!(streamed[1].0, 4);
+    }
+
+    #[test]
+    fn cut_records_are_flagged() {
+        let data = b"{\"event\":\"version\"}\n{\"event\":\"st";
+        let recs: Vec<_> = RecordIter::new(data, Format::Event).collect();
+        assert_eq!(recs.len(), 2);
+        assert!(!recs[0].unterminated);
+        assert!(recs[1].unterminated);
+    }
+}
