@@ -278,7 +278,7 @@ impl UnixMicros {
 
 /// The local zone's offset from UTC at `secs`, per the C library (which
 /// honours `TZ`).
-fn local_offset_secs(secs: i64) -> i64 {
+pub(crate) fn local_offset_secs(secs: i64) -> i64 {
     let t: libc::time_t = secs as libc::time_t;
     // SAFETY: localtime_r writes only into the zeroed `tm` we own; `t` is a
     // valid time_t.

@@ -1,0 +1,178 @@
+//! `convert event.jsonl --to trace2-perf|trace2-normal` equals git's own
+//! perf.log and normal.log, captured in the same run, on every field the
+//! EVENT file carries.
+//!
+//! What is masked, and why:
+//! * the time of day: git samples the clock separately for each target;
+//! * PERF's t_abs on events whose EVENT record has no t_abs (regions,
+//!   child_start/exit, exec): we compute it from `time` and the SID, git
+//!   from its monotonic clock;
+//! * PERF lines of regions and data deeper than EVENT's nesting limit
+//!   (default 2) are skipped: EVENT never saw them; for the same reason
+//!   the dots of other events inside such regions are compared only up to
+//!   the limit;
+//! * the order of lines of *different* processes: each target is a
+//!   separate append by each process, so concurrent processes interleave
+//!   differently in each file. Lines are matched within a window of
+//!   nearby lines; every line must match exactly one.
+//!
+//! `TZ` is `UTC`, as in the capture.
+
+use std::path::{Path, PathBuf};
+
+use tracekit_trace2::convert::Converter;
+use tracekit_trace2::reader::{detect, Format, RecordIter};
+use tracekit_trace2::{Body, Kind};
+
+fn cases() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus/trace2");
+    let mut v: Vec<PathBuf> = std::fs::read_dir(&root)
+        .expect("corpus")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.join("event.jsonl").exists() && p.join("perf.log").exists())
+        .collect();
+    v.sort();
+    v
+}
+
+/// A converted record: its text and whether the source had t_abs.
+struct Line {
+    text: Vec<u8>,
+    had_t_abs: bool,
+    kind: Kind,
+}
+
+fn convert(event_file: &Path, target: Format) -> Vec<Line> {
+    let data = std::fs::read(event_file).expect("read");
+    let mut conv = Converter::new(target);
+    let mut out = Vec::new();
+    for rec in RecordIter::new(&data, Format::Event) {
+        let ev = Format::Event.parse(rec.bytes).expect("corpus EVENT parses");
+        let mut buf = Vec::new();
+        conv.write(&ev, &mut buf);
+        if buf.is_empty() {
+            continue;
+        }
+        out.push(Line {
+            text: buf.strip_suffix(b"\n").unwrap_or(&buf).to_vec(),
+            had_t_abs: ev.body.t_abs().is_some(),
+            kind: ev.kind(),
+        });
+    }
+    out
+}
+
+fn expected(file: &Path) -> (Format, Vec<Vec<u8>>) {
+    let data = std::fs::read(file).expect("read");
+    let format = detect(&data).expect("format");
+    let mut v = Vec::new();
+    for rec in RecordIter::new(&data, format) {
+        let ev = format.parse(rec.bytes).expect("corpus parses");
+        let deep = match &ev.body {
+            Body::RegionEnter(r) | Body::RegionLeave { region: r, .. } => r.nesting > 2,
+            Body::Data { nesting, .. } | Body::DataJson { nesting, .. } => *nesting > 2,
+            _ => false,
+        };
+        if !deep {
+            v.push(rec.bytes.to_vec());
+        }
+    }
+    (format, v)
+}
+
+/// Masks the columns that may differ (see the module docs).
+fn mask(line: &[u8], format: Format, mask_t_abs: bool) -> Vec<u8> {
+    let mut l = line.to_vec();
+    let brief = matches!(
+        format,
+        Format::Perf { brief: true } | Format::Normal { brief: true }
+    );
+    if !brief && l.len() >= 15 {
+        l[..15].fill(b'#');
+    }
+    if mask_t_abs {
+        if let Format::Perf { brief } = format {
+            // t_abs is the 6th (brief: 5th) ' | '-separated column.
+            let skip = if brief { 4 } else { 5 };
+            let mut seps = memchr::memmem::find_iter(line, b" | ");
+            if let (Some(a), Some(b)) = (seps.nth(skip - 1), None::<usize>.or_else(|| seps.next()))
+            {
+                l[a + 3..b].fill(b'#');
+            }
+        }
+    }
+    // Dots beyond the nesting limit (2 regions = 4 dots) are unknowable
+    // from EVENT.
+    if let Format::Perf { brief } = format {
+        let cols = if brief { 7 } else { 8 };
+        if let Some(p) = memchr::memmem::find_iter(line, b" | ").nth(cols - 1) {
+            let start = p + 3;
+            let dots = l[start..].iter().take_while(|&&c| c == b'.').count();
+            if dots > 4 {
+                l.drain(start + 4..start + dots);
+            }
+        }
+    }
+    l
+}
+
+fn compare(target_name: &str, file: &str) {
+    std::env::set_var("TZ", "UTC");
+    let mut failures = Vec::new();
+    let mut compared = 0;
+    for case in cases() {
+        let (format, want) = expected(&case.join(file));
+        let got = convert(&case.join("event.jsonl"), format);
+        if got.len() != want.len() {
+            failures.push(format!(
+                "{}: {} lines converted, {} expected",
+                case.display(),
+                got.len(),
+                want.len()
+            ));
+        }
+        const WINDOW: usize = 64;
+        let mut used = vec![false; want.len()];
+        for (i, g) in got.iter().enumerate() {
+            let mask_abs = !g.had_t_abs;
+            let gm = mask(&g.text, format, mask_abs);
+            compared += 1;
+            let lo = i.saturating_sub(WINDOW);
+            let hi = (i + WINDOW).min(want.len());
+            let found = (lo..hi).find(|&j| !used[j] && mask(&want[j], format, mask_abs) == gm);
+            match found {
+                Some(j) => used[j] = true,
+                None => {
+                    failures.push(format!(
+                        "{} {target_name} record {} ({:?}) has no match nearby:\n  got:  {}\n  want: {}",
+                        case.file_name().unwrap_or_default().to_string_lossy(),
+                        i + 1,
+                        g.kind,
+                        String::from_utf8_lossy(&g.text),
+                        want.get(i).map(|w| String::from_utf8_lossy(w).into_owned()).unwrap_or_default()
+                    ));
+                    if failures.len() > 15 {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    assert!(compared > 1000, "too few records compared: {compared}");
+    assert!(
+        failures.is_empty(),
+        "{} mismatches:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn event_to_perf_equals_git_perf() {
+    compare("perf", "perf.log");
+}
+
+#[test]
+fn event_to_normal_equals_git_normal() {
+    compare("normal", "normal.log");
+}
