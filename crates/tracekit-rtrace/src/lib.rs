@@ -9,6 +9,7 @@
 pub mod postproc;
 pub mod reader;
 pub mod record;
+pub mod report;
 pub mod resolve;
 
 pub use reader::{Assembler, FullCall, Item, Reader};

@@ -25,6 +25,7 @@ pub trait Dialect: Sync {
 /// The dialects, in detection order (most specific first).
 pub static DIALECTS: &[&dyn Dialect] = &[
     &crate::cmd::trace2::Trace2,
+    &crate::cmd::rtrace::Rtrace,
     // Add your dialect above this line (one entry).
 ];
 

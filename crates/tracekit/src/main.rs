@@ -44,6 +44,10 @@ enum Command {
     /// Git Trace2 tools: receive traces from git over a Unix socket.
     #[command(subcommand)]
     Trace2(cmd::trace2::Command),
+    /// sp-rtrace tools: post-process (sp-rtrace-postproc options) and
+    /// report memory/fd traces.
+    #[command(subcommand)]
+    Rtrace(cmd::rtrace::Command),
     // Dialect subcommands: add yours above this line (one variant).
 }
 
@@ -54,6 +58,7 @@ fn main() -> ExitCode {
         Command::Report(args) => cmd::report::run(args),
         Command::Convert(args) => cmd::convert::run(args),
         Command::Trace2(c) => cmd::trace2::run(c),
+        Command::Rtrace(c) => cmd::rtrace::run(c),
         // Dialect dispatch: add yours above this line (one arm).
     };
     match result {

@@ -5,6 +5,7 @@ pub mod info;
 pub mod report;
 pub mod trace2;
 pub mod trace2_listen;
+pub mod rtrace;
 // Dialect modules: add yours above this line.
 
 use std::fs::File;

@@ -1,0 +1,445 @@
+//! sp-rtrace: the dialect behind `info`/`report`/`convert`, and
+//! `tracekit rtrace postproc|report`.
+
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+
+use tracekit_rtrace::postproc::{self, CallAddress, Options, SortOrder};
+use tracekit_rtrace::record::Record;
+use tracekit_rtrace::report;
+
+use crate::cmd::{convert, info, output};
+use crate::formats::Dialect;
+use crate::input::Input;
+
+#[derive(clap::Subcommand, Debug)]
+pub enum Command {
+    /// Post-process a text trace like sp-rtrace-postproc: list leaks,
+    /// compress identical backtraces, resolve addresses, filter.
+    Postproc(PostprocArgs),
+    /// Leak, peak and allocation-site report, with SVG plots.
+    Report(ReportArgs),
+}
+
+#[derive(clap::Args, Debug)]
+#[command(after_help = "\
+The options and the output are those of sp-rtrace-postproc (text input);
+output is written to standard output unless -o is given.
+
+Examples:
+  tracekit rtrace postproc trace.rtrace -lc            # leaks grouped by backtrace
+  tracekit rtrace postproc trace.rtrace -lcr -o leaks.txt
+  tracekit rtrace postproc -C 2 -s count -c trace.rtrace
+  cat trace.rtrace | tracekit rtrace postproc - --exclude seen.idx")]
+pub struct PostprocArgs {
+    /// The text trace (`-` or nothing: standard input).
+    #[arg(value_name = "IN")]
+    pub input: Option<PathBuf>,
+    /// The input file, sp-rtrace-postproc style (same as IN).
+    #[arg(
+        short = 'i',
+        long = "input-file",
+        value_name = "FILE",
+        conflicts_with = "input"
+    )]
+    pub input_file: Option<PathBuf>,
+    /// Write here instead of standard output (`-` is standard output).
+    #[arg(short = 'o', long, value_name = "OUT")]
+    pub output: Option<PathBuf>,
+    /// Remove matched allocation/free pairs and all frees; adds a leak
+    /// summary per resource type.
+    #[arg(short = 'l', long = "filter-leaks")]
+    pub filter_leaks: bool,
+    /// Group calls with identical backtraces (sorted with --sort).
+    #[arg(short = 'c', long)]
+    pub compress: bool,
+    /// Resolve backtrace addresses to `function() from module` through the
+    /// trace's memory maps and the modules' ELF symbol tables.
+    #[arg(short = 'r', long)]
+    pub resolve: bool,
+    /// Group order with --compress: size, size-asc (default), count,
+    /// count-asc.
+    #[arg(short = 's', long, value_name = "ORDER")]
+    pub sort: Option<String>,
+    /// Keep calls whose context mask intersects MASK (hex); 0 keeps the
+    /// calls made outside every context.
+    #[arg(short = 'C', long, value_name = "MASK")]
+    pub context: Option<String>,
+    /// Keep calls of these resource types (hex bit mask, as in the
+    /// `<id>` registry lines).
+    #[arg(short = 'R', long, value_name = "MASK")]
+    pub resource: Option<String>,
+    /// Trim backtraces to N frames.
+    #[arg(short = 'b', long = "backtrace-depth", value_name = "N")]
+    pub backtrace_depth: Option<usize>,
+    /// Keep only the calls whose indices are listed in FILE (one a line).
+    #[arg(long, value_name = "FILE")]
+    pub include: Option<PathBuf>,
+    /// Drop the calls whose indices are listed in FILE (ignored with
+    /// --include).
+    #[arg(long, value_name = "FILE")]
+    pub exclude: Option<PathBuf>,
+    /// Keep calls whose backtrace passes through <start>+<size> (hex) of
+    /// the module whose path contains <target>.
+    #[arg(long = "call-address", value_name = "TARGET:START+SIZE")]
+    pub call_address: Option<String>,
+    /// Look modules up under this directory (cross resolving).
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+    /// Accepted for compatibility: output is always text.
+    #[arg(short = 't', long)]
+    pub text: bool,
+    /// Do not print warnings.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+}
+
+#[derive(clap::Args, Debug)]
+#[command(after_help = "\
+Examples:
+  tracekit rtrace report trace.rtrace
+  tracekit rtrace report trace.rtrace --timeline-svg live.svg --flame-svg leaks.svg
+  tracekit rtrace report --json trace.rtrace > report.json")]
+pub struct ReportArgs {
+    /// The text trace (`-` reads standard input).
+    #[arg(value_name = "IN")]
+    pub input: PathBuf,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Write the report here instead of standard output.
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// How many leak groups and allocation sites to list.
+    #[arg(long, default_value_t = 20, value_name = "N")]
+    pub top: usize,
+    /// Write live bytes over time as an SVG plot.
+    #[arg(long, value_name = "FILE")]
+    pub timeline_svg: Option<PathBuf>,
+    /// Write a flame graph of leaked bytes (SVG).
+    #[arg(long, value_name = "FILE")]
+    pub flame_svg: Option<PathBuf>,
+    /// Do not resolve addresses (faster; no module files needed).
+    #[arg(long)]
+    pub no_resolve: bool,
+}
+
+pub fn run(command: Command) -> Result<ExitCode> {
+    match command {
+        Command::Postproc(a) => run_postproc(a),
+        Command::Report(a) => run_report(a),
+    }
+}
+
+fn hex_mask(s: &str, what: &str) -> Result<u32> {
+    u32::from_str_radix(s.trim_start_matches("0x"), 16)
+        .with_context(|| format!("invalid {what} mask: {s}"))
+}
+
+fn open_input(path: Option<&Path>) -> Result<(Input, String)> {
+    let p = path.unwrap_or(Path::new("-"));
+    let input = Input::open(p)?;
+    let name = input.display();
+    Ok((input, name))
+}
+
+fn run_postproc(a: PostprocArgs) -> Result<ExitCode> {
+    let sort = match &a.sort {
+        Some(s) => Some(SortOrder::parse(s).with_context(|| {
+            format!("--sort: unknown order {s} (size, size-asc, count, count-asc)")
+        })?),
+        None => None,
+    };
+    if sort.is_some() && !a.compress {
+        bail!("--sort needs --compress (it orders the backtrace groups)");
+    }
+    let read_index = |p: &PathBuf| -> Result<_> {
+        let text = std::fs::read_to_string(p).map_err(|e| tracekit_core::Error::io(Some(p), e))?;
+        Ok(postproc::parse_index_list(&text))
+    };
+    let include = a.include.as_ref().map(read_index).transpose()?;
+    let exclude = match (&include, &a.exclude) {
+        (Some(_), Some(_)) => {
+            if !a.quiet {
+                eprintln!("tracekit: --exclude is ignored because --include is given");
+            }
+            None
+        }
+        (None, Some(p)) => Some(read_index(p)?),
+        _ => None,
+    };
+    let opts = Options {
+        filter_leaks: a.filter_leaks,
+        compress: a.compress,
+        resolve: a.resolve,
+        sort,
+        context: a
+            .context
+            .as_deref()
+            .map(|s| hex_mask(s, "context"))
+            .transpose()?,
+        resource: a
+            .resource
+            .as_deref()
+            .map(|s| hex_mask(s, "resource"))
+            .transpose()?,
+        backtrace_depth: a.backtrace_depth,
+        include,
+        exclude,
+        call_address: match &a.call_address {
+            Some(s) => Some(CallAddress::parse(s).with_context(|| {
+                format!("--call-address: expected <target>:<start>+<size> (hex), got {s}")
+            })?),
+            None => None,
+        },
+        root: a.root.clone(),
+    };
+    let path = a.input.as_deref().or(a.input_file.as_deref());
+    let (input, name) = open_input(path)?;
+    let out = output(a.output.as_deref())?;
+    let stats = postproc::run(input.reader()?, &opts, out).map_err(|e| with_name(e, &input))?;
+    if !a.quiet {
+        for w in stats.warnings.kept() {
+            eprintln!("tracekit: {name}:{}: warning: {}", w.position, w.message);
+        }
+        let more = stats.warnings.total() - stats.warnings.kept().len() as u64;
+        if more > 0 {
+            eprintln!("tracekit: {name}: {more} more warning(s)");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn with_name(e: tracekit_core::Error, input: &Input) -> anyhow::Error {
+    if input.is_stdin() {
+        e.into()
+    } else {
+        e.in_file(&input.path).into()
+    }
+}
+
+fn analyse(input: &Input, top: usize, resolve: bool) -> Result<report::Report> {
+    report::analyse(input.reader()?, top, resolve).map_err(|e| with_name(e, input))
+}
+
+fn write_svg(path: &Path, f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<()> {
+    let mut out = output(Some(path))?;
+    f(&mut out).map_err(|e| tracekit_core::Error::io(Some(path), e))?;
+    out.flush()
+        .map_err(|e| tracekit_core::Error::io(Some(path), e))?;
+    Ok(())
+}
+
+fn run_report(a: ReportArgs) -> Result<ExitCode> {
+    let (input, name) = open_input(Some(&a.input))?;
+    let rep = analyse(&input, a.top, !a.no_resolve)?;
+    let mut out = output(a.output.as_deref())?;
+    if a.json {
+        serde_json::to_writer_pretty(&mut out, &rep.to_json(&name))?;
+        writeln!(out)?;
+    } else {
+        rep.write_text(&mut out, &name)?;
+    }
+    out.flush()?;
+    if let Some(p) = &a.timeline_svg {
+        write_svg(p, |w| rep.write_timeline_svg(w))?;
+    }
+    if let Some(p) = &a.flame_svg {
+        write_svg(p, |w| rep.write_leak_flamegraph(w))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub struct Rtrace;
+
+impl Dialect for Rtrace {
+    fn name(&self) -> &'static str {
+        "sp-rtrace text"
+    }
+
+    fn sniff(&self, input: &Input) -> bool {
+        tracekit_rtrace::sniff(&input.head)
+    }
+
+    fn info(&self, inputs: &[Input], args: &info::Args) -> Result<ExitCode> {
+        let mut out = output(None)?;
+        for input in inputs {
+            if input.is_dir {
+                bail!("{}: a directory; name the trace files", input.display());
+            }
+            let counts = count_records(input.reader()?).map_err(|e| with_name(e, input))?;
+            let name = input.display();
+            if args.json {
+                let v = serde_json::json!({
+                    "file": name,
+                    "format": "sp-rtrace",
+                    "version": counts.header.get("version"),
+                    "arch": counts.header.get("arch"),
+                    "process": counts.header.get("process"),
+                    "pid": counts.header.get("pid"),
+                    "timestamp": counts.header.timestamp(),
+                    "origin": counts.header.get("origin"),
+                    "filter": counts.header.get("filter"),
+                    "backtrace_depth": counts.header.get("backtrace depth"),
+                    "allocations": counts.allocs,
+                    "frees": counts.frees,
+                    "frames": counts.frames,
+                    "arguments": counts.args,
+                    "maps": counts.maps,
+                    "contexts": counts.contexts,
+                    "resources": counts.resources,
+                    "attachments": counts.attachments,
+                    "comments": counts.comments,
+                    "first_timestamp_ms": counts.first_ts,
+                    "last_timestamp_ms": counts.last_ts,
+                });
+                serde_json::to_writer(&mut out, &v)?;
+                writeln!(out)?;
+            } else {
+                let h = &counts.header;
+                writeln!(
+                    out,
+                    "{name}: sp-rtrace text, version {}",
+                    h.get("version").unwrap_or("?")
+                )?;
+                writeln!(
+                    out,
+                    "  process {} (pid {}), arch {}, recorded {}, origin {}",
+                    h.get("process").unwrap_or("?"),
+                    h.get("pid").unwrap_or("?"),
+                    h.get("arch").unwrap_or("?"),
+                    h.timestamp().unwrap_or("?"),
+                    h.get("origin").unwrap_or("?")
+                )?;
+                if let Some(f) = h.get("filter") {
+                    writeln!(out, "  post-processed: {f}")?;
+                }
+                writeln!(
+                    out,
+                    "  {} allocations, {} frees, {} frames, {} arguments",
+                    counts.allocs, counts.frees, counts.frames, counts.args
+                )?;
+                writeln!(
+                    out,
+                    "  {} maps, {} contexts, {} resource types ({}), {} attachments, {} comments",
+                    counts.maps,
+                    counts.contexts,
+                    counts.resources,
+                    counts.resource_names.join(", "),
+                    counts.attachments,
+                    counts.comments
+                )?;
+                if let (Some(a), Some(b)) = (counts.first_ts, counts.last_ts) {
+                    writeln!(
+                        out,
+                        "  time span {:.3} s (monotonic clock)",
+                        (b as f64 - a as f64) / 1000.0
+                    )?;
+                }
+            }
+        }
+        out.flush()?;
+        Ok(ExitCode::SUCCESS)
+    }
+
+    fn report(&self, inputs: &[Input], args: &crate::cmd::report::Args) -> Result<ExitCode> {
+        let mut out = output(args.output.as_deref())?;
+        for input in inputs {
+            let rep = analyse(input, args.top, true)?;
+            if args.json {
+                serde_json::to_writer_pretty(&mut out, &rep.to_json(&input.display()))?;
+                writeln!(out)?;
+            } else {
+                rep.write_text(&mut out, &input.display())?;
+            }
+        }
+        out.flush()?;
+        Ok(ExitCode::SUCCESS)
+    }
+
+    fn convert(&self, input: &Input, args: &convert::Args) -> Result<ExitCode> {
+        match args.to.as_str() {
+            "sp-rtrace" | "rtrace" => {
+                let out = output(args.output.as_deref())?;
+                postproc::run(input.reader()?, &Options::default(), out)
+                    .map_err(|e| with_name(e, input))?;
+            }
+            "leaks-folded" => {
+                let rep = analyse(input, 0, true)?;
+                let mut out = output(args.output.as_deref())?;
+                out.write_all(&rep.leak_folded())?;
+                out.flush()?;
+            }
+            "leaks-svg" | "flamegraph" => {
+                let rep = analyse(input, 0, true)?;
+                let mut out = output(args.output.as_deref())?;
+                rep.write_leak_flamegraph(&mut out)?;
+                out.flush()?;
+            }
+            "timeline-svg" => {
+                let rep = analyse(input, 0, false)?;
+                let mut out = output(args.output.as_deref())?;
+                rep.write_timeline_svg(&mut out)?;
+                out.flush()?;
+            }
+            other => bail!(
+                "sp-rtrace cannot be converted to {other}; targets: sp-rtrace (canonical rewrite), \
+                 leaks-folded, leaks-svg (flame graph of leaked bytes), timeline-svg"
+            ),
+        }
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+#[derive(Default)]
+struct Counts {
+    header: tracekit_rtrace::Header,
+    allocs: u64,
+    frees: u64,
+    frames: u64,
+    args: u64,
+    maps: u64,
+    contexts: u64,
+    resources: u64,
+    resource_names: Vec<String>,
+    attachments: u64,
+    comments: u64,
+    first_ts: Option<u32>,
+    last_ts: Option<u32>,
+}
+
+fn count_records(r: Box<dyn BufRead>) -> tracekit_core::Result<Counts> {
+    let mut reader = tracekit_rtrace::Reader::new(r);
+    let mut c = Counts::default();
+    while let Some(rec) = reader.next_record()? {
+        match rec {
+            Record::Header(h) => c.header = h,
+            Record::Call(call) => {
+                if call.is_alloc() {
+                    c.allocs += 1;
+                } else {
+                    c.frees += 1;
+                }
+                if let Some(t) = call.timestamp {
+                    c.first_ts.get_or_insert(t);
+                    c.last_ts = Some(t);
+                }
+            }
+            Record::Frame(_) => c.frames += 1,
+            Record::Arg(_) => c.args += 1,
+            Record::Map(_) => c.maps += 1,
+            Record::Context(_) => c.contexts += 1,
+            Record::Resource(r) => {
+                c.resources += 1;
+                c.resource_names.push(r.name);
+            }
+            Record::Attachment(_) => c.attachments += 1,
+            Record::Comment(_) | Record::TempComment(_) => c.comments += 1,
+            Record::EndBacktrace => {}
+        }
+    }
+    Ok(c)
+}
