@@ -1,0 +1,71 @@
+//! The POSIX trace engine: the Trace (TRC), Trace Event Filter (TEF), Trace
+//! Log (TRL) and Trace Inherit (TRI) options of IEEE Std 1003.1, for Linux,
+//! where libc never shipped them.
+//!
+//! # Roles and modules
+//! - **Traced process** ([`traced`]): [`traced::eventid_open`] maps a name
+//!   to an event type id; [`traced::trace_event`] records an event into
+//!   every stream tracing this process. This is the hot path.
+//! - **Controller and analyzer** ([`api`]): attributes ([`TraceAttr`]),
+//!   [`api::create`] (with or without log), start/stop/clear/shutdown,
+//!   filters ([`EventSet`]), status, the getnext functions, and
+//!   [`api::open`] for a pre-recorded log. Functions return `Err(errno)`
+//!   where the standard says the C function returns that error number.
+//! - **Streams** ([`shm`]): a stream is a shared mapping (memfd or
+//!   `/dev/shm` file) holding a header, the event-type table and a
+//!   lock-free ring of fixed-size slots; see that module for the protocol.
+//! - **Logs** ([`log`]): the versioned, self-describing trace log format
+//!   (`docs/posix-trace-log.md`) and its zero-copy reader.
+//!
+//! # Writing from a preload shim or a malloc hook
+//! A controller (another process, e.g. `tracekit posix record`) creates a
+//! stream with [`api::create`] for [`api::POSIX_TRACE_ALLPROC`] or a pid,
+//! gets its path with [`api::stream_path`] and puts it in the environment
+//! variable [`traced::STREAM_ENV`] (`TRACEKIT_POSIX_STREAM`) of the program
+//! it starts. In the traced program:
+//!
+//! ```no_run
+//! use tracekit_posix::traced;
+//! // Once, e.g. from the shim's constructor (allocation-free; safe to do
+//! // from inside malloc too, it happens lazily on the first event anyway):
+//! traced::attach_from_env();
+//! // Once per event type (takes a process-local lock; do it at init):
+//! let malloc_id = traced::eventid_open(b"malloc").unwrap();
+//! // In the hook: no allocation, no lock, no system call.
+//! let payload = [0u8; 16];
+//! if traced::is_enabled(malloc_id) {
+//!     traced::trace_event(malloc_id, &payload);
+//! }
+//! ```
+//!
+//! [`traced::trace_event_at`] never allocates, never locks and never
+//! enters the kernel (the only exception is one `futex` wake when a
+//! `POSIX_TRACE_FLUSH` stream fills up), so it is async-signal-safe and
+//! fork-safe. Children keep writing after `fork` only if the stream's
+//! inheritance is `POSIX_TRACE_INHERITED`. Programs started with `exec`
+//! attach again only through the environment variable, and only when the
+//! stream's traced pid is theirs or the stream is for all processes.
+//!
+//! # Deviations from the standard, decided and documented
+//! - The getnext functions read streams **without** log only; a stream with
+//!   log is drained by its flusher thread into the log (`EINVAL` otherwise).
+//! - `POSIX_TRACE_FLUSH_START`/`FLUSH_STOP` are written straight into the
+//!   log around each flush, with the flush's start and end times.
+//! - `POSIX_TRACE_OVERFLOW` carries the time of the first event after the
+//!   loss (the lost one's time is gone with it).
+//! - `{TRACE_SYS_MAX}` counts streams and logs per process, not system-wide.
+//! - `timedgetnext_event` on a log behaves like `getnext_event`.
+
+pub mod api;
+pub mod attr;
+pub mod clock;
+pub mod consts;
+pub mod eventset;
+pub mod log;
+pub mod shm;
+pub mod traced;
+
+pub use api::{Errno, ReadEvent, TraceId, Wait};
+pub use attr::TraceAttr;
+pub use eventset::EventSet;
+pub use log::{EventInfo, LogReader, Status};

@@ -1,0 +1,684 @@
+//! The shared-memory stream: header, event-type registry and the lock-free
+//! ring of fixed-size event slots.
+//!
+//! One stream is one `MAP_SHARED` mapping of a memfd or a `/dev/shm` file.
+//! Every piece of state that writers touch lives in the mapping and is only
+//! accessed with atomics, so the same code works for threads of one process
+//! and for many processes that map the same file. Writers never allocate,
+//! never lock and never make a system call (the one exception: waking the
+//! controller's flusher when a `POSIX_TRACE_FLUSH` stream fills up, a single
+//! `futex` wake, which is async-signal-safe).
+//!
+//! ## Ring protocol
+//! `tail` counts reserved slots, `head` counts slots the (single) consumer
+//! has finished with. Slot `pos` lives at index `pos & (slot_count - 1)`
+//! and carries a sequence word: `2*pos+1` while being written, `2*pos+2`
+//! once complete. The consumer reads a slot like a seqlock (sequence,
+//! copy, sequence again), so under `POSIX_TRACE_LOOP`, where writers may
+//! overwrite a slot being read, a torn copy is detected and counted as lost.
+//! Under `UNTIL_FULL` and `FLUSH` a writer reserves with a compare-exchange
+//! that fails when `tail - head == slot_count`, so nothing unread is ever
+//! overwritten. A writer that dies between reserving and completing leaves
+//! one slot that never completes; the consumer skips it after a grace period
+//! and counts it lost, so a crash loses at most the event being written.
+
+use std::ffi::CStr;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::Path;
+use std::ptr;
+use std::sync::atomic::{fence, AtomicI32, AtomicU32, AtomicU64, Ordering::*};
+
+use crate::attr::TraceAttr;
+use crate::clock::Calibration;
+use crate::consts::*;
+use crate::eventset::{EventSet, EVENTSET_WORDS};
+
+pub const STREAM_MAGIC: [u8; 8] = *b"TKPXSTRM";
+pub const STREAM_VERSION: u32 = 1;
+/// Bytes before the first slot's payload.
+pub const SLOT_HEADER: usize = std::mem::size_of::<SlotHeader>();
+/// Largest system event payload: the two event sets of `POSIX_TRACE_FILTER`.
+pub const MAX_SYSTEM_DATA: usize = 2 * EVENTSET_WORDS * 8;
+
+/// Keeps a hot atomic on its own cache line.
+#[repr(C, align(64))]
+pub struct Padded<T>(pub T);
+
+#[repr(C)]
+pub struct RegEntry {
+    /// 0 free, 1 being written, 2 ready.
+    state: AtomicU32,
+    len: u32,
+    name: [u8; TRACE_EVENT_NAME_MAX + 1],
+}
+
+/// The stream's event-type table: entry `i` is user event type `1024 + i`;
+/// entry 0 is the unnamed user event.
+#[repr(C)]
+pub struct Registry {
+    entries: [RegEntry; TRACE_USER_EVENT_MAX],
+}
+
+/// The first bytes of a stream mapping.
+#[repr(C)]
+pub struct StreamHeader {
+    pub magic: [u8; 8],
+    pub version: u32,
+    pub header_size: u32,
+    pub slot_size: u32,
+    pub slot_data: u32,
+    pub slot_count: u64,
+    pub max_data_size: u32,
+    pub stream_policy: i32,
+    pub inheritance: i32,
+    pub with_log: u32,
+    /// The process to trace: attach only if `getpid()` equals it; -1 lets
+    /// any process holding the stream's name attach.
+    pub traced_pid: AtomicI32,
+    pub creator_pid: i32,
+    pub attr: TraceAttr,
+    pub calibration: Calibration,
+    /// POSIX_TRACE_RUNNING or POSIX_TRACE_SUSPENDED.
+    pub running: Padded<AtomicU32>,
+    pub full: AtomicU32,
+    /// Suspended by UNTIL_FULL/FLUSH because the stream filled up.
+    pub auto_stopped: AtomicU32,
+    pub overrun: AtomicU32,
+    pub shutdown: AtomicU32,
+    /// Futex word the flusher sleeps on.
+    pub flush_wake: AtomicU32,
+    /// Events lost by the stream (full, overwritten, crashed writer).
+    pub lost: AtomicU64,
+    /// Set bit = event type filtered out.
+    pub filter: [AtomicU64; EVENTSET_WORDS],
+    pub tail: Padded<AtomicU64>,
+    pub head: Padded<AtomicU64>,
+    pub registry: Registry,
+}
+
+#[repr(C)]
+pub struct SlotHeader {
+    seq: AtomicU64,
+    event_id: u32,
+    pid: i32,
+    data_len: u32,
+    truncation: i32,
+    thread: u64,
+    prog: u64,
+    ticks: u64,
+}
+
+/// Payload room and slot size for a stream with `max_data_size`.
+pub fn slot_geometry(max_data_size: u64) -> (usize, usize) {
+    let data = (max_data_size as usize)
+        .max(MAX_SYSTEM_DATA)
+        .next_multiple_of(8);
+    (data, SLOT_HEADER + data)
+}
+
+pub fn header_size() -> usize {
+    std::mem::size_of::<StreamHeader>().next_multiple_of(4096)
+}
+
+/// A mapping of a stream (owned: unmapped on drop unless leaked).
+pub struct Region {
+    base: *mut u8,
+    len: usize,
+    fd: OwnedFd,
+}
+
+// SAFETY: the mapping is shared memory accessed only through atomics and
+// the seqlock protocol above; the pointer itself is immutable.
+unsafe impl Send for Region {}
+// SAFETY: as above.
+unsafe impl Sync for Region {}
+
+impl Region {
+    fn map(fd: OwnedFd, len: usize) -> io::Result<Region> {
+        // SAFETY: mapping a file we hold open, shared, at a kernel-chosen address.
+        let p = unsafe {
+            libc::mmap(
+                ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Region {
+            base: p.cast(),
+            len,
+            fd,
+        })
+    }
+
+    /// An anonymous stream (memfd): shared with children across `fork`.
+    pub fn create_anon(len: usize) -> io::Result<Region> {
+        // SAFETY: a NUL-terminated name and valid flags.
+        let fd = unsafe { libc::memfd_create(c"tracekit-posix".as_ptr(), libc::MFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: fd was just created and is owned by nobody else.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        Self::sized(fd, len)
+    }
+
+    /// A stream other processes can open by path.
+    pub fn create_named(path: &Path, len: usize) -> io::Result<Region> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path)?;
+        Self::sized(f.into(), len)
+    }
+
+    fn sized(fd: OwnedFd, len: usize) -> io::Result<Region> {
+        // SAFETY: fd is a valid descriptor we own.
+        if unsafe { libc::ftruncate(fd.as_raw_fd(), len as libc::off_t) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Self::map(fd, len)
+    }
+
+    /// Maps an existing stream by path, without allocating (usable from
+    /// inside `malloc`): `path` must be NUL-terminated.
+    pub fn open_cstr(path: &CStr) -> io::Result<Region> {
+        // SAFETY: path is NUL-terminated.
+        let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: fd was just opened and is ours.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        Self::open_fd(fd)
+    }
+
+    /// Maps an existing stream from a descriptor, checking its header.
+    pub fn open_fd(fd: OwnedFd) -> io::Result<Region> {
+        // SAFETY: st is a valid out-pointer.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: fd is valid.
+        if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let len = st.st_size as usize;
+        if len < header_size() {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        let r = Self::map(fd, len)?;
+        let v = r.view();
+        let h = v.header();
+        let expect = h
+            .slot_count
+            .checked_mul(h.slot_size as u64)
+            .and_then(|s| s.checked_add(h.header_size as u64));
+        if h.magic != STREAM_MAGIC
+            || h.version != STREAM_VERSION
+            || h.header_size as usize != header_size()
+            || !h.slot_count.is_power_of_two()
+            || expect != Some(len as u64)
+        {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        Ok(r)
+    }
+
+    pub fn view(&self) -> StreamView {
+        StreamView { base: self.base }
+    }
+
+    pub fn fd(&self) -> i32 {
+        self.fd.as_raw_fd()
+    }
+
+    /// Gives the mapping up without unmapping it, for streams that writers
+    /// of this process may still touch; the slot pages are released.
+    pub fn leak(self) {
+        let hs = header_size();
+        if self.len > hs {
+            // SAFETY: releases the pages of our own mapping past the header;
+            // a late write re-faults a zero page, which is harmless.
+            unsafe {
+                libc::madvise(self.base.add(hs).cast(), self.len - hs, libc::MADV_REMOVE);
+            }
+        }
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for Region {
+    fn drop(&mut self) {
+        // SAFETY: unmapping exactly the mapping we created.
+        unsafe { libc::munmap(self.base.cast(), self.len) };
+    }
+}
+
+/// Initialises a fresh mapping as a stream.
+pub fn init_stream(r: &Region, attr: &TraceAttr, policy: i32, with_log: bool, slot_count: u64) {
+    let (data, slot) = slot_geometry(attr.max_data_size);
+    // SAFETY: the mapping is at least header_size() long, zero-filled (new
+    // file), and nobody else sees it yet.
+    let h = unsafe { &mut *(r.base as *mut StreamHeader) };
+    h.version = STREAM_VERSION;
+    h.header_size = header_size() as u32;
+    h.slot_size = slot as u32;
+    h.slot_data = data as u32;
+    h.slot_count = slot_count;
+    h.max_data_size = attr.max_data_size as u32;
+    h.stream_policy = policy;
+    h.inheritance = attr.inheritance;
+    h.with_log = with_log as u32;
+    h.creator_pid = crate::traced::cached_pid();
+    h.attr = *attr;
+    h.calibration = crate::clock::calibration();
+    let unnamed = system_event_name(POSIX_TRACE_UNNAMED_USEREVENT).unwrap_or_default();
+    let e = &mut h.registry.entries[0];
+    e.name[..unnamed.len()].copy_from_slice(unnamed.as_bytes());
+    e.len = unnamed.len() as u32;
+    e.state.store(2, Relaxed);
+    fence(Release);
+    h.magic = STREAM_MAGIC;
+}
+
+/// Slot count for a stream-min-size: a power of two, at least 4.
+pub fn slot_count_for(stream_size: u64, slot_size: usize) -> u64 {
+    (stream_size.div_ceil(slot_size as u64))
+        .max(4)
+        .next_power_of_two()
+}
+
+/// A raw view of a mapped stream. Copyable; valid while the mapping is.
+#[derive(Clone, Copy)]
+pub struct StreamView {
+    base: *mut u8,
+}
+
+// SAFETY: all shared state in the mapping is accessed through atomics or
+// the seqlock protocol; the view is just an address.
+unsafe impl Send for StreamView {}
+// SAFETY: as above.
+unsafe impl Sync for StreamView {}
+
+/// Outcome of one consumer step.
+pub enum Take {
+    Event,
+    Empty,
+    /// Slot `head` is reserved but not complete yet.
+    Busy(u64),
+    /// `n` events were lost before the next readable one.
+    Lost(u64),
+}
+
+/// An event copied out of the ring.
+#[derive(Clone, Debug, Default)]
+pub struct RawEvent {
+    pub event_id: u32,
+    pub pid: i32,
+    pub truncation: i32,
+    pub thread: u64,
+    pub prog: u64,
+    pub ticks: u64,
+    pub data: Vec<u8>,
+}
+
+impl StreamView {
+    /// # Safety
+    /// `base` must point at a live stream mapping.
+    pub unsafe fn from_ptr(base: *mut u8) -> StreamView {
+        StreamView { base }
+    }
+
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.base
+    }
+
+    #[inline(always)]
+    pub fn header(&self) -> &StreamHeader {
+        // SAFETY: a StreamView is only made from a live, initialised mapping.
+        unsafe { &*(self.base as *const StreamHeader) }
+    }
+
+    #[inline(always)]
+    fn slot(&self, pos: u64) -> *mut SlotHeader {
+        let h = self.header();
+        let idx = (pos & (h.slot_count - 1)) as usize;
+        // SAFETY: idx < slot_count, and the mapping holds slot_count slots
+        // after the header (checked when mapped).
+        unsafe {
+            self.base
+                .add(h.header_size as usize + idx * h.slot_size as usize)
+                .cast()
+        }
+    }
+
+    #[inline(always)]
+    pub fn is_filtered(&self, id: u32) -> bool {
+        let w = (id / 64) as usize;
+        w < EVENTSET_WORDS && self.header().filter[w].load(Relaxed) & (1 << (id % 64)) != 0
+    }
+
+    /// Records an event if the stream is running and `id` passes the
+    /// filter. The hot path: no allocation, no lock, no system call.
+    #[inline(always)]
+    pub fn record(&self, id: u32, data: &[u8], pid: i32, thread: u64, prog: u64, ticks: u64) {
+        let h = self.header();
+        if h.running.0.load(Relaxed) != POSIX_TRACE_RUNNING as u32 {
+            if h.auto_stopped.load(Relaxed) != 0 {
+                self.note_lost(1);
+            }
+            return;
+        }
+        if self.is_filtered(id) {
+            return;
+        }
+        self.write(id, data, pid, thread, prog, ticks);
+    }
+
+    /// Records regardless of the running state (system events written by
+    /// the controller); still honours the filter. Returns false if lost.
+    pub fn record_system(&self, id: u32, data: &[u8], pid: i32, thread: u64) -> bool {
+        if self.is_filtered(id) {
+            return true;
+        }
+        let ticks = crate::clock::raw_now(self.header().calibration.kind);
+        self.write(id, data, pid, thread, 0, ticks)
+    }
+
+    #[cold]
+    fn note_lost(&self, n: u64) {
+        let h = self.header();
+        if h.overrun.load(Relaxed) == 0 {
+            h.overrun.store(POSIX_TRACE_OVERRUN as u32, Relaxed);
+        }
+        h.lost.fetch_add(n, Relaxed);
+    }
+
+    #[cold]
+    fn on_full(&self) {
+        let h = self.header();
+        h.full.store(POSIX_TRACE_FULL as u32, Relaxed);
+        h.auto_stopped.store(1, Relaxed);
+        let _ = h.running.0.compare_exchange(
+            POSIX_TRACE_RUNNING as u32,
+            POSIX_TRACE_SUSPENDED as u32,
+            Release,
+            Relaxed,
+        );
+        self.note_lost(1);
+        if h.stream_policy == POSIX_TRACE_FLUSH {
+            self.wake_flusher();
+        }
+    }
+
+    pub fn wake_flusher(&self) {
+        let h = self.header();
+        h.flush_wake.fetch_add(1, Release);
+        // SAFETY: a futex wake on a word of our shared mapping; not PRIVATE
+        // because the flusher may be another process.
+        unsafe {
+            libc::syscall(libc::SYS_futex, h.flush_wake.as_ptr(), libc::FUTEX_WAKE, 1);
+        }
+    }
+
+    /// Sleeps until woken by [`Self::wake_flusher`] or `timeout_ms` passes.
+    pub fn wait_flusher(&self, seen: u32, timeout_ms: u64) {
+        let h = self.header();
+        let ts = libc::timespec {
+            tv_sec: (timeout_ms / 1000) as libc::time_t,
+            tv_nsec: ((timeout_ms % 1000) * 1_000_000) as libc::c_long,
+        };
+        // SAFETY: futex wait on our word with a relative timeout.
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                h.flush_wake.as_ptr(),
+                libc::FUTEX_WAIT,
+                seen,
+                &ts as *const libc::timespec,
+            );
+        }
+    }
+
+    #[inline(always)]
+    fn write(&self, id: u32, data: &[u8], pid: i32, thread: u64, prog: u64, ticks: u64) -> bool {
+        let h = self.header();
+        let cap = h.slot_count;
+        let pos = if h.stream_policy == POSIX_TRACE_LOOP {
+            let pos = h.tail.0.fetch_add(1, Relaxed);
+            if pos >= cap && pos - cap >= h.head.0.load(Relaxed) {
+                // Overwrites an unread event: the window moves on.
+                if h.full.load(Relaxed) == 0 {
+                    h.full.store(POSIX_TRACE_FULL as u32, Relaxed);
+                }
+                if h.overrun.load(Relaxed) == 0 {
+                    h.overrun.store(POSIX_TRACE_OVERRUN as u32, Relaxed);
+                }
+            }
+            pos
+        } else {
+            let mut t = h.tail.0.load(Relaxed);
+            loop {
+                if t.wrapping_sub(h.head.0.load(Acquire)) >= cap {
+                    self.on_full();
+                    return false;
+                }
+                match h.tail.0.compare_exchange_weak(t, t + 1, Relaxed, Relaxed) {
+                    Ok(_) => break t,
+                    Err(now) => t = now,
+                }
+            }
+        };
+        let slot = self.slot(pos);
+        let limit = if id >= USER_EVENT_FIRST {
+            h.max_data_size as usize
+        } else {
+            h.slot_data as usize
+        };
+        let (len, truncation) = if data.len() > limit {
+            (limit, POSIX_TRACE_TRUNCATED_RECORD)
+        } else {
+            (data.len(), POSIX_TRACE_NOT_TRUNCATED)
+        };
+        // SAFETY: slot points into the mapping; we own slot `pos` until we
+        // publish it; len <= slot_data. Readers detect concurrent rewrites
+        // through the sequence word.
+        unsafe {
+            (*slot).seq.store(2 * pos + 1, Relaxed);
+            fence(Release);
+            ptr::addr_of_mut!((*slot).event_id).write_volatile(id);
+            ptr::addr_of_mut!((*slot).pid).write_volatile(pid);
+            ptr::addr_of_mut!((*slot).data_len).write_volatile(len as u32);
+            ptr::addr_of_mut!((*slot).truncation).write_volatile(truncation);
+            ptr::addr_of_mut!((*slot).thread).write_volatile(thread);
+            ptr::addr_of_mut!((*slot).prog).write_volatile(prog);
+            ptr::addr_of_mut!((*slot).ticks).write_volatile(ticks);
+            ptr::copy_nonoverlapping(data.as_ptr(), (slot as *mut u8).add(SLOT_HEADER), len);
+            (*slot).seq.store(2 * pos + 2, Release);
+        }
+        true
+    }
+
+    /// Takes the next event (single consumer). Copies into `out`.
+    pub fn take(&self, out: &mut RawEvent) -> Take {
+        let h = self.header();
+        let cap = h.slot_count;
+        let head = h.head.0.load(Relaxed);
+        let tail = h.tail.0.load(Acquire);
+        if head >= tail {
+            return Take::Empty;
+        }
+        if tail - head > cap {
+            // LOOP: the oldest unread events were overwritten.
+            let lost = tail - cap - head;
+            h.head.0.store(tail - cap, Release);
+            h.lost.fetch_add(lost, Relaxed);
+            return Take::Lost(lost);
+        }
+        let slot = self.slot(head);
+        // SAFETY: slot is inside the mapping; fields are read volatile and
+        // validated by the sequence word afterwards (seqlock read).
+        unsafe {
+            let s1 = (*slot).seq.load(Acquire);
+            let want = 2 * head + 2;
+            if s1 < want {
+                return Take::Busy(head);
+            }
+            if s1 == want {
+                out.event_id = ptr::addr_of!((*slot).event_id).read_volatile();
+                out.pid = ptr::addr_of!((*slot).pid).read_volatile();
+                let len = (ptr::addr_of!((*slot).data_len).read_volatile() as usize)
+                    .min(h.slot_data as usize);
+                out.truncation = ptr::addr_of!((*slot).truncation).read_volatile();
+                out.thread = ptr::addr_of!((*slot).thread).read_volatile();
+                out.prog = ptr::addr_of!((*slot).prog).read_volatile();
+                out.ticks = ptr::addr_of!((*slot).ticks).read_volatile();
+                out.data.clear();
+                out.data.reserve(len);
+                ptr::copy_nonoverlapping(
+                    (slot as *const u8).add(SLOT_HEADER),
+                    out.data.as_mut_ptr(),
+                    len,
+                );
+                out.data.set_len(len);
+                fence(Acquire);
+                let s2 = (*slot).seq.load(Relaxed);
+                h.head.0.store(head + 1, Release);
+                if s2 == s1 {
+                    return Take::Event;
+                }
+            } else {
+                h.head.0.store(head + 1, Release);
+            }
+        }
+        // Overwritten while (or before) we read it.
+        h.lost.fetch_add(1, Relaxed);
+        Take::Lost(1)
+    }
+
+    /// Gives up on a slot whose writer never completed it.
+    pub fn skip_stuck(&self, pos: u64) {
+        let h = self.header();
+        if h.head
+            .0
+            .compare_exchange(pos, pos + 1, Release, Relaxed)
+            .is_ok()
+        {
+            self.note_lost(1);
+        }
+    }
+
+    /// Events currently held (approximate under concurrent writes).
+    pub fn fill(&self) -> u64 {
+        let h = self.header();
+        let t = h.tail.0.load(Relaxed);
+        let hd = h.head.0.load(Relaxed);
+        t.saturating_sub(hd).min(h.slot_count)
+    }
+
+    /// Drops every unread event (`posix_trace_clear`).
+    pub fn discard_all(&self) {
+        let h = self.header();
+        let t = h.tail.0.load(Acquire);
+        h.head.0.store(t, Release);
+    }
+
+    pub fn filter(&self) -> EventSet {
+        let mut s = EventSet::empty();
+        for (b, w) in s.bits.iter_mut().zip(&self.header().filter) {
+            *b = w.load(Relaxed);
+        }
+        s
+    }
+
+    pub fn set_filter(&self, set: &EventSet) {
+        for (w, b) in self.header().filter.iter().zip(set.bits) {
+            w.store(b, Relaxed);
+        }
+    }
+
+    /// Finds or adds `name` in the stream's table. `None` if the name is
+    /// too long; the unnamed event when the table is full. Lock-free: an
+    /// entry is claimed with a compare-exchange, so processes can register
+    /// concurrently; a claimant that died mid-way is skipped after a while.
+    pub fn register(&self, name: &[u8]) -> Option<u32> {
+        if name.len() > TRACE_EVENT_NAME_MAX {
+            return None;
+        }
+        let reg = &self.header().registry;
+        for (i, e) in reg.entries.iter().enumerate() {
+            let mut spins = 0u32;
+            loop {
+                match e.state.load(Acquire) {
+                    2 => {
+                        if entry_name(e) == name {
+                            return Some(USER_EVENT_FIRST + i as u32);
+                        }
+                        break;
+                    }
+                    0 => {
+                        if e.state.compare_exchange(0, 1, Acquire, Relaxed).is_ok() {
+                            let ep = e as *const RegEntry as *mut RegEntry;
+                            // SAFETY: we own the entry while its state is 1.
+                            unsafe {
+                                let dst = ptr::addr_of_mut!((*ep).name) as *mut u8;
+                                ptr::write_bytes(dst, 0, TRACE_EVENT_NAME_MAX + 1);
+                                ptr::copy_nonoverlapping(name.as_ptr(), dst, name.len());
+                                ptr::addr_of_mut!((*ep).len).write(name.len() as u32);
+                            }
+                            e.state.store(2, Release);
+                            return Some(USER_EVENT_FIRST + i as u32);
+                        }
+                    }
+                    _ => {
+                        spins += 1;
+                        if spins > 1 << 20 {
+                            break;
+                        }
+                        std::hint::spin_loop();
+                    }
+                }
+            }
+        }
+        Some(POSIX_TRACE_UNNAMED_USEREVENT)
+    }
+
+    /// The name of a user event type, if registered.
+    pub fn user_name(&self, id: u32) -> Option<&[u8]> {
+        let i = id.checked_sub(USER_EVENT_FIRST)? as usize;
+        let e = self.header().registry.entries.get(i)?;
+        (e.state.load(Acquire) == 2).then(|| entry_name(e))
+    }
+
+    /// Every event type of the stream: system types, then user types.
+    pub fn type_ids(&self) -> Vec<u32> {
+        let mut v: Vec<u32> = SYSTEM_EVENT_NAMES.iter().map(|(i, _)| *i).collect();
+        v.retain(|&i| i != POSIX_TRACE_UNNAMED_USEREVENT);
+        for i in 0..TRACE_USER_EVENT_MAX as u32 {
+            if self.user_name(USER_EVENT_FIRST + i).is_some() {
+                v.push(USER_EVENT_FIRST + i);
+            }
+        }
+        v
+    }
+
+    pub fn type_name(&self, id: u32) -> Option<Vec<u8>> {
+        if id >= USER_EVENT_FIRST {
+            self.user_name(id).map(<[u8]>::to_vec)
+        } else {
+            system_event_name(id).map(|s| s.as_bytes().to_vec())
+        }
+    }
+}
+
+fn entry_name(e: &RegEntry) -> &[u8] {
+    &e.name[..(e.len as usize).min(TRACE_EVENT_NAME_MAX)]
+}

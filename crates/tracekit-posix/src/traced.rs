@@ -1,0 +1,314 @@
+//! The traced-process role: the event-name table of this process, the
+//! streams this process writes into, and `posix_trace_event`.
+//!
+//! A process writes into up to [`TRACE_SYS_MAX`] streams at once. It gets
+//! attached to a stream in one of three ways:
+//! - it created the stream for itself (`create(0, ...)`),
+//! - the environment variable [`STREAM_ENV`] names a stream file (that is
+//!   how `tracekit posix record` and LD_PRELOAD recorders hand a stream to
+//!   the programs they start): attachment happens on the first
+//!   [`eventid_open`] or [`trace_event`], or explicitly with
+//!   [`attach_from_env`],
+//! - a controller in another process created a stream for this pid
+//!   (`/dev/shm/tracekit-posix.<pid>.*`), found by [`eventid_open`].
+//!
+//! Event type ids returned to this process are the ids of this process's
+//! own name table; each attachment keeps a translation to the stream's ids,
+//! so streams created by different controllers never disagree.
+
+use std::ffi::CStr;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicUsize, Ordering::*};
+use std::sync::Mutex;
+
+use crate::consts::*;
+use crate::shm::{Region, StreamView};
+
+/// Names the stream file(s) a traced process attaches to (several separated
+/// by `:`).
+pub const STREAM_ENV: &str = "TRACEKIT_POSIX_STREAM";
+const STREAM_ENV_C: &CStr = c"TRACEKIT_POSIX_STREAM";
+/// Prefix of stream files in `/dev/shm`.
+pub const SHM_PREFIX: &str = "tracekit-posix.";
+
+struct Attachment {
+    base: AtomicPtr<u8>,
+    /// Local user id index -> stream id.
+    translate: [AtomicU32; TRACE_USER_EVENT_MAX],
+}
+
+#[allow(clippy::declare_interior_mutable_const)]
+const EMPTY: Attachment = Attachment {
+    base: AtomicPtr::new(std::ptr::null_mut()),
+    translate: [const { AtomicU32::new(0) }; TRACE_USER_EVENT_MAX],
+};
+static ATTACH: [Attachment; TRACE_SYS_MAX] = [EMPTY; TRACE_SYS_MAX];
+static NATTACH: AtomicUsize = AtomicUsize::new(0);
+static PID: AtomicI32 = AtomicI32::new(0);
+static ENV_STATE: AtomicU32 = AtomicU32::new(0);
+static ATFORK: AtomicBool = AtomicBool::new(false);
+
+struct Local {
+    names: [[u8; TRACE_EVENT_NAME_MAX]; TRACE_USER_EVENT_MAX],
+    lens: [u8; TRACE_USER_EVENT_MAX],
+    /// Entries used, the unnamed event (index 0) included.
+    count: usize,
+    /// Inode numbers of attached stream files (to attach each once).
+    inodes: [u64; TRACE_SYS_MAX],
+}
+
+static LOCAL: Mutex<Local> = Mutex::new(Local {
+    names: [[0; TRACE_EVENT_NAME_MAX]; TRACE_USER_EVENT_MAX],
+    lens: [0; TRACE_USER_EVENT_MAX],
+    count: 1,
+    inodes: [0; TRACE_SYS_MAX],
+});
+
+fn local() -> std::sync::MutexGuard<'static, Local> {
+    LOCAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// This process's pid, cached (refreshed in the child after `fork`).
+#[inline(always)]
+pub fn cached_pid() -> i32 {
+    let p = PID.load(Relaxed);
+    if p != 0 {
+        return p;
+    }
+    install_atfork();
+    // SAFETY: getpid has no preconditions.
+    let p = unsafe { libc::getpid() };
+    PID.store(p, Relaxed);
+    p
+}
+
+fn install_atfork() {
+    if !ATFORK.swap(true, AcqRel) {
+        // SAFETY: registering a plain extern "C" function.
+        unsafe { libc::pthread_atfork(None, None, Some(after_fork_child)) };
+    }
+}
+
+extern "C" fn after_fork_child() {
+    // SAFETY: getpid is async-signal-safe.
+    PID.store(unsafe { libc::getpid() }, Relaxed);
+    for a in &ATTACH {
+        let p = a.base.load(Acquire);
+        if p.is_null() {
+            continue;
+        }
+        // SAFETY: attached mappings stay mapped for the life of the process.
+        let v = unsafe { StreamView::from_ptr(p) };
+        if v.header().inheritance != POSIX_TRACE_INHERITED {
+            a.base.store(std::ptr::null_mut(), Release);
+        }
+    }
+}
+
+/// Records an event into every stream tracing this process in which
+/// `event_id` is not filtered out (`posix_trace_event`). `prog` is the call
+/// site reported as `posix_prog_address`.
+///
+/// Safe to call from `malloc`, signal handlers and forked children: no
+/// allocation, no lock, no system call once the environment was checked.
+#[inline]
+pub fn trace_event_at(event_id: u32, data: &[u8], prog: usize) {
+    if ENV_STATE.load(Relaxed) != 2 {
+        attach_from_env();
+    }
+    let n = NATTACH.load(Acquire);
+    if n == 0 {
+        return;
+    }
+    let mut ticks = 0u64;
+    let user = event_id.wrapping_sub(USER_EVENT_FIRST) as usize;
+    for a in &ATTACH[..n] {
+        let p = a.base.load(Acquire);
+        if p.is_null() {
+            continue;
+        }
+        // SAFETY: attached mappings are never unmapped while attached
+        // (see `detach`).
+        let v = unsafe { StreamView::from_ptr(p) };
+        let h = v.header();
+        let id = if user < TRACE_USER_EVENT_MAX {
+            a.translate[user].load(Relaxed)
+        } else {
+            event_id
+        };
+        if ticks == 0 {
+            ticks = crate::clock::raw_now(h.calibration.kind);
+        }
+        // SAFETY: pthread_self has no preconditions.
+        let thread = unsafe { libc::pthread_self() } as u64;
+        v.record(id, data, cached_pid(), thread, prog as u64, ticks);
+    }
+}
+
+/// [`trace_event_at`] without a call-site address.
+#[inline]
+pub fn trace_event(event_id: u32, data: &[u8]) {
+    trace_event_at(event_id, data, 0)
+}
+
+/// True if an event of this type would be recorded somewhere now: lets a
+/// hook skip building a payload (the cheap "disabled trace point" test).
+#[inline]
+pub fn is_enabled(event_id: u32) -> bool {
+    let n = NATTACH.load(Acquire);
+    let user = event_id.wrapping_sub(USER_EVENT_FIRST) as usize;
+    ATTACH[..n].iter().any(|a| {
+        let p = a.base.load(Acquire);
+        if p.is_null() {
+            return false;
+        }
+        // SAFETY: as in trace_event_at.
+        let v = unsafe { StreamView::from_ptr(p) };
+        let id = if user < TRACE_USER_EVENT_MAX {
+            a.translate[user].load(Relaxed)
+        } else {
+            event_id
+        };
+        v.header().running.0.load(Relaxed) == POSIX_TRACE_RUNNING as u32 && !v.is_filtered(id)
+    })
+}
+
+/// Attaches to the streams named by [`STREAM_ENV`], once per process
+/// image. Allocation-free, so a preload shim may call it from its
+/// constructor or from inside `malloc`. Returns how many streams this
+/// process writes into afterwards.
+pub fn attach_from_env() -> usize {
+    if ENV_STATE.compare_exchange(0, 1, Acquire, Relaxed).is_err() {
+        return NATTACH.load(Acquire);
+    }
+    // SAFETY: getenv with a NUL-terminated name; the result is read at once.
+    let val = unsafe { libc::getenv(STREAM_ENV_C.as_ptr()) };
+    if !val.is_null() {
+        // SAFETY: getenv returns a NUL-terminated string.
+        let bytes = unsafe { CStr::from_ptr(val) }.to_bytes();
+        for part in bytes.split(|&b| b == b':') {
+            let mut buf = [0u8; 512];
+            if part.is_empty() || part.len() >= buf.len() {
+                continue;
+            }
+            buf[..part.len()].copy_from_slice(part);
+            let Ok(path) = CStr::from_bytes_until_nul(&buf) else {
+                continue;
+            };
+            let _ = attach_path(path);
+        }
+    }
+    ENV_STATE.store(2, Release);
+    NATTACH.load(Acquire)
+}
+
+/// Maps the stream at `path` and writes into it if it traces this process.
+/// Returns the attachment index.
+pub fn attach_path(path: &CStr) -> Option<usize> {
+    let region = Region::open_cstr(path).ok()?;
+    let v = region.view();
+    let want = v.header().traced_pid.load(Acquire);
+    if want != -1 && want != cached_pid() {
+        return None;
+    }
+    // SAFETY: st is a valid out-pointer and fd is open.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    unsafe { libc::fstat(region.fd(), &mut st) };
+    {
+        let l = local();
+        if l.inodes.contains(&st.st_ino) {
+            return None;
+        }
+    }
+    let idx = attach(v)?;
+    local().inodes[idx] = st.st_ino;
+    // Writers use the mapping for the rest of the process's life.
+    std::mem::forget(region);
+    Some(idx)
+}
+
+/// Starts writing this process's events into the stream `v` (which must
+/// stay mapped for the rest of the process's life). Returns the index, or
+/// `None` if [`TRACE_SYS_MAX`] streams are attached already.
+pub fn attach(v: StreamView) -> Option<usize> {
+    cached_pid();
+    let l = local();
+    let idx = ATTACH.iter().position(|a| a.base.load(Acquire).is_null())?;
+    let a = &ATTACH[idx];
+    for (i, t) in a.translate.iter().enumerate() {
+        t.store(USER_EVENT_FIRST + i as u32, Relaxed);
+    }
+    for i in 1..l.count {
+        let name = &l.names[i][..l.lens[i] as usize];
+        let sid = v.register(name).unwrap_or(POSIX_TRACE_UNNAMED_USEREVENT);
+        a.translate[i].store(sid, Relaxed);
+    }
+    a.base.store(v.as_ptr(), Release);
+    NATTACH.fetch_max(idx + 1, AcqRel);
+    Some(idx)
+}
+
+/// Stops writing into attachment `idx`. The mapping must not be unmapped
+/// afterwards (a writer may still hold the pointer); see `Region::leak`.
+pub fn detach(idx: usize) {
+    let _l = local();
+    if let Some(a) = ATTACH.get(idx) {
+        a.base.store(std::ptr::null_mut(), Release);
+    }
+}
+
+/// `posix_trace_eventid_open`: the id of `name` in this process, mapped
+/// into every attached stream. Err(ENAMETOOLONG) for a long name; the
+/// unnamed user event once the table is full.
+pub fn eventid_open(name: &[u8]) -> Result<u32, i32> {
+    if name.len() > TRACE_EVENT_NAME_MAX {
+        return Err(libc::ENAMETOOLONG);
+    }
+    attach_from_env();
+    discover();
+    let mut l = local();
+    let idx = match (1..l.count).find(|&i| &l.names[i][..l.lens[i] as usize] == name) {
+        Some(i) => i,
+        None if l.count < TRACE_USER_EVENT_MAX => {
+            let i = l.count;
+            l.names[i][..name.len()].copy_from_slice(name);
+            l.lens[i] = name.len() as u8;
+            l.count += 1;
+            i
+        }
+        None => return Ok(POSIX_TRACE_UNNAMED_USEREVENT),
+    };
+    for a in &ATTACH {
+        let p = a.base.load(Acquire);
+        if p.is_null() {
+            continue;
+        }
+        // SAFETY: attached mappings stay mapped.
+        let v = unsafe { StreamView::from_ptr(p) };
+        let sid = v.register(name).unwrap_or(POSIX_TRACE_UNNAMED_USEREVENT);
+        a.translate[idx].store(sid, Relaxed);
+    }
+    Ok(USER_EVENT_FIRST + idx as u32)
+}
+
+/// Looks in `/dev/shm` for streams another process created for this pid.
+fn discover() {
+    let prefix = format!("{SHM_PREFIX}{}.", cached_pid());
+    let Ok(dir) = std::fs::read_dir("/dev/shm") else {
+        return;
+    };
+    for e in dir.flatten() {
+        let name = e.file_name();
+        let Some(n) = name.to_str() else { continue };
+        if n.starts_with(&prefix) {
+            if let Ok(c) = std::ffi::CString::new(format!("/dev/shm/{n}")) {
+                let _ = attach_path(&c);
+            }
+        }
+    }
+}
+
+/// Is the attachment `idx` the stream at `base`?
+pub fn attachment_of(base: *mut u8) -> Option<usize> {
+    ATTACH.iter().position(|a| a.base.load(Acquire) == base)
+}

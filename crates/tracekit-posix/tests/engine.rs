@@ -1,0 +1,583 @@
+//! Policies, status flags and system events of the engine, driven through
+//! the public API in one process. Tests share the process-wide stream
+//! table and attachments, so they run one at a time.
+
+use std::os::fd::AsRawFd;
+use std::sync::Mutex;
+
+use tracekit_posix::api::{self, Wait};
+use tracekit_posix::consts::*;
+use tracekit_posix::{traced, EventSet, TraceAttr};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Attributes for a stream of exactly `slots` slots.
+fn small(slots: u64, policy: i32) -> TraceAttr {
+    let mut a = TraceAttr::default();
+    let (_, slot) = tracekit_posix::shm::slot_geometry(a.max_data_size);
+    a.stream_size = slots * slot as u64;
+    assert!(a.set_stream_policy(policy));
+    a
+}
+
+/// Reads everything available: (event id, payload).
+fn drain(trid: u64) -> Vec<(u32, Vec<u8>, i32)> {
+    let mut out = Vec::new();
+    let mut buf = [0u8; 1024];
+    while let Some(e) = api::getnext_event(trid, &mut buf, Wait::Never).unwrap() {
+        out.push((
+            e.info.event_id,
+            buf[..e.data_len].to_vec(),
+            e.info.truncation,
+        ));
+    }
+    out
+}
+
+fn ids(v: &[(u32, Vec<u8>, i32)]) -> Vec<u32> {
+    v.iter().map(|e| e.0).collect()
+}
+
+#[test]
+fn attributes_have_the_standard_defaults() {
+    let a = TraceAttr::default();
+    assert_eq!(a.effective_stream_policy(false), POSIX_TRACE_LOOP);
+    assert_eq!(a.effective_stream_policy(true), POSIX_TRACE_FLUSH);
+    assert_eq!(a.log_policy, POSIX_TRACE_LOOP);
+    assert_eq!(a.inheritance, POSIX_TRACE_CLOSE_FOR_CHILD);
+    assert_eq!(a.name_str(), "");
+    let mut b = a;
+    b.set_name(b"a-very-long-trace-name-longer-than-thirty-one");
+    assert_eq!(b.name_str().len(), TRACE_NAME_MAX);
+    assert!(!b.set_stream_policy(POSIX_TRACE_APPEND));
+    assert!(!b.set_log_policy(POSIX_TRACE_FLUSH));
+    assert!(!b.set_inheritance(7));
+}
+
+#[test]
+fn start_event_stop_are_read_in_order_with_metadata() {
+    let _s = serial();
+    let trid = api::create(0, None, None).unwrap();
+    let id = traced::eventid_open(b"basic").unwrap();
+    assert_eq!(traced::eventid_open(b"basic").unwrap(), id);
+    traced::trace_event(id, b"before start");
+    api::start(trid).unwrap();
+    traced::trace_event_at(id, b"hello", 0x1234);
+    api::stop(trid).unwrap();
+    traced::trace_event(id, b"after stop");
+    let mut buf = [0u8; 512];
+    let e = api::getnext_event(trid, &mut buf, Wait::Never)
+        .unwrap()
+        .unwrap();
+    assert_eq!(e.info.event_id, POSIX_TRACE_START);
+    assert_eq!(e.data_len, EventSet::empty().to_bytes().len());
+    let e = api::getnext_event(trid, &mut buf, Wait::Never)
+        .unwrap()
+        .unwrap();
+    assert_eq!(e.info.event_id, id);
+    assert_eq!(&buf[..e.data_len], b"hello");
+    assert_eq!(e.info.pid, std::process::id() as i32);
+    assert_eq!(e.info.prog_address, 0x1234);
+    assert_eq!(e.info.thread, unsafe { libc::pthread_self() } as u64);
+    assert_eq!(e.info.truncation, POSIX_TRACE_NOT_TRUNCATED);
+    let now = tracekit_posix::clock::realtime_ns();
+    assert!((now - e.info.timestamp_ns).abs() < 5_000_000_000);
+    let e = api::getnext_event(trid, &mut buf, Wait::Never)
+        .unwrap()
+        .unwrap();
+    assert_eq!(e.info.event_id, POSIX_TRACE_STOP);
+    assert_eq!(&buf[..4], &0i32.to_ne_bytes());
+    assert_eq!(api::getnext_event(trid, &mut buf, Wait::Never), Ok(None));
+    assert_eq!(api::eventid_get_name(trid, id).unwrap(), b"basic");
+    assert_eq!(
+        api::eventid_get_name(trid, POSIX_TRACE_START).unwrap(),
+        b"posix_trace_start"
+    );
+    assert_eq!(api::eventid_get_name(trid, 1279), Err(libc::EINVAL));
+    api::shutdown(trid).unwrap();
+    assert_eq!(api::start(trid), Err(libc::EINVAL));
+    assert_eq!(api::get_status(trid), Err(libc::EINVAL));
+}
+
+#[test]
+fn filter_excludes_types_and_records_filter_events() {
+    let _s = serial();
+    let trid = api::create(0, None, None).unwrap();
+    let keep = traced::eventid_open(b"keep").unwrap();
+    let drop_ = traced::eventid_open(b"drop").unwrap();
+    let mut set = EventSet::empty();
+    set.add(drop_);
+    api::set_filter(trid, &set, POSIX_TRACE_SET_EVENTSET).unwrap();
+    api::start(trid).unwrap();
+    traced::trace_event(keep, b"k");
+    traced::trace_event(drop_, b"d");
+    assert!(!traced::is_enabled(drop_));
+    assert!(traced::is_enabled(keep));
+    api::set_filter(trid, &set, POSIX_TRACE_SUB_EVENTSET).unwrap();
+    traced::trace_event(drop_, b"d2");
+    let mut sys = EventSet::filled(POSIX_TRACE_SYSTEM_EVENTS).unwrap();
+    sys.del(POSIX_TRACE_FILTER);
+    api::set_filter(trid, &sys, POSIX_TRACE_ADD_EVENTSET).unwrap();
+    api::stop(trid).unwrap(); // filtered out: no STOP event
+    assert_eq!(api::get_filter(trid).unwrap(), sys);
+    assert_eq!(api::set_filter(trid, &sys, 99), Err(libc::EINVAL));
+    let got = drain(trid);
+    assert_eq!(
+        ids(&got),
+        vec![
+            POSIX_TRACE_START,
+            keep,
+            POSIX_TRACE_FILTER,
+            drop_,
+            POSIX_TRACE_FILTER
+        ]
+    );
+    // FILTER carries the old then the new set.
+    let half = got[2].1.len() / 2;
+    assert_eq!(&got[2].1[..half], &set.to_bytes()[..]);
+    assert_eq!(&got[2].1[half..], &EventSet::empty().to_bytes()[..]);
+    api::shutdown(trid).unwrap();
+}
+
+#[test]
+fn loop_policy_keeps_the_latest_events_and_reports_overrun_once() {
+    let _s = serial();
+    let trid = api::create(0, Some(&small(4, POSIX_TRACE_LOOP)), None).unwrap();
+    let id = traced::eventid_open(b"loop").unwrap();
+    api::start(trid).unwrap();
+    for i in 0u32..10 {
+        traced::trace_event(id, &i.to_le_bytes());
+    }
+    let st = api::get_status(trid).unwrap();
+    assert_eq!(st.stream_status, POSIX_TRACE_RUNNING);
+    assert_eq!(st.stream_full_status, POSIX_TRACE_FULL);
+    assert_eq!(st.stream_overrun_status, POSIX_TRACE_OVERRUN);
+    // Reset after read.
+    assert_eq!(
+        api::get_status(trid).unwrap().stream_overrun_status,
+        POSIX_TRACE_NO_OVERRUN
+    );
+    let got = drain(trid);
+    assert_eq!(
+        ids(&got)[..2],
+        [POSIX_TRACE_OVERFLOW, POSIX_TRACE_RESUME],
+        "{got:?}"
+    );
+    let payloads: Vec<u32> = got[2..]
+        .iter()
+        .map(|e| u32::from_le_bytes(e.1[..4].try_into().unwrap()))
+        .collect();
+    assert_eq!(payloads, vec![6, 7, 8, 9]);
+    assert_eq!(api::lost_events(trid).unwrap(), 7); // START + 0..=5
+    api::shutdown(trid).unwrap();
+}
+
+#[test]
+fn until_full_stops_by_itself_and_restarts_when_drained() {
+    let _s = serial();
+    let trid = api::create(0, Some(&small(4, POSIX_TRACE_UNTIL_FULL)), None).unwrap();
+    let id = traced::eventid_open(b"untilfull").unwrap();
+    api::start(trid).unwrap();
+    for i in 0u32..10 {
+        traced::trace_event(id, &i.to_le_bytes());
+    }
+    let st = api::get_status(trid).unwrap();
+    assert_eq!(st.stream_status, POSIX_TRACE_SUSPENDED);
+    assert_eq!(st.stream_full_status, POSIX_TRACE_FULL);
+    assert_eq!(st.stream_overrun_status, POSIX_TRACE_OVERRUN);
+    // start on a full stream: no effect.
+    api::start(trid).unwrap();
+    assert_eq!(
+        api::get_status(trid).unwrap().stream_status,
+        POSIX_TRACE_SUSPENDED
+    );
+    let got = drain(trid);
+    assert_eq!(
+        ids(&got),
+        vec![
+            POSIX_TRACE_START,
+            id,
+            id,
+            id,
+            POSIX_TRACE_STOP,
+            POSIX_TRACE_START
+        ]
+    );
+    assert_eq!(
+        got[4].1,
+        1i32.to_ne_bytes(),
+        "automatic stop carries auto != 0"
+    );
+    let st = api::get_status(trid).unwrap();
+    assert_eq!(st.stream_status, POSIX_TRACE_RUNNING);
+    assert_eq!(st.stream_full_status, POSIX_TRACE_NOT_FULL);
+    assert_eq!(st.stream_overrun_status, POSIX_TRACE_NO_OVERRUN);
+    assert_eq!(api::lost_events(trid).unwrap(), 7);
+    api::shutdown(trid).unwrap();
+}
+
+#[test]
+fn flush_policy_needs_a_log() {
+    let _s = serial();
+    let a = small(8, POSIX_TRACE_FLUSH);
+    assert_eq!(api::create(0, Some(&a), None), Err(libc::EINVAL));
+}
+
+#[test]
+fn truncation_at_record_and_at_read() {
+    let _s = serial();
+    let mut a = TraceAttr::default();
+    assert!(a.set_max_data_size(8));
+    let trid = api::create(0, Some(&a), None).unwrap();
+    let id = traced::eventid_open(b"trunc").unwrap();
+    api::start(trid).unwrap();
+    traced::trace_event(id, b"0123456789abcdef");
+    traced::trace_event(id, b"01234567");
+    let mut buf = [0u8; 64];
+    api::getnext_event(trid, &mut buf, Wait::Never).unwrap(); // START
+    let e = api::getnext_event(trid, &mut buf, Wait::Never)
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (e.data_len, e.info.truncation),
+        (8, POSIX_TRACE_TRUNCATED_RECORD)
+    );
+    assert_eq!(&buf[..8], b"01234567");
+    let mut tiny = [0u8; 3];
+    let e = api::getnext_event(trid, &mut tiny, Wait::Never)
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (e.data_len, e.info.truncation),
+        (3, POSIX_TRACE_TRUNCATED_READ)
+    );
+    assert_eq!(&tiny, b"012");
+    api::shutdown(trid).unwrap();
+}
+
+#[test]
+fn timed_and_try_reads() {
+    let _s = serial();
+    let trid = api::create(0, None, None).unwrap();
+    let mut buf = [0u8; 8];
+    assert_eq!(api::getnext_event(trid, &mut buf, Wait::Never), Ok(None));
+    let now = tracekit_posix::clock::realtime_ns() + 20_000_000;
+    let ts = libc::timespec {
+        tv_sec: now / 1_000_000_000,
+        tv_nsec: now % 1_000_000_000,
+    };
+    assert_eq!(
+        api::getnext_event(trid, &mut buf, Wait::Until(ts)),
+        Err(libc::ETIMEDOUT)
+    );
+    let bad = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 2_000_000_000,
+    };
+    assert_eq!(
+        api::getnext_event(trid, &mut buf, Wait::Until(bad)),
+        Err(libc::EINVAL)
+    );
+    api::start(trid).unwrap();
+    // An event is ready: the deadline is not even looked at.
+    assert!(api::getnext_event(trid, &mut buf, Wait::Until(bad))
+        .unwrap()
+        .is_some());
+    // A blocked reader sees events written later by another thread.
+    let id = traced::eventid_open(b"late").unwrap();
+    let t = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        traced::trace_event(id, b"x");
+    });
+    let e = api::getnext_event(trid, &mut buf, Wait::Forever)
+        .unwrap()
+        .unwrap();
+    assert_eq!(e.info.event_id, id);
+    t.join().unwrap();
+    api::shutdown(trid).unwrap();
+}
+
+#[test]
+fn clear_drops_events_but_keeps_state_and_names() {
+    let _s = serial();
+    let trid = api::create(0, Some(&small(4, POSIX_TRACE_LOOP)), None).unwrap();
+    let id = traced::eventid_open(b"clear").unwrap();
+    api::start(trid).unwrap();
+    for _ in 0..10 {
+        traced::trace_event(id, b"x");
+    }
+    api::clear(trid).unwrap();
+    let st = api::get_status(trid).unwrap();
+    assert_eq!(st.stream_status, POSIX_TRACE_RUNNING);
+    assert_eq!(st.stream_full_status, POSIX_TRACE_NOT_FULL);
+    assert_eq!(st.stream_overrun_status, POSIX_TRACE_NO_OVERRUN);
+    assert!(drain(trid).is_empty());
+    traced::trace_event(id, b"y");
+    assert_eq!(ids(&drain(trid)), vec![id]);
+    assert_eq!(api::eventid_get_name(trid, id).unwrap(), b"clear");
+    api::shutdown(trid).unwrap();
+}
+
+#[test]
+fn event_names_registry_rules() {
+    let _s = serial();
+    let long = [b'n'; TRACE_EVENT_NAME_MAX + 1];
+    assert_eq!(traced::eventid_open(&long), Err(libc::ENAMETOOLONG));
+    let trid = api::create(0, None, None).unwrap();
+    assert_eq!(api::trid_eventid_open(trid, &long), Err(libc::ENAMETOOLONG));
+    // Controller and traced process agree on ids in one process.
+    let c = api::trid_eventid_open(trid, b"from-controller").unwrap();
+    assert_eq!(traced::eventid_open(b"from-controller").unwrap(), c);
+    // The type list has every system type and every user type, once.
+    let mut seen = Vec::new();
+    while let Some(id) = api::eventtypelist_getnext_id(trid).unwrap() {
+        seen.push(id);
+    }
+    assert!(seen.contains(&POSIX_TRACE_START) && seen.contains(&c));
+    assert!(seen.iter().all(|&i| api::eventid_get_name(trid, i).is_ok()));
+    api::eventtypelist_rewind(trid).unwrap();
+    assert_eq!(api::eventtypelist_getnext_id(trid).unwrap(), Some(seen[0]));
+    api::shutdown(trid).unwrap();
+}
+
+#[test]
+fn two_threads_lose_nothing_and_keep_per_thread_order() {
+    let _s = serial();
+    let mut a = TraceAttr::default();
+    a.stream_size = 16 << 20;
+    assert!(a.set_stream_policy(POSIX_TRACE_UNTIL_FULL));
+    let trid = api::create(0, Some(&a), None).unwrap();
+    let id = traced::eventid_open(b"mt").unwrap();
+    api::start(trid).unwrap();
+    const N: u32 = 10_000;
+    let threads: Vec<_> = (0..2u32)
+        .map(|t| {
+            std::thread::spawn(move || {
+                for i in 0..N {
+                    traced::trace_event(id, &[t.to_le_bytes(), i.to_le_bytes()].concat());
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let got = drain(trid);
+    let mut next = [0u32; 2];
+    for (eid, d, _) in &got[1..] {
+        assert_eq!(*eid, id);
+        let t = u32::from_le_bytes(d[..4].try_into().unwrap()) as usize;
+        let i = u32::from_le_bytes(d[4..8].try_into().unwrap());
+        assert_eq!(i, next[t]);
+        next[t] += 1;
+    }
+    assert_eq!(next, [N, N]);
+    api::shutdown(trid).unwrap();
+}
+
+#[test]
+fn trace_sys_max_streams() {
+    let _s = serial();
+    let mut v = Vec::new();
+    let mut small_attr = TraceAttr::default();
+    small_attr.stream_size = 4096;
+    loop {
+        match api::create(0, Some(&small_attr), None) {
+            Ok(t) => v.push(t),
+            Err(e) => {
+                assert_eq!(e, libc::EAGAIN);
+                break;
+            }
+        }
+    }
+    assert_eq!(v.len(), TRACE_SYS_MAX);
+    for t in v {
+        api::shutdown(t).unwrap();
+    }
+    assert_eq!(api::create(99_999_999, None, None), Err(libc::ESRCH));
+}
+
+fn log_file() -> (tempfile::NamedTempFile, std::fs::File) {
+    let f = tempfile::NamedTempFile::new().unwrap();
+    let h = f.reopen().unwrap();
+    (f, h)
+}
+
+fn read_log(path: &std::path::Path) -> (u64, Vec<(u32, Vec<u8>, i32)>) {
+    let f = std::fs::File::open(path).unwrap();
+    let trid = api::open(f.as_raw_fd()).unwrap();
+    let mut out = Vec::new();
+    let mut buf = [0u8; 1024];
+    while let Some(e) = api::getnext_event(trid, &mut buf, Wait::Forever).unwrap() {
+        out.push((
+            e.info.event_id,
+            buf[..e.data_len].to_vec(),
+            e.info.truncation,
+        ));
+    }
+    (trid, out)
+}
+
+#[test]
+fn log_round_trip_with_names_status_and_rewind() {
+    let _s = serial();
+    let (tmp, f) = log_file();
+    let mut a = TraceAttr::default();
+    a.set_name(b"roundtrip");
+    let trid = api::create(0, Some(&a), Some(f.as_raw_fd())).unwrap();
+    let id = traced::eventid_open(b"logged").unwrap();
+    api::start(trid).unwrap();
+    for i in 0u32..100 {
+        traced::trace_event(id, &i.to_le_bytes());
+    }
+    let mut buf = [0u8; 8];
+    assert_eq!(
+        api::getnext_event(trid, &mut buf, Wait::Never),
+        Err(libc::EINVAL)
+    );
+    api::shutdown(trid).unwrap();
+    let (lt, got) = read_log(tmp.path());
+    let user: Vec<u32> = got
+        .iter()
+        .filter(|e| e.0 == id)
+        .map(|e| u32::from_le_bytes(e.1[..4].try_into().unwrap()))
+        .collect();
+    assert_eq!(user, (0..100).collect::<Vec<_>>());
+    let all = ids(&got);
+    assert_eq!(all[0], POSIX_TRACE_FLUSH_START);
+    assert_eq!(all[1], POSIX_TRACE_START);
+    assert_eq!(
+        all[all.len() - 2..],
+        [POSIX_TRACE_STOP, POSIX_TRACE_FLUSH_STOP]
+    );
+    assert_eq!(api::eventid_get_name(lt, id).unwrap(), b"logged");
+    assert_eq!(api::get_attr(lt).unwrap().name_str(), "roundtrip");
+    let st = api::get_status(lt).unwrap();
+    assert_eq!(st.stream_status, POSIX_TRACE_SUSPENDED);
+    assert_eq!(st.log_overrun_status, POSIX_TRACE_NO_OVERRUN);
+    assert_eq!(
+        api::getnext_event(lt, &mut buf, Wait::Never),
+        Err(libc::EINVAL)
+    );
+    api::rewind(lt).unwrap();
+    let e = api::getnext_event(lt, &mut buf, Wait::Forever)
+        .unwrap()
+        .unwrap();
+    assert_eq!(e.info.event_id, POSIX_TRACE_FLUSH_START);
+    assert_eq!(api::start(lt), Err(libc::EINVAL));
+    api::close(lt).unwrap();
+    assert_eq!(api::close(lt), Err(libc::EINVAL));
+}
+
+fn log_with_policy(log_policy: i32, log_size: u64, events: u32) -> (tempfile::NamedTempFile, u32) {
+    let (tmp, f) = log_file();
+    let mut a = TraceAttr::default();
+    a.stream_size = 8 << 20;
+    assert!(a.set_stream_policy(POSIX_TRACE_UNTIL_FULL));
+    assert!(a.set_log_policy(log_policy));
+    a.log_size = log_size;
+    let trid = api::create(0, Some(&a), Some(f.as_raw_fd())).unwrap();
+    let id = traced::eventid_open(format!("lp{log_policy}").as_bytes()).unwrap();
+    api::start(trid).unwrap();
+    for i in 0..events {
+        traced::trace_event(id, &i.to_le_bytes());
+    }
+    api::shutdown(trid).unwrap();
+    (tmp, id)
+}
+
+fn user_seq(got: &[(u32, Vec<u8>, i32)], id: u32) -> Vec<u32> {
+    got.iter()
+        .filter(|e| e.0 == id)
+        .map(|e| u32::from_le_bytes(e.1[..4].try_into().unwrap()))
+        .collect()
+}
+
+#[test]
+fn log_full_policies() {
+    let _s = serial();
+    // APPEND: everything, log-max-size ignored.
+    let (tmp, id) = log_with_policy(POSIX_TRACE_APPEND, 4096, 20_000);
+    let (lt, got) = read_log(tmp.path());
+    assert_eq!(user_seq(&got, id), (0..20_000).collect::<Vec<_>>());
+    api::close(lt).unwrap();
+
+    // UNTIL_FULL: a prefix, then STOP as the last event, log full.
+    let (tmp, id) = log_with_policy(POSIX_TRACE_UNTIL_FULL, 64 << 10, 20_000);
+    let (lt, got) = read_log(tmp.path());
+    let seq = user_seq(&got, id);
+    assert!(!seq.is_empty() && seq.len() < 20_000);
+    assert_eq!(seq, (0..seq.len() as u32).collect::<Vec<_>>());
+    assert_eq!(got.last().unwrap().0, POSIX_TRACE_STOP);
+    let st = api::get_status(lt).unwrap();
+    assert_eq!(st.log_full_status, POSIX_TRACE_FULL);
+    assert_eq!(st.log_overrun_status, POSIX_TRACE_OVERRUN);
+    assert!(api::lost_events(lt).unwrap() >= 20_000 - seq.len() as u64);
+    api::close(lt).unwrap();
+
+    // LOOP: the newest events, in order, the oldest overwritten.
+    let (tmp, id) = log_with_policy(POSIX_TRACE_LOOP, 64 << 10, 20_000);
+    let (lt, got) = read_log(tmp.path());
+    let seq = user_seq(&got, id);
+    assert!(!seq.is_empty() && seq.len() < 20_000);
+    assert_eq!(*seq.last().unwrap(), 19_999);
+    assert!(seq.windows(2).all(|w| w[1] == w[0] + 1), "contiguous");
+    let st = api::get_status(lt).unwrap();
+    assert_eq!(st.log_full_status, POSIX_TRACE_FULL);
+    assert_eq!(st.log_overrun_status, POSIX_TRACE_OVERRUN);
+    api::close(lt).unwrap();
+}
+
+#[test]
+fn flush_policy_drains_to_the_log_and_counts_what_it_could_not() {
+    let _s = serial();
+    let (tmp, f) = log_file();
+    let mut a = TraceAttr::default();
+    let (_, slot) = tracekit_posix::shm::slot_geometry(a.max_data_size);
+    a.stream_size = 64 * slot as u64;
+    a.set_log_policy(POSIX_TRACE_APPEND);
+    let trid = api::create(0, Some(&a), Some(f.as_raw_fd())).unwrap();
+    let id = traced::eventid_open(b"flushpol").unwrap();
+    api::start(trid).unwrap();
+    const N: u32 = 5000;
+    for i in 0..N {
+        traced::trace_event(id, &i.to_le_bytes());
+        if i % 16 == 0 {
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+    }
+    // Explicit flush: asynchronous, completion visible in the status.
+    api::flush(trid).unwrap();
+    while api::get_status(trid).unwrap().stream_flush_status == POSIX_TRACE_FLUSHING {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    let lost = api::lost_events(trid).unwrap();
+    api::shutdown(trid).unwrap();
+    let (lt, got) = read_log(tmp.path());
+    let seq = user_seq(&got, id);
+    // Nothing silently dropped: logged + counted as lost = written.
+    assert_eq!(seq.len() as u64 + lost, N as u64, "lost {lost}");
+    assert!(seq.windows(2).all(|w| w[1] > w[0]));
+    assert!(ids(&got).contains(&POSIX_TRACE_FLUSH_START));
+    api::close(lt).unwrap();
+}
+
+#[test]
+fn open_rejects_what_is_not_a_log() {
+    let _s = serial();
+    let (tmp, f) = log_file();
+    std::fs::write(tmp.path(), b"not a log at all").unwrap();
+    assert_eq!(api::open(f.as_raw_fd()), Err(libc::EINVAL));
+    assert_eq!(api::open(-1), Err(libc::EINVAL));
+    let ro = std::fs::File::open(tmp.path()).unwrap();
+    assert_eq!(api::create(0, None, Some(ro.as_raw_fd())), Err(libc::EBADF));
+    let dir = std::fs::File::open("/").unwrap();
+    assert_eq!(
+        api::create(0, None, Some(dir.as_raw_fd())),
+        Err(libc::EBADF)
+    );
+}
