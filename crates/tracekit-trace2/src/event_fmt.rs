@@ -29,7 +29,12 @@ impl ParseError {
 
 impl std::fmt::Display for ParseError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} (at column {})", self.message, self.offset + 1)
+        if self.offset == 0 {
+            // Whole-record problems (a missing key) have no useful column.
+            write!(f, "{}", self.message)
+        } else {
+            write!(f, "{} (at column {})", self.message, self.offset + 1)
+        }
     }
 }
 

@@ -23,6 +23,7 @@ pub mod perf;
 pub mod quote;
 pub mod reader;
 pub mod receiver;
+pub mod summary;
 pub mod time;
 
 pub use event::{Body, Event, Kind, Text, Time};

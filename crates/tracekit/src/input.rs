@@ -90,15 +90,6 @@ impl Input {
             File::open(&self.path).map_err(|e| tracekit_core::Error::io(Some(&self.path), e))?;
         Ok(Box::new(BufReader::with_capacity(1 << 20, f)))
     }
-
-    /// The file memory-mapped, or `None` for standard input (read it with
-    /// [`Input::reader`]).
-    pub fn mmap(&self) -> Result<Option<Mmap>> {
-        if self.is_stdin() {
-            return Ok(None);
-        }
-        mmap_file(&self.path).map(Some)
-    }
 }
 
 /// Maps a whole file read-only.

@@ -1,13 +1,20 @@
 //! Git Trace2: the dialect behind `info`/`report`/`convert`, and the
 //! `tracekit trace2 ...` subcommands.
 
+use std::io::Write;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Result;
+use tracekit_core::{Position, Warnings};
+use tracekit_trace2::convert::Converter;
+use tracekit_trace2::reader::{self, for_each_record, Format, RecordIter};
+use tracekit_trace2::summary::Summary;
+use tracekit_trace2::Event;
 
-use crate::cmd::{convert, info, report};
+use crate::cmd::{convert, info, output, report};
 use crate::formats::Dialect;
-use crate::input::Input;
+use crate::input::{dir_files, mmap_file, Input};
 
 #[derive(clap::Subcommand, Debug)]
 pub enum Command {
@@ -24,20 +31,303 @@ pub fn run(command: Command) -> Result<ExitCode> {
 
 pub struct Trace2;
 
+/// One file of a trace2 input (a directory contributes each of its files).
+struct Source {
+    name: String,
+    path: Option<PathBuf>,
+}
+
+fn sources(input: &Input) -> Result<Vec<Source>> {
+    if input.is_stdin() {
+        return Ok(vec![Source {
+            name: input.display(),
+            path: None,
+        }]);
+    }
+    let files = if input.is_dir {
+        dir_files(&input.path)?
+    } else {
+        vec![input.path.clone()]
+    };
+    Ok(files
+        .into_iter()
+        .map(|p| Source {
+            name: p.display().to_string(),
+            path: Some(p),
+        })
+        .collect())
+}
+
+/// Calls `f` with every event of every source, and collects unreadable
+/// records as warnings (per source name).
+fn read_events(
+    input: &Input,
+    mut f: impl FnMut(&Event<'_>) -> Result<()>,
+    mut on_source: impl FnMut(Format, u64),
+) -> Result<Vec<(String, Warnings)>> {
+    let mut all = Vec::new();
+    for src in sources(input)? {
+        let mut warnings = Warnings::default();
+        match &src.path {
+            Some(path) => {
+                let map = mmap_file(path)?;
+                if map.is_empty() {
+                    continue;
+                }
+                let Some(format) = reader::detect(&map[..map.len().min(64 * 1024)]) else {
+                    warnings.push(
+                        Position::Line(1),
+                        "not a Git Trace2 file (EVENT, PERF or NORMAL)",
+                    );
+                    all.push((src.name, warnings));
+                    continue;
+                };
+                on_source(format, map.len() as u64);
+                for rec in RecordIter::new(&map, format) {
+                    match format.parse(rec.bytes) {
+                        Ok(ev) => f(&ev)?,
+                        Err(e) => {
+                            warnings.push(Position::Line(rec.line), describe(&e, rec.unterminated))
+                        }
+                    }
+                }
+            }
+            None => {
+                let Some(format) = reader::detect(&input.head) else {
+                    anyhow::bail!("<stdin>: not a Git Trace2 stream (EVENT, PERF or NORMAL)");
+                };
+                let bytes = for_each_record(input.reader()?, format, |rec| -> Result<()> {
+                    match format.parse(rec.bytes) {
+                        Ok(ev) => f(&ev)?,
+                        Err(e) => {
+                            warnings.push(Position::Line(rec.line), describe(&e, rec.unterminated))
+                        }
+                    }
+                    Ok(())
+                })?;
+                on_source(format, bytes);
+            }
+        }
+        all.push((src.name, warnings));
+    }
+    Ok(all)
+}
+
+fn describe(e: &tracekit_trace2::event_fmt::ParseError, unterminated: bool) -> String {
+    if unterminated {
+        format!("record cut short (no newline at end of input): {e}")
+    } else {
+        e.to_string()
+    }
+}
+
+/// Prints the warnings as `tracekit: FILE:LINE: ...` and says whether any
+/// record was lost.
+pub(crate) fn print_warnings(all: &[(String, Warnings)]) -> bool {
+    let mut lost = false;
+    for (name, w) in all {
+        for warning in w.kept() {
+            eprintln!("tracekit: {name}:{}: {}", warning.position, warning.message);
+        }
+        if w.total() > w.kept().len() as u64 {
+            eprintln!(
+                "tracekit: {name}: ... and {} more unreadable records",
+                w.total() - w.kept().len() as u64
+            );
+        }
+        if !w.is_empty() {
+            lost = true;
+            eprintln!(
+                "tracekit: {name}: {} records could not be read and were skipped",
+                w.total()
+            );
+        }
+    }
+    lost
+}
+
+fn exit_code(lost: bool) -> ExitCode {
+    if lost {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
 impl Dialect for Trace2 {
     fn name(&self) -> &'static str {
         "Git Trace2 (EVENT, PERF, NORMAL)"
     }
-    fn sniff(&self, _input: &Input) -> bool {
-        false
+
+    fn sniff(&self, input: &Input) -> bool {
+        reader::detect(&input.head).is_some()
     }
-    fn info(&self, _inputs: &[Input], _args: &info::Args) -> Result<ExitCode> {
-        anyhow::bail!("trace2 info: under construction")
+
+    fn info(&self, inputs: &[Input], args: &info::Args) -> Result<ExitCode> {
+        let mut lost = false;
+        let mut out = output(None)?;
+        for input in inputs {
+            let mut summary = Summary::default();
+            let mut formats: Vec<Format> = Vec::new();
+            let mut bytes = 0u64;
+            let warnings = read_events(
+                input,
+                |ev| {
+                    summary.add(ev);
+                    Ok(())
+                },
+                |f, n| {
+                    bytes += n;
+                    if !formats.contains(&f) {
+                        formats.push(f)
+                    }
+                },
+            )?;
+            summary.bytes = bytes;
+            summary.finish();
+            let files = warnings.len();
+            if args.json {
+                serde_json::to_writer(&mut out, &info_json(input, &summary, &formats, files))?;
+                writeln!(out)?;
+            } else {
+                write_info_text(&mut out, input, &summary, &formats, files)?;
+            }
+            lost |= print_warnings(&warnings);
+        }
+        out.flush()?;
+        Ok(exit_code(lost))
     }
+
     fn report(&self, _inputs: &[Input], _args: &report::Args) -> Result<ExitCode> {
         anyhow::bail!("trace2 report: under construction")
     }
-    fn convert(&self, _input: &Input, _args: &convert::Args) -> Result<ExitCode> {
-        anyhow::bail!("trace2 convert: under construction")
+
+    fn convert(&self, input: &Input, args: &convert::Args) -> Result<ExitCode> {
+        let target = match args.to.as_str() {
+            "trace2-event" | "event" => Format::Event,
+            "trace2-perf" | "perf" => Format::Perf { brief: args.brief },
+            "trace2-normal" | "normal" => Format::Normal { brief: args.brief },
+            other => anyhow::bail!(
+                "{}: cannot convert Git Trace2 to '{other}' (targets: trace2-event, trace2-perf, trace2-normal, chrome)",
+                input.display()
+            ),
+        };
+        let mut out = output(args.output.as_deref())?;
+        let mut conv = Converter::new(target);
+        let mut buf = Vec::with_capacity(1 << 16);
+        let warnings = read_events(
+            input,
+            |ev| {
+                conv.write(ev, &mut buf);
+                if buf.len() >= 1 << 16 {
+                    out.write_all(&buf)?;
+                    buf.clear();
+                }
+                Ok(())
+            },
+            |_, _| {},
+        )?;
+        out.write_all(&buf)?;
+        out.flush()?;
+        Ok(exit_code(print_warnings(&warnings)))
     }
+}
+
+fn fmt_utc(u: tracekit_trace2::time::UnixMicros) -> String {
+    let mut v = Vec::new();
+    u.write_iso(&mut v);
+    String::from_utf8_lossy(&v).into_owned()
+}
+
+fn fmt_tod(t: tracekit_trace2::time::TimeOfDay) -> String {
+    let mut v = Vec::new();
+    t.write(&mut v);
+    String::from_utf8_lossy(&v).into_owned()
+}
+
+fn span_secs(s: &Summary) -> Option<f64> {
+    match (s.first_utc, s.last_utc, s.first_of_day, s.last_of_day) {
+        (Some(a), Some(b), _, _) => Some((b.0 - a.0) as f64 / 1e6),
+        (_, _, Some(a), Some(b)) => Some(b.0.wrapping_sub(a.0) as i64 as f64 / 1e6),
+        _ => None,
+    }
+}
+
+fn format_names(formats: &[Format]) -> String {
+    if formats.is_empty() {
+        return "Git Trace2 (empty)".into();
+    }
+    let names: Vec<&str> = formats.iter().map(|f| f.name()).collect();
+    format!("Git Trace2 {}", names.join(" + "))
+}
+
+fn write_info_text(
+    out: &mut dyn Write,
+    input: &Input,
+    s: &Summary,
+    formats: &[Format],
+    files: usize,
+) -> Result<()> {
+    writeln!(out, "{}", input.display())?;
+    writeln!(out, "  format:     {}", format_names(formats))?;
+    if !s.evt_versions.is_empty() {
+        let v: Vec<&str> = s.evt_versions.iter().map(String::as_str).collect();
+        writeln!(out, "  version:    evt {}", v.join(", "))?;
+    }
+    if !s.producers.is_empty() {
+        let p: Vec<&str> = s.producers.iter().map(String::as_str).collect();
+        writeln!(out, "  producer:   {}", p.join(", "))?;
+    }
+    if input.is_dir {
+        writeln!(out, "  files:      {files}")?;
+    }
+    writeln!(out, "  size:       {} bytes", s.bytes)?;
+    writeln!(out, "  events:     {}", s.records)?;
+    for (k, n) in &s.by_kind {
+        writeln!(out, "    {k:<15} {n:>10}")?;
+    }
+    match (s.first_utc, s.last_utc) {
+        (Some(a), Some(b)) => writeln!(out, "  time span:  {} .. {}", fmt_utc(a), fmt_utc(b))?,
+        _ => {
+            if let (Some(a), Some(b)) = (s.first_of_day, s.last_of_day) {
+                writeln!(
+                    out,
+                    "  time span:  {} .. {} (local time of day)",
+                    fmt_tod(a),
+                    fmt_tod(b)
+                )?;
+            }
+        }
+    }
+    if let Some(secs) = span_secs(s) {
+        writeln!(out, "  duration:   {secs:.6} s")?;
+    }
+    writeln!(
+        out,
+        "  processes:  {} ({} without atexit/signal)",
+        s.processes, s.unfinished
+    )?;
+    writeln!(out, "  threads:    {}", s.threads)?;
+    Ok(())
+}
+
+fn info_json(input: &Input, s: &Summary, formats: &[Format], files: usize) -> serde_json::Value {
+    serde_json::json!({
+        "input": input.display(),
+        "dialect": "trace2",
+        "format": format_names(formats),
+        "formats": formats.iter().map(|f| f.name()).collect::<Vec<_>>(),
+        "evt_versions": s.evt_versions,
+        "producers": s.producers,
+        "files": files,
+        "bytes": s.bytes,
+        "events": s.records,
+        "events_by_kind": s.by_kind,
+        "first_time": s.first_utc.map(fmt_utc).or(s.first_of_day.map(fmt_tod)),
+        "last_time": s.last_utc.map(fmt_utc).or(s.last_of_day.map(fmt_tod)),
+        "duration_s": span_secs(s),
+        "processes": s.processes,
+        "unfinished_processes": s.unfinished,
+        "threads": s.threads,
+    })
 }
