@@ -127,6 +127,7 @@ pub struct RawRecord<'a> {
 }
 
 /// Streams the records of an FDR log (or of a byte range of it).
+#[derive(Clone)]
 pub struct FdrReader<'a> {
     data: &'a [u8],
     header: FileHeader,

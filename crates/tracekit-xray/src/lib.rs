@@ -12,12 +12,17 @@
 //! and keep per-thread state only; memory is bounded by threads × stack
 //! depth (plus one small entry per FDR buffer), never by the record count.
 
+pub mod account;
 pub mod basic;
+pub mod commands;
 pub mod densemap;
 pub mod fdr;
 pub mod fdr_dump;
 pub mod header;
+pub mod instr_map;
+pub mod names;
 pub mod record;
+pub mod stack;
 pub mod trace;
 pub mod yaml;
 

@@ -223,11 +223,13 @@ impl<'a> Trace<'a> {
     /// stable sort in `convert` gives for time-ordered threads).
     pub fn sorted_records(&self) -> SortedStream<'a> {
         let sources: Vec<Source<'a>> = match self.header.kind {
-            LogKind::Fdr => self
-                .threads
-                .iter()
-                .map(|t| Source::Thread(Box::new(ThreadCursor::new(self, t))))
-                .collect(),
+            LogKind::Fdr => {
+                let mut sources = Vec::new();
+                for t in &self.threads {
+                    thread_runs(ThreadCursor::new(self, t), &mut sources);
+                }
+                sources
+            }
             LogKind::Basic => basic_runs(self.data, self.header)
                 .into_iter()
                 .map(|(start, end)| {
@@ -238,6 +240,62 @@ impl<'a> Trace<'a> {
                 .collect(),
         };
         SortedStream::new(sources)
+    }
+}
+
+/// How often (in records) a thread's cursor is snapshotted while looking
+/// for out-of-order runs.
+const SNAPSHOT_EVERY: usize = 4096;
+
+/// Splits a thread's stream into maximal runs of non-decreasing
+/// timestamps (v1-v4 custom events carry absolute timestamps, CPUs'
+/// counters can disagree) so that merging the runs equals llvm-xray's
+/// stable sort. Costs one extra decoding pass; a thread in order stays one
+/// source.
+fn thread_runs<'a>(cursor: ThreadCursor<'a>, sources: &mut Vec<Source<'a>>) {
+    let mut snapshots: Vec<(usize, ThreadCursor<'a>)> = vec![(0, cursor.clone())];
+    let mut scan = cursor;
+    let mut starts = vec![0usize];
+    let mut prev: Option<u64> = None;
+    let mut idx = 0usize;
+    loop {
+        if idx > 0 && idx.is_multiple_of(SNAPSHOT_EVERY) {
+            let mut snap = scan.clone();
+            snap.warnings = Warnings::default();
+            snapshots.push((idx, snap));
+        }
+        match scan.next() {
+            Some(Ok(r)) => {
+                if prev.is_some_and(|p| r.tsc < p) {
+                    starts.push(idx);
+                }
+                prev = Some(r.tsc);
+                idx += 1;
+            }
+            _ => break,
+        }
+    }
+    if starts.len() == 1 {
+        let (_, first) = snapshots.swap_remove(0);
+        sources.push(Source::Thread(Box::new(first)));
+        return;
+    }
+    for (i, &s) in starts.iter().enumerate() {
+        let at = snapshots.partition_point(|(n, _)| *n <= s) - 1;
+        let (n, snap) = &snapshots[at];
+        let mut c = snap.clone();
+        for _ in *n..s {
+            let _ = c.next();
+        }
+        // The last run keeps going to the end (or to the decoding error).
+        let len = match starts.get(i + 1) {
+            Some(&e) => e - s,
+            None => usize::MAX,
+        };
+        if i > 0 {
+            c.warnings = Warnings::default();
+        }
+        sources.push(Source::Run(Box::new(c), len));
     }
 }
 
@@ -270,10 +328,11 @@ fn basic_runs(data: &[u8], header: FileHeader) -> Vec<(usize, usize)> {
 }
 
 /// Rebuilds the records of one thread from its blocks.
+#[derive(Clone)]
 pub struct ThreadCursor<'a> {
     data: &'a [u8],
     header: FileHeader,
-    blocks: Vec<(usize, usize)>,
+    blocks: std::rc::Rc<[(usize, usize)]>,
     next_block: usize,
     reader: Option<FdrReader<'a>>,
     tid: u32,
@@ -298,7 +357,8 @@ impl<'a> ThreadCursor<'a> {
                 .blocks
                 .iter()
                 .map(|&i| (trace.blocks[i].start, trace.blocks[i].end))
-                .collect(),
+                .collect::<Vec<_>>()
+                .into(),
             next_block: 0,
             reader: None,
             tid: t.tid as u32,
@@ -517,6 +577,8 @@ impl<'a> Iterator for RecordStream<'a> {
 
 enum Source<'a> {
     Thread(Box<ThreadCursor<'a>>),
+    /// Part of a thread's stream: at most this many records.
+    Run(Box<ThreadCursor<'a>>, usize),
     Basic(Box<BasicReader<'a>>),
 }
 
@@ -525,12 +587,20 @@ impl<'a> Source<'a> {
         match self {
             Source::Thread(t) => t.next(),
             Source::Basic(b) => b.next(),
+            Source::Run(c, left) => {
+                if *left == 0 {
+                    return None;
+                }
+                *left -= 1;
+                c.next()
+            }
         }
     }
     fn warnings(&self) -> &Warnings {
         match self {
             Source::Thread(t) => &t.warnings,
             Source::Basic(b) => &b.warnings,
+            Source::Run(c, _) => &c.warnings,
         }
     }
 }

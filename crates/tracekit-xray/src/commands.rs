@@ -1,0 +1,199 @@
+//! The llvm-xray subcommands over an opened trace, shared by the CLI and
+//! the golden tests. Each returns the warnings of the run; on a decoding
+//! error, what was written before it stays written.
+
+use std::io::Write;
+
+use tracekit_core::{Error, Position, Result, Warnings};
+
+use crate::account::{self, AccountOptions, Accountant, SortField};
+use crate::names::FunctionNames;
+use crate::stack::{Aggregation, StackTrie};
+use crate::trace::Trace;
+use crate::yaml::YamlWriter;
+
+fn io(e: std::io::Error) -> Error {
+    Error::io(None, e)
+}
+
+/// `account` options (llvm-xray's flags).
+#[derive(Debug, Clone)]
+pub struct AccountArgs {
+    pub keep_going: bool,
+    pub deduce_sibling_calls: bool,
+    pub recursive_calls_only: bool,
+    pub sort: SortField,
+    pub descending: bool,
+    pub top: usize,
+    pub csv: bool,
+}
+
+impl Default for AccountArgs {
+    fn default() -> Self {
+        AccountArgs {
+            keep_going: false,
+            deduce_sibling_calls: false,
+            recursive_calls_only: false,
+            sort: SortField::FuncId,
+            descending: false,
+            top: 0,
+            csv: false,
+        }
+    }
+}
+
+pub fn account<W: Write + ?Sized>(
+    trace: &Trace<'_>,
+    names: &FunctionNames,
+    args: &AccountArgs,
+    out: &mut W,
+) -> Result<Warnings> {
+    let mut acc = Accountant::new(AccountOptions {
+        keep_going: args.keep_going,
+        deduce_sibling_calls: args.deduce_sibling_calls,
+        recursive_calls_only: args.recursive_calls_only,
+    });
+    let mut records = trace.records();
+    for r in records.by_ref() {
+        acc.add(&r?)?;
+    }
+    let mut warnings = trace.warnings.clone();
+    warnings.extend(records.warnings());
+    let (mut rows, w) = acc.rows(trace.header.cycle_frequency);
+    warnings.extend(w);
+    let total = rows.len();
+    account::sort_rows(&mut rows, args.sort, args.descending, args.top);
+    if args.csv {
+        account::write_csv(out, &rows, names).map_err(io)?;
+    } else {
+        account::write_text(out, total, &rows, names).map_err(io)?;
+    }
+    Ok(warnings)
+}
+
+/// `stack` options.
+#[derive(Debug, Clone, Default)]
+pub struct StackArgs {
+    pub keep_going: bool,
+    pub per_thread: bool,
+    pub aggregate_threads: bool,
+    pub all_stacks: bool,
+    pub flame: bool,
+    pub count: bool,
+}
+
+pub fn stack<W: Write + ?Sized>(
+    traces: &[Trace<'_>],
+    names: &FunctionNames,
+    args: &StackArgs,
+    out: &mut W,
+) -> Result<Warnings> {
+    if args.per_thread && args.aggregate_threads {
+        return Err(Error::Other(
+            "-per-thread-stacks and -aggregate-threads exclude each other".into(),
+        ));
+    }
+    if !args.all_stacks && args.flame {
+        return Err(Error::Other(
+            "-stack-format=flame needs -all-stacks (the human format shows the top stacks only)"
+                .into(),
+        ));
+    }
+    if args.all_stacks && !args.flame {
+        return Err(Error::Other(
+            "-all-stacks needs -stack-format=flame (the human format shows the top stacks only)"
+                .into(),
+        ));
+    }
+    let mut trie = StackTrie::new(args.keep_going);
+    let mut warnings = Warnings::default();
+    for trace in traces {
+        warnings.extend(trace.warnings.clone());
+        let mut records = trace.records();
+        for r in records.by_ref() {
+            trie.add(&r?)?;
+        }
+        warnings.extend(records.warnings());
+    }
+    warnings.extend(trie.finish_warnings());
+    if trie.is_empty() {
+        return Err(Error::malformed(
+            Position::Unknown,
+            "no instrumented calls were accounted in the input",
+        ));
+    }
+    let agg = if args.count {
+        Aggregation::Count
+    } else {
+        Aggregation::Time
+    };
+    if args.all_stacks {
+        if args.aggregate_threads {
+            let roots = trie.merge_across_threads();
+            trie.write_flame(out, names, &roots, None, agg)
+                .map_err(io)?;
+        } else {
+            for (tid, roots) in trie.threads() {
+                trie.write_flame(out, names, &roots, Some(tid), agg)
+                    .map_err(io)?;
+            }
+        }
+        return Ok(warnings);
+    }
+    if args.aggregate_threads {
+        let roots = trie.merge_across_threads();
+        trie.write_report(out, names, &roots).map_err(io)?;
+    } else if args.per_thread {
+        for (tid, roots) in trie.threads() {
+            writeln!(out, "Thread {tid}:").map_err(io)?;
+            trie.write_report(out, names, &roots).map_err(io)?;
+            writeln!(out).map_err(io)?;
+        }
+    } else {
+        let roots = trie.all_roots();
+        trie.write_report(out, names, &roots).map_err(io)?;
+    }
+    Ok(warnings)
+}
+
+/// `convert -output-format=yaml`. `symbolize`: function names instead of
+/// ids; `sort`: by timestamp (llvm-xray's default).
+pub fn convert_yaml<W: Write>(
+    trace: &Trace<'_>,
+    names: &FunctionNames,
+    symbolize: bool,
+    sort: bool,
+    out: W,
+) -> Result<Warnings> {
+    let mut w = YamlWriter::new(out, &trace.header).map_err(io)?;
+    let mut warnings = trace.warnings.clone();
+    let mut write_all = |it: &mut dyn Iterator<Item = Result<crate::Record<'_>>>| -> Result<()> {
+        let mut num = String::new();
+        for r in it {
+            let r = r?;
+            if symbolize {
+                w.record(&r, &names.symbol_or_number(r.func_id))
+                    .map_err(io)?;
+            } else {
+                num.clear();
+                use std::fmt::Write as _;
+                let _ = write!(num, "{}", r.func_id);
+                w.record(&r, &num).map_err(io)?;
+            }
+        }
+        Ok(())
+    };
+    if sort {
+        let mut s = trace.sorted_records();
+        let res = write_all(&mut s);
+        warnings.extend(s.warnings());
+        res?;
+    } else {
+        let mut s = trace.records();
+        let res = write_all(&mut s);
+        warnings.extend(s.warnings());
+        res?;
+    }
+    w.finish().map_err(io)?;
+    Ok(warnings)
+}

@@ -1,0 +1,199 @@
+//! Function ids to names and source positions: the instrumentation map
+//! gives the function's address, the binary's symbol table (else DWARF)
+//! its name, demangled, and DWARF's line table its file and line, the way
+//! llvm-xray's symbolizer reports them. Results are cached per id.
+
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::path::Path;
+use std::rc::Rc;
+
+use object::{Object, ObjectSection, ObjectSymbol, SymbolKind};
+use tracekit_core::{Error, Result};
+
+use crate::instr_map::InstrMap;
+
+type Reader = gimli::EndianRcSlice<gimli::RunTimeEndian>;
+
+/// Symbols and debug info of one binary.
+struct Binary {
+    /// (address, size, name) of text symbols, sorted by address.
+    symbols: Vec<(u64, u64, String)>,
+    dwarf: Option<addr2line::Context<Reader>>,
+}
+
+impl Binary {
+    fn parse(bytes: &[u8]) -> Result<Binary> {
+        let file = object::File::parse(bytes)
+            .map_err(|e| Error::Other(format!("cannot read the binary: {e}")))?;
+        let mut symbols: Vec<(u64, u64, String)> = file
+            .symbols()
+            .filter(|s| s.kind() == SymbolKind::Text && s.address() != 0)
+            .filter_map(|s| Some((s.address(), s.size(), s.name().ok()?.to_string())))
+            .filter(|(_, _, n)| !n.is_empty())
+            .collect();
+        symbols.sort_by_key(|s| s.0);
+        let endian = if file.is_little_endian() {
+            gimli::RunTimeEndian::Little
+        } else {
+            gimli::RunTimeEndian::Big
+        };
+        let load = |id: gimli::SectionId| -> std::result::Result<Reader, gimli::Error> {
+            let data: Cow<[u8]> = file
+                .section_by_name(id.name())
+                .and_then(|s| s.uncompressed_data().ok())
+                .unwrap_or(Cow::Borrowed(&[]));
+            Ok(gimli::EndianRcSlice::new(Rc::from(&*data), endian))
+        };
+        let dwarf = if file.section_by_name(".debug_info").is_some() {
+            gimli::Dwarf::load(load)
+                .ok()
+                .and_then(|d| addr2line::Context::from_dwarf(d).ok())
+        } else {
+            None
+        };
+        Ok(Binary { symbols, dwarf })
+    }
+
+    fn symbol_at(&self, addr: u64) -> Option<&str> {
+        let i = self.symbols.partition_point(|s| s.0 <= addr);
+        let (start, size, name) = self.symbols.get(i.checked_sub(1)?)?;
+        (addr == *start || addr < start + (*size).max(1)).then_some(name.as_str())
+    }
+
+    fn dwarf_name(&self, addr: u64) -> Option<String> {
+        let ctx = self.dwarf.as_ref()?;
+        let mut frames = ctx.find_frames(addr).skip_all_loads().ok()?;
+        let mut last = None;
+        while let Ok(Some(f)) = frames.next() {
+            if let Some(func) = f.function {
+                if let Ok(n) = func.raw_name() {
+                    last = Some(n.into_owned());
+                }
+            }
+        }
+        last
+    }
+
+    fn location(&self, addr: u64) -> Option<(String, u32, u32)> {
+        let ctx = self.dwarf.as_ref()?;
+        let loc = ctx.find_location(addr).ok()??;
+        Some((
+            loc.file.unwrap_or("<invalid>").to_string(),
+            loc.line.unwrap_or(0),
+            loc.column.unwrap_or(0),
+        ))
+    }
+}
+
+/// Demangles Itanium C++ and Rust symbols; other names pass through.
+pub fn demangle(name: &str) -> String {
+    if name.starts_with("_R") {
+        if let Ok(d) = rustc_demangle::try_demangle(name) {
+            return format!("{d:#}");
+        }
+    }
+    if name.starts_with("_Z") {
+        if let Ok(sym) = cpp_demangle::Symbol::new(name) {
+            if let Ok(d) = sym.demangle(&cpp_demangle::DemangleOptions::default()) {
+                return d;
+            }
+        }
+    }
+    name.to_string()
+}
+
+/// Names function ids like llvm-xray's `FuncIdConversionHelper`.
+pub struct FunctionNames {
+    map: Option<InstrMap>,
+    binary: Option<Binary>,
+    demangle: bool,
+    names: RefCell<HashMap<i32, Rc<str>>>,
+}
+
+impl Default for FunctionNames {
+    fn default() -> Self {
+        Self::none()
+    }
+}
+
+impl FunctionNames {
+    /// No instrumentation map: ids stay numbers.
+    pub fn none() -> FunctionNames {
+        FunctionNames {
+            map: None,
+            binary: None,
+            demangle: true,
+            names: RefCell::default(),
+        }
+    }
+
+    /// Loads an instrumented ELF binary (map, symbols, DWARF) or a YAML map.
+    pub fn load(path: &Path, demangle: bool) -> Result<FunctionNames> {
+        let bytes = std::fs::read(path).map_err(|e| Error::io(Some(path), e))?;
+        Self::from_bytes(&bytes, demangle).map_err(|e| e.in_file(path))
+    }
+
+    pub fn from_bytes(bytes: &[u8], demangle: bool) -> Result<FunctionNames> {
+        let map = InstrMap::parse(bytes)?;
+        let binary = if bytes.starts_with(b"\x7fELF") {
+            Some(Binary::parse(bytes)?)
+        } else {
+            None
+        };
+        Ok(FunctionNames {
+            map: Some(map),
+            binary,
+            demangle,
+            names: RefCell::default(),
+        })
+    }
+
+    pub fn map(&self) -> Option<&InstrMap> {
+        self.map.as_ref()
+    }
+
+    /// The function's name; `#id` when the map does not know the id,
+    /// `@(hexaddr)` when the binary cannot name the address.
+    pub fn symbol_or_number(&self, id: i32) -> Rc<str> {
+        if let Some(n) = self.names.borrow().get(&id) {
+            return n.clone();
+        }
+        let name: Rc<str> = match self.map.as_ref().and_then(|m| m.function_address(id)) {
+            None => Rc::from(format!("#{id}")),
+            Some(addr) => {
+                let raw = self.binary.as_ref().and_then(|b| {
+                    b.symbol_at(addr)
+                        .map(str::to_string)
+                        .or_else(|| b.dwarf_name(addr))
+                });
+                match raw {
+                    Some(r) if self.demangle => Rc::from(demangle(&r)),
+                    Some(r) => Rc::from(r),
+                    None => Rc::from(format!("@({addr:x})")),
+                }
+            }
+        };
+        self.names.borrow_mut().insert(id, name.clone());
+        name
+    }
+
+    /// `file:line:column` of the function's entry, or `(unknown)`.
+    pub fn file_line_column(&self, id: i32) -> String {
+        let Some(addr) = self.map.as_ref().and_then(|m| m.function_address(id)) else {
+            return "(unknown)".into();
+        };
+        let Some(b) = self.binary.as_ref() else {
+            return "(unknown)".into();
+        };
+        let (file, line, col) = b
+            .location(addr)
+            .unwrap_or_else(|| ("<invalid>".into(), 0, 0));
+        let base = Path::new(&file)
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or(file);
+        format!("{base}:{line}:{col}")
+    }
+}
