@@ -197,3 +197,91 @@ pub fn convert_yaml<W: Write>(
     w.finish().map_err(io)?;
     Ok(warnings)
 }
+
+/// `graph` options.
+#[derive(Debug, Clone)]
+pub struct GraphArgs {
+    pub keep_going: bool,
+    pub deduce_sibling_calls: bool,
+    pub edge_label: crate::graph::Stat,
+    pub edge_color: crate::graph::Stat,
+    pub vertex_label: crate::graph::Stat,
+    pub vertex_color: crate::graph::Stat,
+}
+
+impl Default for GraphArgs {
+    fn default() -> Self {
+        use crate::graph::Stat;
+        GraphArgs {
+            keep_going: false,
+            deduce_sibling_calls: false,
+            edge_label: Stat::None,
+            edge_color: Stat::None,
+            vertex_label: Stat::None,
+            vertex_color: Stat::None,
+        }
+    }
+}
+
+pub fn graph<W: Write + ?Sized>(
+    trace: &Trace<'_>,
+    names: &FunctionNames,
+    args: &GraphArgs,
+    out: &mut W,
+) -> Result<Warnings> {
+    let mut g = crate::graph::GraphBuilder::new(args.keep_going, args.deduce_sibling_calls);
+    let mut warnings = trace.warnings.clone();
+    let mut records = trace.records();
+    for r in records.by_ref() {
+        g.add(&r?)?;
+    }
+    warnings.extend(records.warnings());
+    warnings.extend(g.write_dot(
+        out,
+        names,
+        trace.header.cycle_frequency,
+        args.edge_label,
+        args.edge_color,
+        args.vertex_label,
+        args.vertex_color,
+    )?);
+    Ok(warnings)
+}
+
+/// `convert -output-format=trace_event`.
+pub fn convert_trace_event<W: Write>(
+    trace: &Trace<'_>,
+    names: &FunctionNames,
+    symbolize: bool,
+    sort: bool,
+    out: W,
+) -> Result<Warnings> {
+    let mut w = crate::trace_event::TraceEventWriter::new(out, trace.header).map_err(io)?;
+    let mut namer = |id: i32| -> String {
+        if symbolize {
+            names.symbol_or_number(id).to_string()
+        } else {
+            id.to_string()
+        }
+    };
+    let mut warnings = trace.warnings.clone();
+    let mut run = |it: &mut dyn Iterator<Item = Result<crate::Record<'_>>>| -> Result<()> {
+        for r in it {
+            w.record(&r?, &mut namer).map_err(io)?;
+        }
+        Ok(())
+    };
+    if sort {
+        let mut s = trace.sorted_records();
+        let res = run(&mut s);
+        warnings.extend(s.warnings());
+        res?;
+    } else {
+        let mut s = trace.records();
+        let res = run(&mut s);
+        warnings.extend(s.warnings());
+        res?;
+    }
+    w.finish(&mut namer).map_err(io)?;
+    Ok(warnings)
+}

@@ -18,12 +18,14 @@ pub mod commands;
 pub mod densemap;
 pub mod fdr;
 pub mod fdr_dump;
+pub mod graph;
 pub mod header;
 pub mod instr_map;
 pub mod names;
 pub mod record;
 pub mod stack;
 pub mod trace;
+pub mod trace_event;
 pub mod yaml;
 
 pub use header::{parse_header, Endian, FileHeader, LogKind};
