@@ -17,4 +17,5 @@ pub mod cdb;
 pub mod compiler;
 pub mod env;
 pub mod kwspec;
+pub mod record;
 pub mod trace;

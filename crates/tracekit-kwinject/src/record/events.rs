@@ -1,0 +1,194 @@
+//! The binary events file the `tracekit-preload` shim appends to.
+//!
+//! Every record is written with one `write(2)` to a file opened with
+//! `O_APPEND`, so records of concurrent processes never interleave. Layout
+//! (native byte order, the shim and the recorder run on one machine):
+//!
+//! | offset | type | field |
+//! |---|---|---|
+//! | 0 | u32 | magic `0x544B5231` |
+//! | 4 | u32 | record length in bytes, header included |
+//! | 8 | u32 | kind: 1 exec, 2 fork (in the child), 3 reaped (in the parent) |
+//! | 12 | i32 | pid (reaped: the child's pid) |
+//! | 16 | i32 | exec, fork: parent pid; reaped: the wait status |
+//! | 20 | u32 | exec: argc; else 0 |
+//! | 24 | u64 | microseconds since the Unix epoch |
+//! | 32 | u32 | exec: envc; then NUL-terminated cwd, executable (`AT_EXECFN`), argv…, env… |
+
+use tracekit_core::{Error, Position, Warnings};
+
+use super::ExecEvent;
+
+pub const MAGIC: u32 = 0x544B_5231;
+pub const HEADER: usize = 32;
+pub const KIND_EXEC: u32 = 1;
+pub const KIND_FORK: u32 = 2;
+pub const KIND_REAPED: u32 = 3;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    Exec(ExecEvent),
+    Fork { pid: i32, ppid: i32, time_us: u64 },
+    Reaped { pid: i32, status: i32, time_us: u64 },
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    let mut a = [0u8; 4];
+    a.copy_from_slice(&b[at..at + 4]);
+    u32::from_ne_bytes(a)
+}
+
+/// Decodes a whole events file. A damaged record ends the readable part:
+/// the rest is counted as lost in `warnings` (offset given), never guessed.
+pub fn decode(buf: &[u8], warnings: &mut Warnings) -> Vec<Event> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < buf.len() {
+        match decode_one(&buf[at..]) {
+            Ok((ev, len)) => {
+                out.push(ev);
+                at += len;
+            }
+            Err(msg) => {
+                warnings.push(
+                    Position::Offset(at as u64),
+                    format!("{msg}; {} bytes of events lost", buf.len() - at),
+                );
+                break;
+            }
+        }
+    }
+    out
+}
+
+fn decode_one(b: &[u8]) -> Result<(Event, usize), String> {
+    if b.len() < HEADER {
+        return Err("truncated event header".into());
+    }
+    if u32_at(b, 0) != MAGIC {
+        return Err("bad event magic".into());
+    }
+    let len = u32_at(b, 4) as usize;
+    if len < HEADER || len > b.len() {
+        return Err(format!("event length {len} out of range"));
+    }
+    let kind = u32_at(b, 8);
+    let pid = u32_at(b, 12) as i32;
+    let other = u32_at(b, 16) as i32;
+    let count = u32_at(b, 20) as usize;
+    let mut t = [0u8; 8];
+    t.copy_from_slice(&b[24..32]);
+    let time_us = u64::from_ne_bytes(t);
+    let ev = match kind {
+        KIND_FORK => Event::Fork {
+            pid,
+            ppid: other,
+            time_us,
+        },
+        KIND_REAPED => Event::Reaped {
+            pid,
+            status: other,
+            time_us,
+        },
+        KIND_EXEC => {
+            if len < HEADER + 4 {
+                return Err("exec event without payload".into());
+            }
+            let envc = u32_at(b, HEADER) as usize;
+            let mut strings = b[HEADER + 4..len].split(|&c| c == 0);
+            let mut next = || strings.next().map(<[u8]>::to_vec);
+            let cwd = next().ok_or("exec event: no cwd")?;
+            let executable = next().ok_or("exec event: no executable")?;
+            let mut argv = Vec::with_capacity(count);
+            for _ in 0..count {
+                argv.push(next().ok_or("exec event: argv cut short")?);
+            }
+            let mut env = Vec::with_capacity(envc);
+            for _ in 0..envc {
+                env.push(next().ok_or("exec event: env cut short")?);
+            }
+            Event::Exec(ExecEvent {
+                pid,
+                ppid: other,
+                time_us,
+                cwd,
+                executable,
+                argv,
+                env,
+            })
+        }
+        k => return Err(format!("unknown event kind {k}")),
+    };
+    Ok((ev, len))
+}
+
+/// Encodes one event (used by tests; the shim has its own encoder).
+pub fn encode(ev: &Event) -> Vec<u8> {
+    let mut b = vec![0u8; HEADER];
+    let (kind, pid, other, count, time) = match ev {
+        Event::Exec(e) => (KIND_EXEC, e.pid, e.ppid, e.argv.len() as u32, e.time_us),
+        Event::Fork { pid, ppid, time_us } => (KIND_FORK, *pid, *ppid, 0, *time_us),
+        Event::Reaped {
+            pid,
+            status,
+            time_us,
+        } => (KIND_REAPED, *pid, *status, 0, *time_us),
+    };
+    if let Event::Exec(e) = ev {
+        b.extend_from_slice(&(e.env.len() as u32).to_ne_bytes());
+        for s in [&e.cwd, &e.executable]
+            .into_iter()
+            .chain(&e.argv)
+            .chain(&e.env)
+        {
+            b.extend_from_slice(s);
+            b.push(0);
+        }
+    }
+    let len = b.len() as u32;
+    b[0..4].copy_from_slice(&MAGIC.to_ne_bytes());
+    b[4..8].copy_from_slice(&len.to_ne_bytes());
+    b[8..12].copy_from_slice(&kind.to_ne_bytes());
+    b[12..16].copy_from_slice(&pid.to_ne_bytes());
+    b[16..20].copy_from_slice(&other.to_ne_bytes());
+    b[20..24].copy_from_slice(&count.to_ne_bytes());
+    b[24..32].copy_from_slice(&time.to_ne_bytes());
+    b
+}
+
+/// An error for an events file that cannot be opened or read.
+pub fn io_error(path: &std::path::Path, e: std::io::Error) -> Error {
+    Error::io(Some(path), e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_truncation() {
+        let ev = Event::Exec(ExecEvent {
+            pid: 7,
+            ppid: 1,
+            time_us: 42,
+            cwd: b"/w".to_vec(),
+            executable: b"/bin/cc".to_vec(),
+            argv: vec![b"cc".to_vec(), b"-c".to_vec(), b"a.c".to_vec()],
+            env: vec![b"A=1".to_vec(), b"\xff=\xfe".to_vec()],
+        });
+        let mut buf = encode(&ev);
+        buf.extend(encode(&Event::Reaped {
+            pid: 7,
+            status: 0,
+            time_us: 50,
+        }));
+        let mut w = Warnings::default();
+        let got = decode(&buf, &mut w);
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[0], ev);
+        assert!(w.is_empty());
+        let got = decode(&buf[..buf.len() - 3], &mut w);
+        assert_eq!(got.len(), 1);
+        assert_eq!(w.total(), 1);
+    }
+}

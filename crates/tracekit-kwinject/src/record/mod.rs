@@ -1,0 +1,297 @@
+//! Recording a build: run a command and write a kwinject trace of every
+//! process it starts.
+//!
+//! Two methods feed the same [`Assembler`]:
+//! * [`ptrace`]: the recorder follows the build with ptrace (fork, vfork,
+//!   clone and exec events; no syscall stops), reading argv, environment,
+//!   working directory and executable from `/proc` at each exec stop. Sees
+//!   static programs too.
+//! * [`preload`]: the `tracekit-preload` shim, loaded into every dynamically
+//!   linked program, appends one binary record per exec, fork and reaped
+//!   child to an events file (one `write(2)` per record, `O_APPEND`); the
+//!   recorder turns the file into the trace when the build ends.
+//!
+//! **Architecture Invariant:** the build sees no difference (exit status,
+//! stdout/stderr, signals, environment except the preload variables); the
+//! recorder re-raises a fatal signal of the build on itself.
+
+pub mod events;
+pub mod preload;
+pub mod ptrace;
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::io::{self, Write};
+use std::rc::Rc;
+
+use serde_json::Value;
+
+use crate::env::diff;
+use crate::trace::{latin1_string, Env, Exit, Process, TraceWriter, VERSION};
+
+/// One successful exec as a recorder saw it (bytes, as the OS has them).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExecEvent {
+    pub pid: i32,
+    pub ppid: i32,
+    pub time_us: u64,
+    pub cwd: Vec<u8>,
+    /// The path that reached the exec call (absolute or as spelled).
+    pub executable: Vec<u8>,
+    pub argv: Vec<Vec<u8>>,
+    pub env: Vec<Vec<u8>>,
+}
+
+/// Variables of the recorder itself, left out of every `env-diff`
+/// (`kwinject.md` §4.4 item 4).
+pub const PRELOAD_OUT_VAR: &str = "TRACEKIT_PRELOAD_OUT";
+
+/// How the recorder runs the build.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    Preload,
+    Ptrace,
+}
+
+/// What the recorder reports when the build is over.
+#[derive(Debug, Clone, Default)]
+pub struct Summary {
+    pub processes: u64,
+    /// Records the events file held that could not be read.
+    pub lost_records: u64,
+    pub root_exit: Option<Exit>,
+}
+
+pub fn now_us() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_micros() as u64)
+        .unwrap_or(0)
+}
+
+/// Turns exec/fork/exit events into trace records, in exec order.
+pub struct Assembler {
+    top_env: Rc<Env>,
+    /// Our preload library's value, removed from `LD_PRELOAD` in records.
+    preload_lib: Option<String>,
+    records: Vec<Process>,
+    latest: HashMap<i32, usize>,
+    env_by_id: HashMap<i64, Rc<Env>>,
+    /// Per pid: the record id its next exec names as parent (set at fork).
+    parent_of: HashMap<i32, i64>,
+}
+
+impl Assembler {
+    pub fn new(top_env: Env, preload_lib: Option<String>) -> Self {
+        Assembler {
+            top_env: Rc::new(top_env),
+            preload_lib,
+            records: Vec::new(),
+            latest: HashMap::new(),
+            env_by_id: HashMap::new(),
+            parent_of: HashMap::new(),
+        }
+    }
+
+    /// The record id that stands for `pid` now: itself once it exec'd,
+    /// else what it inherited at fork.
+    fn owner(&self, pid: i32) -> Option<i64> {
+        if self.latest.contains_key(&pid) {
+            Some(pid as i64)
+        } else {
+            self.parent_of.get(&pid).copied()
+        }
+    }
+
+    pub fn root(&mut self, pid: i32) {
+        self.parent_of.insert(pid, -1);
+    }
+
+    pub fn fork(&mut self, child: i32, parent: i32) {
+        let owner = self.owner(parent).unwrap_or(-1);
+        self.parent_of.insert(child, owner);
+    }
+
+    pub fn exec(&mut self, ev: ExecEvent) {
+        if let Some(&i) = self.latest.get(&ev.pid) {
+            let r = &mut self.records[i];
+            if r.end_us.is_none() {
+                r.end_us = Some(ev.time_us);
+            }
+        }
+        let parent_id = match self.parent_of.get(&ev.pid) {
+            Some(&p) => p,
+            None => self.owner(ev.ppid).unwrap_or(-1),
+        };
+        self.parent_of.insert(ev.pid, parent_id);
+        let all_utf8 = std::str::from_utf8(&ev.cwd).is_ok()
+            && std::str::from_utf8(&ev.executable).is_ok()
+            && ev.argv.iter().all(|a| std::str::from_utf8(a).is_ok())
+            && ev.env.iter().all(|a| std::str::from_utf8(a).is_ok());
+        let conv = |b: &[u8]| -> String {
+            if all_utf8 {
+                String::from_utf8_lossy(b).into_owned()
+            } else {
+                latin1_string(b)
+            }
+        };
+        let mut env = Env::new();
+        for kv in &ev.env {
+            let s = conv(kv);
+            let (k, v) = s.split_once('=').unwrap_or((s.as_str(), ""));
+            if k == PRELOAD_OUT_VAR {
+                continue;
+            }
+            if k == "LD_PRELOAD" {
+                if let Some(rest) = self.strip_preload(v) {
+                    if !rest.is_empty() {
+                        env.insert(k.to_string(), rest);
+                    }
+                    continue;
+                }
+            }
+            env.insert(k.to_string(), v.to_string());
+        }
+        let parent_env = self
+            .env_by_id
+            .get(&parent_id)
+            .cloned()
+            .unwrap_or_else(|| self.top_env.clone());
+        let cwd = conv(&ev.cwd);
+        let mut exe = conv(&ev.executable);
+        if !exe.starts_with('/') && !exe.is_empty() {
+            exe = crate::cdb::absolute(&cwd, &exe);
+        }
+        let mut p = Process::new(ev.pid as i64, Some(parent_id), cwd, exe);
+        p.args = ev.argv.iter().map(|a| conv(a)).collect();
+        p.env_diff = diff(&parent_env, &env);
+        p.start_us = Some(ev.time_us);
+        if !all_utf8 {
+            p.extra.insert("tk_encoding".into(), Value::from("latin1"));
+        }
+        self.env_by_id.insert(ev.pid as i64, Rc::new(env));
+        self.latest.insert(ev.pid, self.records.len());
+        self.records.push(p);
+    }
+
+    /// `LD_PRELOAD` without our library, or `None` when ours is not in it.
+    fn strip_preload(&self, value: &str) -> Option<String> {
+        let lib = self.preload_lib.as_deref()?;
+        let parts: Vec<&str> = value.split([':', ' ']).filter(|s| !s.is_empty()).collect();
+        if !parts.contains(&lib) {
+            return None;
+        }
+        Some(
+            parts
+                .into_iter()
+                .filter(|p| *p != lib)
+                .collect::<Vec<_>>()
+                .join(":"),
+        )
+    }
+
+    pub fn exit(&mut self, pid: i32, time_us: u64, how: Exit) {
+        if let Some(&i) = self.latest.get(&pid) {
+            let r = &mut self.records[i];
+            if r.exit.is_none() && r.end_us.is_none() {
+                r.end_us = Some(time_us);
+                r.exit = Some(how);
+            }
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    pub fn write<W: Write>(&self, out: W) -> io::Result<W> {
+        let mut w = TraceWriter::new(out);
+        let creator = format!("tracekit, version {}", env!("CARGO_PKG_VERSION"));
+        w.header(VERSION, Some(&creator), &self.top_env)?;
+        for p in &self.records {
+            w.process(p)?;
+        }
+        w.finish()
+    }
+}
+
+/// The recorder's own environment, as the build's top-level `env`.
+pub fn current_env() -> Env {
+    std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .filter(|(k, _)| k != PRELOAD_OUT_VAR)
+        .collect()
+}
+
+/// Exit status of the recorder that mirrors the build's: the same code, or
+/// the same signal re-raised on ourselves.
+pub fn mirror_exit(exit: Option<Exit>) -> i32 {
+    match exit {
+        Some(Exit::Code(c)) => c,
+        Some(Exit::Signal(sig)) => {
+            // SAFETY: resetting a disposition and signalling ourselves have
+            // no memory-safety preconditions.
+            unsafe {
+                libc::signal(sig, libc::SIG_DFL);
+                libc::kill(libc::getpid(), sig);
+            }
+            128 + sig
+        }
+        None => 1,
+    }
+}
+
+/// Turns a wait status into an [`Exit`].
+pub fn exit_of(status: libc::c_int) -> Option<Exit> {
+    if libc::WIFEXITED(status) {
+        Some(Exit::Code(libc::WEXITSTATUS(status)))
+    } else if libc::WIFSIGNALED(status) {
+        Some(Exit::Signal(libc::WTERMSIG(status)))
+    } else {
+        None
+    }
+}
+
+/// A `#!` script: the kernel ran the interpreter with the script's path in
+/// argv (`/bin/sh ./script a b`); give the exec as the build made it
+/// (`./script a b`), as strace and Bear show it.
+pub fn unwrap_script(ev: &mut ExecEvent) {
+    use std::io::Read;
+    use std::os::unix::ffi::OsStrExt;
+    let exe = &ev.executable;
+    if exe.is_empty() {
+        return;
+    }
+    let Some(i) = ev.argv.iter().take(3).skip(1).position(|a| a == exe) else {
+        return;
+    };
+    let path = if exe.starts_with(b"/") {
+        exe.clone()
+    } else {
+        [&ev.cwd[..], b"/", exe].concat()
+    };
+    let mut head = [0u8; 2];
+    let script = std::fs::File::open(std::ffi::OsStr::from_bytes(&path))
+        .and_then(|mut f| f.read_exact(&mut head))
+        .map(|_| &head == b"#!")
+        .unwrap_or(false);
+    if script {
+        ev.argv.drain(..=i + 1);
+        ev.argv.insert(0, exe.clone());
+    }
+}
+
+/// Arguments for `execvp` as C strings.
+pub(crate) fn c_args(cmd: &[OsString]) -> io::Result<Vec<std::ffi::CString>> {
+    use std::os::unix::ffi::OsStrExt;
+    cmd.iter()
+        .map(|a| {
+            std::ffi::CString::new(a.as_bytes())
+                .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "argument holds NUL"))
+        })
+        .collect()
+}

@@ -1,0 +1,131 @@
+//! Recording real builds with `--method ptrace`: a small C project built
+//! from scratch with `make -j2`, checked through the trace and the
+//! compilation database derived from it. Needs gcc and make.
+
+use std::ffi::OsString;
+use std::path::Path;
+
+use tracekit_kwinject::cdb::{CdbBuilder, CdbOptions};
+use tracekit_kwinject::env::{EnvBase, EnvFolder};
+use tracekit_kwinject::record::{ptrace, Assembler};
+use tracekit_kwinject::trace::{Exit, Trace};
+
+/// Writes a project of three sources in two directories.
+pub fn small_project(dir: &Path) {
+    std::fs::create_dir_all(dir.join("lib")).unwrap();
+    std::fs::write(
+        dir.join("lib/util.c"),
+        "int util(int x) { return x * 2; }\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("lib/more.c"), "int more(void) { return 3; }\n").unwrap();
+    std::fs::write(
+        dir.join("main.c"),
+        "int util(int); int more(void);\nint main(void) { return util(more()) - 6; }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("Makefile"),
+        "CFLAGS = -O1 -DTK=1\n\
+         prog: main.o lib/libutil.a\n\t$(CC) -o prog main.o lib/libutil.a\n\
+         main.o: main.c\n\t$(CC) $(CFLAGS) -MD -MP -MF main.d -c -o main.o main.c\n\
+         lib/libutil.a: lib/util.c lib/more.c\n\tcd lib && $(CC) $(CFLAGS) -Iinc -c util.c more.c && ar rc libutil.a util.o more.o\n",
+    )
+    .unwrap();
+}
+
+/// The recorder waits for any child of the process: one recording at a time.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn sh(cmd: &str) -> Vec<OsString> {
+    ["sh", "-c", cmd].iter().map(OsString::from).collect()
+}
+
+#[test]
+fn ptrace_records_a_make_build() {
+    let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().canonicalize().unwrap();
+    small_project(&dir);
+    let mut asm = Assembler::new(Default::default(), None);
+    let cmd = sh(&format!(
+        "cd {} && make -j2 -s CC=gcc && ./prog",
+        dir.display()
+    ));
+    let exit = ptrace::record(&cmd, &mut asm).unwrap();
+    assert_eq!(exit, Some(Exit::Code(0)));
+    let bytes = asm.write(Vec::new()).unwrap();
+    let t = Trace::read(&bytes[..]).unwrap();
+    assert!(t.warnings.is_empty(), "{:?}", t.warnings);
+    // Every record has its times; every process that ended has a status.
+    assert!(t.processes.iter().all(|p| p.start_us.is_some()));
+    let names: Vec<&str> = t.processes.iter().map(|p| p.program_name()).collect();
+    for want in ["sh", "make", "cc1", "as", "ar", "collect2", "ld", "prog"] {
+        assert!(names.contains(&want), "{want} missing from {names:?}");
+    }
+    assert_eq!(t.processes[0].parent_id, Some(-1));
+    let mut folder = EnvFolder::new(t.env.clone(), EnvBase::Parent);
+    let mut w = tracekit_core::Warnings::default();
+    let mut b = CdbBuilder::new(CdbOptions::default());
+    for p in &t.processes {
+        let env = folder.fold(p, &mut w);
+        if p.program_name() == "cc1" {
+            // make's variables reach the compiler through the parent chain.
+            assert_eq!(env.get("MAKELEVEL").map(String::as_str), Some("1"));
+        }
+        b.add(p, &env);
+    }
+    let d = dir.display().to_string();
+    let mut got: Vec<(String, String, Vec<String>)> = b
+        .entries
+        .iter()
+        .map(|e| (e.directory.clone(), e.file.clone(), e.arguments.clone()))
+        .collect();
+    got.sort();
+    let args = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let gcc = "/usr/bin/gcc";
+    assert_eq!(
+        got,
+        vec![
+            (
+                d.clone(),
+                format!("{d}/main.c"),
+                args(&[gcc, "-O1", "-DTK=1", "-c", "-o", "main.o", "main.c"])
+            ),
+            (
+                format!("{d}/lib"),
+                format!("{d}/lib/more.c"),
+                args(&[gcc, "-O1", "-DTK=1", "-Iinc", "-c", "more.c"])
+            ),
+            (
+                format!("{d}/lib"),
+                format!("{d}/lib/util.c"),
+                args(&[gcc, "-O1", "-DTK=1", "-Iinc", "-c", "util.c"])
+            ),
+        ]
+    );
+}
+
+#[test]
+fn ptrace_keeps_exit_status_and_output() {
+    let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let mut asm = Assembler::new(Default::default(), None);
+    let exit = ptrace::record(&sh("echo out; exit 3"), &mut asm).unwrap();
+    assert_eq!(exit, Some(Exit::Code(3)));
+    let bytes = asm.write(Vec::new()).unwrap();
+    let t = Trace::read(&bytes[..]).unwrap();
+    assert_eq!(t.processes.len(), 1);
+    assert_eq!(t.processes[0].exit, Some(Exit::Code(3)));
+    // A build killed by a signal is reported as such.
+    let mut asm = Assembler::new(Default::default(), None);
+    let exit = ptrace::record(&sh("kill -TERM $$"), &mut asm).unwrap();
+    assert_eq!(exit, Some(Exit::Signal(libc::SIGTERM)));
+    // A build that stops itself (group stop) and is continued goes on.
+    let mut asm = Assembler::new(Default::default(), None);
+    let exit = ptrace::record(
+        &sh("(sleep 0.2; kill -CONT $$) & kill -STOP $$; exit 5"),
+        &mut asm,
+    )
+    .unwrap();
+    assert_eq!(exit, Some(Exit::Code(5)));
+}
