@@ -9,6 +9,7 @@
 pub mod postproc;
 pub mod reader;
 pub mod record;
+pub mod recording;
 pub mod report;
 pub mod resolve;
 

@@ -22,6 +22,46 @@ pub enum Command {
     Postproc(PostprocArgs),
     /// Leak, peak and allocation-site report, with SVG plots.
     Report(ReportArgs),
+    /// Run a command under the memory/fd recorder and write an sp-rtrace
+    /// text trace (the same as `tracekit record mem`).
+    Record(RecordArgs),
+}
+
+#[derive(clap::Args, Debug)]
+#[command(after_help = "\
+Preloads tracekit's recorder (built into this executable; or the library
+named by $TRACEKIT_PRELOAD_LIB) into CMD and its children. Each process image gets its own trace: the command's is OUT, the
+others (fork children, exec'd programs) are written beside it as
+OUT.<pid>-<n>.rtrace. The exit status is the command's.
+
+Examples:
+  tracekit record mem -o app.rtrace -- ./app --flag
+  tracekit record mem --modules memory,file --backtrace-depth 16 -- make check
+  tracekit rtrace postproc app.rtrace -lcr        # leaks by backtrace, resolved")]
+pub struct RecordArgs {
+    /// What to record: memory (malloc family), file (descriptors and
+    /// FILE streams), comma-separated.
+    #[arg(long, default_value = "memory", value_name = "LIST")]
+    pub modules: String,
+    /// Return addresses kept per allocation (0 = none, at most 64).
+    #[arg(
+        short = 'b',
+        long = "backtrace-depth",
+        default_value_t = 10,
+        value_name = "N"
+    )]
+    pub backtrace_depth: usize,
+    /// The trace to write (default: <pid>.rtrace in the current directory).
+    #[arg(short = 'o', long, value_name = "OUT")]
+    pub output: Option<PathBuf>,
+    /// The command and its arguments.
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "CMD"
+    )]
+    pub command: Vec<std::ffi::OsString>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -131,7 +171,121 @@ pub fn run(command: Command) -> Result<ExitCode> {
     match command {
         Command::Postproc(a) => run_postproc(a),
         Command::Report(a) => run_report(a),
+        Command::Record(a) => record_mem(a),
     }
+}
+
+/// The recorder library: `$TRACEKIT_PRELOAD_LIB`, or the copy built into
+/// this executable written to `dir`.
+fn preload_library(dir: &Path) -> Result<PathBuf> {
+    if let Some(p) = std::env::var_os("TRACEKIT_PRELOAD_LIB") {
+        return Ok(PathBuf::from(p));
+    }
+    let shim = tracekit_rtrace_preload::SHIM;
+    if shim.is_empty() {
+        bail!("recording is supported on x86_64 Linux only");
+    }
+    let path = dir.join("libtracekit_rtrace_shim.so");
+    std::fs::write(&path, shim).map_err(|e| tracekit_core::Error::io(Some(&path), e))?;
+    Ok(path)
+}
+
+/// `tracekit record mem`: run CMD with the recorder preloaded, then turn
+/// each recorded process image into an sp-rtrace text trace.
+pub fn record_mem(a: RecordArgs) -> Result<ExitCode> {
+    for m in a.modules.split(',') {
+        if m != "memory" && m != "file" {
+            bail!("--modules: unknown module {m} (memory, file)");
+        }
+    }
+    if a.backtrace_depth > 64 {
+        bail!("--backtrace-depth: at most 64");
+    }
+    let dir = std::env::temp_dir().join(format!("tracekit-rtrace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| tracekit_core::Error::io(Some(&dir), e))?;
+    let lib = preload_library(&dir)?;
+    let preload = match std::env::var_os("LD_PRELOAD") {
+        Some(old) if !old.is_empty() => {
+            let mut v = lib.clone().into_os_string();
+            v.push(":");
+            v.push(old);
+            v
+        }
+        _ => lib.clone().into_os_string(),
+    };
+    let status = std::process::Command::new(&a.command[0])
+        .args(&a.command[1..])
+        .env("LD_PRELOAD", preload)
+        .env("TRACEKIT_RTRACE_DIR", &dir)
+        .env("TRACEKIT_RTRACE_DEPTH", a.backtrace_depth.to_string())
+        .env("TRACEKIT_RTRACE_MODULES", &a.modules)
+        .status()
+        .with_context(|| format!("cannot run {}", a.command[0].to_string_lossy()));
+    let result = status.and_then(|status| convert_recordings(&dir, &a, status));
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+fn convert_recordings(
+    dir: &Path,
+    a: &RecordArgs,
+    status: std::process::ExitStatus,
+) -> Result<ExitCode> {
+    use std::os::unix::process::ExitStatusExt;
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "tkrt"))
+        .collect();
+    // <pid>-<n>: oldest process first, images in order.
+    let key = |p: &PathBuf| -> (u64, u64) {
+        let stem = p
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let (pid, n) = stem.split_once('-').unwrap_or((&stem, "0"));
+        (pid.parse().unwrap_or(u64::MAX), n.parse().unwrap_or(0))
+    };
+    files.sort_by_key(key);
+    if files.is_empty() {
+        bail!("the command produced no recording (is it statically linked, or setuid?)");
+    }
+    let first = files[0].clone();
+    let main_out = match &a.output {
+        Some(p) => p.clone(),
+        None => PathBuf::from(format!("{}.rtrace", key(&first).0)),
+    };
+    for f in &files {
+        let out_path = if *f == first {
+            main_out.clone()
+        } else {
+            let (pid, n) = key(f);
+            PathBuf::from(format!("{}.{pid}-{n}.rtrace", main_out.display()))
+        };
+        let out = output(Some(&out_path))?;
+        let (info, stats) = tracekit_rtrace::recording::decode_file(f, out)?;
+        eprintln!(
+            "tracekit: {}: {} ({} allocations, {} releases{}{})",
+            out_path.display(),
+            info.executable,
+            stats.allocs,
+            stats.frees,
+            if stats.lost > 0 {
+                format!(", {} events lost", stats.lost)
+            } else {
+                String::new()
+            },
+            if stats.truncated_bytes > 0 {
+                format!(", {} bytes truncated", stats.truncated_bytes)
+            } else {
+                String::new()
+            },
+        );
+    }
+    Ok(match (status.code(), status.signal()) {
+        (Some(c), _) => ExitCode::from(c.clamp(0, 255) as u8),
+        (None, Some(sig)) => ExitCode::from((128 + sig).clamp(0, 255) as u8),
+        _ => ExitCode::from(1),
+    })
 }
 
 fn hex_mask(s: &str, what: &str) -> Result<u32> {

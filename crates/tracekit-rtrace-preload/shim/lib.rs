@@ -1,0 +1,26 @@
+//! The recorder shared library (see the crate documentation in
+//! `src/lib.rs`). Built by `build.rs` as a `no_std`, `panic=abort` cdylib.
+
+#![no_std]
+#![allow(clippy::missing_safety_doc, clippy::too_many_arguments, dead_code)]
+
+#[path = "../src/wire.rs"]
+mod wire;
+
+mod libc;
+
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+mod imp;
+
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
+    // Nothing here panics on purpose; if it did, stopping is the only safe
+    // answer inside someone else's process.
+    // SAFETY: abort never returns.
+    unsafe { libc::abort() }
+}
+
+/// The precompiled `core` refers to the unwinding personality even when
+/// this library is built with `panic=abort`; nothing here unwinds.
+#[unsafe(no_mangle)]
+pub extern "C" fn rust_eh_personality() {}

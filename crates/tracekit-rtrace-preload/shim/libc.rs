@@ -1,0 +1,82 @@
+//! The few C library bindings the shim needs (x86_64 Linux, glibc). The
+//! `libc` crate cannot be used: the shim is compiled by a bare rustc call.
+
+#![allow(non_camel_case_types, non_upper_case_globals)]
+
+use core::ffi::{c_char, c_int, c_long, c_void};
+
+pub type c_uint = core::ffi::c_uint;
+pub type time_t = i64;
+pub type pthread_t = usize;
+
+#[repr(C)]
+pub struct timespec {
+    pub tv_sec: time_t,
+    pub tv_nsec: c_long,
+}
+
+/// `pthread_attr_t` is 56 bytes on x86_64.
+#[repr(C, align(8))]
+pub struct pthread_attr_t {
+    _opaque: [u8; 56],
+}
+
+pub const AT_FDCWD: c_int = -100;
+pub const CLOCK_REALTIME: c_int = 0;
+pub const CLOCK_MONOTONIC: c_int = 1;
+pub const EINTR: c_int = 4;
+pub const EBADF: c_int = 9;
+pub const EEXIST: c_int = 17;
+pub const F_DUPFD_CLOEXEC: c_int = 1030;
+pub const MAP_PRIVATE: c_int = 0x02;
+pub const MAP_ANONYMOUS: c_int = 0x20;
+pub const MAP_FAILED: *mut c_void = !0usize as *mut c_void;
+pub const O_RDONLY: c_int = 0;
+pub const O_WRONLY: c_int = 0o1;
+pub const O_CREAT: c_int = 0o100;
+pub const O_EXCL: c_int = 0o200;
+pub const O_APPEND: c_int = 0o2000;
+pub const O_CLOEXEC: c_int = 0o2000000;
+pub const PROT_READ: c_int = 1;
+pub const PROT_WRITE: c_int = 2;
+pub const RTLD_NEXT: *mut c_void = -1isize as *mut c_void;
+pub const SYS_close: c_long = 3;
+pub const SYS_openat: c_long = 257;
+
+#[link(name = "c")]
+unsafe extern "C" {
+    pub fn __errno_location() -> *mut c_int;
+    pub fn abort() -> !;
+    pub fn clock_gettime(clock: c_int, ts: *mut timespec) -> c_int;
+    pub fn dlsym(handle: *mut c_void, name: *const c_char) -> *mut c_void;
+    pub fn fcntl(fd: c_int, cmd: c_int, ...) -> c_int;
+    pub fn getenv(name: *const c_char) -> *mut c_char;
+    pub fn getpid() -> c_int;
+    pub fn getppid() -> c_int;
+    pub fn mmap(
+        addr: *mut c_void,
+        len: usize,
+        prot: c_int,
+        flags: c_int,
+        fd: c_int,
+        off: i64,
+    ) -> *mut c_void;
+    pub fn munmap(addr: *mut c_void, len: usize) -> c_int;
+    pub fn pthread_atfork(
+        prepare: Option<extern "C" fn()>,
+        parent: Option<extern "C" fn()>,
+        child: Option<extern "C" fn()>,
+    ) -> c_int;
+    pub fn pthread_attr_destroy(attr: *mut pthread_attr_t) -> c_int;
+    pub fn pthread_attr_getstack(
+        attr: *const pthread_attr_t,
+        addr: *mut *mut c_void,
+        size: *mut usize,
+    ) -> c_int;
+    pub fn pthread_getattr_np(thread: pthread_t, attr: *mut pthread_attr_t) -> c_int;
+    pub fn pthread_self() -> pthread_t;
+    pub fn read(fd: c_int, buf: *mut c_void, n: usize) -> isize;
+    pub fn readlink(path: *const c_char, buf: *mut c_char, n: usize) -> isize;
+    pub fn syscall(num: c_long, ...) -> c_long;
+    pub fn write(fd: c_int, buf: *const c_void, n: usize) -> isize;
+}
