@@ -42,12 +42,12 @@ impl Default for AccountArgs {
     }
 }
 
-pub fn account<W: Write + ?Sized>(
+/// The sorted rows, how many functions there were before `-top`, and the
+/// warnings.
+pub fn account_rows(
     trace: &Trace<'_>,
-    names: &FunctionNames,
     args: &AccountArgs,
-    out: &mut W,
-) -> Result<Warnings> {
+) -> Result<(Vec<account::Row>, usize, Warnings)> {
     let mut acc = Accountant::new(AccountOptions {
         keep_going: args.keep_going,
         deduce_sibling_calls: args.deduce_sibling_calls,
@@ -63,6 +63,16 @@ pub fn account<W: Write + ?Sized>(
     warnings.extend(w);
     let total = rows.len();
     account::sort_rows(&mut rows, args.sort, args.descending, args.top);
+    Ok((rows, total, warnings))
+}
+
+pub fn account<W: Write + ?Sized>(
+    trace: &Trace<'_>,
+    names: &FunctionNames,
+    args: &AccountArgs,
+    out: &mut W,
+) -> Result<Warnings> {
+    let (rows, total, warnings) = account_rows(trace, args)?;
     if args.csv {
         account::write_csv(out, &rows, names).map_err(io)?;
     } else {
@@ -284,4 +294,191 @@ pub fn convert_trace_event<W: Write>(
     }
     w.finish(&mut namer).map_err(io)?;
     Ok(warnings)
+}
+
+/// Chrome Trace Event JSON through the shared writer: per-thread B/E
+/// slices (an exit closes the open frames up to its function), call
+/// arguments as args, custom/typed events as instants with their payload.
+/// Timestamps are microseconds since the earliest record. Threads are
+/// streamed one after the other, so nothing is sorted or held in memory.
+pub fn convert_chrome<W: Write>(
+    trace: &Trace<'_>,
+    names: &FunctionNames,
+    out: W,
+) -> Result<Warnings> {
+    use tracekit_export::chrome::{Arg, ChromeWriter, Scope};
+    let freq = if trace.header.cycle_frequency == 0 {
+        1e9
+    } else {
+        trace.header.cycle_frequency as f64
+    };
+    let base = earliest_tsc(trace);
+    let us = |tsc: u64| (tsc.wrapping_sub(base)) as i64 as f64 * 1e6 / freq;
+    let mut w = ChromeWriter::new(out).map_err(io)?;
+    let mut warnings = trace.warnings.clone();
+    let mut stacks: std::collections::HashMap<u32, Vec<i32>> = Default::default();
+    let mut last: std::collections::HashMap<u32, (u32, u64)> = Default::default();
+    let mut named: std::collections::HashSet<(u32, u32)> = Default::default();
+    let mut orphans = 0u64;
+    let mut records = trace.records();
+    let mut arg_text = String::new();
+    for r in records.by_ref() {
+        let r = r?;
+        let (pid, tid) = (i64::from(r.pid), i64::from(r.tid));
+        if named.insert((r.pid, r.tid)) {
+            w.thread_name(pid, tid, format!("thread {}", r.tid).as_bytes())
+                .map_err(io)?;
+        }
+        last.insert(r.tid, (r.pid, r.tsc));
+        let stack = stacks.entry(r.tid).or_default();
+        if r.kind.is_event() {
+            let what: &[u8] = if r.kind == crate::RecordKind::TypedEvent {
+                b"typed-event"
+            } else {
+                b"custom-event"
+            };
+            let data = String::from_utf8_lossy(r.data);
+            w.instant(
+                pid,
+                tid,
+                us(r.tsc),
+                what,
+                b"xray",
+                Scope::Thread,
+                &[
+                    ("data", Arg::Str(data.as_bytes())),
+                    ("type", Arg::Int(i64::from(r.record_type))),
+                ],
+            )
+            .map_err(io)?;
+            continue;
+        }
+        if r.kind.is_entry() {
+            let name = names.symbol_or_number(r.func_id);
+            if r.args.is_empty() {
+                w.begin(pid, tid, us(r.tsc), name.as_bytes(), b"", &[])
+                    .map_err(io)?;
+            } else {
+                arg_text.clear();
+                arg_text.push('[');
+                for (i, a) in r.args.iter().enumerate() {
+                    if i > 0 {
+                        arg_text.push(',');
+                    }
+                    arg_text.push_str(&a.to_string());
+                }
+                arg_text.push(']');
+                w.begin(
+                    pid,
+                    tid,
+                    us(r.tsc),
+                    name.as_bytes(),
+                    b"",
+                    &[("args", Arg::RawJson(arg_text.as_bytes()))],
+                )
+                .map_err(io)?;
+            }
+            stack.push(r.func_id);
+            continue;
+        }
+        match stack.iter().rposition(|&f| f == r.func_id) {
+            None => orphans += 1,
+            Some(at) => {
+                while stack.len() > at {
+                    stack.pop();
+                    w.end(pid, tid, us(r.tsc), &[]).map_err(io)?;
+                }
+            }
+        }
+    }
+    warnings.extend(records.warnings());
+    let mut unfinished = 0u64;
+    for (tid, stack) in stacks {
+        if let Some(&(pid, tsc)) = last.get(&tid) {
+            for _ in 0..stack.len() {
+                unfinished += 1;
+                w.end(i64::from(pid), i64::from(tid), us(tsc), &[])
+                    .map_err(io)?;
+            }
+        }
+    }
+    if orphans > 0 {
+        warnings.push(
+            Position::Unknown,
+            format!("{orphans} exits without a matching entry skipped (the trace starts in the middle of calls)"),
+        );
+    }
+    if unfinished > 0 {
+        warnings.push(
+            Position::Unknown,
+            format!("{unfinished} calls never returned; closed at their thread's last timestamp"),
+        );
+    }
+    w.finish().map_err(io)?;
+    Ok(warnings)
+}
+
+/// The smallest timestamp of the trace, cheaply (block starts for FDR, a
+/// scan of the fixed-size records for basic logs).
+pub fn earliest_tsc(trace: &Trace<'_>) -> u64 {
+    match trace.header.kind {
+        crate::LogKind::Fdr => trace
+            .blocks
+            .iter()
+            .filter_map(|b| b.first_tsc)
+            .min()
+            .unwrap_or(0),
+        crate::LogKind::Basic => {
+            let e = trace.header.endian;
+            let d = trace.data;
+            let mut min = u64::MAX;
+            let mut at = crate::header::HEADER_LEN;
+            while at + crate::basic::RECORD_LEN <= d.len() {
+                if e.u16(d, at) == 0 {
+                    min = min.min(e.u64(d, at + 8));
+                }
+                at += crate::basic::RECORD_LEN;
+            }
+            if min == u64::MAX {
+                0
+            } else {
+                min
+            }
+        }
+    }
+}
+
+/// Runs [`crate::profile::Profile`] over the trace (load order).
+pub fn profile(trace: &Trace<'_>) -> Result<(crate::profile::Profile, Warnings)> {
+    let mut p = crate::profile::Profile::default();
+    let mut warnings = trace.warnings.clone();
+    let mut records = trace.records();
+    for r in records.by_ref() {
+        p.add(&r?);
+    }
+    warnings.extend(records.warnings());
+    warnings.extend(p.finish());
+    Ok((p, warnings))
+}
+
+/// Folded stacks with **self** time per call path (ticks), the input a
+/// flame graph needs. Threads are merged.
+pub fn write_folded<W: Write + ?Sized>(
+    p: &crate::profile::Profile,
+    names: &FunctionNames,
+    out: &mut W,
+) -> Result<()> {
+    for i in 0..p.nodes.len() {
+        let n = &p.nodes[i];
+        if n.self_time == 0 {
+            continue;
+        }
+        let frames: Vec<std::rc::Rc<str>> = p
+            .path(i)
+            .into_iter()
+            .map(|f| names.symbol_or_number(f))
+            .collect();
+        tracekit_export::flame::write_folded(out, &frames, n.self_time).map_err(io)?;
+    }
+    Ok(())
 }

@@ -22,10 +22,12 @@ pub mod graph;
 pub mod header;
 pub mod instr_map;
 pub mod names;
+pub mod profile;
 pub mod record;
 pub mod stack;
 pub mod trace;
 pub mod trace_event;
+pub mod writer;
 pub mod yaml;
 
 pub use header::{parse_header, Endian, FileHeader, LogKind};

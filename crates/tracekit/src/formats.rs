@@ -26,6 +26,7 @@ pub trait Dialect: Sync {
 pub static DIALECTS: &[&dyn Dialect] = &[
     &crate::cmd::trace2::Trace2,
     &crate::cmd::rtrace::Rtrace,
+    &crate::cmd::xray::Xray,
     // Add your dialect above this line (one entry).
 ];
 

@@ -48,6 +48,9 @@ enum Command {
     /// report memory/fd traces.
     #[command(subcommand)]
     Rtrace(cmd::rtrace::Command),
+    /// LLVM XRay tools with llvm-xray's subcommands and flags: extract,
+    /// account, stack, graph, convert, fdr-dump (`tracekit xray --help`).
+    Xray(cmd::xray::RawArgs),
     // Dialect subcommands: add yours above this line (one variant).
 }
 
@@ -59,6 +62,7 @@ fn main() -> ExitCode {
         Command::Convert(args) => cmd::convert::run(args),
         Command::Trace2(c) => cmd::trace2::run(c),
         Command::Rtrace(c) => cmd::rtrace::run(c),
+        Command::Xray(a) => cmd::xray::run(a),
         // Dialect dispatch: add yours above this line (one arm).
     };
     match result {

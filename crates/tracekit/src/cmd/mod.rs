@@ -6,6 +6,7 @@ pub mod report;
 pub mod trace2;
 pub mod trace2_listen;
 pub mod rtrace;
+pub mod xray;
 // Dialect modules: add yours above this line.
 
 use std::fs::File;

@@ -1,0 +1,828 @@
+//! LLVM XRay: `tracekit xray extract|account|stack|graph|convert|fdr-dump`
+//! with llvm-xray's flag names, and the dialect behind
+//! `tracekit info/report/convert` for XRay logs.
+//!
+//! llvm-xray spells long options with one dash (`-sort=sum`,
+//! `-instr_map`); [`normalise`] rewrites those to clap's `--` form before
+//! parsing, for this subcommand only.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use tracekit_core::Warnings;
+use tracekit_xray::account::SortField;
+use tracekit_xray::commands;
+use tracekit_xray::graph::Stat;
+use tracekit_xray::names::FunctionNames;
+use tracekit_xray::{LogKind, Trace};
+
+use crate::cmd::{convert, info, output, report};
+use crate::formats::Dialect;
+use crate::input::Input;
+
+/// The raw arguments after `tracekit xray`, parsed by [`run`].
+#[derive(clap::Args, Debug)]
+#[command(disable_help_flag = true)]
+pub struct RawArgs {
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "ARGS"
+    )]
+    pub args: Vec<OsString>,
+}
+
+const ABOUT: &str = "LLVM XRay tools with llvm-xray's subcommands and flags.
+
+Reads FDR logs (versions 1-5) and basic-mode logs (versions 1-3) of either byte
+order, streaming, in memory bounded by threads x stack depth. Function ids are
+named through the instrumented binary (-m BIN / --instr-map BIN / -instr_map BIN).
+llvm-xray's single-dash long options work as they are (-sort=sum, -top=10).
+
+Examples:
+  tracekit xray account -m ./app -sort=sum -sortorder=dsc -top=10 xray-log.app.XXXX
+  tracekit xray stack -m ./app -all-stacks -stack-format=flame xray-log.app.XXXX
+  tracekit xray graph -m ./app -e sum -v count xray-log.app.XXXX | dot -Tsvg > g.svg
+  tracekit xray convert -m ./app -symbolize -output-format=trace_event log > t.json
+  tracekit xray fdr-dump -verify xray-log.app.XXXX
+  tracekit xray extract --symbolize ./app";
+
+#[derive(Parser, Debug)]
+#[command(name = "tracekit xray", about = "LLVM XRay tools", long_about = ABOUT, max_term_width = 100)]
+struct XrayCli {
+    #[command(subcommand)]
+    command: XrayCommand,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum XrayCommand {
+    /// Print the instrumentation map of a binary (sleds and function ids)
+    /// as YAML.
+    Extract(ExtractArgs),
+    /// Per-function latency statistics (count, min, median, 90p, 99p,
+    /// max, sum).
+    Account(AccountArgs),
+    /// Call-stack accounting: top stacks, or folded stacks for flame
+    /// graphs.
+    Stack(StackArgs),
+    /// The function call graph in Graphviz DOT.
+    Graph(GraphArgs),
+    /// Re-encode a trace: yaml, trace_event (Chrome JSON), or raw/fdr
+    /// binary logs.
+    Convert(ConvertArgs),
+    /// List the raw records of an FDR log.
+    FdrDump(FdrDumpArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct MapArg {
+    /// The instrumented binary (or `extract` YAML) that names function ids.
+    #[arg(
+        short = 'm',
+        long = "instr-map",
+        visible_alias = "instr_map",
+        value_name = "BIN"
+    )]
+    instr_map: Option<PathBuf>,
+}
+
+#[derive(clap::Args, Debug)]
+#[command(after_help = "Example:\n  tracekit xray extract --symbolize ./app")]
+struct ExtractArgs {
+    /// The instrumented binary.
+    #[arg(value_name = "BIN")]
+    binary: PathBuf,
+    /// Fill in function names.
+    #[arg(short = 's', long)]
+    symbolize: bool,
+    /// Keep names mangled.
+    #[arg(long)]
+    no_demangle: bool,
+    /// Output file (default: standard output).
+    #[arg(short = 'o', long, value_name = "FILE")]
+    output: Option<PathBuf>,
+}
+
+#[derive(clap::Args, Debug)]
+#[command(
+    after_help = "Sort fields: funcid count min med 90p 99p max sum func\n\nExamples:\n  tracekit xray account -m ./app trace.xray\n  tracekit xray account -m ./app -sort=sum -sortorder=dsc -top=5 -format=csv trace.xray\n  tracekit xray account -m ./app --json trace.xray"
+)]
+struct AccountArgs {
+    /// The trace (`-` for standard input).
+    #[arg(value_name = "TRACE")]
+    input: PathBuf,
+    #[command(flatten)]
+    map: MapArg,
+    /// Skip records that do not fit the call stack instead of failing.
+    #[arg(short = 'k', long)]
+    keep_going: bool,
+    /// An exit of an outer function closes the calls above it.
+    #[arg(short = 'd', long)]
+    deduce_sibling_calls: bool,
+    /// Only count calls of functions that (indirectly) recurse.
+    #[arg(long)]
+    recursive_calls_only: bool,
+    /// Column to sort by.
+    #[arg(short = 's', long, default_value = "funcid", value_name = "FIELD")]
+    sort: String,
+    /// asc or dsc.
+    #[arg(short = 'r', long, default_value = "asc", value_name = "ORDER")]
+    sortorder: String,
+    /// Show only the first N rows (0: all).
+    #[arg(short = 'p', long, default_value_t = 0, value_name = "N")]
+    top: usize,
+    /// text or csv.
+    #[arg(short = 'f', long, default_value = "text", value_name = "FORMAT")]
+    format: String,
+    /// Rows as JSON (for scripts).
+    #[arg(long)]
+    json: bool,
+    /// Output file (default: standard output).
+    #[arg(short = 'o', long, value_name = "FILE")]
+    output: Option<PathBuf>,
+}
+
+#[derive(clap::Args, Debug)]
+#[command(
+    after_help = "Examples:\n  tracekit xray stack -m ./app trace.xray\n  tracekit xray stack -m ./app -all-stacks -stack-format=flame trace.xray > app.folded\n  tracekit xray stack -m ./app -per-thread-stacks trace.xray"
+)]
+struct StackArgs {
+    /// Traces (their stacks are added up).
+    #[arg(value_name = "TRACE", required = true)]
+    inputs: Vec<PathBuf>,
+    #[command(flatten)]
+    map: MapArg,
+    /// Keep going when an exit has no matching entry.
+    #[arg(short = 'k', long)]
+    keep_going: bool,
+    /// Report the top stacks of each thread.
+    #[arg(long)]
+    per_thread_stacks: bool,
+    /// Merge identical stacks of different threads.
+    #[arg(long)]
+    aggregate_threads: bool,
+    /// Print every stack (needs -stack-format=flame).
+    #[arg(long, visible_alias = "all")]
+    all_stacks: bool,
+    /// human or flame.
+    #[arg(long, default_value = "human", value_name = "FORMAT")]
+    stack_format: String,
+    /// time or count.
+    #[arg(long, default_value = "time", value_name = "TYPE")]
+    aggregation_type: String,
+    /// Output file (default: standard output).
+    #[arg(short = 'o', long, value_name = "FILE")]
+    output: Option<PathBuf>,
+}
+
+#[derive(clap::Args, Debug)]
+#[command(
+    after_help = "Statistics: none count min med 90p 99p max sum\n\nExample:\n  tracekit xray graph -m ./app -e sum -c sum -v count -b count trace.xray | dot -Tsvg -o g.svg"
+)]
+struct GraphArgs {
+    #[arg(value_name = "TRACE")]
+    input: PathBuf,
+    #[command(flatten)]
+    map: MapArg,
+    #[arg(short = 'k', long)]
+    keep_going: bool,
+    #[arg(short = 'd', long)]
+    deduce_sibling_calls: bool,
+    /// Edge label statistic.
+    #[arg(short = 'e', long, default_value = "none", value_name = "STAT")]
+    edge_label: String,
+    /// Vertex label statistic.
+    #[arg(short = 'v', long, default_value = "none", value_name = "STAT")]
+    vertex_label: String,
+    /// Edge colour statistic.
+    #[arg(short = 'c', long, default_value = "none", value_name = "STAT")]
+    color_edges: String,
+    /// Vertex colour statistic.
+    #[arg(short = 'b', long, default_value = "none", value_name = "STAT")]
+    color_vertices: String,
+    #[arg(short = 'o', long, value_name = "FILE")]
+    output: Option<PathBuf>,
+}
+
+#[derive(clap::Args, Debug)]
+#[command(
+    after_help = "Formats:\n  yaml         llvm-xray's YAML\n  trace_event  llvm-xray's Chrome trace JSON\n  chrome       Chrome Trace Event JSON via tracekit's writer (fast, streaming, with args/events)\n  raw | basic  a basic-mode (naive) v3 log\n  fdr          an FDR v5 log\n\nExamples:\n  tracekit xray convert -m ./app -symbolize -output-format=yaml trace.xray\n  tracekit xray convert -output-format=fdr -o copy.xray trace.xray"
+)]
+struct ConvertArgs {
+    #[arg(value_name = "TRACE")]
+    input: PathBuf,
+    #[command(flatten)]
+    map: MapArg,
+    /// Output format.
+    #[arg(short = 'f', long, default_value = "yaml", value_name = "FORMAT")]
+    output_format: String,
+    /// Function names instead of ids.
+    #[arg(short = 'y', long)]
+    symbolize: bool,
+    /// Keep names mangled.
+    #[arg(long)]
+    no_demangle: bool,
+    /// Sort records by timestamp (default true; -sort=false keeps load order).
+    #[arg(short = 's', long, default_value = "true", num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    sort: String,
+    #[arg(short = 'o', long, value_name = "FILE")]
+    output: Option<PathBuf>,
+}
+
+#[derive(clap::Args, Debug)]
+#[command(after_help = "Example:\n  tracekit xray fdr-dump -verify trace.xray")]
+struct FdrDumpArgs {
+    #[arg(value_name = "TRACE")]
+    input: PathBuf,
+    /// Group records per buffer (llvm-xray's --verify layout).
+    #[arg(long)]
+    verify: bool,
+}
+
+/// Rewrites llvm-xray's single-dash long options (`-sort=sum`) to `--`.
+pub fn normalise(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
+    args.into_iter()
+        .map(|a| {
+            let Some(s) = a.to_str() else { return a };
+            let b = s.as_bytes();
+            if b.len() >= 3 && b[0] == b'-' && b[1].is_ascii_alphabetic() && {
+                let name_end = s.find('=').unwrap_or(s.len());
+                name_end > 2
+            } {
+                OsString::from(format!("-{s}"))
+            } else {
+                a
+            }
+        })
+        .collect()
+}
+
+fn load_names(map: &Option<PathBuf>, demangle: bool) -> Result<FunctionNames> {
+    match map {
+        Some(p) => Ok(FunctionNames::load(p, demangle)?),
+        None => Ok(FunctionNames::none()),
+    }
+}
+
+/// The trace's bytes: a memory map, or standard input read whole.
+enum Bytes {
+    Map(memmap2::Mmap),
+    Owned(Vec<u8>),
+}
+
+impl Bytes {
+    fn get(&self) -> &[u8] {
+        match self {
+            Bytes::Map(m) => m,
+            Bytes::Owned(v) => v,
+        }
+    }
+}
+
+fn open_bytes(path: &Path) -> Result<Bytes> {
+    if path.as_os_str() == "-" {
+        let mut v = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut v)
+            .context("<stdin>: cannot read")?;
+        return Ok(Bytes::Owned(v));
+    }
+    Ok(Bytes::Map(crate::input::mmap_file(path)?))
+}
+
+fn open_trace<'a>(path: &Path, bytes: &'a Bytes) -> Result<Trace<'a>> {
+    Trace::open(bytes.get()).map_err(|e| e.in_file(path).into())
+}
+
+fn report_warnings(path: &Path, w: &Warnings) {
+    for x in w.kept() {
+        match x.position {
+            tracekit_core::Position::Unknown => {
+                eprintln!("tracekit: {}: warning: {}", path.display(), x.message)
+            }
+            p => eprintln!("tracekit: {}: {p}: warning: {}", path.display(), x.message),
+        }
+    }
+    if w.total() > w.kept().len() as u64 {
+        eprintln!(
+            "tracekit: {}: warning: {} more warnings not shown",
+            path.display(),
+            w.total() - w.kept().len() as u64
+        );
+    }
+}
+
+fn in_file<T>(r: tracekit_core::Result<T>, path: &Path) -> Result<T> {
+    r.map_err(|e| e.in_file(path).into())
+}
+
+fn stat(s: &str) -> Result<Stat> {
+    Stat::parse(s).with_context(|| {
+        format!("unknown statistic {s:?} (none, count, min, med, 90p, 99p, max, sum)")
+    })
+}
+
+/// A reader that closed the pipe (`| head`) is not an error.
+fn quiet_pipe(r: Result<ExitCode>) -> Result<ExitCode> {
+    match r {
+        Err(e)
+            if e.chain().any(|c| {
+                c.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+                    || c.downcast_ref::<tracekit_core::Error>().is_some_and(|t| {
+                        matches!(t, tracekit_core::Error::Io { source, .. } if source.kind() == std::io::ErrorKind::BrokenPipe)
+                    })
+            }) =>
+        {
+            Ok(ExitCode::SUCCESS)
+        }
+        other => other,
+    }
+}
+
+pub fn run(raw: RawArgs) -> Result<ExitCode> {
+    quiet_pipe(run_inner(raw))
+}
+
+fn run_inner(raw: RawArgs) -> Result<ExitCode> {
+    let mut argv = vec![OsString::from("tracekit xray")];
+    argv.extend(normalise(raw.args));
+    let cli = match XrayCli::try_parse_from(argv) {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { 1 } else { 0 };
+            let _ = e.print();
+            return Ok(ExitCode::from(code));
+        }
+    };
+    match cli.command {
+        XrayCommand::Extract(a) => {
+            let names = FunctionNames::load(&a.binary, !a.no_demangle)?;
+            let mut out = output(a.output.as_deref())?;
+            if let Some(map) = names.map() {
+                map.write_yaml(&mut out, |id| {
+                    if a.symbolize {
+                        names.symbol_or_number(id).to_string()
+                    } else {
+                        String::new()
+                    }
+                })?;
+            }
+            out.flush()?;
+        }
+        XrayCommand::Account(a) => {
+            let names = load_names(&a.map.instr_map, true)?;
+            let bytes = open_bytes(&a.input)?;
+            let trace = open_trace(&a.input, &bytes)?;
+            let sort = SortField::parse(&a.sort).with_context(|| {
+                format!(
+                    "unknown -sort field {:?} (funcid, count, min, med, 90p, 99p, max, sum, func)",
+                    a.sort
+                )
+            })?;
+            let args = commands::AccountArgs {
+                keep_going: a.keep_going,
+                deduce_sibling_calls: a.deduce_sibling_calls,
+                recursive_calls_only: a.recursive_calls_only,
+                sort,
+                descending: match a.sortorder.as_str() {
+                    "asc" => false,
+                    "dsc" => true,
+                    o => anyhow::bail!("unknown -sortorder {o:?} (asc or dsc)"),
+                },
+                top: a.top,
+                csv: match a.format.as_str() {
+                    "text" => false,
+                    "csv" => true,
+                    o => anyhow::bail!("unknown -format {o:?} (text or csv)"),
+                },
+            };
+            let mut out = output(a.output.as_deref())?;
+            let w = if a.json {
+                let (rows, _, w) = in_file(commands::account_rows(&trace, &args), &a.input)?;
+                let rows: Vec<serde_json::Value> = rows
+                    .iter()
+                    .map(|r| {
+                        serde_json::json!({
+                            "funcid": r.func_id,
+                            "count": r.count,
+                            "min": r.min, "median": r.median, "p90": r.pct90,
+                            "p99": r.pct99, "max": r.max, "sum": r.sum,
+                            "debug": names.file_line_column(r.func_id),
+                            "function": &*names.symbol_or_number(r.func_id),
+                        })
+                    })
+                    .collect();
+                serde_json::to_writer_pretty(&mut out, &rows)?;
+                writeln!(out)?;
+                w
+            } else {
+                in_file(commands::account(&trace, &names, &args, &mut out), &a.input)?
+            };
+            out.flush()?;
+            report_warnings(&a.input, &w);
+        }
+        XrayCommand::Stack(a) => {
+            let names = load_names(&a.map.instr_map, true)?;
+            let bytes: Vec<Bytes> = a
+                .inputs
+                .iter()
+                .map(|p| open_bytes(p))
+                .collect::<Result<_>>()?;
+            let traces: Vec<Trace<'_>> = a
+                .inputs
+                .iter()
+                .zip(&bytes)
+                .map(|(p, b)| open_trace(p, b))
+                .collect::<Result<_>>()?;
+            let args = commands::StackArgs {
+                keep_going: a.keep_going,
+                per_thread: a.per_thread_stacks,
+                aggregate_threads: a.aggregate_threads,
+                all_stacks: a.all_stacks,
+                flame: match a.stack_format.as_str() {
+                    "human" => false,
+                    "flame" => true,
+                    o => anyhow::bail!("unknown -stack-format {o:?} (human or flame)"),
+                },
+                count: match a.aggregation_type.as_str() {
+                    "time" => false,
+                    "count" => true,
+                    o => anyhow::bail!("unknown -aggregation-type {o:?} (time or count)"),
+                },
+            };
+            let mut out = output(a.output.as_deref())?;
+            let w = in_file(
+                commands::stack(&traces, &names, &args, &mut out),
+                &a.inputs[0],
+            )?;
+            out.flush()?;
+            report_warnings(&a.inputs[0], &w);
+        }
+        XrayCommand::Graph(a) => {
+            let names = load_names(&a.map.instr_map, true)?;
+            let bytes = open_bytes(&a.input)?;
+            let trace = open_trace(&a.input, &bytes)?;
+            let args = commands::GraphArgs {
+                keep_going: a.keep_going,
+                deduce_sibling_calls: a.deduce_sibling_calls,
+                edge_label: stat(&a.edge_label)?,
+                edge_color: stat(&a.color_edges)?,
+                vertex_label: stat(&a.vertex_label)?,
+                vertex_color: stat(&a.color_vertices)?,
+            };
+            let mut out = output(a.output.as_deref())?;
+            let w = in_file(commands::graph(&trace, &names, &args, &mut out), &a.input)?;
+            out.flush()?;
+            report_warnings(&a.input, &w);
+        }
+        XrayCommand::Convert(a) => {
+            let names = load_names(&a.map.instr_map, !a.no_demangle)?;
+            let bytes = open_bytes(&a.input)?;
+            let trace = open_trace(&a.input, &bytes)?;
+            let sort = match a.sort.as_str() {
+                "true" | "1" => true,
+                "false" | "0" => false,
+                o => anyhow::bail!("-sort takes true or false, not {o:?}"),
+            };
+            let mut out = output(a.output.as_deref())?;
+            let w = match a.output_format.as_str() {
+                "yaml" => commands::convert_yaml(&trace, &names, a.symbolize, sort, &mut out),
+                "trace_event" => {
+                    commands::convert_trace_event(&trace, &names, a.symbolize, sort, &mut out)
+                }
+                "chrome" => commands::convert_chrome(&trace, &names, &mut out),
+                "raw" | "basic" => tracekit_xray::writer::convert_to_basic(&trace, &mut out),
+                "fdr" => tracekit_xray::writer::convert_to_fdr(&trace, &mut out),
+                o => anyhow::bail!(
+                    "unknown -output-format {o:?} (yaml, trace_event, chrome, raw/basic, fdr)"
+                ),
+            };
+            let w = in_file(w, &a.input)?;
+            out.flush()?;
+            report_warnings(&a.input, &w);
+        }
+        XrayCommand::FdrDump(a) => {
+            let bytes = open_bytes(&a.input)?;
+            let trace = open_trace(&a.input, &bytes)?;
+            let mut out = output(None)?;
+            let res = tracekit_xray::fdr_dump::write_fdr_dump(&trace, a.verify, &mut out);
+            out.flush()?;
+            let w = in_file(res, &a.input)?;
+            report_warnings(&a.input, &w);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The XRay dialect for `info`, `report` and `convert`.
+pub struct Xray;
+
+fn names_for(map: &Option<PathBuf>) -> Result<FunctionNames> {
+    load_names(map, true)
+}
+
+fn ticks_to_secs(trace: &Trace<'_>, ticks: u64) -> f64 {
+    let f = trace.header.cycle_frequency;
+    if f == 0 {
+        ticks as f64 / 1e9
+    } else {
+        ticks as f64 / f as f64
+    }
+}
+
+impl Dialect for Xray {
+    fn name(&self) -> &'static str {
+        "LLVM XRay"
+    }
+
+    fn sniff(&self, input: &Input) -> bool {
+        tracekit_xray::header::looks_like_xray(&input.head)
+    }
+
+    fn info(&self, inputs: &[Input], args: &info::Args) -> Result<ExitCode> {
+        let mut all = Vec::new();
+        for input in inputs {
+            let bytes = open_bytes(&input.path)?;
+            let trace = open_trace(&input.path, &bytes)?;
+            let h = trace.header;
+            let mut counts = std::collections::BTreeMap::<&str, u64>::new();
+            let mut threads = std::collections::BTreeSet::new();
+            let mut processes = std::collections::BTreeSet::new();
+            let (mut first, mut last) = (u64::MAX, 0u64);
+            let mut records = trace.records();
+            let mut error = None;
+            for r in records.by_ref() {
+                match r {
+                    Ok(r) => {
+                        *counts.entry(r.kind.yaml_name()).or_default() += 1;
+                        threads.insert(r.tid);
+                        processes.insert(r.pid);
+                        first = first.min(r.tsc);
+                        last = last.max(r.tsc);
+                    }
+                    Err(e) => error = Some(e.in_file(&input.path).to_string()),
+                }
+            }
+            let mut warnings = trace.warnings.clone();
+            warnings.extend(records.warnings());
+            let total: u64 = counts.values().sum();
+            let span = if total > 0 {
+                ticks_to_secs(&trace, last - first)
+            } else {
+                0.0
+            };
+            let kind = match h.kind {
+                LogKind::Fdr => "FDR",
+                LogKind::Basic => "basic",
+            };
+            let v = serde_json::json!({
+                "file": input.display(),
+                "format": "LLVM XRay",
+                "mode": kind,
+                "version": h.version,
+                "endian": format!("{:?}", h.endian).to_lowercase(),
+                "cycle_frequency": h.cycle_frequency,
+                "buffer_size": h.buffer_size,
+                "buffers": trace.blocks.len(),
+                "records": total,
+                "records_by_kind": counts,
+                "threads": threads.len(),
+                "processes": processes.len(),
+                "duration_s": span,
+                "warnings": warnings.total(),
+                "error": error,
+            });
+            if args.json {
+                all.push(v);
+            } else {
+                println!(
+                    "{}: LLVM XRay {kind} log, version {} ({:?}-endian)",
+                    input.display(),
+                    h.version,
+                    h.endian
+                );
+                println!("  cycle frequency: {} Hz", h.cycle_frequency);
+                if h.kind == LogKind::Fdr {
+                    println!(
+                        "  buffers:         {} (buffer size {} bytes)",
+                        trace.blocks.len(),
+                        h.buffer_size
+                    );
+                }
+                println!("  records:         {total}");
+                for (k, n) in &counts {
+                    println!("    {k:<20} {n}");
+                }
+                println!("  threads:         {}", threads.len());
+                println!("  processes:       {}", processes.len());
+                println!("  time span:       {span:.6} s");
+                report_warnings(&input.path, &warnings);
+                if let Some(e) = error {
+                    eprintln!("tracekit: {e}");
+                }
+            }
+        }
+        if args.json {
+            let v = if all.len() == 1 {
+                all.remove(0)
+            } else {
+                serde_json::Value::Array(all)
+            };
+            println!("{}", serde_json::to_string_pretty(&v)?);
+        }
+        Ok(ExitCode::SUCCESS)
+    }
+
+    fn report(&self, inputs: &[Input], args: &report::Args) -> Result<ExitCode> {
+        let names = names_for(&args.instr_map)?;
+        let mut out = output(args.output.as_deref())?;
+        let mut json_all = Vec::new();
+        for input in inputs {
+            let bytes = open_bytes(&input.path)?;
+            let trace = open_trace(&input.path, &bytes)?;
+            let (p, w) = in_file(commands::profile(&trace), &input.path)?;
+            let secs = |t: u64| ticks_to_secs(&trace, t);
+            let mut funcs: Vec<(i32, &tracekit_xray::profile::FunctionTotals)> =
+                p.functions.iter().map(|(k, v)| (*k, v)).collect();
+            let name = |id: i32| names.symbol_or_number(id).to_string();
+            funcs.sort_by(|a, b| b.1.total.cmp(&a.1.total).then(a.0.cmp(&b.0)));
+            let by_total: Vec<_> = funcs.iter().take(args.top).cloned().collect();
+            funcs.sort_by(|a, b| b.1.self_time.cmp(&a.1.self_time).then(a.0.cmp(&b.0)));
+            let by_self: Vec<_> = funcs.iter().take(args.top).cloned().collect();
+            funcs.sort_by(|a, b| b.1.calls.cmp(&a.1.calls).then(a.0.cmp(&b.0)));
+            let by_calls: Vec<_> = funcs.iter().take(args.top).cloned().collect();
+            let deepest = p.deepest(args.top.min(10));
+            if args.json {
+                let row = |(id, t): &(i32, &tracekit_xray::profile::FunctionTotals)| {
+                    serde_json::json!({"funcid": id, "function": name(*id), "calls": t.calls,
+                        "total_s": secs(t.total), "self_s": secs(t.self_time)})
+                };
+                json_all.push(serde_json::json!({
+                    "file": input.display(),
+                    "records": p.records,
+                    "events": p.events,
+                    "functions": p.functions.len(),
+                    "by_total": by_total.iter().map(row).collect::<Vec<_>>(),
+                    "by_self": by_self.iter().map(row).collect::<Vec<_>>(),
+                    "by_calls": by_calls.iter().map(row).collect::<Vec<_>>(),
+                    "deepest_stacks": deepest.iter().map(|&n| serde_json::json!({
+                        "depth": p.nodes[n].depth,
+                        "stack": p.path(n).into_iter().map(name).collect::<Vec<_>>(),
+                    })).collect::<Vec<_>>(),
+                    "warnings": w.kept().iter().map(|x| x.message.clone()).collect::<Vec<_>>(),
+                }));
+            } else {
+                writeln!(
+                    out,
+                    "{}: {} records, {} events, {} functions",
+                    input.display(),
+                    p.records,
+                    p.events,
+                    p.functions.len()
+                )?;
+                let table = |out: &mut Box<dyn Write>,
+                             title: &str,
+                             rows: &[(i32, &tracekit_xray::profile::FunctionTotals)]|
+                 -> Result<()> {
+                    writeln!(out, "\n{title}")?;
+                    writeln!(
+                        out,
+                        "  {:>12} {:>12} {:>10}  function",
+                        "total s", "self s", "calls"
+                    )?;
+                    for (id, t) in rows {
+                        writeln!(
+                            out,
+                            "  {:>12.6} {:>12.6} {:>10}  {}",
+                            secs(t.total),
+                            secs(t.self_time),
+                            t.calls,
+                            name(*id)
+                        )?;
+                    }
+                    Ok(())
+                };
+                table(
+                    &mut out,
+                    "Hottest functions by total (inclusive) time:",
+                    &by_total,
+                )?;
+                table(&mut out, "Hottest functions by self time:", &by_self)?;
+                table(&mut out, "Most called functions:", &by_calls)?;
+                writeln!(out, "\nDeepest stacks:")?;
+                for &n in &deepest {
+                    let path: Vec<String> = p.path(n).into_iter().map(name).collect();
+                    writeln!(out, "  depth {:>4}: {}", p.nodes[n].depth, path.join(" > "))?;
+                }
+                writeln!(out)?;
+            }
+            report_warnings(&input.path, &w);
+        }
+        if args.json {
+            let v = if json_all.len() == 1 {
+                json_all.remove(0)
+            } else {
+                serde_json::Value::Array(json_all)
+            };
+            serde_json::to_writer_pretty(&mut out, &v)?;
+            writeln!(out)?;
+        }
+        out.flush()?;
+        Ok(ExitCode::SUCCESS)
+    }
+
+    fn convert(&self, input: &Input, args: &convert::Args) -> Result<ExitCode> {
+        quiet_pipe(self.convert_inner(input, args))
+    }
+}
+
+impl Xray {
+    fn convert_inner(&self, input: &Input, args: &convert::Args) -> Result<ExitCode> {
+        let names = names_for(&args.instr_map)?;
+        let bytes = open_bytes(&input.path)?;
+        let trace = open_trace(&input.path, &bytes)?;
+        let mut out = output(args.output.as_deref())?;
+        let w = match args.to.as_str() {
+            "chrome" => in_file(commands::convert_chrome(&trace, &names, &mut out), &input.path)?,
+            "folded" | "svg" => {
+                let (p, w) = in_file(commands::profile(&trace), &input.path)?;
+                let mut folded = Vec::new();
+                in_file(commands::write_folded(&p, &names, &mut folded), &input.path)?;
+                if args.to == "folded" {
+                    out.write_all(&folded)?;
+                } else {
+                    let title = format!("{} (self time, ticks)", input.display());
+                    tracekit_export::flame::svg_from_folded(
+                        &folded,
+                        &tracekit_export::flame::FlameOptions {
+                            title: &title,
+                            count_name: "ticks",
+                            inverted: false,
+                        },
+                        &mut out,
+                    )?;
+                }
+                w
+            }
+            "yaml" => in_file(commands::convert_yaml(&trace, &names, args.instr_map.is_some(), true, &mut out), &input.path)?,
+            "trace_event" => in_file(commands::convert_trace_event(&trace, &names, args.instr_map.is_some(), true, &mut out), &input.path)?,
+            "fdr" => in_file(tracekit_xray::writer::convert_to_fdr(&trace, &mut out), &input.path)?,
+            "basic" | "raw" => in_file(tracekit_xray::writer::convert_to_basic(&trace, &mut out), &input.path)?,
+            other => anyhow::bail!(
+                "{}: XRay traces convert to chrome, folded, svg, yaml, trace_event, fdr, basic (not {other:?})",
+                input.display()
+            ),
+        };
+        out.flush()?;
+        report_warnings(&input.path, &w);
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::normalise;
+    use std::ffi::OsString;
+
+    #[test]
+    fn single_dash_long_options_become_double_dash() {
+        let v: Vec<OsString> = [
+            "account",
+            "-sort=sum",
+            "-m",
+            "bin",
+            "-top",
+            "3",
+            "-k",
+            "--json",
+            "-",
+            "-instr_map=x",
+        ]
+        .iter()
+        .map(OsString::from)
+        .collect();
+        let n: Vec<String> = normalise(v)
+            .into_iter()
+            .map(|s| s.into_string().unwrap())
+            .collect();
+        assert_eq!(
+            n,
+            [
+                "account",
+                "--sort=sum",
+                "-m",
+                "bin",
+                "--top",
+                "3",
+                "-k",
+                "--json",
+                "-",
+                "--instr_map=x"
+            ]
+        );
+    }
+}
