@@ -13,6 +13,7 @@
 //! * [`record`]: running a build and recording every exec (ptrace or the
 //!   `tracekit-preload` LD_PRELOAD shim).
 
+pub mod analysis;
 pub mod cdb;
 pub mod compiler;
 pub mod env;

@@ -27,6 +27,7 @@ pub static DIALECTS: &[&dyn Dialect] = &[
     &crate::cmd::trace2::Trace2,
     &crate::cmd::rtrace::Rtrace,
     &crate::cmd::xray::Xray,
+    &crate::cmd::build::Kwinject,
     // Add your dialect above this line (one entry).
 ];
 

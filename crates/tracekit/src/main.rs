@@ -51,6 +51,14 @@ enum Command {
     /// LLVM XRay tools with llvm-xray's subcommands and flags: extract,
     /// account, stack, graph, convert, fdr-dump (`tracekit xray --help`).
     Xray(cmd::xray::RawArgs),
+    /// Build traces (kwinject): `tracekit build spec` writes
+    /// compile_commands.json or a Klocwork build specification.
+    #[command(subcommand)]
+    Build(cmd::build::Command),
+    /// Run a program and record a trace of it (`tracekit record build --
+    /// make -j8`).
+    #[command(subcommand)]
+    Record(cmd::record::Command),
     // Dialect subcommands: add yours above this line (one variant).
 }
 
@@ -63,6 +71,8 @@ fn main() -> ExitCode {
         Command::Trace2(c) => cmd::trace2::run(c),
         Command::Rtrace(c) => cmd::rtrace::run(c),
         Command::Xray(a) => cmd::xray::run(a),
+        Command::Build(c) => cmd::build::run(c),
+        Command::Record(c) => cmd::record::run(c),
         // Dialect dispatch: add yours above this line (one arm).
     };
     match result {

@@ -5,7 +5,7 @@
 //! linked program, whichever call started it (`execve`, `execveat`,
 //! `fexecve`, the `execv*`/`execl*` family, `posix_spawn*`, `vfork`+exec,
 //! `system`, `popen`); its `fork` hook reports subshells that never exec,
-//! so their children find their parent record; its `waitpid`/`wait4`/`wait`
+//! so their children find their parent record; its `waitpid`/`wait4`/`wait3`/`wait`
 //! hooks report exit status and end time when the parent reaps a child.
 //! Statically linked programs load no shim and are not seen: use ptrace.
 //!

@@ -7,6 +7,8 @@ pub mod trace2;
 pub mod trace2_listen;
 pub mod rtrace;
 pub mod xray;
+pub mod build;
+pub mod record;
 // Dialect modules: add yours above this line.
 
 use std::fs::File;

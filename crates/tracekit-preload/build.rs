@@ -1,0 +1,43 @@
+//! Compiles the shim (`shim/lib.rs`) as a standalone `no_std`,
+//! `panic=abort` shared library with its own rustc call: the workspace's
+//! std would put an allocator, thread-locals and Rust's runtime start-up
+//! into every process of the build, and the shim must stay cheap to load.
+//! `src/lib.rs` embeds the result.
+
+use std::env;
+use std::path::PathBuf;
+use std::process::Command;
+
+fn main() {
+    let out = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR"));
+    let so = out.join("libtracekit_preload.so");
+    println!("cargo:rerun-if-changed=shim");
+    let target = env::var("TARGET").unwrap_or_default();
+    if !(target.contains("linux-gnu")) {
+        // Not supported here: an empty library tells the CLI so.
+        std::fs::write(&so, b"").expect("write placeholder");
+        return;
+    }
+    let rustc = env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let manifest = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("manifest dir"));
+    let status = Command::new(rustc)
+        .args([
+            "--edition=2021",
+            "--crate-type=cdylib",
+            "--crate-name=tracekit_preload",
+            "-C",
+            "panic=abort",
+            "-C",
+            "opt-level=2",
+            "-C",
+            "strip=symbols",
+            "--target",
+            &target,
+            "-o",
+        ])
+        .arg(&so)
+        .arg(manifest.join("shim/lib.rs"))
+        .status()
+        .expect("run rustc for the preload shim");
+    assert!(status.success(), "building the preload shim failed");
+}

@@ -1,0 +1,503 @@
+//! The preload shim (see the crate documentation in `src/lib.rs`). Built by
+//! `build.rs` as a `no_std`, `panic=abort` cdylib. The event layout is the
+//! one of `tracekit_kwinject::record::events`.
+
+#![no_std]
+#![allow(non_camel_case_types, static_mut_refs, clippy::missing_safety_doc)]
+
+use core::ffi::{c_char, c_int, c_void};
+use core::ptr::{null, null_mut};
+
+type pid_t = i32;
+
+#[repr(C)]
+struct timespec {
+    tv_sec: i64,
+    tv_nsec: i64,
+}
+
+#[repr(C)]
+struct Dl_info {
+    dli_fname: *const c_char,
+    dli_fbase: *mut c_void,
+    dli_sname: *const c_char,
+    dli_saddr: *mut c_void,
+}
+
+extern "C" {
+    fn open(path: *const c_char, flags: c_int, ...) -> c_int;
+    fn write(fd: c_int, buf: *const c_void, n: usize) -> isize;
+    fn close(fd: c_int) -> c_int;
+    fn getpid() -> pid_t;
+    fn getppid() -> pid_t;
+    fn getcwd(buf: *mut c_char, size: usize) -> *mut c_char;
+    fn getauxval(t: u64) -> u64;
+    fn clock_gettime(clk: c_int, ts: *mut timespec) -> c_int;
+    fn dlsym(h: *mut c_void, name: *const c_char) -> *mut c_void;
+    fn dladdr(addr: *const c_void, info: *mut Dl_info) -> c_int;
+    fn mmap(
+        addr: *mut c_void,
+        len: usize,
+        prot: c_int,
+        flags: c_int,
+        fd: c_int,
+        off: i64,
+    ) -> *mut c_void;
+    fn munmap(addr: *mut c_void, len: usize) -> c_int;
+    fn abort() -> !;
+    fn __errno_location() -> *mut c_int;
+    static environ: *const *const c_char;
+}
+
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
+    // Nothing here panics on purpose; inside someone else's process,
+    // stopping is the only safe answer.
+    // SAFETY: abort never returns.
+    unsafe { abort() }
+}
+
+/// The precompiled `core` refers to the unwinding personality even with
+/// `panic=abort`; nothing here unwinds, so it is never called.
+#[no_mangle]
+pub extern "C" fn rust_eh_personality() {}
+
+const O_WRONLY: c_int = 0o1;
+const O_APPEND: c_int = 0o2000;
+const O_CLOEXEC: c_int = 0o2000000;
+const RTLD_NEXT: *mut c_void = -1isize as *mut c_void;
+const AT_EXECFN: u64 = 31;
+
+const MAGIC: u32 = 0x544B_5231;
+const HEADER: usize = 32;
+const KIND_EXEC: u32 = 1;
+const KIND_FORK: u32 = 2;
+const KIND_REAPED: u32 = 3;
+
+const OUT_VAR: &[u8] = b"TRACEKIT_PRELOAD_OUT=";
+const PRELOAD_VAR: &[u8] = b"LD_PRELOAD=";
+const PATH_MAX: usize = 4096;
+
+/// `TRACEKIT_PRELOAD_OUT=<events file>`, NUL-terminated; empty when this
+/// process is not recorded.
+static mut OUT_ENTRY: [u8; OUT_VAR.len() + PATH_MAX + 1] = [0; OUT_VAR.len() + PATH_MAX + 1];
+static mut OUT_LEN: usize = 0;
+/// This library's own path (for putting `LD_PRELOAD` back).
+static mut LIB: [u8; PATH_MAX] = [0; PATH_MAX];
+static mut LIB_LEN: usize = 0;
+
+unsafe fn strlen(s: *const c_char) -> usize {
+    let mut n = 0;
+    while *s.add(n) != 0 {
+        n += 1;
+    }
+    n
+}
+
+unsafe fn bytes<'a>(s: *const c_char) -> &'a [u8] {
+    if s.is_null() {
+        return &[];
+    }
+    core::slice::from_raw_parts(s.cast(), strlen(s))
+}
+
+unsafe fn active() -> bool {
+    OUT_LEN > 0
+}
+
+unsafe fn out_path() -> *const c_char {
+    OUT_ENTRY.as_ptr().add(OUT_VAR.len()).cast()
+}
+
+unsafe fn now_us() -> u64 {
+    let mut ts = timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    clock_gettime(0, &mut ts);
+    ts.tv_sec as u64 * 1_000_000 + ts.tv_nsec as u64 / 1000
+}
+
+/// Appends one record with a single write; errno is left as it was.
+unsafe fn emit(rec: &[u8]) {
+    let errno = *__errno_location();
+    let fd = open(out_path(), O_WRONLY | O_APPEND | O_CLOEXEC);
+    if fd >= 0 {
+        write(fd, rec.as_ptr().cast(), rec.len());
+        close(fd);
+    }
+    *__errno_location() = errno;
+}
+
+fn header(buf: &mut [u8], len: usize, kind: u32, pid: i32, other: i32, count: u32, t: u64) {
+    buf[0..4].copy_from_slice(&MAGIC.to_ne_bytes());
+    buf[4..8].copy_from_slice(&(len as u32).to_ne_bytes());
+    buf[8..12].copy_from_slice(&kind.to_ne_bytes());
+    buf[12..16].copy_from_slice(&pid.to_ne_bytes());
+    buf[16..20].copy_from_slice(&other.to_ne_bytes());
+    buf[20..24].copy_from_slice(&count.to_ne_bytes());
+    buf[24..32].copy_from_slice(&t.to_ne_bytes());
+}
+
+unsafe fn emit_small(kind: u32, pid: i32, other: i32) {
+    let mut rec = [0u8; HEADER];
+    header(&mut rec, HEADER, kind, pid, other, 0, now_us());
+    emit(&rec);
+}
+
+/// Runs first in every process that loads the shim.
+unsafe extern "C" fn init(argc: c_int, argv: *const *const c_char, envp: *const *const c_char) {
+    let errno = *__errno_location();
+    find_out(envp);
+    if active() {
+        find_lib();
+        report_exec(argc, argv, envp);
+    }
+    *__errno_location() = errno;
+}
+
+#[used]
+#[link_section = ".init_array"]
+static INIT: unsafe extern "C" fn(c_int, *const *const c_char, *const *const c_char) = init;
+
+unsafe fn find_out(envp: *const *const c_char) {
+    if envp.is_null() {
+        return;
+    }
+    let mut i = 0;
+    while !(*envp.add(i)).is_null() {
+        let e = bytes(*envp.add(i));
+        if e.starts_with(OUT_VAR) && e.len() > OUT_VAR.len() && e.len() - OUT_VAR.len() < PATH_MAX {
+            OUT_ENTRY[..e.len()].copy_from_slice(e);
+            OUT_ENTRY[e.len()] = 0;
+            OUT_LEN = e.len();
+            return;
+        }
+        i += 1;
+    }
+}
+
+unsafe fn find_lib() {
+    let mut info = Dl_info {
+        dli_fname: null(),
+        dli_fbase: null_mut(),
+        dli_sname: null(),
+        dli_saddr: null_mut(),
+    };
+    if dladdr(init as *const c_void, &mut info) != 0 {
+        let f = bytes(info.dli_fname);
+        if f.starts_with(b"/") && f.len() < PATH_MAX {
+            LIB[..f.len()].copy_from_slice(f);
+            LIB_LEN = f.len();
+        }
+    }
+}
+
+unsafe fn report_exec(argc: c_int, argv: *const *const c_char, envp: *const *const c_char) {
+    let mut cwd = [0u8; PATH_MAX];
+    let cwd_len = if getcwd(cwd.as_mut_ptr().cast(), PATH_MAX).is_null() {
+        0
+    } else {
+        strlen(cwd.as_ptr().cast())
+    };
+    let exe = bytes(getauxval(AT_EXECFN) as *const c_char);
+    let argc = if argv.is_null() {
+        0
+    } else {
+        argc.max(0) as usize
+    };
+    let mut envc = 0;
+    let mut len = HEADER + 4 + cwd_len + 1 + exe.len() + 1;
+    for i in 0..argc {
+        len += bytes(*argv.add(i)).len() + 1;
+    }
+    if !envp.is_null() {
+        while !(*envp.add(envc)).is_null() {
+            len += bytes(*envp.add(envc)).len() + 1;
+            envc += 1;
+        }
+    }
+    let map = mmap(null_mut(), len, 3, 0x22, -1, 0);
+    if map as isize == -1 {
+        return;
+    }
+    let buf = core::slice::from_raw_parts_mut(map.cast::<u8>(), len);
+    header(
+        buf,
+        len,
+        KIND_EXEC,
+        getpid(),
+        getppid(),
+        argc as u32,
+        now_us(),
+    );
+    buf[HEADER..HEADER + 4].copy_from_slice(&(envc as u32).to_ne_bytes());
+    let mut at = HEADER + 4;
+    let mut put = |s: &[u8]| {
+        buf[at..at + s.len()].copy_from_slice(s);
+        buf[at + s.len()] = 0;
+        at += s.len() + 1;
+    };
+    put(&cwd[..cwd_len]);
+    put(exe);
+    for i in 0..argc {
+        put(bytes(*argv.add(i)));
+    }
+    for i in 0..envc {
+        put(bytes(*envp.add(i)));
+    }
+    emit(core::slice::from_raw_parts(map.cast::<u8>(), len));
+    munmap(map, len);
+}
+
+macro_rules! real {
+    ($name:literal, $ty:ty) => {{
+        let f = dlsym(RTLD_NEXT, concat!($name, "\0").as_ptr().cast());
+        if f.is_null() {
+            abort();
+        }
+        core::mem::transmute::<*mut c_void, $ty>(f)
+    }};
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn fork() -> pid_t {
+    let real = real!("fork", unsafe extern "C" fn() -> pid_t);
+    let r = real();
+    if r == 0 && active() {
+        emit_small(KIND_FORK, getpid(), getppid());
+    }
+    r
+}
+
+unsafe fn reaped(pid: pid_t, status: c_int) {
+    // Exited or killed (not stopped or continued).
+    let exited = status & 0x7f == 0;
+    let signalled = ((status & 0x7f) + 1) as i8 >> 1 > 0;
+    if pid > 0 && active() && (exited || signalled) {
+        emit_small(KIND_REAPED, pid, status);
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn waitpid(pid: pid_t, status: *mut c_int, options: c_int) -> pid_t {
+    let real = real!(
+        "waitpid",
+        unsafe extern "C" fn(pid_t, *mut c_int, c_int) -> pid_t
+    );
+    let mut st = 0;
+    let r = real(pid, &mut st, options);
+    if r > 0 {
+        if !status.is_null() {
+            *status = st;
+        }
+        reaped(r, st);
+    }
+    r
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn wait4(
+    pid: pid_t,
+    status: *mut c_int,
+    options: c_int,
+    rusage: *mut c_void,
+) -> pid_t {
+    let real = real!(
+        "wait4",
+        unsafe extern "C" fn(pid_t, *mut c_int, c_int, *mut c_void) -> pid_t
+    );
+    let mut st = 0;
+    let r = real(pid, &mut st, options, rusage);
+    if r > 0 {
+        if !status.is_null() {
+            *status = st;
+        }
+        reaped(r, st);
+    }
+    r
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn wait3(status: *mut c_int, options: c_int, rusage: *mut c_void) -> pid_t {
+    let real = real!(
+        "wait4",
+        unsafe extern "C" fn(pid_t, *mut c_int, c_int, *mut c_void) -> pid_t
+    );
+    let mut st = 0;
+    let r = real(-1, &mut st, options, rusage);
+    if r > 0 {
+        if !status.is_null() {
+            *status = st;
+        }
+        reaped(r, st);
+    }
+    r
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn wait(status: *mut c_int) -> pid_t {
+    let real = real!(
+        "waitpid",
+        unsafe extern "C" fn(pid_t, *mut c_int, c_int) -> pid_t
+    );
+    let mut st = 0;
+    let r = real(-1, &mut st, 0);
+    if r > 0 {
+        if !status.is_null() {
+            *status = st;
+        }
+        reaped(r, st);
+    }
+    r
+}
+
+/// Largest environment the shim rebuilds (on the stack: this may run in a
+/// vfork child, which must not touch the heap or map memory).
+const MAX_ENV: usize = 2048;
+
+/// Calls `f` with an environment that still carries the recorder's
+/// variables: `envp` itself when it has them, else a copy with them added.
+unsafe fn with_env<R>(envp: *const *const c_char, f: impl FnOnce(*const *const c_char) -> R) -> R {
+    if !active() || envp.is_null() || LIB_LEN == 0 {
+        return f(envp);
+    }
+    let lib = &LIB[..LIB_LEN];
+    let mut has_out = false;
+    let mut preload_at = None;
+    let mut n = 0;
+    while !(*envp.add(n)).is_null() {
+        let e = bytes(*envp.add(n));
+        if e.starts_with(OUT_VAR) {
+            has_out = true;
+        } else if e.starts_with(PRELOAD_VAR) {
+            preload_at = Some(n);
+        }
+        n += 1;
+    }
+    let preload_ok = preload_at.is_some_and(|i| {
+        bytes(*envp.add(i))[PRELOAD_VAR.len()..]
+            .split(|&c| c == b':' || c == b' ')
+            .any(|p| p == lib)
+    });
+    if (has_out && preload_ok) || n + 2 >= MAX_ENV {
+        return f(envp);
+    }
+    let mut new_env: [*const c_char; MAX_ENV] = [null(); MAX_ENV];
+    let mut preload = [0u8; PRELOAD_VAR.len() + 2 * PATH_MAX + 2];
+    let mut m = 0;
+    for i in 0..n {
+        let e = *envp.add(i);
+        if Some(i) == preload_at || bytes(e).starts_with(OUT_VAR) {
+            continue;
+        }
+        new_env[m] = e;
+        m += 1;
+    }
+    // LD_PRELOAD=<us>[:<what the build had>]
+    let mut at = 0;
+    for part in [PRELOAD_VAR, lib] {
+        preload[at..at + part.len()].copy_from_slice(part);
+        at += part.len();
+    }
+    if let Some(i) = preload_at {
+        let old = &bytes(*envp.add(i))[PRELOAD_VAR.len()..];
+        if !old.is_empty() && !preload_ok && at + 1 + old.len() < preload.len() {
+            preload[at] = b':';
+            preload[at + 1..at + 1 + old.len()].copy_from_slice(old);
+            at += 1 + old.len();
+        } else if preload_ok {
+            at = 0;
+            let whole = bytes(*envp.add(i));
+            if whole.len() < preload.len() {
+                preload[..whole.len()].copy_from_slice(whole);
+                at = whole.len();
+            }
+        }
+    }
+    preload[at] = 0;
+    new_env[m] = preload.as_ptr().cast();
+    new_env[m + 1] = OUT_ENTRY.as_ptr().cast();
+    f(new_env.as_ptr())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn execve(
+    path: *const c_char,
+    argv: *const *const c_char,
+    envp: *const *const c_char,
+) -> c_int {
+    let real = real!(
+        "execve",
+        unsafe extern "C" fn(*const c_char, *const *const c_char, *const *const c_char) -> c_int
+    );
+    with_env(envp, |e| real(path, argv, e))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn execvpe(
+    file: *const c_char,
+    argv: *const *const c_char,
+    envp: *const *const c_char,
+) -> c_int {
+    let real = real!(
+        "execvpe",
+        unsafe extern "C" fn(*const c_char, *const *const c_char, *const *const c_char) -> c_int
+    );
+    with_env(envp, |e| real(file, argv, e))
+}
+
+type SpawnFn = unsafe extern "C" fn(
+    *mut pid_t,
+    *const c_char,
+    *const c_void,
+    *const c_void,
+    *const *const c_char,
+    *const *const c_char,
+) -> c_int;
+
+#[no_mangle]
+pub unsafe extern "C" fn posix_spawn(
+    pid: *mut pid_t,
+    path: *const c_char,
+    actions: *const c_void,
+    attr: *const c_void,
+    argv: *const *const c_char,
+    envp: *const *const c_char,
+) -> c_int {
+    let real = real!("posix_spawn", SpawnFn);
+    with_env(envp, |e| real(pid, path, actions, attr, argv, e))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn posix_spawnp(
+    pid: *mut pid_t,
+    file: *const c_char,
+    actions: *const c_void,
+    attr: *const c_void,
+    argv: *const *const c_char,
+    envp: *const *const c_char,
+) -> c_int {
+    let real = real!("posix_spawnp", SpawnFn);
+    with_env(envp, |e| real(pid, file, actions, attr, argv, e))
+}
+
+/// `execv` and `execvp` use `environ`; glibc's own calls to `execve` from
+/// them do not pass through the hook above, so they are hooked themselves.
+#[no_mangle]
+pub unsafe extern "C" fn execv(path: *const c_char, argv: *const *const c_char) -> c_int {
+    let real = real!(
+        "execve",
+        unsafe extern "C" fn(*const c_char, *const *const c_char, *const *const c_char) -> c_int
+    );
+    with_env(environ, |e| real(path, argv, e))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn execvp(file: *const c_char, argv: *const *const c_char) -> c_int {
+    let real = real!(
+        "execvpe",
+        unsafe extern "C" fn(*const c_char, *const *const c_char, *const *const c_char) -> c_int
+    );
+    with_env(environ, |e| real(file, argv, e))
+}

@@ -1,0 +1,21 @@
+//! `tracekit record ...`: run a program and record a trace of it. One
+//! variant per kind of recording.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+
+#[derive(clap::Subcommand, Debug)]
+pub enum Command {
+    /// Run a build and record every process it starts as a kwinject build
+    /// trace (then: `tracekit build spec`, `tracekit report`).
+    Build(crate::cmd::build::RecordArgs),
+    // Recording kinds: add yours above this line (one variant).
+}
+
+pub fn run(command: Command) -> Result<ExitCode> {
+    match command {
+        Command::Build(args) => crate::cmd::build::record_build(args),
+        // Recording kinds: add yours above this line (one arm).
+    }
+}
