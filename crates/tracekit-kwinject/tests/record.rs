@@ -7,7 +7,7 @@ use std::path::Path;
 
 use tracekit_kwinject::cdb::{CdbBuilder, CdbOptions};
 use tracekit_kwinject::env::{EnvBase, EnvFolder};
-use tracekit_kwinject::record::{ptrace, Assembler};
+use tracekit_kwinject::record::{preload, ptrace, Assembler, Method};
 use tracekit_kwinject::trace::{Exit, Trace};
 
 /// Writes a project of three sources in two directories.
@@ -41,24 +41,62 @@ fn sh(cmd: &str) -> Vec<OsString> {
     ["sh", "-c", cmd].iter().map(OsString::from).collect()
 }
 
+/// Records `cmd` with either method into a fresh assembler.
+fn record(method: Method, cmd: &[OsString], tmp: &Path) -> (Option<Exit>, Assembler) {
+    match method {
+        Method::Ptrace => {
+            let mut asm = Assembler::new(Default::default(), None);
+            let exit = ptrace::record(cmd, &mut asm).unwrap();
+            (exit, asm)
+        }
+        Method::Preload => {
+            let lib = tracekit_preload::install(Some(tmp.to_path_buf())).unwrap();
+            let mut asm = Assembler::new(Default::default(), Some(lib.display().to_string()));
+            let mut w = tracekit_core::Warnings::default();
+            let exit = preload::record(cmd, &lib, &tmp.join("ev"), &mut asm, &mut w).unwrap();
+            assert!(w.is_empty(), "{w:?}");
+            (exit, asm)
+        }
+    }
+}
+
 #[test]
 fn ptrace_records_a_make_build() {
+    records_a_make_build(Method::Ptrace);
+}
+
+#[test]
+fn preload_records_a_make_build() {
+    records_a_make_build(Method::Preload);
+}
+
+fn records_a_make_build(method: Method) {
     let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().canonicalize().unwrap();
+    let dir = tmp.path().canonicalize().unwrap().join("proj");
     small_project(&dir);
-    let mut asm = Assembler::new(Default::default(), None);
     let cmd = sh(&format!(
         "cd {} && make -j2 -s CC=gcc && ./prog",
         dir.display()
     ));
-    let exit = ptrace::record(&cmd, &mut asm).unwrap();
+    let (exit, asm) = record(method, &cmd, tmp.path());
     assert_eq!(exit, Some(Exit::Code(0)));
     let bytes = asm.write(Vec::new()).unwrap();
     let t = Trace::read(&bytes[..]).unwrap();
     assert!(t.warnings.is_empty(), "{:?}", t.warnings);
-    // Every record has its times; every process that ended has a status.
+    // Every record has its start; the recorder's variables are not in it.
     assert!(t.processes.iter().all(|p| p.start_us.is_some()));
+    assert!(t
+        .processes
+        .iter()
+        .all(|p| !p.env_diff.contains_key("LD_PRELOAD")
+            && !p.env_diff.contains_key("TRACEKIT_PRELOAD_OUT")));
+    // The processes make waited for have their exit status.
+    assert!(t
+        .processes
+        .iter()
+        .filter(|p| p.program_name() == "cc1")
+        .all(|p| p.exit == Some(Exit::Code(0))));
     let names: Vec<&str> = t.processes.iter().map(|p| p.program_name()).collect();
     for want in ["sh", "make", "cc1", "as", "ar", "collect2", "ld", "prog"] {
         assert!(names.contains(&want), "{want} missing from {names:?}");
@@ -107,18 +145,26 @@ fn ptrace_records_a_make_build() {
 }
 
 #[test]
-fn ptrace_keeps_exit_status_and_output() {
+fn ptrace_keeps_exit_status_and_signals() {
+    keeps_exit_status_and_signals(Method::Ptrace);
+}
+
+#[test]
+fn preload_keeps_exit_status_and_signals() {
+    keeps_exit_status_and_signals(Method::Preload);
+}
+
+fn keeps_exit_status_and_signals(method: Method) {
     let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let mut asm = Assembler::new(Default::default(), None);
-    let exit = ptrace::record(&sh("echo out; exit 3"), &mut asm).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let (exit, asm) = record(method, &sh("echo out; exit 3"), tmp.path());
     assert_eq!(exit, Some(Exit::Code(3)));
     let bytes = asm.write(Vec::new()).unwrap();
     let t = Trace::read(&bytes[..]).unwrap();
     assert_eq!(t.processes.len(), 1);
     assert_eq!(t.processes[0].exit, Some(Exit::Code(3)));
     // A build killed by a signal is reported as such.
-    let mut asm = Assembler::new(Default::default(), None);
-    let exit = ptrace::record(&sh("kill -TERM $$"), &mut asm).unwrap();
+    let (exit, _) = record(method, &sh("kill -TERM $$"), tmp.path());
     assert_eq!(exit, Some(Exit::Signal(libc::SIGTERM)));
     // A build that stops itself (group stop) and is continued goes on.
     let mut asm = Assembler::new(Default::default(), None);
@@ -128,4 +174,33 @@ fn ptrace_keeps_exit_status_and_output() {
     )
     .unwrap();
     assert_eq!(exit, Some(Exit::Code(5)));
+}
+
+/// `env -i` and `env -u LD_PRELOAD` do not take the build out of the
+/// recording (the shim puts its variables back), and the trace shows the
+/// environment the build made.
+#[test]
+fn preload_survives_env_clearing() {
+    let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let (exit, asm) = record(
+        Method::Preload,
+        &sh("env -u LD_PRELOAD /bin/true && env -i X=1 /bin/sh -c /bin/true"),
+        tmp.path(),
+    );
+    assert_eq!(exit, Some(Exit::Code(0)));
+    let bytes = asm.write(Vec::new()).unwrap();
+    let t = Trace::read(&bytes[..]).unwrap();
+    let names: Vec<&str> = t.processes.iter().map(|p| p.program_name()).collect();
+    assert_eq!(names, ["sh", "env", "true", "env", "sh", "true"]);
+    let mut folder = EnvFolder::new(t.env.clone(), EnvBase::Parent);
+    let mut w = tracekit_core::Warnings::default();
+    let envs: Vec<_> = t.processes.iter().map(|p| folder.fold(p, &mut w)).collect();
+    let last: Vec<&String> = envs[5].keys().collect();
+    assert!(
+        last.iter()
+            .all(|k| *k == "X" || *k == "PWD" || *k == "SHLVL" || *k == "_"),
+        "{last:?}"
+    );
+    assert_eq!(envs[5].get("X").map(String::as_str), Some("1"));
 }
