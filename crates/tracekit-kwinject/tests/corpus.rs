@@ -309,3 +309,81 @@ fn pretty_printed_and_spelling_variants() {
     assert_eq!(p.extra.get("future_key"), Some(&serde_json::json!([1])));
     assert!(t.warnings.is_empty(), "{:?}", t.warnings);
 }
+
+/// A tracekit recording (times, exits) through the report and the Chrome
+/// conversion: the slices nest, every process is there, the analyses see
+/// the slow compile and the path the build waited for.
+#[test]
+fn report_and_chrome_on_a_timed_trace() {
+    use tracekit_kwinject::analysis::{report_json, report_text, to_chrome, Build};
+    let text = r#"{"version":101}
+{"creator":"tracekit, version 0.1.0"}
+{"env":{"PATH":"/usr/bin:/bin"}}
+{"id":10,"parent_id":-1,"work_dir":"/w","executable":"/usr/bin/make","args":["make","-j2"],"env-diff":{},"tk_start_us":1000000,"tk_end_us":1900000,"tk_exit":2}
+{"id":11,"parent_id":10,"work_dir":"/w","executable":"/usr/bin/gcc","args":["gcc","-c","a.c"],"env-diff":{"MAKELEVEL":"1"},"tk_start_us":1010000,"tk_end_us":1300000,"tk_exit":0}
+{"id":12,"parent_id":10,"work_dir":"/w","executable":"/usr/bin/gcc","args":["gcc","-c","b.c"],"env-diff":{"MAKELEVEL":"1"},"tk_start_us":1020000,"tk_end_us":1800000,"tk_exit":1}
+{"id":13,"parent_id":12,"work_dir":"/w","executable":"/usr/lib/gcc/x86_64-linux-gnu/12/cc1","args":["cc1","b.c"],"env-diff":{},"tk_start_us":1030000,"tk_end_us":1790000,"tk_signal":11}
+"#;
+    let t = Trace::read(text.as_bytes()).unwrap();
+    let b = Build::new(&t);
+    assert_eq!(b.compile_units, 2);
+    assert_eq!(b.critical_path(), vec![0, 2, 3]);
+    let (_, par) = b.parallelism(10).unwrap();
+    assert!(par[0] > 0.9 && par[3] > 2.9, "{par:?}");
+    let j = report_json(&b, 1);
+    assert_eq!(j["slowest_compile_units"][0]["file"], "/w/b.c");
+    assert_eq!(j["processes"][3]["exit"]["signal"], 11);
+    let mut txt = Vec::new();
+    report_text(&b, 5, &mut txt).unwrap();
+    let txt = String::from_utf8(txt).unwrap();
+    assert!(
+        txt.contains("4 processes, 2 compile units, 3 failed"),
+        "{txt}"
+    );
+    let (out, skipped) = to_chrome(&b, Vec::new()).unwrap();
+    assert_eq!(skipped, 0);
+    let v: Value = serde_json::from_slice(&out).unwrap();
+    let slices: Vec<&Value> = v["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "X")
+        .collect();
+    assert_eq!(slices.len(), 4);
+    // cc1 nests under its gcc on the same lane.
+    let lane = |name: &str| {
+        slices
+            .iter()
+            .find(|e| e["args"]["cmd"].as_str().unwrap().starts_with(name))
+            .unwrap()["tid"]
+            .clone()
+    };
+    assert_eq!(lane("cc1"), lane("gcc -c b.c"));
+    assert_ne!(lane("gcc -c a.c"), lane("gcc -c b.c"));
+}
+
+/// Argv, paths and environments that are not UTF-8 survive a recording:
+/// the record is marked `tk_encoding: latin1` and every byte comes back.
+#[test]
+fn non_utf8_bytes_round_trip() {
+    use tracekit_kwinject::record::{Assembler, ExecEvent};
+    use tracekit_kwinject::trace::latin1_bytes;
+    let mut asm = Assembler::new(Default::default(), None);
+    asm.root(5);
+    asm.exec(ExecEvent {
+        pid: 5,
+        ppid: 1,
+        time_us: 1,
+        cwd: b"/w".to_vec(),
+        executable: b"/usr/bin/gcc".to_vec(),
+        argv: vec![b"gcc".to_vec(), b"-c".to_vec(), b"caf\xe9.c".to_vec()],
+        env: vec![b"V=\xff\xfe".to_vec()],
+    });
+    let bytes = asm.write(Vec::new()).unwrap();
+    let t = Trace::read(&bytes[..]).unwrap();
+    let p = &t.processes[0];
+    assert_eq!(p.extra.get("tk_encoding"), Some(&Value::from("latin1")));
+    assert_eq!(latin1_bytes(&p.args[2]).unwrap(), b"caf\xe9.c");
+    let v = p.env_diff.get("V").cloned().flatten().unwrap();
+    assert_eq!(latin1_bytes(&v).unwrap(), b"\xff\xfe");
+}
