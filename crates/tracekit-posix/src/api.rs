@@ -179,6 +179,14 @@ struct Active {
     closed: AtomicBool,
 }
 
+impl Active {
+    /// Not shut down, and used by the process that created it (a trid is
+    /// not valid in a forked child).
+    fn is_live(&self) -> bool {
+        !self.closed.load(Acquire) && self.creator_pid == traced::cached_pid()
+    }
+}
+
 impl Drop for Active {
     fn drop(&mut self) {
         if let Some(r) = self.region.take() {
@@ -688,7 +696,7 @@ pub fn traced_pid_setter(trid: TraceId) -> Result<TracedPidSetter, Errno> {
 /// `posix_trace_get_attr`.
 pub fn get_attr(trid: TraceId) -> Result<TraceAttr, Errno> {
     match get(trid)? {
-        Handle::Active(a) if !a.closed.load(Acquire) => Ok(a.view.header().attr),
+        Handle::Active(a) if a.is_live() => Ok(a.view.header().attr),
         Handle::Log(p) => Ok(lock(&p).reader.attr),
         _ => Err(libc::EINVAL),
     }
@@ -699,7 +707,7 @@ pub fn get_attr(trid: TraceId) -> Result<TraceAttr, Errno> {
 pub fn get_status(trid: TraceId) -> Result<Status, Errno> {
     match get(trid)? {
         Handle::Log(p) => Ok(lock(&p).reader.meta.status),
-        Handle::Active(a) if !a.closed.load(Acquire) => {
+        Handle::Active(a) if a.is_live() => {
             let h = a.view.header();
             let mut s = stream_status(&a);
             s.stream_overrun_status = h.overrun.swap(0, AcqRel) as i32;
@@ -742,7 +750,7 @@ pub fn trid_eventid_open(trid: TraceId, name: &[u8]) -> Result<u32, Errno> {
 /// `posix_trace_eventid_get_name`.
 pub fn eventid_get_name(trid: TraceId, id: u32) -> Result<Vec<u8>, Errno> {
     match get(trid)? {
-        Handle::Active(a) if !a.closed.load(Acquire) => a.view.type_name(id).ok_or(libc::EINVAL),
+        Handle::Active(a) if a.is_live() => a.view.type_name(id).ok_or(libc::EINVAL),
         Handle::Log(p) => lock(&p)
             .reader
             .type_name(id)
@@ -765,7 +773,7 @@ fn log_type_ids(r: &LogReader) -> Vec<u32> {
 /// `posix_trace_eventtypelist_getnext_id`: `None` at the end.
 pub fn eventtypelist_getnext_id(trid: TraceId) -> Result<Option<u32>, Errno> {
     match get(trid)? {
-        Handle::Active(a) if !a.closed.load(Acquire) => {
+        Handle::Active(a) if a.is_live() => {
             let ids = a.view.type_ids();
             let mut pos = lock(&a.typelist_pos);
             let r = ids.get(*pos).copied();
@@ -790,7 +798,7 @@ pub fn eventtypelist_getnext_id(trid: TraceId) -> Result<Option<u32>, Errno> {
 /// `posix_trace_eventtypelist_rewind`.
 pub fn eventtypelist_rewind(trid: TraceId) -> Result<(), Errno> {
     match get(trid)? {
-        Handle::Active(a) if !a.closed.load(Acquire) => {
+        Handle::Active(a) if a.is_live() => {
             *lock(&a.typelist_pos) = 0;
             Ok(())
         }

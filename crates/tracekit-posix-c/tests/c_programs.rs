@@ -1,0 +1,268 @@
+//! Compiles the C programs in `tests/c/` against `include/trace.h` and the
+//! shared library, runs them, and checks the header against the library.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use tracekit_posix::api::{self, Wait};
+use tracekit_posix::consts::*;
+use tracekit_posix::{traced, EventSet, Status, TraceAttr};
+use tracekit_posix_c::PosixTraceEventInfo;
+
+fn lib_dir() -> PathBuf {
+    // `cargo test` builds the cdylib next to the test binary
+    // (target/<profile>/deps) and does not refresh the copy one level up.
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().unwrap().to_path_buf();
+    assert!(
+        dir.join("libtracekit_posix_c.so").exists(),
+        "libtracekit_posix_c.so not built in {}",
+        dir.display()
+    );
+    dir
+}
+
+fn compile(name: &str, out: &Path) -> PathBuf {
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let include = here.join("../../include");
+    let exe = out.join(name);
+    let lib = lib_dir();
+    let status = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
+        .args([
+            "-std=c11",
+            "-D_GNU_SOURCE",
+            "-O1",
+            "-g",
+            "-Wall",
+            "-Werror",
+            "-o",
+        ])
+        .arg(&exe)
+        .arg(here.join("tests/c").join(format!("{name}.c")))
+        .arg("-I")
+        .arg(&include)
+        .arg("-L")
+        .arg(&lib)
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .args(["-ltracekit_posix_c", "-lpthread"])
+        .status()
+        .expect("run cc");
+    assert!(status.success(), "compiling {name}.c failed");
+    exe
+}
+
+/// A command for a compiled program that loads the freshly built library
+/// (cargo's LD_LIBRARY_PATH may name a stale copy first).
+fn program(exe: &Path) -> Command {
+    let mut c = Command::new(exe);
+    c.env("LD_LIBRARY_PATH", lib_dir());
+    c
+}
+
+fn run(exe: &Path, args: &[&str]) -> String {
+    let out = program(exe).args(args).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{} failed: {}\n{}",
+        exe.display(),
+        stdout,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+#[test]
+fn header_matches_the_library() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(&compile("abi", dir.path()), &[]);
+    let got: HashMap<&str, i64> = out
+        .lines()
+        .filter_map(|l| l.rsplit_once(' '))
+        .map(|(k, v)| (k, v.parse().unwrap()))
+        .collect();
+    let ei = std::mem::offset_of!(PosixTraceEventInfo, posix_timestamp);
+    let expect: Vec<(&str, i64)> = vec![
+        (
+            "sizeof(trace_attr_t)",
+            tracekit_posix::attr::TRACE_ATTR_T_SIZE as i64,
+        ),
+        ("_Alignof(trace_attr_t)", 8),
+        (
+            "sizeof(trace_event_set_t)",
+            std::mem::size_of::<EventSet>() as i64,
+        ),
+        ("sizeof(trace_id_t)", 8),
+        ("sizeof(trace_event_id_t)", 4),
+        (
+            "sizeof(struct posix_trace_status_info)",
+            std::mem::size_of::<Status>() as i64,
+        ),
+        (
+            "offsetof(struct posix_trace_status_info, posix_log_full_status)",
+            24,
+        ),
+        (
+            "sizeof(struct posix_trace_event_info)",
+            std::mem::size_of::<PosixTraceEventInfo>() as i64,
+        ),
+        (
+            "offsetof(struct posix_trace_event_info, posix_pid)",
+            std::mem::offset_of!(PosixTraceEventInfo, posix_pid) as i64,
+        ),
+        (
+            "offsetof(struct posix_trace_event_info, posix_prog_address)",
+            std::mem::offset_of!(PosixTraceEventInfo, posix_prog_address) as i64,
+        ),
+        (
+            "offsetof(struct posix_trace_event_info, posix_truncation_status)",
+            std::mem::offset_of!(PosixTraceEventInfo, posix_truncation_status) as i64,
+        ),
+        (
+            "offsetof(struct posix_trace_event_info, posix_timestamp)",
+            ei as i64,
+        ),
+        (
+            "offsetof(struct posix_trace_event_info, posix_thread_id)",
+            std::mem::offset_of!(PosixTraceEventInfo, posix_thread_id) as i64,
+        ),
+        ("_POSIX_TRACE", 200809),
+        ("_POSIX_TRACE_EVENT_FILTER", 200809),
+        ("_POSIX_TRACE_LOG", 200809),
+        ("_POSIX_TRACE_INHERIT", 200809),
+        ("TRACE_EVENT_NAME_MAX", TRACE_EVENT_NAME_MAX as i64),
+        ("TRACE_NAME_MAX", TRACE_NAME_MAX as i64),
+        ("TRACE_SYS_MAX", TRACE_SYS_MAX as i64),
+        ("TRACE_USER_EVENT_MAX", TRACE_USER_EVENT_MAX as i64),
+        ("POSIX_TRACE_SUSPENDED", POSIX_TRACE_SUSPENDED as i64),
+        ("POSIX_TRACE_RUNNING", POSIX_TRACE_RUNNING as i64),
+        ("POSIX_TRACE_NOT_FULL", POSIX_TRACE_NOT_FULL as i64),
+        ("POSIX_TRACE_FULL", POSIX_TRACE_FULL as i64),
+        ("POSIX_TRACE_NO_OVERRUN", POSIX_TRACE_NO_OVERRUN as i64),
+        ("POSIX_TRACE_OVERRUN", POSIX_TRACE_OVERRUN as i64),
+        ("POSIX_TRACE_NOT_FLUSHING", POSIX_TRACE_NOT_FLUSHING as i64),
+        ("POSIX_TRACE_FLUSHING", POSIX_TRACE_FLUSHING as i64),
+        ("POSIX_TRACE_LOOP", POSIX_TRACE_LOOP as i64),
+        ("POSIX_TRACE_UNTIL_FULL", POSIX_TRACE_UNTIL_FULL as i64),
+        ("POSIX_TRACE_FLUSH", POSIX_TRACE_FLUSH as i64),
+        ("POSIX_TRACE_APPEND", POSIX_TRACE_APPEND as i64),
+        (
+            "POSIX_TRACE_CLOSE_FOR_CHILD",
+            POSIX_TRACE_CLOSE_FOR_CHILD as i64,
+        ),
+        ("POSIX_TRACE_INHERITED", POSIX_TRACE_INHERITED as i64),
+        (
+            "POSIX_TRACE_NOT_TRUNCATED",
+            POSIX_TRACE_NOT_TRUNCATED as i64,
+        ),
+        (
+            "POSIX_TRACE_TRUNCATED_RECORD",
+            POSIX_TRACE_TRUNCATED_RECORD as i64,
+        ),
+        (
+            "POSIX_TRACE_TRUNCATED_READ",
+            POSIX_TRACE_TRUNCATED_READ as i64,
+        ),
+        ("POSIX_TRACE_WOPID_EVENTS", POSIX_TRACE_WOPID_EVENTS as i64),
+        (
+            "POSIX_TRACE_SYSTEM_EVENTS",
+            POSIX_TRACE_SYSTEM_EVENTS as i64,
+        ),
+        ("POSIX_TRACE_ALL_EVENTS", POSIX_TRACE_ALL_EVENTS as i64),
+        ("POSIX_TRACE_SET_EVENTSET", POSIX_TRACE_SET_EVENTSET as i64),
+        ("POSIX_TRACE_ADD_EVENTSET", POSIX_TRACE_ADD_EVENTSET as i64),
+        ("POSIX_TRACE_SUB_EVENTSET", POSIX_TRACE_SUB_EVENTSET as i64),
+        ("POSIX_TRACE_ERROR", POSIX_TRACE_ERROR as i64),
+        ("POSIX_TRACE_START", POSIX_TRACE_START as i64),
+        ("POSIX_TRACE_STOP", POSIX_TRACE_STOP as i64),
+        ("POSIX_TRACE_OVERFLOW", POSIX_TRACE_OVERFLOW as i64),
+        ("POSIX_TRACE_RESUME", POSIX_TRACE_RESUME as i64),
+        ("POSIX_TRACE_FILTER", POSIX_TRACE_FILTER as i64),
+        ("POSIX_TRACE_FLUSH_START", POSIX_TRACE_FLUSH_START as i64),
+        ("POSIX_TRACE_FLUSH_STOP", POSIX_TRACE_FLUSH_STOP as i64),
+        (
+            "POSIX_TRACE_UNNAMED_USEREVENT",
+            POSIX_TRACE_UNNAMED_USEREVENT as i64,
+        ),
+        (
+            "POSIX_TRACE_UNNAMED_USER_EVENT",
+            POSIX_TRACE_UNNAMED_USEREVENT as i64,
+        ),
+    ];
+    for (k, v) in &expect {
+        assert_eq!(got.get(k), Some(v), "{k}");
+    }
+    assert_eq!(got.len(), expect.len(), "every printed value is checked");
+    assert!(std::mem::size_of::<TraceAttr>() <= tracekit_posix::attr::TRACE_ATTR_T_SIZE);
+}
+
+#[test]
+fn single_process_program() {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(run(&compile("single", dir.path()), &[]).contains("single ok"));
+}
+
+#[test]
+fn threaded_program() {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(run(&compile("threads", dir.path()), &[]).contains("threads ok"));
+}
+
+#[test]
+fn fork_program() {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(run(&compile("fork", dir.path()), &[]).contains("fork ok"));
+}
+
+#[test]
+fn log_written_by_one_process_and_read_by_another() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("test.trace");
+    let log_s = log.to_str().unwrap();
+    assert!(run(&compile("log_write", dir.path()), &[log_s]).contains("log_write ok"));
+    assert!(run(&compile("log_read", dir.path()), &[log_s]).contains("log_read ok"));
+    // And the Rust reader agrees.
+    let mut r = tracekit_posix::LogReader::open_path(&log).unwrap();
+    let mut n = 0;
+    while let Some(e) = r.next_event() {
+        e.unwrap();
+        n += 1;
+    }
+    assert!(n >= 1000);
+}
+
+#[test]
+fn controller_in_another_process_receives_the_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let child = compile("traced_child", dir.path());
+    let trid = api::create(api::POSIX_TRACE_ALLPROC, None, None).unwrap();
+    let path = api::stream_path(trid).unwrap();
+    api::start(trid).unwrap();
+    let out = program(&child)
+        .arg("500")
+        .env(traced::STREAM_ENV, &path)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    // A process that is not told the name is not traced.
+    let out2 = program(&child).arg("7").output().unwrap();
+    assert!(out2.status.success());
+    let mut buf = [0u8; 16];
+    let mut seq = Vec::new();
+    let mut pids = std::collections::BTreeSet::new();
+    while let Some(e) = api::getnext_event(trid, &mut buf, Wait::Never).unwrap() {
+        if e.info.event_id >= USER_EVENT_FIRST {
+            assert_eq!(
+                api::eventid_get_name(trid, e.info.event_id).unwrap(),
+                b"child-event"
+            );
+            seq.push(i32::from_ne_bytes(buf[..4].try_into().unwrap()));
+            pids.insert(e.info.pid);
+        }
+    }
+    assert_eq!(seq, (0..500).collect::<Vec<_>>());
+    assert_eq!(pids.len(), 1);
+    api::shutdown(trid).unwrap();
+    assert!(!path.exists(), "shutdown removes the stream file");
+}
