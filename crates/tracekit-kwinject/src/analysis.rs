@@ -90,36 +90,64 @@ impl<'a> Build<'a> {
         Some((start, end))
     }
 
-    /// From each root, the child that ended last, down to a leaf: the chain
-    /// of processes the build waited for at the end.
-    pub fn critical_path(&self) -> Vec<usize> {
-        let roots = self.roots();
-        let Some(mut cur) = roots
+    /// The chain of processes that decided when the build ended, in time
+    /// order, with their depth: from the root, the child that ended last,
+    /// before it the child that ended last before that one started, and so
+    /// on (the sequential steps a process waited for); each step expanded
+    /// the same way. Needs times; empty without them.
+    pub fn critical_path(&self) -> Vec<(usize, usize)> {
+        let Some(root) = self
+            .roots()
             .into_iter()
+            .filter(|&i| self.p(i).end_us.is_some())
             .max_by_key(|&i| self.p(i).end_us.unwrap_or(0))
         else {
             return Vec::new();
         };
-        let mut path = vec![cur];
-        while let Some(&next) = self.children[cur]
-            .iter()
-            .max_by_key(|&&c| self.p(c).end_us.unwrap_or(0))
-        {
-            path.push(next);
-            cur = next;
-        }
-        path
+        let mut out = vec![(0, root)];
+        self.chain(root, 1, &mut out);
+        out
     }
 
-    /// Running processes per time bucket (average over the bucket).
+    fn chain(&self, i: usize, depth: usize, out: &mut Vec<(usize, usize)>) {
+        let mut steps = Vec::new();
+        let mut t = match self.p(i).end_us {
+            Some(t) => t,
+            None => return,
+        };
+        loop {
+            let next = self.children[i]
+                .iter()
+                .copied()
+                .filter(|&c| {
+                    let p = self.p(c);
+                    p.end_us.is_some_and(|e| e <= t) && !steps.contains(&c)
+                })
+                .max_by_key(|&c| self.p(c).end_us.unwrap_or(0));
+            let Some(c) = next else { break };
+            steps.push(c);
+            t = self.p(c).start_us.unwrap_or(0);
+        }
+        for c in steps.into_iter().rev() {
+            out.push((depth, c));
+            self.chain(c, depth + 1, out);
+        }
+    }
+
+    /// Processes doing work (no child process of their own running) per
+    /// time bucket, averaged over the bucket: parents waiting for children
+    /// (make, sh, the gcc driver) do not count.
     pub fn parallelism(&self, buckets: usize) -> Option<(u64, Vec<f64>)> {
         let (start, end) = self.span()?;
         let width = ((end - start) / buckets as u64).max(1);
         let mut busy = vec![0f64; buckets];
-        for p in &self.trace.processes {
+        for (i, p) in self.trace.processes.iter().enumerate() {
             let (Some(s), Some(e)) = (p.start_us, p.end_us) else {
                 continue;
             };
+            if !self.children[i].is_empty() {
+                continue;
+            }
             for (b, slot) in busy.iter_mut().enumerate() {
                 let bs = start + b as u64 * width;
                 let be = bs + width;
@@ -240,23 +268,31 @@ pub fn report_text<W: Write>(b: &Build, top: usize, mut out: W) -> io::Result<()
     }
     writeln!(
         out,
-        "\nCritical path (the child each process waited for last):"
+        "\nCritical path (the steps each process waited for, in order):"
     )?;
-    for i in b.critical_path() {
+    let path = b.critical_path();
+    for &(depth, i) in path.iter().take(TREE_LINES / 2) {
         writeln!(
             out,
-            "  {:>10}  {}",
+            "{:indent$}{:>10}  {}",
+            "",
             fmt_dur(b.p(i).duration_us()),
-            b.label(i)
+            b.label(i),
+            indent = 2 + depth * 2
+        )?;
+    }
+    if path.len() > TREE_LINES / 2 {
+        writeln!(
+            out,
+            "  ... {} more steps (--json has them all)",
+            path.len() - TREE_LINES / 2
         )?;
     }
     if let Some((width, busy)) = b.parallelism(20) {
-        let total: u64 = t.processes.iter().filter_map(Process::duration_us).sum();
-        let span = width * busy.len() as u64;
+        let avg = busy.iter().sum::<f64>() / busy.len().max(1) as f64;
         writeln!(
             out,
-            "\nParallelism over time (processes running; average {:.2}):",
-            total as f64 / span.max(1) as f64
+            "\nParallelism over time (processes working, not waiting for a child; average {avg:.2}):"
         )?;
         for (k, v) in busy.iter().enumerate() {
             let bar = "#".repeat((v * 4.0).round() as usize);
@@ -313,7 +349,7 @@ pub fn report_json(b: &Build, top: usize) -> Value {
         "creator": t.creator,
         "processes": procs,
         "slowest_compile_units": slowest,
-        "critical_path": b.critical_path(),
+        "critical_path": b.critical_path().iter().map(|&(d, i)| json!({"depth": d, "index": i})).collect::<Vec<_>>(),
         "parallelism": par,
         "span_us": b.span().map(|(s, e)| e - s),
         "warnings": t.warnings.total(),
