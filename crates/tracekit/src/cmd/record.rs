@@ -10,12 +10,17 @@ pub enum Command {
     /// Run a build and record every process it starts as a kwinject build
     /// trace (then: `tracekit build spec`, `tracekit report`).
     Build(crate::cmd::build::RecordArgs),
+    /// Run a program with memory (and file-descriptor) allocations
+    /// recorded, with backtraces, as an sp-rtrace text trace (then:
+    /// `tracekit report`, `tracekit rtrace postproc -lcr`).
+    Mem(crate::cmd::rtrace::RecordArgs),
     // Recording kinds: add yours above this line (one variant).
 }
 
 pub fn run(command: Command) -> Result<ExitCode> {
     match command {
         Command::Build(args) => crate::cmd::build::record_build(args),
+        Command::Mem(args) => crate::cmd::rtrace::record_mem(args),
         // Recording kinds: add yours above this line (one arm).
     }
 }

@@ -29,10 +29,11 @@ pub enum Command {
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
-Preloads tracekit's recorder (built into this executable; or the library
-named by $TRACEKIT_PRELOAD_LIB) into CMD and its children. Each process image gets its own trace: the command's is OUT, the
-others (fork children, exec'd programs) are written beside it as
-OUT.<pid>-<n>.rtrace. The exit status is the command's.
+Preloads tracekit's recorder (built into this executable, or the library
+named by $TRACEKIT_PRELOAD_LIB) into CMD and its children. Each process
+image gets its own trace: the command's is OUT; the others (fork children,
+exec'd programs) are written beside it as OUT.<pid>-<n>.rtrace. The exit
+status is the command's. Leaks can be listed with `tracekit report OUT`.
 
 Examples:
   tracekit record mem -o app.rtrace -- ./app --flag

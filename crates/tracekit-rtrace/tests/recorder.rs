@@ -1,0 +1,267 @@
+//! The LD_PRELOAD recorder on a small C program with known memory and
+//! descriptor leaks, threads, a signal handler that allocates, fork and
+//! exec: exact counts, and (when valgrind is installed) the same
+//! "in use at exit" totals as memcheck.
+//!
+//! Needs `gcc` (CI installs it).
+
+#![cfg(all(target_arch = "x86_64", target_os = "linux"))]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use tracekit_rtrace::postproc::{self, Options};
+use tracekit_rtrace::report;
+
+const PROGRAM: &str = r#"
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static volatile void *sink;
+
+static void on_signal(int sig) {
+    (void)sig;
+    void *p = malloc(33);   /* allocation inside a signal handler: freed */
+    free(p);
+}
+
+static void *worker(void *arg) {
+    (void)arg;
+    for (int i = 0; i < 1000; i++) free(malloc(16 + i % 64));
+    sink = malloc(7);       /* leak: 2 threads x 7 bytes */
+    return NULL;
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1) return 0; /* the exec'd image */
+    signal(SIGUSR1, on_signal);
+    /* memory leaks from main: 10 + 20 + 100 + 64 + 48 + 128 = 370 bytes in 6 blocks */
+    sink = malloc(10);
+    sink = malloc(20);
+    sink = calloc(4, 25);
+    void *a = NULL;
+    if (posix_memalign(&a, 64, 64) == 0) sink = a;
+    void *r = malloc(16);
+    r = realloc(r, 48);      /* realloc chain: one live block of 48 */
+    sink = r;
+    sink = aligned_alloc(64, 128);
+    /* freed */
+    for (int i = 0; i < 100; i++) free(malloc(i + 1));
+    free(calloc(3, 3));
+    free(realloc(NULL, 5));
+    free(NULL);
+    raise(SIGUSR1);
+
+    /* descriptors: leaked open, leaked pipe (2), leaked dup, leaked socket = 5 fds */
+    int fd = open("/dev/null", O_RDONLY);
+    int p[2];
+    if (pipe(p) != 0) return 1;
+    int d = dup(fd);
+    (void)d;
+    int s = socket(AF_UNIX, SOCK_STREAM, 0);
+    (void)s;
+    int e = eventfd(0, 0);
+    close(e);
+    /* fdopen moves a pipe end to a FILE*, fclose releases it */
+    int q[2];
+    if (pipe(q) != 0) return 1;
+    FILE *f = fdopen(q[0], "r");
+    fclose(f);
+    close(q[1]);
+    /* one leaked FILE* (its memory is a malloc inside fopen) */
+    FILE *g = fopen("/dev/null", "r");
+    (void)g;
+
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, worker, NULL);
+    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+
+    pid_t child = fork();
+    if (child == 0) {
+        sink = malloc(5);   /* the child's own leak */
+        _exit(0);
+    }
+    waitpid(child, NULL, 0);
+    pid_t ex = fork();
+    if (ex == 0) {
+        execl(argv[0], argv[0], "exec", (char *)NULL);
+        _exit(127);
+    }
+    waitpid(ex, NULL, 0);
+    return 0;
+}
+"#;
+
+fn shim(dir: &Path) -> PathBuf {
+    let p = dir.join("libtracekit_rtrace_shim.so");
+    std::fs::write(&p, tracekit_rtrace_preload::SHIM).unwrap();
+    p
+}
+
+fn build_program(dir: &Path) -> PathBuf {
+    let src = dir.join("leaky.c");
+    std::fs::write(&src, PROGRAM).unwrap();
+    let exe = dir.join("leaky");
+    let status = Command::new("gcc")
+        .args(["-O0", "-g", "-fno-omit-frame-pointer", "-pthread", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .status()
+        .expect("gcc is needed for this test");
+    assert!(status.success());
+    exe
+}
+
+struct Recorded {
+    text: String,
+    report: report::Report,
+}
+
+fn decode(path: &Path) -> Recorded {
+    let mut text = Vec::new();
+    tracekit_rtrace::recording::decode_file(path, &mut text).unwrap();
+    let report = report::analyse(&text[..], 100, false).unwrap();
+    Recorded {
+        text: String::from_utf8(text).unwrap(),
+        report,
+    }
+}
+
+fn leaks(r: &Recorded, resource: &str) -> (u64, i64) {
+    let s = r
+        .report
+        .resources
+        .iter()
+        .find(|s| s.name == resource)
+        .unwrap_or_else(|| panic!("no {resource} in {:?}", r.report.resources));
+    (s.leaked_blocks, s.leaked_bytes)
+}
+
+#[test]
+fn records_known_leaks_exactly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = build_program(tmp.path());
+    let so = shim(tmp.path());
+    let rec = tmp.path().join("rec");
+    std::fs::create_dir(&rec).unwrap();
+    let status = Command::new(&exe)
+        .env("LD_PRELOAD", &so)
+        .env("TRACEKIT_RTRACE_DIR", &rec)
+        .env("TRACEKIT_RTRACE_MODULES", "memory,file")
+        .status()
+        .unwrap();
+    assert!(status.success(), "the traced program failed: {status:?}");
+
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&rec)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    // main (pid P, image 0), the fork child (its own file) and the exec'd
+    // image of the second child.
+    assert_eq!(files.len(), 3, "{files:?}");
+    let exe_name = exe.display().to_string();
+    let decoded: Vec<(PathBuf, Recorded)> = files.iter().map(|f| (f.clone(), decode(f))).collect();
+    let main = decoded
+        .iter()
+        .map(|(_, r)| r)
+        .find(|r| {
+            r.report
+                .resources
+                .iter()
+                .any(|s| s.name == "fd" && s.allocs > 5)
+        })
+        .expect("main image");
+
+    // Leaks whose innermost frame is in the program itself: exactly what
+    // the source leaks.
+    let own_sites: (u64, i64) = main
+        .report
+        .leaks
+        .iter()
+        .filter(|s| s.resource == "memory")
+        .filter(|s| {
+            let first = s.frames.first().map(|f| f.0).unwrap_or(0);
+            main.text.lines().any(|l| {
+                l.starts_with(": ")
+                    && l.contains(&exe_name)
+                    && l.rsplit_once(" => ")
+                        .and_then(|(_, r)| r.split_once('-'))
+                        .is_some_and(|(a, b)| {
+                            let a = u64::from_str_radix(a.trim_start_matches("0x"), 16).unwrap();
+                            let b = u64::from_str_radix(b.trim_start_matches("0x"), 16).unwrap();
+                            a <= first && first < b
+                        })
+            })
+        })
+        .fold((0, 0), |acc, s| (acc.0 + s.blocks, acc.1 + s.bytes));
+    assert_eq!(own_sites, (6 + 2, 370 + 14), "{:#?}", main.report.leaks);
+    // open + 2 pipe ends + dup + socket; eventfd and the fdopen'ed pipe
+    // were released.
+    assert_eq!(leaks(main, "fd").0, 5);
+    assert_eq!(leaks(main, "fp").0, 1);
+    // The signal handler's allocation was recorded and freed.
+    assert!(main.text.contains("malloc<memory>(33) = 0x"));
+    // The fork child's own file has its leak.
+    let child = decoded
+        .iter()
+        .map(|(_, r)| r)
+        .find(|r| r.text.contains("malloc<memory>(5) = 0x"))
+        .expect("child recording");
+    assert!(leaks(child, "memory").0 >= 1);
+
+    // The text is valid for the post-processor (round trip through -l).
+    let mut out = Vec::new();
+    postproc::run(
+        main.text.as_bytes(),
+        &Options {
+            filter_leaks: true,
+            ..Default::default()
+        },
+        &mut out,
+    )
+    .unwrap();
+    let out = String::from_utf8(out).unwrap();
+    let (blocks, bytes) = leaks(main, "memory");
+    assert!(out.contains(&format!(
+        "# {blocks} block(s) leaked with total size of {bytes} bytes"
+    )));
+
+    // Same totals as memcheck's "in use at exit" when valgrind is here.
+    if let Ok(vg) = Command::new("valgrind")
+        .args(["--run-libc-freeres=no", "--trace-children=no"])
+        .arg(&exe)
+        .output()
+    {
+        let log = String::from_utf8_lossy(&vg.stderr);
+        // ==pid==     in use at exit: 1,234 bytes in 12 blocks
+        // (memcheck follows the fork child too; the parent exits last.)
+        let line = log
+            .lines()
+            .rfind(|l| l.contains("in use at exit:"))
+            .expect("memcheck summary");
+        let nums: Vec<i64> = line
+            .split("in use at exit:")
+            .nth(1)
+            .unwrap()
+            .split_whitespace()
+            .filter_map(|w| w.replace(',', "").parse().ok())
+            .collect();
+        assert_eq!(
+            (blocks as i64, bytes),
+            (nums[1], nums[0]),
+            "memcheck: {line}"
+        );
+    } else {
+        eprintln!("valgrind not installed: memcheck comparison skipped");
+    }
+}
