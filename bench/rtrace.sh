@@ -1,0 +1,87 @@
+#!/bin/bash
+# tracekit record mem vs heaptrack vs valgrind memcheck on alloc_bench, plus
+# post-processing throughput. Prints CPU time (user+sys) per configuration,
+# the added CPU per allocation, the ratios, and the leak totals.
+#
+#   usage: bench/rtrace.sh [DIR]      (default ./bench-data; writes DIR/rtrace-tk/)
+#   env:   N=2000000 allocations, T=4 threads, TRACEKIT=path/to/tracekit (release)
+#          SKIP_PEERS=1 to run only plain and tracekit
+set -u
+HERE=$(cd "$(dirname "$0")/.." && pwd)
+D=${1:-./bench-data}/rtrace-tk
+mkdir -p "$D"
+D=$(cd "$D" && pwd)
+N=${N:-2000000}
+T=${T:-4}
+TK=${TRACEKIT:-$HERE/target/release/tracekit}
+if [ ! -x "$TK" ]; then
+  (cd "$HERE" && cargo build --release -p tracekit) >&2 || exit 1
+fi
+SRC=$HERE/../shared/bench/rtrace/alloc_bench.c
+[ -f "$SRC" ] || SRC=${ALLOC_BENCH_C:?set ALLOC_BENCH_C to alloc_bench.c}
+gcc -O2 -g -fno-omit-frame-pointer -pthread -o "$D/alloc_bench" "$SRC" || exit 1
+
+cpu() {  # cpu NAME CMD... : runs, prints "NAME user+sys", keeps the time -v report
+  local name=$1; shift
+  /usr/bin/time -f "%U %S %e %M" -o "$D/$name.time" "$@" > "$D/$name.out" 2> "$D/$name.err"
+  tail -1 "$D/$name.time" | awk -v n="$name" '{printf "%s %.2f %.2f %d\n", n, $1+$2, $3, $4}'
+}
+
+{
+  cpu plain "$D/alloc_bench" "$N" "$T"
+  rm -f "$D/tk.rtrace"
+  # The whole `record mem`: the traced program plus the conversion of its
+  # binary events to the text protocol afterwards.
+  cpu tracekit "$TK" record mem -o "$D/tk.rtrace" -- "$D/alloc_bench" "$N" "$T"
+  if [ "${SKIP_PEERS:-0}" != 1 ]; then
+    cpu heaptrack heaptrack -o "$D/ht" "$D/alloc_bench" "$N" "$T"
+    cpu heaptrack_raw heaptrack -r -o "$D/htraw" "$D/alloc_bench" "$N" "$T"
+    cpu memcheck valgrind --run-libc-freeres=no --leak-check=full --log-file="$D/memcheck.log" "$D/alloc_bench" "$N" "$T"
+  fi
+  cpu postproc_leaks "$TK" rtrace postproc -l "$D/tk.rtrace" -o "$D/tk.leaks"
+  cpu postproc_plain "$TK" rtrace postproc "$D/tk.rtrace" -o /dev/null
+  cpu report "$TK" report "$D/tk.rtrace" -o "$D/tk.report"
+} | tee "$D/cpu.txt"
+
+python3 - "$D" "$N" <<'PY'
+import sys, os, re
+d, n = sys.argv[1], int(sys.argv[2])
+rows = {}
+for line in open(os.path.join(d, "cpu.txt")):
+    name, cpu, wall, rss = line.split()
+    rows[name] = (float(cpu), float(wall), int(rss))
+plain = rows["plain"][0]
+print()
+print(f"{'configuration':<16} {'CPU s':>7} {'wall s':>7} {'max RSS MB':>10} {'added CPU/alloc':>16} {'vs tracekit':>12}")
+tk = rows["tracekit"][0] - plain
+for name in ("plain", "tracekit", "heaptrack", "heaptrack_raw", "memcheck"):
+    if name not in rows: continue
+    c, w, r = rows[name]
+    add = (c - plain) / n * 1e6
+    ratio = f"{(c - plain) / tk:.1f}x" if name not in ("plain", "tracekit") and tk > 0 else ""
+    print(f"{name:<16} {c:7.2f} {w:7.2f} {r/1024:10.1f} {add if name != 'plain' else 0:13.3f} us {ratio:>12}")
+def inprog(name):
+    try:
+        m = re.search(r"ns_per_alloc=([0-9.]+)", open(os.path.join(d, name + ".out")).read())
+        return float(m.group(1)) if m else None
+    except OSError:
+        return None
+base = inprog("plain")
+print()
+print("in-program ns per allocation (wall, noisy on shared machines):")
+for name in ("plain", "tracekit", "heaptrack", "heaptrack_raw", "memcheck"):
+    v = inprog(name)
+    if v is not None and base:
+        print(f"  {name:<14} {v:9.1f} ns  (+{v - base:.1f} ns, {v / base:.1f}x)")
+size = os.path.getsize(os.path.join(d, "tk.rtrace"))
+for name in ("postproc_leaks", "postproc_plain", "report"):
+    c, w, r = rows[name]
+    print(f"{name:<16} {c:7.2f} {w:7.2f} {r/1024:10.1f}   {size/1e6/c:8.0f} MB/s per CPU-second ({size/1e6:.0f} MB text)")
+leak = open(os.path.join(d, "tk.leaks")).read()
+m = re.findall(r"# (\d+) block\(s\) leaked with total size of (\d+) bytes", leak)
+print("tracekit never freed:", m)
+mc = os.path.join(d, "memcheck.log")
+if os.path.exists(mc):
+    for l in open(mc):
+        if "in use at exit" in l: print("memcheck:", l.strip())
+PY

@@ -1,0 +1,125 @@
+//! Bad input never panics: truncated and corrupted corpus files, garbage,
+//! non-UTF-8. Errors name the line; losses are counted as warnings.
+
+use tracekit_rtrace::postproc::{self, Options};
+use tracekit_rtrace::{report, Reader};
+
+fn upstream(name: &str) -> Vec<u8> {
+    std::fs::read(
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../../shared/corpus/rtrace/upstream/"
+        )
+        .to_string()
+            + name,
+    )
+    .unwrap()
+}
+
+fn all_options() -> Vec<Options> {
+    vec![
+        Options::default(),
+        Options {
+            filter_leaks: true,
+            ..Default::default()
+        },
+        Options {
+            filter_leaks: true,
+            compress: true,
+            backtrace_depth: Some(2),
+            ..Default::default()
+        },
+        Options {
+            compress: true,
+            context: Some(0),
+            ..Default::default()
+        },
+    ]
+}
+
+#[test]
+fn truncated_files_do_not_panic() {
+    for name in ["context.txt", "sample.txt", "context.txt..lcr"] {
+        let data = upstream(name);
+        for cut in (0..data.len()).step_by(37) {
+            let part = &data[..cut];
+            for opts in all_options() {
+                let r = postproc::run(part, &opts, Vec::new());
+                if cut == 0 {
+                    let e = r.unwrap_err().to_string();
+                    assert!(
+                        e.contains(":1:") || e.starts_with("1:") || e.contains("1: "),
+                        "{e}"
+                    );
+                }
+            }
+            let _ = report::analyse(part, 5, false);
+        }
+    }
+}
+
+#[test]
+fn corrupted_bytes_do_not_panic() {
+    let data = upstream("context.txt");
+    let mut seed = 0x1234_5678_9abc_def0u64;
+    for _ in 0..300 {
+        let mut d = data.clone();
+        for _ in 0..8 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let at = (seed as usize) % d.len();
+            d[at] = (seed >> 32) as u8;
+        }
+        for opts in all_options() {
+            let _ = postproc::run(&d[..], &opts, Vec::new());
+        }
+        let _ = report::analyse(&d[..], 5, false);
+        let mut reader = Reader::new(&d[..]);
+        while let Ok(Some(_)) = reader.next_record() {}
+    }
+}
+
+#[test]
+fn garbage_is_an_error_at_line_one() {
+    let e = postproc::run(
+        &b"\x7fELF\x02\x01binary"[..],
+        &Options::default(),
+        Vec::new(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("1") && e.contains("header"), "{e}");
+    let e = postproc::run(&b""[..], &Options::default(), Vec::new())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("empty"), "{e}");
+}
+
+#[test]
+fn losses_are_counted() {
+    let text = b"version=2.0, arch=x, pid=1, \n\t0x1234\nnot a record\n1. malloc(3) = 0x5\n\t0x1\n\xff\xfe\n\n";
+    let stats = postproc::run(&text[..], &Options::default(), Vec::new()).unwrap();
+    let messages: Vec<String> = stats
+        .warnings
+        .kept()
+        .iter()
+        .map(|w| format!("{}: {}", w.position, w.message))
+        .collect();
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.starts_with("2: backtrace frame without")),
+        "{messages:?}"
+    );
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.starts_with("3: unrecognised record")),
+        "{messages:?}"
+    );
+    assert!(
+        messages.iter().any(|m| m.starts_with("6: invalid UTF-8")),
+        "{messages:?}"
+    );
+}
