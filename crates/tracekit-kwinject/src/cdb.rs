@@ -33,6 +33,10 @@ pub struct CdbOptions {
     pub bear3: bool,
     /// Write the `output` field.
     pub with_output: bool,
+    /// Splice `@file` response files in (read relative to the working
+    /// directory now; a missing file stays as the token and is counted).
+    /// Bear 3.1.1 keeps the token.
+    pub expand_response_files: bool,
 }
 
 impl Default for CdbOptions {
@@ -41,6 +45,7 @@ impl Default for CdbOptions {
             existing_only: true,
             bear3: false,
             with_output: true,
+            expand_response_files: false,
         }
     }
 }
@@ -55,6 +60,8 @@ pub struct CdbStats {
     pub entries: u64,
     pub dropped_missing_source: u64,
     pub dropped_duplicate: u64,
+    /// `@file` arguments whose file could not be read.
+    pub missing_response_files: u64,
 }
 
 /// Lexically absolute: `dir/path` with `.` and `..` folded (no symlinks).
@@ -242,6 +249,34 @@ fn entries_from_flags(
         .collect()
 }
 
+/// argv with every `@file` (after argv[0]) replaced by the file's words
+/// (GCC's syntax), nested files included up to a depth of 10.
+fn expand_response_files(args: &[String], dir: &str, stats: &mut CdbStats) -> Vec<String> {
+    fn go(args: &[String], dir: &str, depth: u32, stats: &mut CdbStats, out: &mut Vec<String>) {
+        for a in args {
+            match a.strip_prefix('@') {
+                Some(f) if depth < 10 => match std::fs::read_to_string(absolute(dir, f)) {
+                    Ok(text) => {
+                        let words = crate::kwspec::split_response(&text);
+                        go(&words, dir, depth + 1, stats, out);
+                    }
+                    Err(_) => {
+                        stats.missing_response_files += 1;
+                        out.push(a.clone());
+                    }
+                },
+                _ => out.push(a.clone()),
+            }
+        }
+    }
+    let mut out = Vec::with_capacity(args.len());
+    if let Some((first, rest)) = args.split_first() {
+        out.push(first.clone());
+        go(rest, dir, 0, stats, &mut out);
+    }
+    out
+}
+
 /// `-I`/`-isystem` pairs from `CPATH`, `C_INCLUDE_PATH`,
 /// `CPLUS_INCLUDE_PATH` and `OBJC_INCLUDE_PATH`, as Bear adds them.
 fn flags_from_environment(env: &Env) -> Vec<String> {
@@ -283,7 +318,16 @@ impl CdbBuilder {
 
     pub fn add(&mut self, p: &Process, env: &Env) {
         self.stats.execs += 1;
-        let Some(entries) = entries_for(p, env, &self.opts) else {
+        let entries = if self.opts.expand_response_files
+            && p.args.iter().skip(1).any(|a| a.starts_with('@'))
+        {
+            let mut q = p.clone();
+            q.args = expand_response_files(&p.args, &p.work_dir, &mut self.stats);
+            entries_for(&q, env, &self.opts)
+        } else {
+            entries_for(p, env, &self.opts)
+        };
+        let Some(entries) = entries else {
             return;
         };
         self.stats.compiler_execs += 1;

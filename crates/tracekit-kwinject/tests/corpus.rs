@@ -134,6 +134,7 @@ fn bear3() -> CdbOptions {
         existing_only: false,
         bear3: true,
         with_output: true,
+        expand_response_files: false,
     }
 }
 
@@ -171,6 +172,44 @@ fn cdb_default_unwraps_distcc() {
     assert_eq!(arr.len(), 3, "Bear's two plus the distcc one");
     assert_eq!(arr[1]["file"], "/srv/ci/ws/fw/drivers/spi.c");
     assert_eq!(arr[1]["arguments"][0], "arm-none-eabi-gcc");
+}
+
+/// `--expand-response-files`: the kwtrace-02 compile with its `@…rsp`
+/// spliced in (the build directory mapped onto kwtrace-02-files).
+#[test]
+fn cdb_expands_response_files() {
+    let mut t = read("kwtrace-02-ninja-response-files.jsonl");
+    let files = corpus("kwtrace-02-files").display().to_string();
+    for p in &mut t.processes {
+        p.work_dir = p.work_dir.replace("/home/dev/proj/build", &files);
+    }
+    let db = cdb_of(
+        &t,
+        CdbOptions {
+            expand_response_files: true,
+            ..bear3()
+        },
+    );
+    let args: Vec<&str> = db[0]["arguments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        args,
+        [
+            "/usr/bin/g++",
+            "-I/home/dev/proj/include",
+            "-DAPP_VERSION=\"1.2\"",
+            "-O2",
+            "-std=gnu++17",
+            "-c",
+            "-o",
+            "CMakeFiles/app.dir/src/main.cpp.o",
+            "/home/dev/proj/src/main.cpp"
+        ]
+    );
 }
 
 /// The strace exec list of the real gzip build (615 execs) through our
@@ -330,7 +369,10 @@ fn report_and_chrome_on_a_timed_trace() {
     assert_eq!(b.critical_path(), vec![(0, 0), (1, 2), (2, 3)]);
     let (_, par) = b.parallelism(10).unwrap();
     // Leaves only: gcc a.c and cc1 run together; make and gcc b.c wait.
-    assert!((par[1] - 2.0).abs() < 1e-9 && (par[5] - 1.0).abs() < 1e-9, "{par:?}");
+    assert!(
+        (par[1] - 2.0).abs() < 1e-9 && (par[5] - 1.0).abs() < 1e-9,
+        "{par:?}"
+    );
     let j = report_json(&b, 1);
     assert_eq!(j["slowest_compile_units"][0]["file"], "/w/b.c");
     assert_eq!(j["processes"][3]["exit"]["signal"], 11);

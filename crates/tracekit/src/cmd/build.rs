@@ -53,6 +53,10 @@ pub struct SpecArgs {
     /// Leave out the `output` field.
     #[arg(long)]
     pub no_output_field: bool,
+    /// Splice `@file` response files into `arguments` (Bear 3.1.1 keeps the
+    /// token). The files are read now, relative to each compile's directory.
+    #[arg(long)]
+    pub expand_response_files: bool,
     /// The trace's env-diffs are against the top-level env (not against
     /// the parent process, which is what tracekit writes).
     #[arg(long)]
@@ -102,6 +106,7 @@ fn spec(args: SpecArgs) -> Result<ExitCode> {
                 existing_only: !args.all_sources,
                 bear3: args.bear3,
                 with_output: !args.no_output_field,
+                expand_response_files: args.expand_response_files,
             });
             for p in &trace.processes {
                 let env = folder.fold(p, &mut warnings);
@@ -122,19 +127,23 @@ fn spec(args: SpecArgs) -> Result<ExitCode> {
                         "no_compilation": s.no_compilation, "entries": s.entries,
                         "dropped_missing_source": s.dropped_missing_source,
                         "dropped_duplicate": s.dropped_duplicate,
+                        "missing_response_files": s.missing_response_files,
                     })
                 );
-            } else if s.entries == 0 || s.dropped_missing_source > 0 {
+            } else if s.entries == 0 || s.dropped_missing_source > 0 || s.missing_response_files > 0
+            {
                 // Say why a database is empty or short (Bear users ask).
                 eprintln!(
                     "tracekit: {} entries from {} compiler runs among {} processes; dropped: {} \
-                     (source gone; --all-sources keeps them), {} duplicates, {} runs compile nothing",
+                     (source gone; --all-sources keeps them), {} duplicates, {} runs compile nothing; \
+                     {} response files not found",
                     s.entries,
                     s.compiler_execs,
                     s.execs,
                     s.dropped_missing_source,
                     s.dropped_duplicate,
-                    s.no_compilation
+                    s.no_compilation,
+                    s.missing_response_files
                 );
             }
         }
