@@ -56,20 +56,32 @@ enum Value<'a> {
 }
 
 impl<'a> Scanner<'a> {
+    #[inline(always)]
     fn ws(&mut self) {
         while let Some(b' ' | b'\t' | b'\r' | b'\n') = self.s.get(self.i) {
             self.i += 1;
         }
     }
 
+    #[inline(always)]
     fn expect(&mut self, c: u8) -> Result<(), ParseError> {
+        // git writes no whitespace: try the byte itself first.
+        if self.s.get(self.i) == Some(&c) {
+            self.i += 1;
+            return Ok(());
+        }
         self.ws();
         if self.s.get(self.i) == Some(&c) {
             self.i += 1;
             Ok(())
         } else {
-            Err(self.unexpected(&format!("expected '{}'", c as char)))
+            Err(self.expected(c))
         }
+    }
+
+    #[cold]
+    fn expected(&self, c: u8) -> ParseError {
+        self.unexpected(&format!("expected '{}'", c as char))
     }
 
     fn unexpected(&self, what: &str) -> ParseError {
@@ -85,28 +97,75 @@ impl<'a> Scanner<'a> {
         }
     }
 
+    /// Parses an object key: short and, from git, never escaped.
+    #[inline(always)]
+    fn key(&mut self) -> Result<Text<'a>, ParseError> {
+        if self.s.get(self.i) == Some(&b'"') {
+            let start = self.i + 1;
+            let s = self.s;
+            let mut i = start;
+            while i < s.len() && i - start < 24 {
+                match s[i] {
+                    b'"' => {
+                        self.i = i + 1;
+                        return Ok(Cow::Borrowed(&s[start..i]));
+                    }
+                    b'\\' => break,
+                    c if c < 0x20 => break,
+                    _ => i += 1,
+                }
+            }
+        }
+        self.string()
+    }
+
     /// Parses a string starting at the opening quote.
+    #[inline]
     fn string(&mut self) -> Result<Text<'a>, ParseError> {
         self.expect(b'"')?;
         let start = self.i;
-        match memchr::memchr2(b'"', b'\\', &self.s[self.i..]) {
-            Some(n) if self.s[self.i + n] == b'"' => {
-                let out = &self.s[start..start + n];
-                if let Some(p) = out.iter().position(|&c| c < 0x20) {
-                    return Err(ParseError::new(
-                        start + p,
-                        "control character inside a string",
-                    ));
-                }
-                self.i += n + 1;
-                Ok(Cow::Borrowed(out))
+        let s = self.s;
+        let mut i = start;
+        // Eight bytes at a time while none is special ('"', '\\', < 0x20).
+        while let Some(chunk) = s.get(i..i + 8) {
+            let x = u64::from_le_bytes([
+                chunk[0], chunk[1], chunk[2], chunk[3], chunk[4], chunk[5], chunk[6], chunk[7],
+            ]);
+            if has_special(x) {
+                break;
             }
-            Some(_) => self.string_escaped(start),
-            None => Err(ParseError::new(
-                start.saturating_sub(1),
-                "unterminated string",
-            )),
+            i += 8;
         }
+        while i < s.len() {
+            let c = s[i];
+            if c == b'"' {
+                self.i = i + 1;
+                return Ok(Cow::Borrowed(&s[start..i]));
+            }
+            if c == b'\\' {
+                return self.string_escaped(start);
+            }
+            if c < 0x20 {
+                return Err(ParseError::new(i, "control character inside a string"));
+            }
+            i += 1;
+            if i.is_multiple_of(8) {
+                while let Some(chunk) = s.get(i..i + 8) {
+                    let x = u64::from_le_bytes([
+                        chunk[0], chunk[1], chunk[2], chunk[3], chunk[4], chunk[5], chunk[6],
+                        chunk[7],
+                    ]);
+                    if has_special(x) {
+                        break;
+                    }
+                    i += 8;
+                }
+            }
+        }
+        Err(ParseError::new(
+            start.saturating_sub(1),
+            "unterminated string",
+        ))
     }
 
     fn string_escaped(&mut self, start: usize) -> Result<Text<'a>, ParseError> {
@@ -295,6 +354,20 @@ impl<'a> Scanner<'a> {
     }
 }
 
+/// Does any byte of `x` end or escape a JSON string (`"`, `\\`, or a
+/// control byte)? May err towards true (then the byte loop decides), never
+/// towards false.
+#[inline(always)]
+fn has_special(x: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let zero_byte = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
+    let quote = zero_byte(x ^ (ONES * b'"' as u64));
+    let backslash = zero_byte(x ^ (ONES * b'\\' as u64));
+    let control = x.wrapping_sub(ONES * 0x20) & !x & HIGH;
+    (quote | backslash | control) != 0
+}
+
 fn hex4(s: &[u8], i: usize) -> Option<u32> {
     let h = s.get(i..i + 4)?;
     let mut v = 0u32;
@@ -346,8 +419,149 @@ struct Fields<'a> {
     count: Option<i64>,
 }
 
+/// The keys of known events.
+#[derive(Clone, Copy, PartialEq, Eq)]
+#[allow(clippy::enum_variant_names)] // `Key::Key` is the JSON key named "key".
+enum Key {
+    Event,
+    Sid,
+    Thread,
+    Time,
+    File,
+    Line,
+    Repo,
+    Evt,
+    Exe,
+    TAbs,
+    TRel,
+    Argv,
+    Code,
+    Signo,
+    Msg,
+    Fmt,
+    Path,
+    Ancestry,
+    Name,
+    Hierarchy,
+    Alias,
+    ChildId,
+    ChildClass,
+    HookName,
+    Cd,
+    UseShell,
+    Pid,
+    Ready,
+    ExecId,
+    Scope,
+    Param,
+    Value,
+    Worktree,
+    Nesting,
+    Category,
+    Label,
+    Key,
+    Intervals,
+    TTotal,
+    TMin,
+    TMax,
+    Count,
+    Other,
+}
+
+/// Maps a key to [`Key`] with one length dispatch and at most a few
+/// comparisons (a plain `match` on byte strings compares them in turn).
+#[inline]
+fn key_of(k: &[u8]) -> Key {
+    match k.len() {
+        2 => match k {
+            b"cd" => Key::Cd,
+            _ => Key::Other,
+        },
+        3 => match k {
+            b"sid" => Key::Sid,
+            b"evt" => Key::Evt,
+            b"exe" => Key::Exe,
+            b"msg" => Key::Msg,
+            b"fmt" => Key::Fmt,
+            b"pid" => Key::Pid,
+            b"key" => Key::Key,
+            _ => Key::Other,
+        },
+        4 => match k {
+            b"time" => Key::Time,
+            b"file" => Key::File,
+            b"line" => Key::Line,
+            b"repo" => Key::Repo,
+            b"argv" => Key::Argv,
+            b"code" => Key::Code,
+            b"path" => Key::Path,
+            b"name" => Key::Name,
+            _ => Key::Other,
+        },
+        5 => match k {
+            b"event" => Key::Event,
+            b"t_abs" => Key::TAbs,
+            b"t_rel" => Key::TRel,
+            b"signo" => Key::Signo,
+            b"alias" => Key::Alias,
+            b"ready" => Key::Ready,
+            b"scope" => Key::Scope,
+            b"param" => Key::Param,
+            b"value" => Key::Value,
+            b"label" => Key::Label,
+            b"t_min" => Key::TMin,
+            b"t_max" => Key::TMax,
+            b"count" => Key::Count,
+            _ => Key::Other,
+        },
+        6 => match k {
+            b"thread" => Key::Thread,
+            _ => Key::Other,
+        },
+        7 => match k {
+            b"exec_id" => Key::ExecId,
+            b"nesting" => Key::Nesting,
+            b"t_total" => Key::TTotal,
+            _ => Key::Other,
+        },
+        8 => match k {
+            b"ancestry" => Key::Ancestry,
+            b"child_id" => Key::ChildId,
+            b"worktree" => Key::Worktree,
+            b"category" => Key::Category,
+            _ => Key::Other,
+        },
+        9 => match k {
+            b"hierarchy" => Key::Hierarchy,
+            b"hook_name" => Key::HookName,
+            b"use_shell" => Key::UseShell,
+            b"intervals" => Key::Intervals,
+            _ => Key::Other,
+        },
+        11 => match k {
+            b"child_class" => Key::ChildClass,
+            _ => Key::Other,
+        },
+        _ => Key::Other,
+    }
+}
+
 fn parse_int(v: &[u8]) -> Option<i64> {
-    std::str::from_utf8(v).ok()?.parse().ok()
+    let (neg, digits) = match v.first() {
+        Some(b'-') => (true, &v[1..]),
+        _ => (false, v),
+    };
+    if digits.is_empty() || digits.len() > 18 {
+        return None;
+    }
+    let mut n: i64 = 0;
+    for &c in digits {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        n = n * 10 + i64::from(c - b'0');
+    }
+    Some(if neg { -n } else { n })
 }
 
 /// Parses one EVENT line (without its newline).
@@ -355,17 +569,21 @@ pub fn parse(line: &[u8]) -> Result<Event<'_>, ParseError> {
     let mut sc = Scanner { s: line, i: 0 };
     let mut ev = Event::new(Body::TooManyFiles);
     let mut f = Fields::default();
-    sc.expect(b'{')?;
-    sc.ws();
-    if sc.s.get(sc.i) == Some(&b'}') {
-        return Err(ParseError::new(sc.i, "empty object: no \"event\" key"));
+    if !fast_prefix(&mut sc, &mut ev, &mut f) {
+        sc.i = 0;
+        sc.expect(b'{')?;
+        sc.ws();
+        if sc.s.get(sc.i) == Some(&b'}') {
+            return Err(ParseError::new(sc.i, "empty object: no \"event\" key"));
+        }
     }
     loop {
         sc.ws();
         let key_at = sc.i;
-        let key = sc.string()?;
+        let key = sc.key()?;
         sc.expect(b':')?;
-        let want_strings = matches!(&*key, b"argv" | b"ancestry");
+        let k = key_of(&key);
+        let want_strings = matches!(k, Key::Argv | Key::Ancestry);
         let value_at = {
             sc.ws();
             sc.i
@@ -409,60 +627,60 @@ pub fn parse(line: &[u8]) -> Result<Event<'_>, ParseError> {
                 }
             };
         }
-        match &*key {
-            b"event" => f.event = string!(),
-            b"sid" => ev.sid = string!(),
-            b"thread" => ev.thread = string!(),
-            b"time" => ev.time = string!().map(Time::Iso),
-            b"file" => ev.file = string!(),
-            b"line" => ev.line = int!(),
-            b"repo" => ev.repo = int!(),
-            b"evt" => f.evt = string!(),
-            b"exe" => f.exe = string!(),
-            b"t_abs" => f.t_abs = secs!(),
-            b"t_rel" => f.t_rel = secs!(),
-            b"argv" => f.argv = strings!(),
-            b"code" => f.code = int!(),
-            b"signo" => f.signo = int!(),
-            b"msg" => f.msg = string!(),
-            b"fmt" => f.fmt = string!(),
-            b"path" => f.path = string!(),
-            b"ancestry" => f.ancestry = strings!(),
-            b"name" => f.name = string!(),
-            b"hierarchy" => f.hierarchy = string!(),
-            b"alias" => f.alias = string!(),
-            b"child_id" => f.child_id = int!(),
-            b"child_class" => f.child_class = string!(),
-            b"hook_name" => f.hook_name = string!(),
-            b"cd" => f.cd = string!(),
-            b"use_shell" => {
+        match k {
+            Key::Event => f.event = string!(),
+            Key::Sid => ev.sid = string!(),
+            Key::Thread => ev.thread = string!(),
+            Key::Time => ev.time = string!().map(Time::Iso),
+            Key::File => ev.file = string!(),
+            Key::Line => ev.line = int!(),
+            Key::Repo => ev.repo = int!(),
+            Key::Evt => f.evt = string!(),
+            Key::Exe => f.exe = string!(),
+            Key::TAbs => f.t_abs = secs!(),
+            Key::TRel => f.t_rel = secs!(),
+            Key::Argv => f.argv = strings!(),
+            Key::Code => f.code = int!(),
+            Key::Signo => f.signo = int!(),
+            Key::Msg => f.msg = string!(),
+            Key::Fmt => f.fmt = string!(),
+            Key::Path => f.path = string!(),
+            Key::Ancestry => f.ancestry = strings!(),
+            Key::Name => f.name = string!(),
+            Key::Hierarchy => f.hierarchy = string!(),
+            Key::Alias => f.alias = string!(),
+            Key::ChildId => f.child_id = int!(),
+            Key::ChildClass => f.child_class = string!(),
+            Key::HookName => f.hook_name = string!(),
+            Key::Cd => f.cd = string!(),
+            Key::UseShell => {
                 f.use_shell = match v {
                     Value::Raw(b"true") => Some(true),
                     Value::Raw(b"false") => Some(false),
                     _ => return Err(bad("true or false")),
                 }
             }
-            b"pid" => f.pid = int!(),
-            b"ready" => f.ready = string!(),
-            b"exec_id" => f.exec_id = int!(),
-            b"scope" => f.scope = string!(),
-            b"param" => f.param = string!(),
-            b"value" => match v {
+            Key::Pid => f.pid = int!(),
+            Key::Ready => f.ready = string!(),
+            Key::ExecId => f.exec_id = int!(),
+            Key::Scope => f.scope = string!(),
+            Key::Param => f.param = string!(),
+            Key::Value => match v {
                 Value::Str(s) => f.value = Some(s),
                 Value::Raw(r) => f.value_raw = Some(r),
                 Value::Strings(_) => f.value_raw = Some(&line[value_at..sc.i]),
             },
-            b"worktree" => f.worktree = string!(),
-            b"nesting" => f.nesting = int!(),
-            b"category" => f.category = string!(),
-            b"label" => f.label = string!(),
-            b"key" => f.key = string!(),
-            b"intervals" => f.intervals = int!(),
-            b"t_total" => f.t_total = secs!(),
-            b"t_min" => f.t_min = secs!(),
-            b"t_max" => f.t_max = secs!(),
-            b"count" => f.count = int!(),
-            _ => {
+            Key::Worktree => f.worktree = string!(),
+            Key::Nesting => f.nesting = int!(),
+            Key::Category => f.category = string!(),
+            Key::Label => f.label = string!(),
+            Key::Key => f.key = string!(),
+            Key::Intervals => f.intervals = int!(),
+            Key::TTotal => f.t_total = secs!(),
+            Key::TMin => f.t_min = secs!(),
+            Key::TMax => f.t_max = secs!(),
+            Key::Count => f.count = int!(),
+            Key::Other => {
                 let _ = key_at;
                 ev.extra.push((key, Cow::Borrowed(&line[value_at..sc.i])));
             }
@@ -487,6 +705,103 @@ pub fn parse(line: &[u8]) -> Result<Event<'_>, ParseError> {
         .ok_or_else(|| ParseError::new(0, "no \"event\" key"))?;
     ev.body = build_body(name, f).map_err(|m| ParseError::new(0, m))?;
     Ok(ev)
+}
+
+/// Reads the keys git always writes first, in its order
+/// (`{"event":..,"sid":..,"thread":..[,"time":..][,"file":..,"line":..]`),
+/// without the general key dispatch. Leaves the scanner after the comma
+/// that precedes the next key and returns true; returns false (the
+/// general parser then starts over) on anything else, escapes included.
+#[inline]
+fn fast_prefix<'a>(sc: &mut Scanner<'a>, ev: &mut Event<'a>, f: &mut Fields<'a>) -> bool {
+    let s = sc.s;
+    // A quoted value without escapes starting at `i`: its end.
+    let plain = |i: usize| -> Option<usize> {
+        let mut j = i;
+        while let Some(chunk) = s.get(j..j + 8) {
+            let x = u64::from_le_bytes([
+                chunk[0], chunk[1], chunk[2], chunk[3], chunk[4], chunk[5], chunk[6], chunk[7],
+            ]);
+            if has_special(x) {
+                break;
+            }
+            j += 8;
+        }
+        loop {
+            match s.get(j)? {
+                b'"' => return Some(j),
+                b'\\' => return None,
+                c if *c < 0x20 => return None,
+                _ => j += 1,
+            }
+        }
+    };
+    let Some(rest) = s.strip_prefix(b"{\"event\":\"") else {
+        return false;
+    };
+    let mut i = s.len() - rest.len();
+    let Some(e) = plain(i) else { return false };
+    let event = &s[i..e];
+    i = e + 1;
+    let field = |i: &mut usize, key: &[u8]| -> Option<&'a [u8]> {
+        let r = s.get(*i..)?;
+        if r.first() != Some(&b',') || r.get(1) != Some(&b'"') || !r[2..].starts_with(key) {
+            return None;
+        }
+        let after = *i + 2 + key.len();
+        if s.get(after..after + 3) != Some(b"\":\"") {
+            return None;
+        }
+        let start = after + 3;
+        let end = plain(start)?;
+        *i = end + 1;
+        Some(&s[start..end])
+    };
+    let Some(sid) = field(&mut i, b"sid") else {
+        return false;
+    };
+    let Some(thread) = field(&mut i, b"thread") else {
+        return false;
+    };
+    let mut probe = i;
+    let time = field(&mut probe, b"time");
+    if time.is_some() {
+        i = probe;
+    }
+    let mut probe = i;
+    let file = field(&mut probe, b"file");
+    let mut line = None;
+    if file.is_some() {
+        // ,"line":<digits>
+        let Some(r) = s.get(probe..).and_then(|r| r.strip_prefix(b",\"line\":")) else {
+            return false;
+        };
+        let digits = r
+            .iter()
+            .take_while(|c| c.is_ascii_digit() || **c == b'-')
+            .count();
+        let Some(n) = parse_int(&r[..digits]) else {
+            return false;
+        };
+        line = Some(n);
+        i = s.len() - r.len() + digits;
+    }
+    match s.get(i) {
+        Some(b',') => sc.i = i + 1,
+        Some(b'}') => sc.i = i, // the general loop is not entered
+        _ => return false,
+    }
+    if s.get(i) == Some(&b'}') {
+        // Only the prefix: let the general parser handle the rare case.
+        return false;
+    }
+    f.event = Some(Cow::Borrowed(event));
+    ev.sid = Some(Cow::Borrowed(sid));
+    ev.thread = Some(Cow::Borrowed(thread));
+    ev.time = time.map(|t| Time::Iso(Cow::Borrowed(t)));
+    ev.file = file.map(Cow::Borrowed);
+    ev.line = line;
+    true
 }
 
 fn build_body<'a>(name: Text<'a>, mut f: Fields<'a>) -> Result<Body<'a>, String> {

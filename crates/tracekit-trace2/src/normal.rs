@@ -338,22 +338,31 @@ pub fn writes(kind: Kind) -> bool {
 }
 
 /// Writes one NORMAL record (newline included), or nothing for events
-/// NORMAL does not show.
-pub fn write(ev: &Event<'_>, brief: bool, out: &mut Vec<u8>) {
+/// NORMAL does not show. `ctx.time` and `ctx.location` replace the
+/// event's own.
+pub fn write(ev: &Event<'_>, brief: bool, ctx: &crate::perf::Context<'_>, out: &mut Vec<u8>) {
     if !writes(ev.kind()) {
         return;
     }
     if !brief {
         let start = out.len();
-        match &ev.time {
-            Some(Time::OfDay(t)) => t.write(out),
-            Some(Time::Iso(_)) | None => out.extend_from_slice(b"00:00:00.000000"),
+        let time = ctx.time.or(match &ev.time {
+            Some(Time::OfDay(t)) => Some(*t),
+            _ => None,
+        });
+        match time {
+            Some(t) => t.write(out),
+            None => out.extend_from_slice(b"00:00:00.000000"),
         }
         out.push(b' ');
-        if let Some(file) = ev.file.as_ref().filter(|f| !f.is_empty()) {
+        let (file, line) = match ctx.location {
+            Some((f, l)) => (Some(f), Some(l)),
+            None => (ev.file.as_deref(), ev.line),
+        };
+        if let Some(file) = file.filter(|f| !f.is_empty()) {
             out.extend_from_slice(file);
             out.push(b':');
-            out.extend_from_slice(ev.line.unwrap_or(0).to_string().as_bytes());
+            out.extend_from_slice(itoa::Buffer::new().format(line.unwrap_or(0)).as_bytes());
             out.push(b' ');
         }
         while out.len() - start < MESSAGE_COLUMN {

@@ -558,42 +558,100 @@ pub struct PerfOptions {
     pub brief: bool,
 }
 
-/// Writes one PERF record, newline included. `indent` is the number of
-/// regions open on the event's thread (used when the event does not carry
-/// its own [`Event::indent`]); `depth` the process depth (likewise).
-pub fn write(ev: &Event<'_>, indent: u32, depth: u32, opts: PerfOptions, out: &mut Vec<u8>) {
+/// What a converter knows that the event itself may not carry. Every
+/// field is used only where the event lacks the value (`time` and
+/// `location` replace the event's own).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Context<'c> {
+    /// Regions open on the event's thread (PERF's dots), when the event
+    /// has no [`Event::indent`].
+    pub indent: u32,
+    /// Process depth, when the event has neither `depth` nor a SID.
+    pub depth: u32,
+    /// Local time of day to write instead of the event's.
+    pub time: Option<TimeOfDay>,
+    /// Seconds since process start, for events whose PERF line shows
+    /// t_abs but whose record has none (EVENT regions, children, exec).
+    pub t_abs: Option<Micros>,
+    /// Source location to write instead of the event's (events a target
+    /// emits itself carry that target's location).
+    pub location: Option<(&'c [u8], i64)>,
+}
+
+/// Does PERF show t_abs for this kind of event?
+pub fn shows_t_abs(kind: Kind) -> bool {
+    matches!(
+        kind,
+        Kind::Start
+            | Kind::ChildStart
+            | Kind::ChildExit
+            | Kind::ChildReady
+            | Kind::ThreadStart
+            | Kind::ThreadExit
+            | Kind::Exec
+            | Kind::ExecResult
+            | Kind::RegionEnter
+            | Kind::RegionLeave
+            | Kind::Data
+            | Kind::DataJson
+            | Kind::Printf
+            | Kind::Exit
+            | Kind::AtExit
+            | Kind::Signal
+    )
+}
+
+/// Writes one PERF record, newline included.
+pub fn write(ev: &Event<'_>, ctx: &Context<'_>, opts: PerfOptions, out: &mut Vec<u8>) {
     let kind = ev.kind();
     if kind == Kind::TooManyFiles {
         return; // PERF never writes it.
     }
     if !opts.brief {
-        let start = out.len();
-        match &ev.time {
-            Some(Time::OfDay(t)) => t.write(out),
-            Some(Time::Iso(_)) | None => out.extend_from_slice(b"00:00:00.000000"),
+        let time = ctx.time.or(match &ev.time {
+            Some(Time::OfDay(t)) => Some(*t),
+            _ => None,
+        });
+        match time {
+            Some(t) => t.write(out),
+            None => out.extend_from_slice(b"00:00:00.000000"),
         }
         out.push(b' ');
         let col_end = out.len() + FILE_LINE_WIDTH;
-        if let Some(file) = ev.file.as_ref().filter(|f| !f.is_empty()) {
-            let mut fl = Vec::with_capacity(file.len() + 8);
-            fl.extend_from_slice(file);
-            fl.push(b':');
-            fl.extend_from_slice(ev.line.unwrap_or(0).to_string().as_bytes());
-            if fl.len() <= FILE_LINE_WIDTH {
-                out.extend_from_slice(&fl);
+        let (file, line) = match ctx.location {
+            Some((f, l)) => (Some(f), Some(l)),
+            None => (ev.file.as_deref(), ev.line),
+        };
+        if let Some(file) = file.filter(|f| !f.is_empty()) {
+            let mut num = itoa::Buffer::new();
+            let line = num.format(line.unwrap_or(0)).as_bytes();
+            let len = file.len() + 1 + line.len();
+            if len <= FILE_LINE_WIDTH {
+                out.extend_from_slice(file);
+                out.push(b':');
+                out.extend_from_slice(line);
             } else {
+                // Keep the last 25 bytes of "file:line" behind "...".
+                let keep = FILE_LINE_WIDTH - 3;
                 out.extend_from_slice(b"...");
-                out.extend_from_slice(&fl[fl.len() - (FILE_LINE_WIDTH - 3)..]);
+                if line.len() + 1 >= keep {
+                    let tail = [b":".as_slice(), line].concat();
+                    out.extend_from_slice(&tail[tail.len() - keep..]);
+                } else {
+                    out.extend_from_slice(&file[file.len() - (keep - 1 - line.len())..]);
+                    out.push(b':');
+                    out.extend_from_slice(line);
+                }
             }
         }
         while out.len() < col_end {
             out.push(b' ');
         }
-        let _ = start;
         out.extend_from_slice(SEP);
     }
+    let mut num = itoa::Buffer::new();
     out.push(b'd');
-    out.extend_from_slice(ev.depth.unwrap_or(depth).to_string().as_bytes());
+    out.extend_from_slice(num.format(ev.depth.unwrap_or(ctx.depth)).as_bytes());
     out.extend_from_slice(SEP);
     pad(out, ev.thread.as_deref().unwrap_or(b"main"), THREAD_WIDTH);
     out.extend_from_slice(SEP);
@@ -602,7 +660,7 @@ pub fn write(ev: &Event<'_>, indent: u32, depth: u32, opts: PerfOptions, out: &m
     let repo_end = out.len() + REPO_WIDTH;
     if let Some(r) = ev.repo {
         out.push(b'r');
-        out.extend_from_slice(r.to_string().as_bytes());
+        out.extend_from_slice(num.format(r).as_bytes());
         out.push(b' ');
     }
     while out.len() < repo_end {
@@ -611,6 +669,7 @@ pub fn write(ev: &Event<'_>, indent: u32, depth: u32, opts: PerfOptions, out: &m
     out.extend_from_slice(SEP);
 
     let (t_abs, t_rel) = columns(ev);
+    let t_abs = t_abs.or(if shows_t_abs(kind) { ctx.t_abs } else { None });
     for t in [t_abs, t_rel] {
         match t {
             Some(t) => t.write_width(9, out),
@@ -644,7 +703,7 @@ pub fn write(ev: &Event<'_>, indent: u32, depth: u32, opts: PerfOptions, out: &m
     let indent = ev.indent.unwrap_or(match &ev.body {
         Body::RegionEnter(r) | Body::RegionLeave { region: r, .. } => (r.nesting - 1).max(0) as u32,
         Body::Data { nesting, .. } | Body::DataJson { nesting, .. } => (*nesting - 1).max(0) as u32,
-        _ => indent,
+        _ => ctx.indent,
     });
     for _ in 0..indent * 2 {
         out.push(b'.');

@@ -60,8 +60,7 @@ impl Micros {
         if neg {
             out.push(b'-');
         }
-        let mut b = itoa_u64(v / 1_000_000);
-        out.append(&mut b);
+        out.extend_from_slice(itoa::Buffer::new().format(v / 1_000_000).as_bytes());
         out.push(b'.');
         let frac = v % 1_000_000;
         let digits = [
@@ -77,27 +76,16 @@ impl Micros {
 
     /// `%*.6f` with a minimum width, right-aligned.
     pub fn write_width(self, width: usize, out: &mut Vec<u8>) {
-        let start = out.len();
-        self.write(out);
-        let len = out.len() - start;
-        if len < width {
-            let pad = width - len;
-            out.splice(start..start, std::iter::repeat_n(b' ', pad));
+        // Digits before the point, plus ".uuuuuu" and the sign.
+        let int_len = itoa::Buffer::new()
+            .format(self.0.unsigned_abs() / 1_000_000)
+            .len();
+        let len = int_len + 7 + usize::from(self.0 < 0);
+        for _ in len..width {
+            out.push(b' ');
         }
+        self.write(out);
     }
-}
-
-fn itoa_u64(mut v: u64) -> Vec<u8> {
-    if v == 0 {
-        return vec![b'0'];
-    }
-    let mut buf = Vec::with_capacity(20);
-    while v > 0 {
-        buf.push(b'0' + (v % 10) as u8);
-        v /= 10;
-    }
-    buf.reverse();
-    buf
 }
 
 /// A time of day in microseconds since local midnight, as NORMAL and PERF
@@ -128,16 +116,20 @@ impl TimeOfDay {
     pub fn write(self, out: &mut Vec<u8>) {
         let us = self.0 % 1_000_000;
         let s = self.0 / 1_000_000;
-        let mut t = String::with_capacity(15);
-        let _ = write!(
-            t,
-            "{:02}:{:02}:{:02}.{:06}",
-            s / 3600 % 100,
-            s / 60 % 60,
-            s % 60,
-            us
-        );
-        out.extend_from_slice(t.as_bytes());
+        let two = |v: u64| [b'0' + (v / 10 % 10) as u8, b'0' + (v % 10) as u8];
+        out.extend_from_slice(&two(s / 3600 % 100));
+        out.push(b':');
+        out.extend_from_slice(&two(s / 60 % 60));
+        out.push(b':');
+        out.extend_from_slice(&two(s % 60));
+        out.push(b'.');
+        let mut d = [0u8; 6];
+        let mut u = us;
+        for slot in d.iter_mut().rev() {
+            *slot = b'0' + (u % 10) as u8;
+            u /= 10;
+        }
+        out.extend_from_slice(&d);
     }
 }
 

@@ -1,0 +1,51 @@
+//! Times the hot paths on a large file without the CLI:
+//! `cargo run --release -p tracekit-trace2 --example t2bench -- FILE [parse|perf|normal|event]`.
+use std::io::Write;
+use std::time::Instant;
+
+use tracekit_trace2::convert::Converter;
+use tracekit_trace2::reader::{detect, Format, RecordIter};
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let Some(path) = args.get(1) else {
+        eprintln!("usage: t2bench FILE [parse|perf|normal|event]");
+        std::process::exit(2);
+    };
+    let mode = args.get(2).map(String::as_str).unwrap_or("parse");
+    let data = std::fs::read(path).expect("read");
+    let format = detect(&data).expect("trace2 format");
+    let t = Instant::now();
+    let mut n = 0u64;
+    let mut bad = 0u64;
+    let target = match mode {
+        "perf" => Some(Format::Perf { brief: false }),
+        "normal" => Some(Format::Normal { brief: false }),
+        "event" => Some(Format::Event),
+        _ => None,
+    };
+    let mut conv = target.map(Converter::new);
+    let mut out = Vec::with_capacity(1 << 20);
+    let mut sink = std::io::sink();
+    for rec in RecordIter::new(&data, format) {
+        match format.parse(rec.bytes) {
+            Ok(ev) => {
+                n += 1;
+                if let Some(c) = conv.as_mut() {
+                    c.write(&ev, &mut out);
+                    if out.len() > 1 << 20 {
+                        sink.write_all(&out).ok();
+                        out.clear();
+                    }
+                }
+            }
+            Err(_) => bad += 1,
+        }
+    }
+    let s = t.elapsed().as_secs_f64();
+    let mib = data.len() as f64 / (1 << 20) as f64;
+    println!(
+        "{mode}: {n} records ({bad} bad) in {s:.3} s = {:.0} MiB/s",
+        mib / s
+    );
+}
