@@ -15,6 +15,7 @@
 //! lists and for strings with JSON escapes; everything else borrows from the
 //! input line.
 
+pub mod chrome;
 pub mod convert;
 pub mod event;
 pub mod event_fmt;
@@ -23,6 +24,7 @@ pub mod perf;
 pub mod quote;
 pub mod reader;
 pub mod receiver;
+pub mod report;
 pub mod summary;
 pub mod time;
 

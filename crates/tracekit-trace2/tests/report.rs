@@ -1,0 +1,432 @@
+//! `report` and `chrome` on the real corpus: outputs compared with blessed
+//! expected files (TRACEKIT_BLESS=1 rewrites them), plus assertions on
+//! facts checked by hand against the raw events.
+
+use std::path::{Path, PathBuf};
+
+use tracekit_core::Warnings;
+use tracekit_trace2::chrome::ChromeExporter;
+use tracekit_trace2::reader::detect;
+use tracekit_trace2::report::{report_bytes, write_text, ProcessReport, Report, ReportBuilder};
+use tracekit_trace2::{Format, RecordIter};
+
+const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/corpus/trace2");
+const EXPECTED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/expected");
+
+fn corpus(rel: &str) -> PathBuf {
+    Path::new(CORPUS).join(rel)
+}
+
+fn cases() -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(CORPUS)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().join("event.jsonl").exists())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// Reports on files (a directory stands for its files in name order).
+fn report(rels: &[&str], top: usize) -> (Report, Warnings) {
+    let mut files = Vec::new();
+    for rel in rels {
+        let p = corpus(rel);
+        if p.is_dir() {
+            let mut fs: Vec<_> = std::fs::read_dir(&p)
+                .unwrap()
+                .flatten()
+                .map(|e| e.path())
+                .collect();
+            fs.sort();
+            files.extend(fs);
+        } else {
+            files.push(p);
+        }
+    }
+    let mut builder = ReportBuilder::new(top);
+    let mut warnings = Warnings::default();
+    for f in files {
+        let data = std::fs::read(&f).unwrap();
+        let format = detect(&data).unwrap_or(Format::Event);
+        let name = f.strip_prefix(CORPUS).unwrap().display().to_string();
+        let src = builder.source(&name);
+        report_bytes(&data, format, src, &mut builder, &mut warnings);
+    }
+    (builder.finish(), warnings)
+}
+
+fn check(name: &str, actual: &[u8]) {
+    let path = Path::new(EXPECTED).join(name);
+    if std::env::var_os("TRACEKIT_BLESS").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read(&path)
+        .unwrap_or_else(|_| panic!("{} missing: run with TRACEKIT_BLESS=1", path.display()));
+    if expected != actual {
+        let got = path.with_extension("actual");
+        std::fs::write(&got, actual).unwrap();
+        panic!(
+            "{} differs from the expected output (actual written to {})",
+            name,
+            got.display()
+        );
+    }
+}
+
+fn text_of(r: &Report) -> Vec<u8> {
+    let mut out = Vec::new();
+    write_text(r, &mut out, 1000).unwrap();
+    out
+}
+
+#[test]
+fn corpus_reports_match_expected() {
+    for case in cases() {
+        let (r, w) = report(&[&format!("{case}/event.jsonl")], 1000);
+        assert!(w.is_empty(), "{case}: {:?}", w.kept());
+        check(&format!("report/{case}.txt"), &text_of(&r));
+        let json = serde_json::to_vec_pretty(&r).unwrap();
+        check(&format!("report/{case}.json"), &json);
+    }
+}
+
+#[test]
+fn directory_target_is_stitched_by_sid() {
+    let (r, w) = report(&["13-directory-target/dir-event"], 1000);
+    assert!(w.is_empty());
+    check("report/13-dir-event.txt", &text_of(&r));
+    // Six files, six processes; the clone's children are linked by SID.
+    assert_eq!(r.processes, 6);
+    assert_eq!(r.sources.len(), 6);
+}
+
+#[test]
+fn perf_and_normal_inputs_report() {
+    for case in ["04-clone-local", "17-signal-exec"] {
+        for (fmt, file) in [("perf", "perf.log"), ("normal", "normal.log")] {
+            let (r, w) = report(&[&format!("{case}/{file}")], 1000);
+            assert!(w.is_empty(), "{case}/{file}: {:?}", w.kept());
+            check(&format!("report/{case}.{fmt}.txt"), &text_of(&r));
+            // Same processes as the EVENT capture of the same run.
+            let (e, _) = report(&[&format!("{case}/event.jsonl")], 1000);
+            assert_eq!(r.processes, e.processes, "{case}/{file}");
+        }
+    }
+}
+
+fn all_processes(r: &Report) -> Vec<&ProcessReport> {
+    fn walk<'a>(p: &'a ProcessReport, out: &mut Vec<&'a ProcessReport>) {
+        out.push(p);
+        for c in &p.children {
+            if let Some(cp) = &c.process {
+                walk(cp, out);
+            }
+        }
+        for e in p.exec.iter().chain(&p.descendants) {
+            walk(e, out);
+        }
+    }
+    let mut out = Vec::new();
+    for s in &r.sessions_shown {
+        for p in &s.processes {
+            walk(p, &mut out);
+        }
+    }
+    out
+}
+
+#[test]
+fn case04_clone_has_its_transport_children() {
+    let (r, _) = report(&["04-clone-local/event.jsonl"], 1000);
+    let clones: Vec<&ProcessReport> = r
+        .sessions_shown
+        .iter()
+        .flat_map(|s| &s.processes)
+        .filter(|p| p.cmd_name.as_deref() == Some("clone"))
+        .collect();
+    assert!(!clones.is_empty());
+    for c in &clones {
+        assert_eq!(c.end, "exit");
+        assert_eq!(c.exit_code, Some(0));
+        let upload = c
+            .children
+            .iter()
+            .find(|ch| ch.class.as_deref() == Some("transport/file"))
+            .expect("clone runs upload-pack");
+        let up = upload.process.as_ref().expect("upload-pack was traced");
+        assert_eq!(up.cmd_name.as_deref(), Some("upload-pack"));
+        // upload-pack runs pack-objects.
+        assert!(up.children.iter().any(|ch| ch
+            .process
+            .as_ref()
+            .and_then(|p| p.cmd_name.as_deref())
+            == Some("pack-objects")));
+        // The parent's view of the child's time includes process start-up.
+        assert!(upload.elapsed_s.unwrap() >= up.elapsed_s.unwrap());
+    }
+    let clone = r.commands.iter().find(|c| c.name == "clone").unwrap();
+    assert_eq!(clone.count as usize, clones.len());
+    assert!(
+        clone.p50_s <= clone.p90_s
+            && clone.p90_s <= clone.p99_s
+            && clone.p99_s <= clone.max_s
+            && clone.p50_s.is_some()
+    );
+}
+
+#[test]
+fn case17_signal_and_exec() {
+    let (r, _) = report(&["17-signal-exec/event.jsonl"], 1000);
+    let procs = all_processes(&r);
+    let ls = procs
+        .iter()
+        .find(|p| p.cmd_name.as_deref() == Some("ls-files"))
+        .unwrap();
+    assert_eq!(ls.end, "signal");
+    assert_eq!(ls.signal, Some(13));
+    assert_eq!(ls.exit_code, None);
+    assert_eq!(ls.elapsed_s, Some(0.006488));
+    // git-shell exec()s upload-pack: same pid, SID one level down.
+    let shell = procs
+        .iter()
+        .find(|p| p.argv.first().map(String::as_str) == Some("git-shell"))
+        .unwrap();
+    assert_eq!(shell.end, "exec");
+    assert_eq!(shell.exec.len(), 1);
+    assert_eq!(shell.exec[0].cmd_name.as_deref(), Some("upload-pack"));
+    assert_eq!(shell.exec[0].pid, shell.pid);
+    assert_eq!(r.unfinished_processes, 0);
+    let text = String::from_utf8(text_of(&r)).unwrap();
+    assert!(text.contains("ls-files  signal 13  0.006488s"), "{text}");
+}
+
+#[test]
+fn case23_crash_shows_no_exit() {
+    let (r, _) = report(&["23-crash/event.jsonl"], 1000);
+    assert!(r.unfinished_processes >= 1);
+    let procs = all_processes(&r);
+    let crashed: Vec<_> = procs.iter().filter(|p| p.end == "none").collect();
+    assert_eq!(crashed.len() as u64, r.unfinished_processes);
+    for p in &crashed {
+        assert_eq!(p.exit_code, None);
+        assert_eq!(p.elapsed_s, None);
+    }
+    // The shell alias whose git grandchild crashed: the parent saw 139.
+    assert!(procs
+        .iter()
+        .flat_map(|p| &p.children)
+        .any(|c| c.exit_code == Some(139)));
+    let text = String::from_utf8(text_of(&r)).unwrap();
+    assert!(text.contains("NO EXIT"));
+}
+
+#[test]
+fn top_limits_detail_but_not_aggregates() {
+    let (all, _) = report(&["05-fetch/event.jsonl"], 1000);
+    let (two, _) = report(&["05-fetch/event.jsonl"], 2);
+    assert_eq!(two.sessions_shown.len(), 2);
+    assert_eq!(all.sessions_shown.len() as u64, all.sessions);
+    assert_eq!(
+        serde_json::to_value(&all.commands).unwrap(),
+        serde_json::to_value(&two.commands).unwrap()
+    );
+    // The two shown are the two slowest.
+    let mut el: Vec<f64> = all
+        .sessions_shown
+        .iter()
+        .map(|s| s.elapsed_s.unwrap_or(0.0))
+        .collect();
+    el.sort_by(|a, b| b.total_cmp(a));
+    for s in &two.sessions_shown {
+        assert!(s.elapsed_s.unwrap() >= el[1]);
+    }
+}
+
+/// Every corpus EVENT file, concatenated and repeated past the threshold
+/// where parsing goes parallel: the result equals the sequential one.
+#[test]
+fn parallel_parse_equals_sequential() {
+    let mut one = Vec::new();
+    for case in cases() {
+        one.extend_from_slice(&std::fs::read(corpus(&format!("{case}/event.jsonl"))).unwrap());
+    }
+    let mut data = Vec::new();
+    while data.len() < 5 << 20 {
+        data.extend_from_slice(&one);
+    }
+    // A corrupt line in the second half, to check line numbers.
+    let bad_line = data.iter().filter(|&&c| c == b'\n').count() as u64 + 1;
+    data.extend_from_slice(b"{\"event\":\"exit\",\"sid\":\"x\",\"t_abs\":oops}\n");
+    let mut seq = ReportBuilder::new(5);
+    for rec in RecordIter::new(&data, Format::Event) {
+        if let Ok(ev) = Format::Event.parse(rec.bytes) {
+            seq.add(&ev, 0);
+        }
+    }
+    let mut par = ReportBuilder::new(5);
+    let mut w = Warnings::default();
+    report_bytes(&data, Format::Event, 0, &mut par, &mut w);
+    assert_eq!(w.total(), 1);
+    assert_eq!(
+        w.kept()[0].position,
+        tracekit_core::Position::Line(bad_line)
+    );
+    let (a, b) = (seq.finish(), par.finish());
+    assert_eq!(
+        serde_json::to_value(&a).unwrap(),
+        serde_json::to_value(&b).unwrap()
+    );
+}
+
+#[test]
+fn truncated_and_corrupt_input_warns_and_keeps_the_rest() {
+    let data = std::fs::read(corpus("08-errors/event.jsonl")).unwrap();
+    let mut cut = data[..data.len() - 40].to_vec();
+    cut.splice(0..0, b"not json\n".iter().copied());
+    let mut b = ReportBuilder::new(1000);
+    let mut w = Warnings::default();
+    report_bytes(&cut, Format::Event, 0, &mut b, &mut w);
+    assert_eq!(w.total(), 2);
+    assert_eq!(w.kept()[0].position, tracekit_core::Position::Line(1));
+    assert!(w.kept()[1].message.contains("cut short"), "{:?}", w.kept());
+    let r = b.finish();
+    // The last process lost its atexit: exit was seen, so it still has a
+    // code and a time.
+    let (full, _) = report(&["08-errors/event.jsonl"], 1000);
+    assert_eq!(r.processes, full.processes);
+}
+
+// ---------------------------------------------------------------------------
+// Chrome export.
+
+fn chrome(data: &[u8]) -> (serde_json::Value, tracekit_trace2::chrome::ChromeStats) {
+    let format = detect(data).unwrap();
+    let mut ex = ChromeExporter::new(Vec::new()).unwrap();
+    for rec in RecordIter::new(data, format) {
+        ex.add(&format.parse(rec.bytes).unwrap()).unwrap();
+    }
+    let (out, stats) = ex.finish().unwrap();
+    (serde_json::from_slice(&out).expect("valid JSON"), stats)
+}
+
+#[test]
+fn chrome_export_of_every_corpus_case_is_balanced() {
+    for case in cases() {
+        let data = std::fs::read(corpus(&format!("{case}/event.jsonl"))).unwrap();
+        let (v, stats) = chrome(&data);
+        let evs = v["traceEvents"].as_array().unwrap();
+        let count = |kind: &str| data_count(&data, kind);
+        // B/E balanced per (pid, tid), never negative.
+        let mut depth: std::collections::HashMap<(i64, i64), i64> = Default::default();
+        let mut b = 0;
+        for e in evs {
+            let key = (e["pid"].as_i64().unwrap(), e["tid"].as_i64().unwrap());
+            match e["ph"].as_str().unwrap() {
+                "B" => {
+                    b += 1;
+                    *depth.entry(key).or_default() += 1
+                }
+                "E" => {
+                    let d = depth.entry(key).or_default();
+                    *d -= 1;
+                    assert!(*d >= 0, "{case}: E without B");
+                }
+                _ => {}
+            }
+            assert!(e["ts"].as_f64().unwrap_or(0.0) >= 0.0);
+        }
+        assert!(depth.values().all(|&d| d == 0), "{case}: unbalanced");
+        assert_eq!(b, count("region_enter"), "{case}");
+        assert_eq!(stats.region_slices, count("region_leave"), "{case}");
+        assert_eq!(stats.unmatched_leaves, 0, "{case}");
+        let ph = |p: &str| evs.iter().filter(|e| e["ph"] == p).count() as u64;
+        assert_eq!(ph("C"), count("counter"), "{case}");
+        assert_eq!(
+            ph("i"),
+            count("data")
+                + count("data_json")
+                + count("error")
+                + count("exit")
+                + count("signal")
+                + count("exec"),
+            "{case}"
+        );
+        // One process slice per process, and one child slice per child_start.
+        let procs = count("version");
+        let xs: Vec<_> = evs.iter().filter(|e| e["ph"] == "X").collect();
+        assert_eq!(
+            xs.iter().filter(|e| e["cat"] == "process").count() as u64,
+            procs,
+            "{case}"
+        );
+        assert_eq!(
+            xs.iter().filter(|e| e["cat"] == "child").count() as u64,
+            count("child_start"),
+            "{case}"
+        );
+        let names = evs
+            .iter()
+            .filter(|e| e["ph"] == "M" && e["name"] == "process_name")
+            .count() as u64;
+        assert_eq!(names, procs, "{case}");
+    }
+}
+
+fn data_count(data: &[u8], kind: &str) -> u64 {
+    let needle = format!("{{\"event\":\"{kind}\"");
+    data.split(|&c| c == b'\n')
+        .filter(|l| l.starts_with(needle.as_bytes()))
+        .count() as u64
+}
+
+#[test]
+fn chrome_export_of_case04_links_processes_and_times() {
+    let data = std::fs::read(corpus("04-clone-local/event.jsonl")).unwrap();
+    let (v, _) = chrome(&data);
+    check(
+        "chrome/04-clone-local.json",
+        serde_json::to_string_pretty(&v).unwrap().as_bytes(),
+    );
+    let evs = v["traceEvents"].as_array().unwrap();
+    // The upload-pack child slice of the first clone lies within the
+    // clone's process slice.
+    let procs: Vec<_> = evs.iter().filter(|e| e["cat"] == "process").collect();
+    let clone = procs.iter().find(|e| e["name"] == "clone").unwrap();
+    let (cs, cd) = (
+        clone["ts"].as_f64().unwrap(),
+        clone["dur"].as_f64().unwrap(),
+    );
+    let child = evs
+        .iter()
+        .find(|e| {
+            e["cat"] == "child"
+                && e["pid"] == clone["pid"]
+                && e["args"]["class"] == "transport/file"
+        })
+        .unwrap();
+    let (ts, dur) = (
+        child["ts"].as_f64().unwrap(),
+        child["dur"].as_f64().unwrap(),
+    );
+    assert!(ts >= cs && ts + dur <= cs + cd);
+    // The SID's P component is the pid.
+    assert_eq!(clone["pid"].as_i64().unwrap() >> 32, 0);
+}
+
+#[test]
+fn chrome_export_of_perf_and_brief_inputs() {
+    for rel in [
+        "04-clone-local/perf.log",
+        "12-brief/event.jsonl",
+        "23-crash/normal.log",
+    ] {
+        let data = std::fs::read(corpus(rel)).unwrap();
+        let (v, stats) = chrome(&data);
+        assert!(!v["traceEvents"].as_array().unwrap().is_empty(), "{rel}");
+        assert_eq!(stats.unmatched_leaves, 0, "{rel}");
+    }
+}
