@@ -7,7 +7,7 @@
 //! without any entry on their thread's stack (a trace that starts
 //! mid-call, ring-buffer overwrite) are counted as warnings, not errors.
 
-use std::collections::HashMap;
+use crate::fxhash::FxMap as HashMap;
 use std::io::Write;
 
 use tracekit_core::{Error, Position, Result, Warnings};
@@ -64,10 +64,15 @@ struct ThreadStack {
 /// Accumulates call durations per function.
 pub struct Accountant {
     opts: AccountOptions,
-    threads: HashMap<u32, ThreadStack>,
+    threads: Vec<ThreadStack>,
+    thread_index: HashMap<u32, usize>,
+    last_thread: Option<(u32, usize)>,
     /// Function ids in first-latency order (llvm-xray's DenseMap keys).
     order: Vec<i32>,
+    /// Durations by function id (small ids; the runtime numbers from 1).
+    dense: Vec<Option<Durations>>,
     latencies: HashMap<i32, Durations>,
+    scratch: Vec<(i32, u64)>,
     pub warnings: Warnings,
     orphan_exits: u64,
     skipped: u64,
@@ -129,16 +134,53 @@ impl Accountant {
     pub fn new(opts: AccountOptions) -> Accountant {
         Accountant {
             opts,
-            threads: HashMap::new(),
+            threads: Vec::new(),
+            thread_index: HashMap::default(),
+            last_thread: None,
             order: Vec::new(),
-            latencies: HashMap::new(),
+            dense: Vec::new(),
+            latencies: HashMap::default(),
+            scratch: Vec::new(),
             warnings: Warnings::default(),
             orphan_exits: 0,
             skipped: 0,
         }
     }
 
+    fn thread(&mut self, tid: u32) -> usize {
+        if let Some((t, i)) = self.last_thread {
+            if t == tid {
+                return i;
+            }
+        }
+        let n = self.threads.len();
+        let i = *self.thread_index.entry(tid).or_insert(n);
+        if i == n {
+            self.threads.push(ThreadStack::default());
+        }
+        self.last_thread = Some((tid, i));
+        i
+    }
+
+    #[inline]
     fn record_latency(&mut self, id: i32, d: u64) {
+        const DENSE: i32 = 1 << 22;
+        if (0..DENSE).contains(&id) {
+            let i = id as usize;
+            if i >= self.dense.len() {
+                self.dense.resize_with(i + 1, || None);
+            }
+            match &mut self.dense[i] {
+                Some(v) => v.push(d),
+                slot @ None => {
+                    self.order.push(id);
+                    let mut v = Durations::Narrow(Vec::new());
+                    v.push(d);
+                    *slot = Some(v);
+                }
+            }
+            return;
+        }
         match self.latencies.get_mut(&id) {
             Some(v) => v.push(d),
             None => {
@@ -156,9 +198,10 @@ impl Accountant {
             return Ok(());
         }
         let recursive_only = self.opts.recursive_calls_only;
-        let ts = self.threads.entry(r.tid).or_default();
+        let ti = self.thread(r.tid);
+        let ts = &mut self.threads[ti];
         if recursive_only && ts.recursion.is_none() {
-            ts.recursion = Some(HashMap::new());
+            ts.recursion = Some(HashMap::default());
         }
         if r.kind.is_entry() {
             ts.frames.push((r.func_id, r.tsc));
@@ -175,18 +218,21 @@ impl Accountant {
             self.orphan_exits += 1;
             return Ok(());
         };
-        let mut done: Vec<(i32, u64)> = Vec::new();
         if top_id == r.func_id {
             let counts = ts
                 .recursion
                 .as_ref()
                 .is_none_or(|m| m.get(&top_id).is_some_and(|e| e.1));
-            if counts {
-                done.push((top_id, r.tsc.abs_diff(top_tsc)));
-            }
             pop_recursion(ts, top_id);
             ts.frames.pop();
-        } else {
+            if counts {
+                self.record_latency(top_id, r.tsc.abs_diff(top_tsc));
+            }
+            return Ok(());
+        }
+        let mut done = std::mem::take(&mut self.scratch);
+        done.clear();
+        {
             let found = ts.frames.iter().rposition(|f| f.0 == r.func_id);
             match found {
                 Some(at) if self.opts.deduce_sibling_calls => {
@@ -208,6 +254,7 @@ impl Accountant {
                 _ => {
                     if self.opts.keep_going {
                         self.skipped += 1;
+                        self.scratch = done;
                         return Ok(());
                     }
                     return Err(Error::malformed(
@@ -220,9 +267,10 @@ impl Accountant {
                 }
             }
         }
-        for (id, d) in done {
+        for &(id, d) in &done {
             self.record_latency(id, d);
         }
+        self.scratch = done;
         Ok(())
     }
 
@@ -254,7 +302,12 @@ impl Accountant {
         let mut rows = Vec::with_capacity(self.order.len());
         for i in densemap::iteration_order(&hashes) {
             let id = self.order[i];
-            let Some(mut d) = self.latencies.remove(&id) else {
+            let taken = if (0..1 << 22).contains(&id) {
+                self.dense.get_mut(id as usize).and_then(Option::take)
+            } else {
+                self.latencies.remove(&id)
+            };
+            let Some(mut d) = taken else {
                 continue;
             };
             let (count, s) = match &mut d {

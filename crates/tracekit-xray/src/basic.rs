@@ -19,6 +19,9 @@ pub struct BasicReader<'a> {
     failed: bool,
     /// An error found after a complete record that had to be returned first.
     deferred: Option<Error>,
+    /// See [`crate::trace::Trace::set_release`].
+    pub release: Option<crate::trace::Release<'a>>,
+    released_to: usize,
     pub warnings: Warnings,
 }
 
@@ -44,6 +47,8 @@ impl<'a> BasicReader<'a> {
             pending: None,
             failed: false,
             deferred: None,
+            release: None,
+            released_to: HEADER_LEN,
             warnings,
         }
     }
@@ -134,6 +139,13 @@ impl<'a> Iterator for BasicReader<'a> {
         }
         while self.pos < self.end {
             let at = self.pos;
+            if let Some(f) = self.release {
+                const STRETCH: usize = 8 << 20;
+                if at >= self.released_to + STRETCH {
+                    f(self.released_to, at - self.released_to);
+                    self.released_to = at;
+                }
+            }
             self.pos += RECORD_LEN;
             match self.parse(at) {
                 Ok(Some(r)) => {

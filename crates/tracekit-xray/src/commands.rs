@@ -316,9 +316,9 @@ pub fn convert_chrome<W: Write>(
     let us = |tsc: u64| (tsc.wrapping_sub(base)) as i64 as f64 * 1e6 / freq;
     let mut w = ChromeWriter::new(out).map_err(io)?;
     let mut warnings = trace.warnings.clone();
-    let mut stacks: std::collections::HashMap<u32, Vec<i32>> = Default::default();
-    let mut last: std::collections::HashMap<u32, (u32, u64)> = Default::default();
-    let mut named: std::collections::HashSet<(u32, u32)> = Default::default();
+    let mut stacks: crate::fxhash::FxMap<u32, Vec<i32>> = Default::default();
+    let mut last: crate::fxhash::FxMap<u32, (u32, u64)> = Default::default();
+    let mut named: crate::fxhash::FxSet<(u32, u32)> = Default::default();
     let mut orphans = 0u64;
     let mut records = trace.records();
     let mut arg_text = String::new();

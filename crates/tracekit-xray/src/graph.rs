@@ -7,7 +7,7 @@
 //! which loses records of multi-threaded traces; we account each thread
 //! in its own time order.
 
-use std::collections::HashMap;
+use crate::fxhash::FxMap as HashMap;
 use std::io::Write;
 
 use tracekit_core::{Error, Position, Result, Warnings};
@@ -139,11 +139,11 @@ impl GraphBuilder {
         GraphBuilder {
             keep_going,
             deduce_sibling_calls,
-            stacks: HashMap::new(),
+            stacks: HashMap::default(),
             vertex_order: Vec::new(),
-            vertices: HashMap::new(),
+            vertices: HashMap::default(),
             edge_order: Vec::new(),
-            edges: HashMap::new(),
+            edges: HashMap::default(),
             skipped: 0,
             orphans: 0,
         }
@@ -258,7 +258,7 @@ impl GraphBuilder {
         }
         let mut edge_max = TimeStat::default();
         let mut vertex_max = TimeStat::default();
-        let mut in_timings: HashMap<i32, Vec<u64>> = HashMap::new();
+        let mut in_timings: HashMap<i32, Vec<u64>> = HashMap::default();
         for (k, (s, t)) in self.edges.iter_mut() {
             in_timings.entry(k.1).or_default().extend_from_slice(t);
             s.percentiles(t);

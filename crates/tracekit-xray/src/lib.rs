@@ -18,6 +18,7 @@ pub mod commands;
 pub mod densemap;
 pub mod fdr;
 pub mod fdr_dump;
+pub mod fxhash;
 pub mod graph;
 pub mod header;
 pub mod instr_map;

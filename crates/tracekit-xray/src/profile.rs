@@ -5,7 +5,7 @@
 //!
 //! Memory: one node per distinct call path plus per-thread stacks.
 
-use std::collections::HashMap;
+use crate::fxhash::FxMap as HashMap;
 
 use tracekit_core::{Position, Warnings};
 
@@ -53,7 +53,9 @@ pub struct Profile {
     pub functions: HashMap<i32, FunctionTotals>,
     pub nodes: Vec<PathNode>,
     roots: HashMap<i32, usize>,
-    threads: HashMap<u32, ThreadState>,
+    threads: Vec<ThreadState>,
+    thread_index: HashMap<u32, usize>,
+    last_thread: Option<(u32, usize)>,
     pub records: u64,
     pub events: u64,
     pub orphan_exits: u64,
@@ -79,7 +81,7 @@ impl Profile {
             depth,
             self_time: 0,
             calls: 0,
-            children: HashMap::new(),
+            children: HashMap::default(),
         });
         let n = self.nodes.len() - 1;
         match parent {
@@ -101,7 +103,19 @@ impl Profile {
             self.events += 1;
             return;
         }
-        let mut ts = self.threads.remove(&r.tid).unwrap_or_default();
+        let ti = match self.last_thread {
+            Some((t, i)) if t == r.tid => i,
+            _ => {
+                let n = self.threads.len();
+                let i = *self.thread_index.entry(r.tid).or_insert(n);
+                if i == n {
+                    self.threads.push(ThreadState::default());
+                }
+                self.last_thread = Some((r.tid, i));
+                i
+            }
+        };
+        let mut ts = std::mem::take(&mut self.threads[ti]);
         ts.last_tsc = ts.last_tsc.max(r.tsc);
         if r.kind.is_entry() {
             let parent = ts.frames.last().map(|f| f.node);
@@ -126,7 +140,7 @@ impl Profile {
                 }
             }
         }
-        self.threads.insert(r.tid, ts);
+        self.threads[ti] = ts;
     }
 
     fn close(&mut self, ts: &mut ThreadState, at: u64) {
@@ -152,7 +166,7 @@ impl Profile {
     /// last timestamp, and returns the warnings about what was odd.
     pub fn finish(&mut self) -> Warnings {
         let mut threads = std::mem::take(&mut self.threads);
-        for ts in threads.values_mut() {
+        for ts in threads.iter_mut() {
             while !ts.frames.is_empty() {
                 self.unfinished_calls += 1;
                 let last = ts.last_tsc;

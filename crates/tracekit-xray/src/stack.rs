@@ -5,7 +5,7 @@
 //! trace starts mid-call) is counted as a warning instead of failing the
 //! run; llvm-xray needs `-k` for it.
 
-use std::collections::HashMap;
+use crate::fxhash::FxMap as HashMap;
 use std::io::Write;
 
 use tracekit_core::{Error, Position, Result, Warnings};
@@ -39,7 +39,9 @@ pub struct StackTrie {
     /// Thread ids in first-root order, and their roots.
     root_order: Vec<u32>,
     roots: HashMap<u32, Vec<usize>>,
-    stacks: HashMap<u32, Vec<(usize, u64)>>,
+    stacks: Vec<Vec<(usize, u64)>>,
+    stack_index: HashMap<u32, usize>,
+    last_thread: Option<(u32, usize)>,
     was_last_exit: bool,
     pub keep_going: bool,
     pub warnings: Warnings,
@@ -76,9 +78,21 @@ impl StackTrie {
         if r.kind.is_event() {
             return Ok(());
         }
-        let mut ts = self.stacks.remove(&r.tid).unwrap_or_default();
+        let i = match self.last_thread {
+            Some((t, i)) if t == r.tid => i,
+            _ => {
+                let n = self.stacks.len();
+                let i = *self.stack_index.entry(r.tid).or_insert(n);
+                if i == n {
+                    self.stacks.push(Vec::new());
+                }
+                self.last_thread = Some((r.tid, i));
+                i
+            }
+        };
+        let mut ts = std::mem::take(&mut self.stacks[i]);
         let res = self.add_inner(r, &mut ts);
-        self.stacks.insert(r.tid, ts);
+        self.stacks[i] = ts;
         res
     }
 

@@ -41,8 +41,14 @@ pub struct ThreadBlocks {
     pub blocks: Vec<usize>,
 }
 
+/// Told the byte ranges of the input that a stream has finished reading,
+/// so a memory-mapped input can drop those pages (bounded memory).
+pub type Release<'a> = &'a (dyn Fn(usize, usize) + 'a);
+
 /// An opened trace over its bytes (usually a memory map).
 pub struct Trace<'a> {
+    /// See [`Trace::set_release`].
+    release: Option<Release<'a>>,
     pub data: &'a [u8],
     pub header: FileHeader,
     /// FDR buffers in file order (empty for basic logs).
@@ -60,6 +66,7 @@ impl<'a> Trace<'a> {
     pub fn open(data: &'a [u8]) -> Result<Trace<'a>> {
         let header = parse_header(data)?;
         let mut trace = Trace {
+            release: None,
             data,
             header,
             blocks: Vec::new(),
@@ -197,6 +204,13 @@ impl<'a> Trace<'a> {
                 }
             })
             .collect();
+    }
+
+    /// Streams will call `f(offset, len)` for input ranges they are done
+    /// with (FDR buffers, basic-mode stretches). Memory-mapped inputs use
+    /// it to drop pages from the resident set.
+    pub fn set_release(&mut self, f: Release<'a>) {
+        self.release = Some(f);
     }
 
     /// Records in llvm-xray's load order: FDR threads one after the other
@@ -345,6 +359,7 @@ pub struct ThreadCursor<'a> {
     building: Option<Record<'a>>,
     failed: bool,
     dropped_before_cpu: u64,
+    release: Option<Release<'a>>,
     pub warnings: Warnings,
 }
 
@@ -371,6 +386,7 @@ impl<'a> ThreadCursor<'a> {
             building: None,
             failed: false,
             dropped_before_cpu: 0,
+            release: trace.release,
             warnings: Warnings::default(),
         }
     }
@@ -400,6 +416,9 @@ impl<'a> ThreadCursor<'a> {
     fn finish_reader(&mut self) {
         if let Some(r) = self.reader.take() {
             self.warnings.extend(r.warnings);
+            if let (Some(f), Some(&(s, e))) = (self.release, self.blocks.get(self.next_block - 1)) {
+                f(s, e - s);
+            }
         }
         if self.dropped_before_cpu > 0 {
             self.warnings.push(

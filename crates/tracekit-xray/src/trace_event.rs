@@ -2,7 +2,7 @@
 //! (B/E events with stack-frame ids shared by identical call paths across
 //! threads), streamed: memory holds the call-path trie, not the events.
 
-use std::collections::HashMap;
+use crate::fxhash::FxMap as HashMap;
 use std::io::{self, Write};
 
 use crate::densemap;
@@ -33,8 +33,8 @@ impl<W: Write> TraceEventWriter<W> {
             out,
             header,
             frames: Vec::new(),
-            roots: HashMap::new(),
-            cursors: HashMap::new(),
+            roots: HashMap::default(),
+            cursors: HashMap::default(),
             written: 0,
             line: Vec::with_capacity(256),
         })
@@ -51,7 +51,7 @@ impl<W: Write> TraceEventWriter<W> {
         self.frames.push(Frame {
             func_id,
             parent,
-            children: HashMap::new(),
+            children: HashMap::default(),
         });
         let n = self.frames.len() - 1;
         match parent {

@@ -293,6 +293,28 @@ fn open_bytes(path: &Path) -> Result<Bytes> {
     Ok(Bytes::Map(crate::input::mmap_file(path)?))
 }
 
+/// Drops finished ranges of a memory-mapped trace from the resident set.
+fn releaser(bytes: &Bytes) -> Box<dyn Fn(usize, usize) + '_> {
+    match bytes {
+        Bytes::Map(m) => Box::new(move |off: usize, len: usize| {
+            const PAGE: usize = 4096;
+            let start = off.div_ceil(PAGE) * PAGE;
+            let end = (off + len) / PAGE * PAGE;
+            if end > start {
+                // SAFETY: `m` is a read-only MAP_SHARED mapping of a file
+                // (memmap2's `Mmap::map`). MADV_DONTNEED only drops the
+                // pages; a later read faults them in again from the page
+                // cache with the same content, so slices into the range
+                // stay valid.
+                let _ = unsafe {
+                    m.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start)
+                };
+            }
+        }),
+        Bytes::Owned(_) => Box::new(|_, _| {}),
+    }
+}
+
 fn open_trace<'a>(path: &Path, bytes: &'a Bytes) -> Result<Trace<'a>> {
     Trace::open(bytes.get()).map_err(|e| e.in_file(path).into())
 }
@@ -376,7 +398,9 @@ fn run_inner(raw: RawArgs) -> Result<ExitCode> {
         XrayCommand::Account(a) => {
             let names = load_names(&a.map.instr_map, true)?;
             let bytes = open_bytes(&a.input)?;
-            let trace = open_trace(&a.input, &bytes)?;
+            let rel = releaser(&bytes);
+            let mut trace = open_trace(&a.input, &bytes)?;
+            trace.set_release(&*rel);
             let sort = SortField::parse(&a.sort).with_context(|| {
                 format!(
                     "unknown -sort field {:?} (funcid, count, min, med, 90p, 99p, max, sum, func)",
@@ -432,11 +456,17 @@ fn run_inner(raw: RawArgs) -> Result<ExitCode> {
                 .iter()
                 .map(|p| open_bytes(p))
                 .collect::<Result<_>>()?;
+            let rels: Vec<_> = bytes.iter().map(releaser).collect();
             let traces: Vec<Trace<'_>> = a
                 .inputs
                 .iter()
                 .zip(&bytes)
-                .map(|(p, b)| open_trace(p, b))
+                .zip(&rels)
+                .map(|((p, b), r)| {
+                    let mut t = open_trace(p, b)?;
+                    t.set_release(&**r);
+                    Ok(t)
+                })
                 .collect::<Result<_>>()?;
             let args = commands::StackArgs {
                 keep_going: a.keep_going,
@@ -465,7 +495,9 @@ fn run_inner(raw: RawArgs) -> Result<ExitCode> {
         XrayCommand::Graph(a) => {
             let names = load_names(&a.map.instr_map, true)?;
             let bytes = open_bytes(&a.input)?;
-            let trace = open_trace(&a.input, &bytes)?;
+            let rel = releaser(&bytes);
+            let mut trace = open_trace(&a.input, &bytes)?;
+            trace.set_release(&*rel);
             let args = commands::GraphArgs {
                 keep_going: a.keep_going,
                 deduce_sibling_calls: a.deduce_sibling_calls,
@@ -482,7 +514,9 @@ fn run_inner(raw: RawArgs) -> Result<ExitCode> {
         XrayCommand::Convert(a) => {
             let names = load_names(&a.map.instr_map, !a.no_demangle)?;
             let bytes = open_bytes(&a.input)?;
-            let trace = open_trace(&a.input, &bytes)?;
+            let rel = releaser(&bytes);
+            let mut trace = open_trace(&a.input, &bytes)?;
+            trace.set_release(&*rel);
             let sort = match a.sort.as_str() {
                 "true" | "1" => true,
                 "false" | "0" => false,
@@ -507,7 +541,9 @@ fn run_inner(raw: RawArgs) -> Result<ExitCode> {
         }
         XrayCommand::FdrDump(a) => {
             let bytes = open_bytes(&a.input)?;
-            let trace = open_trace(&a.input, &bytes)?;
+            let rel = releaser(&bytes);
+            let mut trace = open_trace(&a.input, &bytes)?;
+            trace.set_release(&*rel);
             let mut out = output(None)?;
             let res = tracekit_xray::fdr_dump::write_fdr_dump(&trace, a.verify, &mut out);
             out.flush()?;
@@ -547,7 +583,9 @@ impl Dialect for Xray {
         let mut all = Vec::new();
         for input in inputs {
             let bytes = open_bytes(&input.path)?;
-            let trace = open_trace(&input.path, &bytes)?;
+            let rel = releaser(&bytes);
+            let mut trace = open_trace(&input.path, &bytes)?;
+            trace.set_release(&*rel);
             let h = trace.header;
             let mut counts = std::collections::BTreeMap::<&str, u64>::new();
             let mut threads = std::collections::BTreeSet::new();
@@ -643,7 +681,9 @@ impl Dialect for Xray {
         let mut json_all = Vec::new();
         for input in inputs {
             let bytes = open_bytes(&input.path)?;
-            let trace = open_trace(&input.path, &bytes)?;
+            let rel = releaser(&bytes);
+            let mut trace = open_trace(&input.path, &bytes)?;
+            trace.set_release(&*rel);
             let (p, w) = in_file(commands::profile(&trace), &input.path)?;
             let secs = |t: u64| ticks_to_secs(&trace, t);
             let mut funcs: Vec<(i32, &tracekit_xray::profile::FunctionTotals)> =
@@ -744,7 +784,9 @@ impl Xray {
     fn convert_inner(&self, input: &Input, args: &convert::Args) -> Result<ExitCode> {
         let names = names_for(&args.instr_map)?;
         let bytes = open_bytes(&input.path)?;
-        let trace = open_trace(&input.path, &bytes)?;
+        let rel = releaser(&bytes);
+        let mut trace = open_trace(&input.path, &bytes)?;
+        trace.set_release(&*rel);
         let mut out = output(args.output.as_deref())?;
         let w = match args.to.as_str() {
             "chrome" => in_file(commands::convert_chrome(&trace, &names, &mut out), &input.path)?,
