@@ -466,8 +466,23 @@ pub struct LogEvent<'a> {
 }
 
 /// A pre-recorded log, memory-mapped. Iterate with [`LogReader::next_event`].
+enum Backing {
+    Map(memmap2::Mmap),
+    Bytes(Vec<u8>),
+}
+
+impl std::ops::Deref for Backing {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Backing::Map(m) => m,
+            Backing::Bytes(b) => b,
+        }
+    }
+}
+
 pub struct LogReader {
-    map: memmap2::Mmap,
+    map: Backing,
     pub attr: TraceAttr,
     pub meta: LogMeta,
     pub types: Vec<(u32, Vec<u8>)>,
@@ -489,6 +504,15 @@ impl LogReader {
         // SAFETY: read-only mapping; the standard makes it undefined to
         // modify a log while it is open for analysis.
         let map = unsafe { memmap2::Mmap::map(f) }.map_err(|e| Error::io(None, e))?;
+        Self::new(Backing::Map(map))
+    }
+
+    /// A log held in memory (e.g. read from standard input).
+    pub fn from_bytes(bytes: Vec<u8>) -> Result<LogReader, Error> {
+        Self::new(Backing::Bytes(bytes))
+    }
+
+    fn new(map: Backing) -> Result<LogReader, Error> {
         let (attr, meta) = decode_header(&map)?;
         let mut warnings = tracekit_core::Warnings::default();
         let bs = meta.block_size as usize;

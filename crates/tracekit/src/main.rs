@@ -59,6 +59,10 @@ enum Command {
     /// make -j8`).
     #[command(subcommand)]
     Record(cmd::record::Command),
+    /// POSIX trace (<trace.h>): `tracekit posix record -- CMD` runs a
+    /// traced program with tracekit as controller; `dump` prints a log.
+    #[command(subcommand)]
+    Posix(cmd::posix::Command),
     // Dialect subcommands: add yours above this line (one variant).
 }
 
@@ -73,6 +77,7 @@ fn main() -> ExitCode {
         Command::Xray(a) => cmd::xray::run(a),
         Command::Build(c) => cmd::build::run(c),
         Command::Record(c) => cmd::record::run(c),
+        Command::Posix(c) => cmd::posix::run(c),
         // Dialect dispatch: add yours above this line (one arm).
     };
     match result {

@@ -9,6 +9,7 @@ pub mod rtrace;
 pub mod xray;
 pub mod build;
 pub mod record;
+pub mod posix;
 // Dialect modules: add yours above this line.
 
 use std::fs::File;

@@ -1,0 +1,855 @@
+//! POSIX trace: `tracekit posix record/dump` and the trace-log dialect
+//! behind `info`, `report` and `convert`.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use tracekit_export::chrome::{Arg, ChromeWriter, Scope};
+use tracekit_posix::api::{self, Wait};
+use tracekit_posix::consts::*;
+use tracekit_posix::log::{EventInfo, LogReader, LOG_MAGIC, VERSION_MAJOR, VERSION_MINOR};
+use tracekit_posix::{traced, EventSet, TraceAttr};
+
+use crate::cmd::{convert, info, output, report};
+use crate::formats::Dialect;
+use crate::input::Input;
+
+#[derive(clap::Subcommand, Debug)]
+pub enum Command {
+    /// Run a program that uses <trace.h> as the traced process, with
+    /// tracekit as its controller.
+    ///
+    /// The program's `posix_trace_event` calls land in a stream that
+    /// tracekit creates in shared memory (its name is passed in the
+    /// environment variable TRACEKIT_POSIX_STREAM). With --log the stream
+    /// is written to a trace log; without, events are printed as they
+    /// arrive, like `tracekit posix dump`.
+    ///
+    /// Examples:
+    ///   tracekit posix record --log run.trace -- ./myprog arg1
+    ///   tracekit posix record --policy until-full --stream-size 64M -- ./myprog
+    ///   tracekit posix record --filter noisy_event -- ./myprog
+    ///   tracekit posix dump run.trace
+    #[command(verbatim_doc_comment)]
+    Record(RecordArgs),
+    /// Print the events of a trace log in order: time, pid, thread, event
+    /// type, truncation, payload (hex and printable text).
+    ///
+    /// Examples:
+    ///   tracekit posix dump run.trace
+    ///   tracekit posix dump --json run.trace | jq .event
+    #[command(verbatim_doc_comment)]
+    Dump(DumpArgs),
+}
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum StreamPolicy {
+    /// Overwrite the oldest events when full (default without a log).
+    Loop,
+    /// Stop when full; restart once the events were read.
+    UntilFull,
+    /// Flush to the log whenever the stream fills (default with a log).
+    Flush,
+}
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum LogPolicy {
+    /// Overwrite the oldest part of the log when it reaches --log-size.
+    Loop,
+    /// Stop logging when the log reaches --log-size.
+    UntilFull,
+    /// Grow without limit (default here).
+    Append,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct RecordArgs {
+    /// Stream size in bytes (suffixes k, M, G).
+    #[arg(long, value_name = "N", value_parser = parse_size, default_value = "16M")]
+    pub stream_size: u64,
+    /// What happens when the stream is full.
+    #[arg(long, value_enum)]
+    pub policy: Option<StreamPolicy>,
+    /// Write the events to this trace log.
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<PathBuf>,
+    /// What happens when the log reaches --log-size.
+    #[arg(long, value_enum, default_value = "append")]
+    pub log_policy: LogPolicy,
+    /// Maximum log size for --log-policy loop and until-full.
+    #[arg(long, value_name = "N", value_parser = parse_size, default_value = "1G")]
+    pub log_size: u64,
+    /// Largest payload kept per event; longer ones are truncated.
+    #[arg(long, value_name = "N", value_parser = parse_size, default_value = "256")]
+    pub max_data_size: u64,
+    /// Do not record these event types (names; system types by their
+    /// POSIX names, e.g. posix_trace_flush_start).
+    #[arg(long, value_name = "EVENT", num_args = 1..)]
+    pub filter: Vec<String>,
+    /// Trace the program's children too (forked and exec'd).
+    #[arg(long)]
+    pub inherit: bool,
+    /// Print events as JSON lines (without --log).
+    #[arg(long)]
+    pub json: bool,
+    /// The program to run and its arguments.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub cmd: Vec<String>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct DumpArgs {
+    /// The trace log (`-` for standard input).
+    #[arg(value_name = "LOG")]
+    pub log: PathBuf,
+    /// One JSON object per event.
+    #[arg(long)]
+    pub json: bool,
+    /// Write here instead of standard output.
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+fn parse_size(s: &str) -> Result<u64, String> {
+    let (num, mult) = match s.char_indices().last() {
+        Some((i, 'k' | 'K')) => (&s[..i], 1u64 << 10),
+        Some((i, 'm' | 'M')) => (&s[..i], 1 << 20),
+        Some((i, 'g' | 'G')) => (&s[..i], 1 << 30),
+        _ => (s, 1),
+    };
+    num.parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(mult))
+        .ok_or_else(|| format!("not a size: {s} (use e.g. 4096, 64k, 16M)"))
+}
+
+pub fn run(command: Command) -> Result<ExitCode> {
+    quiet_pipe(match command {
+        Command::Record(a) => record(a),
+        Command::Dump(a) => dump(a),
+    })
+}
+
+/// `tracekit posix dump LOG | head` is not an error.
+fn quiet_pipe(r: Result<ExitCode>) -> Result<ExitCode> {
+    match r {
+        Err(e)
+            if e.downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe) =>
+        {
+            Ok(ExitCode::SUCCESS)
+        }
+        r => r,
+    }
+}
+
+fn errno(what: &str, e: i32) -> anyhow::Error {
+    anyhow::anyhow!("{what}: {}", std::io::Error::from_raw_os_error(e))
+}
+
+fn record(a: RecordArgs) -> Result<ExitCode> {
+    let mut attr = TraceAttr::default();
+    attr.stream_size = a.stream_size;
+    if !attr.set_max_data_size(a.max_data_size) {
+        bail!("--max-data-size: at most 16k");
+    }
+    if a.inherit {
+        attr.set_inheritance(POSIX_TRACE_INHERITED);
+    }
+    if let Some(p) = a.policy {
+        attr.set_stream_policy(match p {
+            StreamPolicy::Loop => POSIX_TRACE_LOOP,
+            StreamPolicy::UntilFull => POSIX_TRACE_UNTIL_FULL,
+            StreamPolicy::Flush => POSIX_TRACE_FLUSH,
+        });
+    }
+    attr.set_log_policy(match a.log_policy {
+        LogPolicy::Loop => POSIX_TRACE_LOOP,
+        LogPolicy::UntilFull => POSIX_TRACE_UNTIL_FULL,
+        LogPolicy::Append => POSIX_TRACE_APPEND,
+    });
+    attr.log_size = a.log_size;
+    if let Some(name) = a.cmd.first() {
+        let base = name.rsplit('/').next().unwrap_or(name);
+        attr.set_name(base.as_bytes());
+    }
+    let log_file = match &a.log {
+        Some(p) => Some(
+            std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(p)
+                .with_context(|| format!("{}: cannot create", p.display()))?,
+        ),
+        None => None,
+    };
+    let trid = api::create(
+        api::POSIX_TRACE_ALLPROC,
+        Some(&attr),
+        log_file.as_ref().map(|f| f.as_raw_fd()),
+    )
+    .map_err(|e| {
+        if e == libc::EINVAL && a.log.is_none() {
+            anyhow::anyhow!("--policy flush needs --log")
+        } else {
+            errno("cannot create the trace stream", e)
+        }
+    })?;
+    let path = api::stream_path(trid).map_err(|e| errno("stream", e))?;
+    if !a.filter.is_empty() {
+        let mut set = EventSet::empty();
+        for name in &a.filter {
+            let id = match SYSTEM_EVENT_NAMES.iter().find(|(_, n)| n == name) {
+                Some((id, _)) => *id,
+                None => api::trid_eventid_open(trid, name.as_bytes())
+                    .map_err(|e| errno(&format!("--filter {name}"), e))?,
+            };
+            set.add(id);
+        }
+        api::set_filter(trid, &set, POSIX_TRACE_SET_EVENTSET).map_err(|e| errno("filter", e))?;
+    }
+    api::start(trid).map_err(|e| errno("start", e))?;
+    let setter = api::traced_pid_setter(trid).map_err(|e| errno("stream", e))?;
+    let mut cmd = std::process::Command::new(&a.cmd[0]);
+    cmd.args(&a.cmd[1..]).env(traced::STREAM_ENV, &path);
+    if !a.inherit {
+        // Only this process (after exec) may attach by name, not the
+        // programs it starts.
+        // SAFETY: the closure only calls getpid and does one atomic store
+        // into shared memory, both async-signal-safe.
+        unsafe {
+            cmd.pre_exec(move || {
+                setter.set(libc::getpid());
+                Ok(())
+            });
+        }
+    }
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("{}: cannot run", a.cmd[0]))?;
+    let status = if a.log.is_some() {
+        child.wait()?
+    } else {
+        let mut out = output(None)?;
+        let mut printer = Printer::new(a.json);
+        let mut buf = vec![0u8; a.max_data_size.max(512) as usize];
+        let mut print_available = |out: &mut Box<dyn Write>| -> Result<()> {
+            while let Some(e) =
+                api::getnext_event(trid, &mut buf, Wait::Never).map_err(|e| errno("read", e))?
+            {
+                let name = api::eventid_get_name(trid, e.info.event_id).unwrap_or_default();
+                printer.event(out, &e.info, &name, &buf[..e.data_len])?;
+            }
+            Ok(())
+        };
+        loop {
+            print_available(&mut out)?;
+            if let Some(st) = child.try_wait()? {
+                api::stop(trid).map_err(|e| errno("stop", e))?;
+                print_available(&mut out)?;
+                out.flush()?;
+                break st;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+    };
+    let lost = api::lost_events(trid).unwrap_or(0);
+    api::shutdown(trid).map_err(|e| errno("shutdown", e))?;
+    if let Some(p) = &a.log {
+        let r = LogReader::open_path(p)?;
+        eprintln!(
+            "tracekit: {} events in {}{}",
+            r.meta.events_logged,
+            p.display(),
+            if lost + r.meta.events_lost_log > 0 {
+                format!(
+                    ", {lost} lost in the stream, {} lost in the log",
+                    r.meta.events_lost_log
+                )
+            } else {
+                String::new()
+            }
+        );
+    } else if lost > 0 {
+        eprintln!("tracekit: {lost} events lost (stream full); try --stream-size or --log");
+    }
+    use std::os::unix::process::ExitStatusExt;
+    Ok(match (status.code(), status.signal()) {
+        (Some(c), _) => ExitCode::from(c.clamp(0, 255) as u8),
+        (None, Some(s)) => ExitCode::from((128 + s).clamp(0, 255) as u8),
+        _ => ExitCode::from(1),
+    })
+}
+
+fn open_log(input: &Input) -> Result<LogReader> {
+    if input.is_stdin() {
+        let mut bytes = Vec::new();
+        input.reader()?.read_to_end(&mut bytes)?;
+        return Ok(LogReader::from_bytes(bytes)?);
+    }
+    if input.is_dir {
+        bail!("{}: a directory; name the trace log", input.display());
+    }
+    Ok(LogReader::open_path(&input.path)?)
+}
+
+fn event_name(r: &LogReader, id: u32) -> Vec<u8> {
+    r.type_name(id)
+        .map(<[u8]>::to_vec)
+        .unwrap_or_else(|| format!("event-{id}").into_bytes())
+}
+
+/// Prints events as text columns or JSON lines.
+struct Printer {
+    json: bool,
+}
+
+fn hex(data: &[u8]) -> String {
+    let mut s = String::with_capacity(data.len() * 2);
+    for b in data {
+        use std::fmt::Write as _;
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}
+
+fn printable(data: &[u8]) -> String {
+    data.iter()
+        .map(|&b| {
+            if (0x20..0x7f).contains(&b) {
+                b as char
+            } else {
+                '.'
+            }
+        })
+        .collect()
+}
+
+fn truncation_name(t: i32) -> &'static str {
+    match t {
+        POSIX_TRACE_TRUNCATED_RECORD => "record",
+        POSIX_TRACE_TRUNCATED_READ => "read",
+        _ => "-",
+    }
+}
+
+impl Printer {
+    fn new(json: bool) -> Printer {
+        Printer { json }
+    }
+
+    fn event(
+        &mut self,
+        out: &mut dyn Write,
+        e: &EventInfo,
+        name: &[u8],
+        data: &[u8],
+    ) -> Result<()> {
+        let secs = e.timestamp_ns.div_euclid(1_000_000_000);
+        let nanos = e.timestamp_ns.rem_euclid(1_000_000_000);
+        if self.json {
+            let v = serde_json::json!({
+                "timestamp_ns": e.timestamp_ns,
+                "pid": e.pid,
+                "thread": e.thread,
+                "event": String::from_utf8_lossy(name),
+                "event_id": e.event_id,
+                "truncation": truncation_name(e.truncation),
+                "prog_address": e.prog_address,
+                "data_len": data.len(),
+                "data_hex": hex(data),
+                "data_text": printable(data),
+            });
+            serde_json::to_writer(&mut *out, &v)?;
+            writeln!(out)?;
+        } else {
+            writeln!(
+                out,
+                "{secs}.{nanos:09} {pid:>7} {thread:#014x} {name:<24} {trunc:<6} {len:>5} {hex} |{text}|",
+                pid = e.pid,
+                thread = e.thread,
+                name = String::from_utf8_lossy(name),
+                trunc = truncation_name(e.truncation),
+                len = data.len(),
+                hex = hex(data),
+                text = printable(data),
+            )?;
+        }
+        Ok(())
+    }
+}
+
+fn dump(a: DumpArgs) -> Result<ExitCode> {
+    let input = Input::open(&a.log)?;
+    let mut r = open_log(&input)?;
+    let mut out = output(a.output.as_deref())?;
+    if !a.json {
+        writeln!(
+            out,
+            "# tracekit POSIX trace log v{}.{}, trace {:?}, {} events, {} lost in the stream, {} lost in the log{}",
+            VERSION_MAJOR,
+            VERSION_MINOR,
+            r.attr.name_str(),
+            r.meta.events_logged,
+            r.meta.events_lost_stream,
+            r.meta.events_lost_log,
+            if r.meta.flags & 1 == 0 { ", incomplete" } else { "" }
+        )?;
+        writeln!(out, "# seconds.nanoseconds       pid         thread event                    trunc    len payload-hex |text|")?;
+    }
+    let mut printer = Printer::new(a.json);
+    let names: BTreeMap<u32, Vec<u8>> = r.types.iter().cloned().collect();
+    let mut errors = Vec::new();
+    while let Some(e) = r.next_event() {
+        match e {
+            Ok(e) => {
+                let name = names
+                    .get(&e.info.event_id)
+                    .cloned()
+                    .or_else(|| system_event_name(e.info.event_id).map(|s| s.as_bytes().to_vec()))
+                    .unwrap_or_else(|| format!("event-{}", e.info.event_id).into_bytes());
+                printer.event(&mut out, &e.info, &name, e.data)?;
+            }
+            Err(err) => errors.push(err.in_file(&a.log).to_string()),
+        }
+    }
+    out.flush()?;
+    for w in r.warnings.kept() {
+        eprintln!(
+            "tracekit: {}: {}: {}",
+            input.display(),
+            w.position,
+            w.message
+        );
+    }
+    for e in &errors {
+        eprintln!("tracekit: {e} (rest of that block skipped)");
+    }
+    Ok(if errors.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// The POSIX trace log dialect.
+pub struct PosixLog;
+
+#[derive(Default)]
+struct Summary {
+    events: u64,
+    by_type: BTreeMap<u32, (u64, u64)>,
+    pids: BTreeMap<i32, u64>,
+    threads: BTreeMap<(i32, u64), u64>,
+    first_ns: Option<i64>,
+    last_ns: Option<i64>,
+    truncated: u64,
+    corrupt: u64,
+}
+
+fn summarise(r: &mut LogReader) -> Summary {
+    let mut s = Summary::default();
+    while let Some(e) = r.next_event() {
+        let Ok(e) = e else {
+            s.corrupt += 1;
+            continue;
+        };
+        let i = &e.info;
+        s.events += 1;
+        let t = s.by_type.entry(i.event_id).or_default();
+        t.0 += 1;
+        t.1 += e.data.len() as u64;
+        *s.pids.entry(i.pid).or_default() += 1;
+        *s.threads.entry((i.pid, i.thread)).or_default() += 1;
+        s.first_ns = Some(s.first_ns.map_or(i.timestamp_ns, |f| f.min(i.timestamp_ns)));
+        s.last_ns = Some(s.last_ns.map_or(i.timestamp_ns, |l| l.max(i.timestamp_ns)));
+        if i.truncation != POSIX_TRACE_NOT_TRUNCATED {
+            s.truncated += 1;
+        }
+    }
+    s
+}
+
+fn policy_name(p: i32) -> &'static str {
+    match p {
+        POSIX_TRACE_LOOP => "loop",
+        POSIX_TRACE_UNTIL_FULL => "until-full",
+        POSIX_TRACE_FLUSH => "flush",
+        POSIX_TRACE_APPEND => "append",
+        _ => "unknown",
+    }
+}
+
+impl Dialect for PosixLog {
+    fn name(&self) -> &'static str {
+        "POSIX trace log"
+    }
+
+    fn sniff(&self, input: &Input) -> bool {
+        input.head.starts_with(&LOG_MAGIC)
+    }
+
+    fn info(&self, inputs: &[Input], args: &info::Args) -> Result<ExitCode> {
+        quiet_pipe(posix_info(inputs, args))
+    }
+
+    fn report(&self, inputs: &[Input], args: &report::Args) -> Result<ExitCode> {
+        quiet_pipe(posix_report(inputs, args))
+    }
+
+    fn convert(&self, input: &Input, args: &convert::Args) -> Result<ExitCode> {
+        quiet_pipe(posix_convert(input, args))
+    }
+}
+
+fn posix_info(inputs: &[Input], args: &info::Args) -> Result<ExitCode> {
+    {
+        let mut out = output(None)?;
+        for input in inputs {
+            let mut r = open_log(input)?;
+            let s = summarise(&mut r);
+            let span = s.last_ns.zip(s.first_ns).map(|(l, f)| (l - f) as f64 / 1e9);
+            let types: Vec<serde_json::Value> = s
+                .by_type
+                .iter()
+                .map(|(id, (n, bytes))| {
+                    serde_json::json!({"event": String::from_utf8_lossy(&event_name(&r, *id)), "id": id, "count": n, "payload_bytes": bytes})
+                })
+                .collect();
+            let v = serde_json::json!({
+                "file": input.display(),
+                "format": "POSIX trace log",
+                "version": format!("{VERSION_MAJOR}.{VERSION_MINOR}"),
+                "producer": tracekit_posix::attr::cstr_field(&r.attr.genversion),
+                "trace_name": r.attr.name_str(),
+                "complete": r.meta.flags & 1 != 0,
+                "stream_policy": policy_name(r.attr.stream_policy),
+                "log_policy": policy_name(r.attr.log_policy),
+                "created_ns": r.attr.create_time_sec * 1_000_000_000 + r.attr.create_time_nsec,
+                "events": s.events,
+                "lost_in_stream": r.meta.events_lost_stream,
+                "lost_in_log": r.meta.events_lost_log,
+                "truncated": s.truncated,
+                "corrupt_blocks": s.corrupt,
+                "first_ns": s.first_ns,
+                "last_ns": s.last_ns,
+                "span_s": span,
+                "processes": s.pids.len(),
+                "threads": s.threads.len(),
+                "event_types": types,
+            });
+            if args.json {
+                serde_json::to_writer(&mut out, &v)?;
+                writeln!(out)?;
+                continue;
+            }
+            writeln!(out, "{}", input.display())?;
+            writeln!(
+                out,
+                "  format:      POSIX trace log {VERSION_MAJOR}.{VERSION_MINOR} ({})",
+                tracekit_posix::attr::cstr_field(&r.attr.genversion)
+            )?;
+            writeln!(
+                out,
+                "  trace name:  {:?}{}",
+                r.attr.name_str(),
+                if r.meta.flags & 1 == 0 {
+                    " (incomplete: not shut down)"
+                } else {
+                    ""
+                }
+            )?;
+            writeln!(
+                out,
+                "  policies:    stream {}, log {}",
+                policy_name(r.attr.stream_policy),
+                policy_name(r.attr.log_policy)
+            )?;
+            writeln!(
+                out,
+                "  events:      {} ({} lost in the stream, {} lost in the log, {} truncated)",
+                s.events, r.meta.events_lost_stream, r.meta.events_lost_log, s.truncated
+            )?;
+            if let Some(sp) = span {
+                writeln!(out, "  time span:   {sp:.6} s")?;
+            }
+            writeln!(
+                out,
+                "  processes:   {}   threads: {}",
+                s.pids.len(),
+                s.threads.len()
+            )?;
+            writeln!(out, "  event types:")?;
+            for (id, (n, _)) in &s.by_type {
+                writeln!(
+                    out,
+                    "    {:<32} {n:>12}",
+                    String::from_utf8_lossy(&event_name(&r, *id))
+                )?;
+            }
+            for w in r.warnings.kept() {
+                eprintln!(
+                    "tracekit: {}: {}: {}",
+                    input.display(),
+                    w.position,
+                    w.message
+                );
+            }
+        }
+        out.flush()?;
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+fn posix_report(inputs: &[Input], args: &report::Args) -> Result<ExitCode> {
+    {
+        let mut out = output(args.output.as_deref())?;
+        for input in inputs {
+            let mut r = open_log(input)?;
+            let s = summarise(&mut r);
+            let span_s = s
+                .last_ns
+                .zip(s.first_ns)
+                .map_or(0.0, |(l, f)| (l - f) as f64 / 1e9);
+            let mut types: Vec<(u32, u64, u64)> =
+                s.by_type.iter().map(|(i, (n, b))| (*i, *n, *b)).collect();
+            types.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+            types.truncate(args.top);
+            let mut threads: Vec<((i32, u64), u64)> =
+                s.threads.iter().map(|(k, v)| (*k, *v)).collect();
+            threads.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+            threads.truncate(args.top);
+            if args.json {
+                let v = serde_json::json!({
+                    "file": input.display(),
+                    "events": s.events,
+                    "span_s": span_s,
+                    "events_per_s": if span_s > 0.0 { s.events as f64 / span_s } else { 0.0 },
+                    "lost_in_stream": r.meta.events_lost_stream,
+                    "lost_in_log": r.meta.events_lost_log,
+                    "event_types": types.iter().map(|(i, n, b)| serde_json::json!({
+                        "event": String::from_utf8_lossy(&event_name(&r, *i)), "count": n, "payload_bytes": b,
+                        "mean_payload": if *n > 0 { *b as f64 / *n as f64 } else { 0.0 }})).collect::<Vec<_>>(),
+                    "threads": threads.iter().map(|((p, t), n)| serde_json::json!({"pid": p, "thread": t, "events": n})).collect::<Vec<_>>(),
+                });
+                serde_json::to_writer_pretty(&mut out, &v)?;
+                writeln!(out)?;
+                continue;
+            }
+            writeln!(
+                out,
+                "{}: {} events over {:.6} s ({:.0} events/s)",
+                input.display(),
+                s.events,
+                span_s,
+                if span_s > 0.0 {
+                    s.events as f64 / span_s
+                } else {
+                    0.0
+                }
+            )?;
+            if r.meta.events_lost_stream + r.meta.events_lost_log > 0 {
+                writeln!(
+                    out,
+                    "  LOST: {} in the stream, {} in the log",
+                    r.meta.events_lost_stream, r.meta.events_lost_log
+                )?;
+            }
+            writeln!(
+                out,
+                "\n  {:<32} {:>12} {:>8} {:>14}",
+                "event type", "events", "share", "mean payload"
+            )?;
+            for (i, n, b) in &types {
+                writeln!(
+                    out,
+                    "  {:<32} {n:>12} {:>7.2}% {:>12.1} B",
+                    String::from_utf8_lossy(&event_name(&r, *i)),
+                    *n as f64 * 100.0 / s.events.max(1) as f64,
+                    *b as f64 / (*n).max(1) as f64
+                )?;
+            }
+            writeln!(out, "\n  {:>8} {:>18} {:>12}", "pid", "thread", "events")?;
+            for ((p, t), n) in &threads {
+                writeln!(out, "  {p:>8} {t:>#18x} {n:>12}")?;
+            }
+        }
+        out.flush()?;
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+fn posix_convert(input: &Input, args: &convert::Args) -> Result<ExitCode> {
+    {
+        let mut r = open_log(input)?;
+        match args.to.as_str() {
+            "chrome" | "chrome-json" => {
+                let out = output(args.output.as_deref())?;
+                let mut w = ChromeWriter::new(out)?;
+                let names: BTreeMap<u32, Vec<u8>> = r.types.iter().cloned().collect();
+                // Small thread numbers per process, in order of appearance.
+                let mut tids: BTreeMap<(i32, u64), i64> = BTreeMap::new();
+                // Times relative to the stream's creation (flush events are
+                // written out of time order, so not "the first event").
+                let created = r.attr.create_time_sec * 1_000_000_000 + r.attr.create_time_nsec;
+                let mut first: Option<i64> = (created > 0).then_some(created);
+                let mut flush_begin: Option<(f64, i32, i64)> = None;
+                while let Some(e) = r.next_event() {
+                    let Ok(e) = e else { continue };
+                    let i = e.info;
+                    let base = *first.get_or_insert(i.timestamp_ns);
+                    let ts_us = (i.timestamp_ns - base) as f64 / 1000.0;
+                    let n = tids.len() as i64;
+                    let tid = *tids.entry((i.pid, i.thread)).or_insert_with(|| {
+                        if i.thread == 0 {
+                            0
+                        } else {
+                            n + 1
+                        }
+                    });
+                    let name = names
+                        .get(&i.event_id)
+                        .cloned()
+                        .or_else(|| system_event_name(i.event_id).map(|s| s.as_bytes().to_vec()))
+                        .unwrap_or_else(|| format!("event-{}", i.event_id).into_bytes());
+                    match i.event_id {
+                        POSIX_TRACE_FLUSH_START => flush_begin = Some((ts_us, i.pid, tid)),
+                        POSIX_TRACE_FLUSH_STOP => {
+                            if let Some((b, p, t)) = flush_begin.take() {
+                                w.complete(
+                                    p as i64,
+                                    t,
+                                    b,
+                                    ts_us - b,
+                                    b"flush",
+                                    b"posix_trace",
+                                    &[],
+                                )?;
+                            }
+                        }
+                        _ => {
+                            let hx = hex(e.data);
+                            let text = printable(e.data);
+                            let cat: &[u8] = if i.event_id >= USER_EVENT_FIRST {
+                                b"user"
+                            } else {
+                                b"system"
+                            };
+                            let mut a: Vec<(&str, Arg<'_>)> = Vec::new();
+                            if !e.data.is_empty() {
+                                a.push(("data_hex", Arg::Str(hx.as_bytes())));
+                                a.push(("data_text", Arg::Str(text.as_bytes())));
+                            }
+                            if i.truncation != POSIX_TRACE_NOT_TRUNCATED {
+                                a.push(("truncated", Arg::Bool(true)));
+                            }
+                            w.instant(i.pid as i64, tid, ts_us, &name, cat, Scope::Thread, &a)?;
+                        }
+                    }
+                }
+                let mut out = w.finish()?;
+                out.flush()?;
+            }
+            "text" | "dump" | "json" => {
+                let mut out = output(args.output.as_deref())?;
+                let mut p = Printer::new(args.to == "json");
+                let names: BTreeMap<u32, Vec<u8>> = r.types.iter().cloned().collect();
+                while let Some(e) = r.next_event() {
+                    let Ok(e) = e else { continue };
+                    let name = names
+                        .get(&e.info.event_id)
+                        .cloned()
+                        .or_else(|| {
+                            system_event_name(e.info.event_id).map(|s| s.as_bytes().to_vec())
+                        })
+                        .unwrap_or_else(|| format!("event-{}", e.info.event_id).into_bytes());
+                    p.event(&mut out, &e.info, &name, e.data)?;
+                }
+                out.flush()?;
+            }
+            other => bail!(
+                "a POSIX trace log cannot be converted to {other}; targets: chrome, text, json"
+            ),
+        }
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsRawFd;
+
+    #[test]
+    fn sizes_take_suffixes() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("64k"), Ok(64 << 10));
+        assert_eq!(parse_size("16M"), Ok(16 << 20));
+        assert!(parse_size("12q").is_err());
+        assert!(parse_size("99999999999999G").is_err());
+    }
+
+    /// A log recorded through the engine reads back with names, counts and
+    /// payloads in the dump, info and Chrome outputs.
+    #[test]
+    fn log_round_trips_through_dump_info_and_chrome() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.trace");
+        let f = std::fs::File::create(&path).unwrap();
+        let trid = api::create(0, None, Some(f.as_raw_fd())).unwrap();
+        let id = traced::eventid_open(b"cli-test").unwrap();
+        api::start(trid).unwrap();
+        for i in 0u32..10 {
+            traced::trace_event(id, format!("payload {i}").as_bytes());
+        }
+        api::shutdown(trid).unwrap();
+
+        let input = Input::open(&path).unwrap();
+        assert!(PosixLog.sniff(&input));
+        let mut r = open_log(&input).unwrap();
+        let s = summarise(&mut r);
+        assert_eq!(s.by_type.get(&id).map(|c| c.0), Some(10));
+        assert_eq!(s.corrupt, 0);
+
+        let mut text = Vec::new();
+        let mut p = Printer::new(false);
+        r.rewind();
+        let name = event_name(&r, id);
+        while let Some(e) = r.next_event() {
+            let e = e.unwrap();
+            p.event(&mut text, &e.info, &name, e.data).unwrap();
+        }
+        let text = String::from_utf8(text).unwrap();
+        assert!(text.contains("cli-test"));
+        assert!(text.contains("|payload 9|"));
+        assert!(text.contains("7061796c6f61642039")); // hex of "payload 9"
+
+        let out = dir.path().join("t.json");
+        #[derive(clap::Parser)]
+        struct Wrap {
+            #[command(flatten)]
+            args: convert::Args,
+        }
+        let w = <Wrap as clap::Parser>::try_parse_from([
+            "convert".as_ref(),
+            path.as_os_str(),
+            "--to".as_ref(),
+            "chrome".as_ref(),
+            "-o".as_ref(),
+            out.as_os_str(),
+        ])
+        .unwrap();
+        posix_convert(&input, &w.args).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+        let evs = v["traceEvents"].as_array().unwrap();
+        assert_eq!(evs.iter().filter(|e| e["name"] == "cli-test").count(), 10);
+        assert!(evs.iter().all(|e| e["ts"].as_f64().unwrap() >= 0.0));
+    }
+}
