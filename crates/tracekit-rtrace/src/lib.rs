@@ -6,6 +6,7 @@
 //!
 //! Format notes: `shared/specs/rtrace.md`.
 
+mod fxhash;
 pub mod postproc;
 pub mod reader;
 pub mod record;

@@ -16,10 +16,11 @@
 //! map/registry records that appear after the first call are written where
 //! they were in streaming mode.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::HashSet;
 use std::io::{BufRead, Write};
 use std::rc::Rc;
 
+use crate::fxhash::FxHashMap;
 use tracekit_core::{Error, Position, Result, Warnings};
 
 use crate::reader::{Assembler, Backtrace, FullCall, Item, Reader};
@@ -189,9 +190,12 @@ struct State<'o, W: Write> {
     resolver: Option<Resolver>,
     call_range: Option<(u64, u64)>,
     call_range_checked: bool,
+    /// Whether calls carry `<type>` (more than one visible resource type);
+    /// recomputed when the registry changes.
+    show_types: Option<bool>,
     // --filter-leaks
-    survivors: BTreeMap<u64, FullCall>,
-    live: HashMap<(usize, u64), LiveEntry>,
+    survivors: FxHashMap<u64, FullCall>,
+    live: FxHashMap<(usize, u64), LiveEntry>,
     // --compress without --filter-leaks
     all: Vec<FullCall>,
     seq: u64,
@@ -229,8 +233,9 @@ pub fn run<R: BufRead, W: Write>(input: R, opts: &Options, out: W) -> Result<Sta
         resolver: opts.resolve.then(|| Resolver::new(opts.root.clone())),
         call_range: None,
         call_range_checked: false,
-        survivors: BTreeMap::new(),
-        live: HashMap::new(),
+        show_types: None,
+        survivors: FxHashMap::default(),
+        live: FxHashMap::default(),
         all: Vec::new(),
         seq: 0,
         stats: Stats::default(),
@@ -267,6 +272,7 @@ pub fn run<R: BufRead, W: Write>(input: R, opts: &Options, out: W) -> Result<Sta
                 }
                 let write_now = st.preamble_written && st.resource_kept(&r);
                 st.pre.resources.push(r);
+                st.show_types = None;
                 if write_now {
                     let r = st.pre.resources.last().cloned();
                     if let Some(r) = r {
@@ -574,8 +580,15 @@ impl<W: Write> State<'_, W> {
         Ok(())
     }
 
-    fn show_types(&self) -> bool {
-        self.visible_resources().len() > 1
+    fn show_types(&mut self) -> bool {
+        match self.show_types {
+            Some(v) => v,
+            None => {
+                let v = self.visible_resources().len() > 1;
+                self.show_types = Some(v);
+                v
+            }
+        }
     }
 
     fn write_call(&mut self, fc: &FullCall) -> Result<()> {
@@ -612,13 +625,13 @@ impl<W: Write> State<'_, W> {
         let leak_totals = self.opts.filter_leaks.then(|| self.leak_totals());
         if self.opts.compress {
             let calls: Vec<FullCall> = if self.opts.filter_leaks {
-                std::mem::take(&mut self.survivors).into_values().collect()
+                self.survivors_in_file_order()
             } else {
                 std::mem::take(&mut self.all)
             };
             self.write_compressed(calls)?;
         } else if self.opts.filter_leaks {
-            let mut calls: Vec<FullCall> = self.survivors.values().cloned().collect();
+            let mut calls = self.survivors_in_file_order();
             calls.sort_by_key(|c| (c.call.timestamp.unwrap_or(0), c.call.index));
             for fc in &calls {
                 self.write_call(fc)?;
@@ -632,8 +645,15 @@ impl<W: Write> State<'_, W> {
         self.out.flush().map_err(io)
     }
 
+    /// The live allocations, in the order they were read.
+    fn survivors_in_file_order(&mut self) -> Vec<FullCall> {
+        let mut v: Vec<(u64, FullCall)> = std::mem::take(&mut self.survivors).into_iter().collect();
+        v.sort_unstable_by_key(|(seq, _)| *seq);
+        v.into_iter().map(|(_, c)| c).collect()
+    }
+
     fn write_compressed(&mut self, calls: Vec<FullCall>) -> Result<()> {
-        let mut index: HashMap<Vec<u64>, usize> = HashMap::new();
+        let mut index: FxHashMap<Vec<u64>, usize> = FxHashMap::default();
         let mut groups: Vec<Group> = Vec::new();
         for fc in calls {
             let addrs: Vec<u64> = fc.frames.iter().map(|f| f.addr).collect();

@@ -42,6 +42,15 @@ impl<R: BufRead> Reader<R> {
 
     /// The next record, `Ok(None)` at the end.
     pub fn next_record(&mut self) -> Result<Option<Record>> {
+        // Fast path: the whole line is in the reader's buffer; parse it in
+        // place instead of copying it out.
+        let buf = self.inner.fill_buf().map_err(|e| Error::io(None, e))?;
+        if let Some(nl) = memchr::memchr(b'\n', buf) {
+            self.line += 1;
+            let rec = classify(&buf[..nl], self.line, &mut self.warnings);
+            self.inner.consume(nl + 1);
+            return rec.map(Some);
+        }
         self.buf.clear();
         let n = self
             .inner
@@ -62,37 +71,68 @@ impl<R: BufRead> Reader<R> {
         } else {
             self.missing_final_newline = true;
         }
-        let text = match std::str::from_utf8(&self.buf) {
-            Ok(s) => std::borrow::Cow::Borrowed(s),
-            Err(_) => {
-                self.warnings.push(
-                    Position::Line(self.line),
-                    "invalid UTF-8 replaced by U+FFFD",
-                );
-                String::from_utf8_lossy(&self.buf)
-            }
-        };
-        if self.line == 1 {
-            return match Header::parse(&text) {
-                Some(h) => Ok(Some(Record::Header(h))),
-                None => Err(Error::malformed(
-                    Position::Line(1),
-                    "not an sp-rtrace text trace: the first line must be the header \
-                     (`version=2.0, arch=…, `)",
-                )),
-            };
-        }
-        let rec = Record::parse(&text);
-        if let Record::Comment(c) = &rec {
-            if !c.starts_with('#') {
-                self.warnings.push(
-                    Position::Line(self.line),
-                    format!("unrecognised record kept as a comment: {c}"),
-                );
-            }
-        }
-        Ok(Some(rec))
+        classify(&self.buf, self.line, &mut self.warnings).map(Some)
     }
+}
+
+/// Parses one line (without its `\n`); line 1 is the header.
+#[inline]
+fn classify(bytes: &[u8], line: u64, warnings: &mut Warnings) -> Result<Record> {
+    // The two most frequent lines by far, without UTF-8 validation or
+    // allocation: a bare frame and the blank line ending a backtrace.
+    if line > 1 {
+        if bytes.is_empty() {
+            return Ok(Record::EndBacktrace);
+        }
+        if let Some(hex) = bytes.strip_prefix(b"\t0x") {
+            if !hex.is_empty() && hex.len() <= 16 {
+                let mut addr = 0u64;
+                let mut ok = true;
+                for &b in hex {
+                    let d = match b {
+                        b'0'..=b'9' => b - b'0',
+                        b'a'..=b'f' => b - b'a' + 10,
+                        b'A'..=b'F' => b - b'A' + 10,
+                        _ => {
+                            ok = false;
+                            break;
+                        }
+                    };
+                    addr = addr << 4 | u64::from(d);
+                }
+                if ok {
+                    return Ok(Record::Frame(crate::record::Frame { addr, text: None }));
+                }
+            }
+        }
+    }
+    let text = match std::str::from_utf8(bytes) {
+        Ok(s) => std::borrow::Cow::Borrowed(s),
+        Err(_) => {
+            warnings.push(Position::Line(line), "invalid UTF-8 replaced by U+FFFD");
+            String::from_utf8_lossy(bytes)
+        }
+    };
+    if line == 1 {
+        return match Header::parse(&text) {
+            Some(h) => Ok(Record::Header(h)),
+            None => Err(Error::malformed(
+                Position::Line(1),
+                "not an sp-rtrace text trace: the first line must be the header \
+                 (`version=2.0, arch=…, `)",
+            )),
+        };
+    }
+    let rec = Record::parse(&text);
+    if let Record::Comment(c) = &rec {
+        if !c.starts_with('#') {
+            warnings.push(
+                Position::Line(line),
+                format!("unrecognised record kept as a comment: {c}"),
+            );
+        }
+    }
+    Ok(rec)
 }
 
 impl<R: BufRead> Iterator for Reader<R> {
@@ -219,7 +259,26 @@ impl<R: BufRead> Assembler<R> {
                     }
                     self.pending.push((c, Vec::new(), line));
                 }
-                Record::EndBacktrace => self.flush_pending(),
+                Record::EndBacktrace => {
+                    // The common case, one call and its frames: hand it
+                    // over without going through the queue.
+                    if self.pending.len() == 1 && self.out.is_empty() {
+                        if let Some((call, args, line)) = self.pending.pop() {
+                            let frames: Backtrace = if self.frames.is_empty() {
+                                self.empty.clone()
+                            } else {
+                                Rc::from(std::mem::take(&mut self.frames))
+                            };
+                            return Ok(Some(Item::Call(FullCall {
+                                call,
+                                args,
+                                frames,
+                                line,
+                            })));
+                        }
+                    }
+                    self.flush_pending()
+                }
                 Record::Header(h) => self.push_other(Item::Header(h)),
                 Record::Map(m) => self.push_other(Item::Map(m)),
                 Record::Context(c) => self.push_other(Item::Context(c)),

@@ -363,6 +363,9 @@ fn parse_timestamp(s: &str) -> Option<u32> {
 }
 
 fn parse_call(line: &str) -> Option<Call> {
+    if !line.as_bytes().first()?.is_ascii_digit() {
+        return None;
+    }
     let dot = line.find('.')?;
     let digits = &line[..dot];
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
@@ -386,7 +389,7 @@ fn parse_call(line: &str) -> Option<Call> {
         rest = r[end + 1..].strip_prefix(' ')?;
     }
     // Allocation: `(<decimal>) = 0x<hex>`; else free: `(0x<hex>)`.
-    let (kind, id, head) = if let Some(eq) = rest.rfind(") = ") {
+    let (kind, id, head) = if let Some(eq) = memchr::memmem::rfind(rest.as_bytes(), b") = ") {
         let id = parse_0x(&rest[eq + 4..])?;
         let open = rest[..eq].rfind('(')?;
         let size_text = &rest[open + 1..eq];

@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
 
+use crate::fxhash::FxHashMap;
 use tracekit_core::{Result, Warnings};
 
 use crate::reader::{Assembler, Item, Reader};
@@ -90,13 +91,13 @@ pub fn analyse<R: BufRead>(input: R, top: usize, resolve: bool) -> Result<Report
     let mut report = Report::default();
     let mut registry: Vec<ResourceDef> = Vec::new();
     let mut maps: Vec<MemoryMap> = Vec::new();
-    let mut traces: HashMap<Vec<u64>, u32> = HashMap::new();
+    let mut traces: FxHashMap<Vec<u64>, u32> = FxHashMap::default();
     let mut trace_list: Vec<Vec<u64>> = Vec::new();
     // Resolved text already in the trace (first occurrence), used when
     // the module files are not on this machine.
     let mut trace_texts: Vec<Vec<Option<String>>> = Vec::new();
     let mut per_trace: Vec<Vec<TraceAgg>> = Vec::new(); // [resource][trace]
-    let mut live: HashMap<(usize, u64), Live> = HashMap::new();
+    let mut live: FxHashMap<(usize, u64), Live> = FxHashMap::default();
     let mut current: Vec<(i64, u64)> = Vec::new(); // per resource: bytes, blocks
                                                    // Timeline: full-resolution points are folded into buckets that double
                                                    // in width whenever the point budget is exceeded.

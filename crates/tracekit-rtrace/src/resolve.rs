@@ -8,8 +8,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-use object::{Object, ObjectKind, ObjectSymbol, SymbolKind};
+use object::{Object, ObjectKind, ObjectSegment, ObjectSymbol, SymbolKind};
 
+use crate::fxhash::FxHashMap;
 use crate::record::MemoryMap;
 
 /// What a resolved frame says.
@@ -56,6 +57,10 @@ impl Resolved {
 
 struct Module {
     absolute: bool,
+    /// Page-aligned address of the first executable segment: a map record
+    /// (executable mappings only) starts there, not at the load base. Zero
+    /// for the old single-segment objects of the sp-rtrace era.
+    exec_base: u64,
     /// Function symbols sorted by start: (start, end, name).
     functions: Vec<(u64, u64, Rc<str>)>,
     dwarf: Option<addr2line::Loader>,
@@ -65,7 +70,7 @@ struct Module {
 pub struct Resolver {
     maps: Vec<MemoryMap>,
     modules: HashMap<String, Option<Module>>,
-    cache: HashMap<(usize, u64), Resolved>,
+    cache: FxHashMap<(usize, u64), Resolved>,
     /// Prefix for module paths (cross resolving, like `--root`).
     root: Option<PathBuf>,
     /// Also read DWARF line tables (file and line).
@@ -77,7 +82,7 @@ impl Resolver {
         Resolver {
             maps: Vec::new(),
             modules: HashMap::new(),
-            cache: HashMap::new(),
+            cache: FxHashMap::default(),
             root,
             use_dwarf: false,
         }
@@ -128,7 +133,7 @@ impl Resolver {
                 let rel = if m.absolute {
                     addr
                 } else {
-                    addr.wrapping_sub(start)
+                    addr.wrapping_sub(start).wrapping_add(m.exec_base)
                 };
                 let function = lookup(&m.functions, rel).map(display_name);
                 let (mut file, mut line) = (None, None);
@@ -211,6 +216,14 @@ fn load_module(path: &Path, use_dwarf: bool) -> Option<Module> {
     let data = std::fs::read(path).ok()?;
     let file = object::File::parse(&*data).ok()?;
     let absolute = file.kind() == ObjectKind::Executable;
+    let exec_base = file
+        .segments()
+        .find(|seg| match seg.flags() {
+            object::SegmentFlags::Elf { p_flags } => p_flags & object::elf::PF_X != 0,
+            _ => false,
+        })
+        .map(|seg| seg.address() & !0xfff)
+        .unwrap_or(0);
     let mut functions = Vec::new();
     for sym in file.symbols().chain(file.dynamic_symbols()) {
         if sym.kind() == SymbolKind::Text && !sym.is_undefined() && sym.size() > 0 {
@@ -227,6 +240,7 @@ fn load_module(path: &Path, use_dwarf: bool) -> Option<Module> {
     };
     Some(Module {
         absolute,
+        exec_base,
         functions,
         dwarf,
     })
@@ -254,10 +268,19 @@ mod tests {
             .find(|s| s.kind() == SymbolKind::Text && s.size() > 16)
             .unwrap();
         let base = 0x5555_0000_0000u64;
+        // Like /proc/pid/maps: the executable mapping starts at its
+        // segment's page, not at the load base.
+        let exec_page = file
+            .segments()
+            .find(|seg| {
+                matches!(seg.flags(), object::SegmentFlags::Elf { p_flags } if p_flags & object::elf::PF_X != 0)
+            })
+            .map(|seg| seg.address() & !0xfff)
+            .unwrap();
         let mut r = Resolver::new(None);
         r.add_map(&MemoryMap {
             path: exe.display().to_string(),
-            start: base,
+            start: base + exec_page,
             end: base + 0x1000_0000,
         });
         let addr = if file.kind() == ObjectKind::Executable {

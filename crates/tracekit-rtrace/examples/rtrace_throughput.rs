@@ -1,0 +1,79 @@
+//! Throughput of the text reader, the post-processor and the report on a
+//! trace file, and of warm address resolution:
+//!
+//!   cargo run --release -p tracekit-rtrace --example rtrace_throughput -- TRACE [-l|-lc|report|read]
+//!
+//! Prints MB/s per CPU-second of the chosen pass (bench/rtrace.sh times
+//! the CLI instead).
+
+use std::io::BufReader;
+use std::time::Instant;
+
+use tracekit_rtrace::postproc::{self, Options};
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let Some(path) = args.get(1) else {
+        eprintln!("usage: rtrace_throughput TRACE [read|plain|-l|-lc|report|resolve]");
+        std::process::exit(2);
+    };
+    let mode = args.get(2).map(String::as_str).unwrap_or("plain");
+    let size = std::fs::metadata(path).expect("trace").len() as f64;
+    let open = || BufReader::with_capacity(1 << 20, std::fs::File::open(path).expect("open"));
+    let t = Instant::now();
+    match mode {
+        "read" => {
+            let mut r = tracekit_rtrace::Reader::new(open());
+            let mut n = 0u64;
+            while r.next_record().expect("read").is_some() {
+                n += 1;
+            }
+            eprintln!("{n} records");
+        }
+        "report" => {
+            let rep = tracekit_rtrace::report::analyse(open(), 20, false).expect("report");
+            eprintln!("{} calls", rep.calls);
+        }
+        "resolve" => {
+            // Warm resolution: every frame address of the trace, twice.
+            let mut res = tracekit_rtrace::resolve::Resolver::new(None);
+            let mut addrs = Vec::new();
+            let mut r = tracekit_rtrace::Reader::new(open());
+            while let Some(rec) = r.next_record().expect("read") {
+                match rec {
+                    tracekit_rtrace::Record::Map(m) => res.add_map(&m),
+                    tracekit_rtrace::Record::Frame(f) => addrs.push(f.addr),
+                    _ => {}
+                }
+            }
+            for &a in &addrs {
+                res.resolve(a);
+            }
+            let t = Instant::now();
+            for &a in &addrs {
+                std::hint::black_box(res.resolve(a));
+            }
+            let s = t.elapsed().as_secs_f64();
+            println!(
+                "resolve warm: {} addresses in {s:.3} s = {:.1} M addresses/s",
+                addrs.len(),
+                addrs.len() as f64 / s / 1e6
+            );
+            return;
+        }
+        opts => {
+            let o = Options {
+                filter_leaks: opts.contains('l'),
+                compress: opts.contains('c'),
+                ..Default::default()
+            };
+            postproc::run(open(), &o, std::io::sink()).expect("postproc");
+        }
+    }
+    let s = t.elapsed().as_secs_f64();
+    println!(
+        "{mode}: {:.0} MB in {s:.2} s = {:.0} MB/s",
+        size / 1e6,
+        size / 1e6 / s
+    );
+}
