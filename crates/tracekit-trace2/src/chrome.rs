@@ -25,8 +25,11 @@ use std::io::{self, Write};
 
 use tracekit_export::chrome::{Arg, ChromeWriter, Scope};
 
+use tracekit_core::{Position, Warnings};
+
 use crate::event::{sid_own, Body, Event, Time};
-use crate::report::SyntheticSids;
+use crate::reader::{Format, RecordIter};
+use crate::report::{drop_pages, SyntheticSids};
 use crate::time::UnixMicros;
 
 struct ThreadTrack {
@@ -548,4 +551,57 @@ impl<W: Write> ChromeExporter<W> {
         let w = self.out.finish()?;
         Ok((w, self.stats))
     }
+}
+
+/// Converts a whole input. Records that do not parse are counted in
+/// `warnings` with their line number, and skipped.
+pub fn convert_bytes<W: Write>(
+    data: &[u8],
+    format: Format,
+    out: W,
+    warnings: &mut Warnings,
+) -> io::Result<(W, ChromeStats)> {
+    convert_with(data, format, out, warnings, |_| {})
+}
+
+/// [`convert_bytes`] on a memory map, handing pages back to the kernel
+/// once converted so that resident memory stays small.
+pub fn convert_mmap<W: Write>(
+    map: &memmap2::Mmap,
+    format: Format,
+    out: W,
+    warnings: &mut Warnings,
+) -> io::Result<(W, ChromeStats)> {
+    convert_with(map, format, out, warnings, |r| drop_pages(map, r))
+}
+
+fn convert_with<W: Write>(
+    data: &[u8],
+    format: Format,
+    out: W,
+    warnings: &mut Warnings,
+    consumed: impl Fn(std::ops::Range<usize>),
+) -> io::Result<(W, ChromeStats)> {
+    const STEP: usize = 8 << 20;
+    let mut ex = ChromeExporter::new(out)?;
+    let mut records = RecordIter::new(data, format);
+    let mut done = 0;
+    while let Some(rec) = records.next() {
+        match format.parse(rec.bytes) {
+            Ok(ev) => ex.add(&ev)?,
+            Err(e) => {
+                let cut = if rec.unterminated {
+                    " (last line cut short)"
+                } else {
+                    ""
+                };
+                warnings.push(Position::Line(rec.line), format!("{e}{cut}"));
+            }
+        }
+        if records.position() - done >= STEP {
+            consumed(done..records.position());
+            done = records.position();
+        }
+    }
+    ex.finish()
 }

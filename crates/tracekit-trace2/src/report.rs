@@ -1401,12 +1401,13 @@ fn process_report(
     }
     // Not the child itself but its descendant (git run by a shell, hook
     // script, alias): match by start time within the child's lifetime,
-    // shell children first.
+    // shell children first. Without times (PERF, NORMAL: no SID), match
+    // by argv.
     let mut descendants = Vec::new();
     for (start, report) in unmatched {
         let within = |c: &ChildState| match (start, c.start_unix) {
             (Some(s), Some(cs)) => s.0 >= cs && !matches!(c.elapsed, Some(e) if s.0 > cs + e),
-            _ => false,
+            _ => same_command(c, &report.argv),
         };
         let pick = (0..children.len())
             .filter(|&j| children[j].process.is_none() && within(&p.children[j]))
@@ -1458,6 +1459,25 @@ fn process_report(
         errors: p.errors.clone(),
         errors_omitted: p.errors_omitted,
     }
+}
+
+/// Whether a child's argv (as the parent logged it) runs the command of a
+/// process's argv: same arguments after argv[0] (git children show `git`
+/// to the parent and the exec path to themselves), or, through a shell,
+/// the quoted command line.
+fn same_command(c: &ChildState, argv: &[String]) -> bool {
+    if c.argv.len() > 1 && c.argv.len() == argv.len() {
+        return c.argv[1..]
+            .iter()
+            .zip(&argv[1..])
+            .all(|(a, b)| &a[..] == b.as_bytes());
+    }
+    if c.argv.len() == 1 && !argv.is_empty() {
+        let mut quoted = Vec::new();
+        crate::quote::sq_quote_argv(&mut quoted, argv);
+        return *c.argv[0] == *quoted || (argv.len() == 1 && *c.argv[0] == *argv[0].as_bytes());
+    }
+    false
 }
 
 fn region_nodes(p: &ProcState, parent: u32, parent_total: Option<i64>) -> Vec<RegionNode> {
@@ -1800,19 +1820,25 @@ pub fn report_mmap(
     warnings: &mut Warnings,
 ) {
     report_bytes_with(map, format, source, builder, warnings, |range| {
-        // Only whole pages inside the range.
-        let page = 4096;
-        let start = range.start.div_ceil(page) * page;
-        let end = range.end / page * page;
-        if end > start {
-            // SAFETY: the map is a read-only file mapping; dropping its
-            // pages only makes the kernel read them again from the file
-            // if touched, the content seen stays the same.
-            let _ = unsafe {
-                map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start)
-            };
-        }
+        drop_pages(map, range)
     })
+}
+
+/// Gives the whole pages of `range` back to the kernel (they are read
+/// again from the file if touched), so that the resident size of a reader
+/// going through a large map stays small.
+pub(crate) fn drop_pages(map: &memmap2::Mmap, range: std::ops::Range<usize>) {
+    let page = 4096;
+    let start = range.start.div_ceil(page) * page;
+    let end = range.end.min(map.len()) / page * page;
+    if end > start {
+        // SAFETY: the map is a read-only file mapping; dropping its pages
+        // only makes the kernel read them again from the file if touched,
+        // the content seen stays the same.
+        let _ = unsafe {
+            map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start)
+        };
+    }
 }
 
 /// A parsed record on its way from a parser thread to the builder.
@@ -1850,7 +1876,6 @@ impl ReportBuilder {
         }
     }
 }
-
 fn report_bytes_with(
     data: &[u8],
     format: Format,

@@ -430,3 +430,38 @@ fn chrome_export_of_perf_and_brief_inputs() {
         assert_eq!(stats.unmatched_leaves, 0, "{rel}");
     }
 }
+
+/// Lines cut at arbitrary places (as a killed writer or a torn copy
+/// leaves them): no panic, every unreadable line is a warning, the Chrome
+/// output stays valid JSON.
+#[test]
+fn cut_lines_never_panic() {
+    for case in cases() {
+        let data = std::fs::read(corpus(&format!("{case}/event.jsonl"))).unwrap();
+        let mut mangled = Vec::new();
+        let mut cut = 0usize;
+        for (i, line) in data.split(|&c| c == b'\n').enumerate() {
+            if i % 3 == 1 && !line.is_empty() {
+                let at = (i * 7919) % line.len();
+                mangled.extend_from_slice(&line[..at]);
+                cut += 1;
+            } else {
+                mangled.extend_from_slice(line);
+            }
+            mangled.push(b'\n');
+        }
+        let mut b = ReportBuilder::new(10);
+        let mut w = Warnings::default();
+        report_bytes(&mangled, Format::Event, 0, &mut b, &mut w);
+        let r = b.finish();
+        assert!(w.total() > 0 && w.total() <= cut as u64, "{case}");
+        let mut text = Vec::new();
+        write_text(&r, &mut text, 10).unwrap();
+        let mut w2 = Warnings::default();
+        let (out, _) =
+            tracekit_trace2::chrome::convert_bytes(&mangled, Format::Event, Vec::new(), &mut w2)
+                .unwrap();
+        assert_eq!(w.total(), w2.total(), "{case}");
+        serde_json::from_slice::<serde_json::Value>(&out).expect("valid JSON");
+    }
+}
