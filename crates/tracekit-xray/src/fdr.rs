@@ -176,6 +176,25 @@ impl<'a> FdrReader<'a> {
         self.block_start
     }
 
+    /// Consumes a CallArgument record if one comes next (they follow their
+    /// enter-with-argument function record directly).
+    #[inline]
+    pub fn take_call_argument(&mut self) -> Option<u64> {
+        let at = self.pos;
+        if self.in_garbage || at + 16 > self.end || self.data[at] != (kind::CALL_ARGUMENT << 1) | 1
+        {
+            return None;
+        }
+        if let Some(b) = self.budget.as_mut() {
+            if *b < 16 {
+                return None;
+            }
+            *b -= 16;
+        }
+        self.pos = at + 16;
+        Some(self.header.endian.u64(self.data, at + 1))
+    }
+
     /// Jumps over the rest of the current block without decoding it, when
     /// the format says where the block ends (v3+ extents, v1 buffer size).
     /// Returns false when the block must be parsed record by record.
@@ -227,6 +246,7 @@ impl<'a> FdrReader<'a> {
 impl<'a> Iterator for FdrReader<'a> {
     type Item = Result<RawRecord<'a>>;
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         let e = self.header.endian;
         let version = self.header.version;

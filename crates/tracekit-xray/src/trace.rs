@@ -356,7 +356,6 @@ pub struct ThreadCursor<'a> {
     have_cpu: bool,
     record_type: u16,
     func_id: i32,
-    building: Option<Record<'a>>,
     failed: bool,
     dropped_before_cpu: u64,
     release: Option<Release<'a>>,
@@ -383,7 +382,6 @@ impl<'a> ThreadCursor<'a> {
             have_cpu: false,
             record_type: 0,
             func_id: 0,
-            building: None,
             failed: false,
             dropped_before_cpu: 0,
             release: trace.release,
@@ -398,8 +396,7 @@ impl<'a> ThreadCursor<'a> {
         tsc: u64,
         data: &'a [u8],
     ) -> Option<Record<'a>> {
-        let done = self.building.take();
-        self.building = Some(Record {
+        Some(Record {
             record_type: self.record_type,
             cpu,
             kind,
@@ -409,8 +406,7 @@ impl<'a> ThreadCursor<'a> {
             pid: self.pid,
             args: Vec::new(),
             data,
-        });
-        done
+        })
     }
 
     fn finish_reader(&mut self) {
@@ -436,6 +432,7 @@ impl<'a> ThreadCursor<'a> {
 impl<'a> Iterator for ThreadCursor<'a> {
     type Item = Result<Record<'a>>;
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         loop {
             if self.failed {
@@ -443,7 +440,7 @@ impl<'a> Iterator for ThreadCursor<'a> {
             }
             if self.reader.is_none() {
                 if self.next_block >= self.blocks.len() {
-                    return self.building.take().map(Ok);
+                    return None;
                 }
                 let (s, e) = self.blocks[self.next_block];
                 self.next_block += 1;
@@ -491,17 +488,13 @@ impl<'a> Iterator for ThreadCursor<'a> {
                 FdrRecord::WallClock { .. }
                 | FdrRecord::BufferExtents { .. }
                 | FdrRecord::EndOfBuffer => None,
-                FdrRecord::CallArgument { arg } => {
-                    match self.building.as_mut() {
-                        Some(b) if !b.kind.is_event() => {
-                            b.args.push(arg);
-                            b.kind = RecordKind::EnterArg;
-                        }
-                        _ => self.warnings.push(
-                            Position::Offset(raw.offset as u64),
-                            "call argument without a preceding function record ignored",
-                        ),
-                    }
+                FdrRecord::CallArgument { .. } => {
+                    // Arguments directly after their function record are
+                    // taken with it (below); this one follows something else.
+                    self.warnings.push(
+                        Position::Offset(raw.offset as u64),
+                        "call argument without a function record right before it ignored",
+                    );
                     None
                 }
                 FdrRecord::CustomEvent { tsc, cpu, data, .. } => {
@@ -538,7 +531,14 @@ impl<'a> Iterator for ThreadCursor<'a> {
                         FunctionAction::TailExit => RecordKind::TailExit,
                         FunctionAction::EnterArg => RecordKind::EnterArg,
                     };
-                    self.start(kind, self.cpu, self.base_tsc, &[])
+                    let mut rec = self.start(kind, self.cpu, self.base_tsc, &[]);
+                    if let (Some(r), Some(reader)) = (rec.as_mut(), self.reader.as_mut()) {
+                        while let Some(arg) = reader.take_call_argument() {
+                            r.args.push(arg);
+                            r.kind = RecordKind::EnterArg;
+                        }
+                    }
+                    rec
                 }
             };
             if let Some(r) = emitted {
