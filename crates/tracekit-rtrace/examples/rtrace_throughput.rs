@@ -63,8 +63,8 @@ fn main() {
         }
         opts => {
             let o = Options {
-                filter_leaks: opts.contains('l'),
-                compress: opts.contains('c'),
+                filter_leaks: opts.starts_with('-') && opts.contains('l'),
+                compress: opts.starts_with('-') && opts.contains('c'),
                 ..Default::default()
             };
             postproc::run(open(), &o, std::io::sink()).expect("postproc");

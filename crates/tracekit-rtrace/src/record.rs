@@ -6,7 +6,6 @@
 //! comment. Anything unrecognised is a comment, as in the reference; the
 //! reader counts comments that do not start with `#` as warnings.
 
-use std::fmt::Write as _;
 use std::io::{self, Write};
 
 /// One key of the header line (`key=value`), in file order.
@@ -142,37 +141,87 @@ impl Call {
 
     /// Writes the call line; `show_type` decides whether `<type>` appears.
     pub fn write<W: Write + ?Sized>(&self, out: &mut W, show_type: bool) -> io::Result<()> {
-        let mut line = String::with_capacity(64);
-        let _ = write!(line, "{}. ", self.index);
+        // Hand-formatted (this is the post-processor's hot path).
+        let mut line: Vec<u8> = Vec::with_capacity(64 + self.name.len());
+        push_dec(&mut line, self.index);
+        line.extend_from_slice(b". ");
         if self.context != 0 {
-            let _ = write!(line, "@{:x} ", self.context);
+            line.push(b'@');
+            push_hex(&mut line, u64::from(self.context));
+            line.push(b' ');
         }
         if let Some(ms) = self.timestamp {
-            let _ = write!(
-                line,
-                "[{:02}:{:02}:{:02}.{:03}] ",
-                ms / 3_600_000,
-                ms / 60_000 % 60,
-                ms / 1000 % 60,
-                ms % 1000
-            );
+            let two = |l: &mut Vec<u8>, v: u32| {
+                if v < 10 {
+                    l.push(b'0');
+                }
+                push_dec(l, i64::from(v));
+            };
+            line.push(b'[');
+            two(&mut line, ms / 3_600_000);
+            line.push(b':');
+            two(&mut line, ms / 60_000 % 60);
+            line.push(b':');
+            two(&mut line, ms / 1000 % 60);
+            line.push(b'.');
+            let frac = ms % 1000;
+            if frac < 100 {
+                line.push(b'0');
+            }
+            if frac < 10 {
+                line.push(b'0');
+            }
+            push_dec(&mut line, i64::from(frac));
+            line.extend_from_slice(b"] ");
         }
-        line.push_str(&self.name);
+        line.extend_from_slice(self.name.as_bytes());
         if show_type {
             if let Some(t) = &self.resource_type {
-                let _ = write!(line, "<{t}>");
+                line.push(b'<');
+                line.extend_from_slice(t.as_bytes());
+                line.push(b'>');
             }
         }
+        line.push(b'(');
         match self.kind {
             CallKind::Alloc { size } => {
-                let _ = writeln!(line, "({size}) = 0x{:x}", self.id);
+                push_dec(&mut line, size);
+                line.extend_from_slice(b") = 0x");
+                push_hex(&mut line, self.id);
             }
             CallKind::Free => {
-                let _ = writeln!(line, "(0x{:x})", self.id);
+                line.extend_from_slice(b"0x");
+                push_hex(&mut line, self.id);
+                line.push(b')');
             }
         }
-        out.write_all(line.as_bytes())
+        line.push(b'\n');
+        out.write_all(&line)
     }
+}
+
+fn push_dec(out: &mut Vec<u8>, v: i64) {
+    let mut buf = [0u8; 20];
+    let mut n = v.unsigned_abs();
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    if v < 0 {
+        out.push(b'-');
+    }
+    out.extend_from_slice(&buf[i..]);
+}
+
+fn push_hex(out: &mut Vec<u8>, v: u64) {
+    let mut buf = [0u8; 16];
+    let n = write_hex(&mut buf, v);
+    out.extend_from_slice(&buf[..n]);
 }
 
 /// A backtrace frame: `\t0x<addr>` plus opaque resolved text.
@@ -185,11 +234,37 @@ pub struct Frame {
 
 impl Frame {
     pub fn write<W: Write + ?Sized>(&self, out: &mut W) -> io::Result<()> {
+        // Hand-formatted: frames are most of a trace's lines.
+        let mut buf = [0u8; 20];
+        buf[..3].copy_from_slice(b"\t0x");
+        let n = write_hex(&mut buf[3..], self.addr);
         match &self.text {
-            Some(t) => writeln!(out, "\t0x{:x} {t}", self.addr),
-            None => writeln!(out, "\t0x{:x}", self.addr),
+            Some(t) => {
+                buf[3 + n] = b' ';
+                out.write_all(&buf[..4 + n])?;
+                out.write_all(t.as_bytes())?;
+                out.write_all(b"\n")
+            }
+            None => {
+                buf[3 + n] = b'\n';
+                out.write_all(&buf[..4 + n])
+            }
         }
     }
+}
+
+/// Lower-case hex without leading zeros (`%lx`); returns the length.
+fn write_hex(out: &mut [u8], v: u64) -> usize {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let len = if v == 0 {
+        1
+    } else {
+        (64 - v.leading_zeros() as usize).div_ceil(4)
+    };
+    for i in 0..len {
+        out[len - 1 - i] = DIGITS[((v >> (4 * i)) & 0xf) as usize];
+    }
+    len
 }
 
 /// A function argument: `\t$name = value`.
@@ -345,68 +420,96 @@ fn parse_frame(line: &str) -> Option<Frame> {
     Some(Frame { addr, text })
 }
 
-/// `[h:m:s.ms]` → milliseconds.
-fn parse_timestamp(s: &str) -> Option<u32> {
-    let (hms, frac) = s.rsplit_once('.')?;
-    let mut parts = hms.split(':');
-    let h: u32 = parts.next()?.parse().ok()?;
-    let m: u32 = parts.next()?.parse().ok()?;
-    let sec: u32 = parts.next()?.parse().ok()?;
-    if parts.next().is_some() {
+/// Decimal digits only, no sign, no overflow.
+fn parse_dec(b: &[u8]) -> Option<u64> {
+    if b.is_empty() || b.len() > 19 {
         return None;
     }
-    let ms: u32 = frac.parse().ok()?;
-    h.checked_mul(3_600_000)?
-        .checked_add(m.checked_mul(60_000)?)?
-        .checked_add(sec.checked_mul(1000)?)?
-        .checked_add(ms)
+    let mut v = 0u64;
+    for &c in b {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        v = v * 10 + u64::from(c - b'0');
+    }
+    Some(v)
+}
+
+/// `h:m:s.ms` → milliseconds, byte by byte (this is on the hot path).
+fn parse_timestamp_bytes(b: &[u8]) -> Option<u32> {
+    let mut parts = [0u64; 4];
+    let mut i = 0;
+    let mut start = 0;
+    for (pos, &c) in b.iter().enumerate() {
+        let sep = match i {
+            0 | 1 => b':',
+            2 => b'.',
+            _ => 0,
+        };
+        if sep != 0 && c == sep {
+            parts[i] = parse_dec(&b[start..pos])?;
+            i += 1;
+            start = pos + 1;
+        }
+    }
+    if i != 3 {
+        return None;
+    }
+    parts[3] = parse_dec(&b[start..])?;
+    let ms = parts[0]
+        .checked_mul(3_600_000)?
+        .checked_add(parts[1].checked_mul(60_000)?)?
+        .checked_add(parts[2].checked_mul(1000)?)?
+        .checked_add(parts[3])?;
+    u32::try_from(ms).ok()
 }
 
 fn parse_call(line: &str) -> Option<Call> {
-    if !line.as_bytes().first()?.is_ascii_digit() {
+    let b = line.as_bytes();
+    if !b.first()?.is_ascii_digit() {
         return None;
     }
-    let dot = line.find('.')?;
-    let digits = &line[..dot];
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let index: i64 = digits.parse().ok()?;
+    let dot = memchr::memchr(b'.', b)?;
+    let index = i64::try_from(parse_dec(&b[..dot])?).ok()?;
     // The reference skips to the first space after the dot.
-    let mut rest = &line[dot + 1..];
-    let sp = rest.find(' ')?;
-    rest = &rest[sp + 1..];
+    let sp = dot + 1 + memchr::memchr(b' ', &b[dot + 1..])?;
+    let mut pos = sp + 1;
     let mut context = 0;
-    if let Some(r) = rest.strip_prefix('@') {
-        let end = r.find(' ')?;
-        context = u32::from_str_radix(&r[..end], 16).ok()?;
-        rest = &r[end + 1..];
+    if b.get(pos) == Some(&b'@') {
+        let end = pos + 1 + memchr::memchr(b' ', &b[pos + 1..])?;
+        context = u32::from_str_radix(&line[pos + 1..end], 16).ok()?;
+        pos = end + 1;
     }
     let mut timestamp = None;
-    if let Some(r) = rest.strip_prefix('[') {
-        let end = r.find(']')?;
-        timestamp = Some(parse_timestamp(&r[..end])?);
-        rest = r[end + 1..].strip_prefix(' ')?;
-    }
-    // Allocation: `(<decimal>) = 0x<hex>`; else free: `(0x<hex>)`.
-    let (kind, id, head) = if let Some(eq) = memchr::memmem::rfind(rest.as_bytes(), b") = ") {
-        let id = parse_0x(&rest[eq + 4..])?;
-        let open = rest[..eq].rfind('(')?;
-        let size_text = &rest[open + 1..eq];
-        let digits = size_text.strip_prefix('-').unwrap_or(size_text);
-        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+    if b.get(pos) == Some(&b'[') {
+        let end = pos + 1 + memchr::memchr(b']', &b[pos + 1..])?;
+        timestamp = Some(parse_timestamp_bytes(&b[pos + 1..end])?);
+        if b.get(end + 1) != Some(&b' ') {
             return None;
         }
-        let size: i64 = size_text.parse().ok()?;
-        (CallKind::Alloc { size }, id, &rest[..open])
-    } else {
-        let body = rest.strip_suffix(')')?;
-        let open = body.rfind('(')?;
+        pos = end + 2;
+    }
+    let rest = &line[pos..];
+    let rb = rest.as_bytes();
+    // Allocation: `(<decimal>) = 0x<hex>`; else free: `(0x<hex>)`.
+    let (kind, id, head) = if rb.last() == Some(&b')') {
+        let body = &rest[..rest.len() - 1];
+        let open = memchr::memrchr(b'(', body.as_bytes())?;
         let id = parse_0x(&body[open + 1..])?;
         (CallKind::Free, id, &rest[..open])
+    } else {
+        let eq = memchr::memmem::rfind(rb, b") = ")?;
+        let id = parse_0x(&rest[eq + 4..])?;
+        let open = memchr::memrchr(b'(', &rb[..eq])?;
+        let size_text = &rb[open + 1..eq];
+        let size = match size_text.strip_prefix(b"-") {
+            Some(d) => -i64::try_from(parse_dec(d)?).ok()?,
+            None => i64::try_from(parse_dec(size_text)?).ok()?,
+        };
+        (CallKind::Alloc { size }, id, &rest[..open])
     };
     let (name, resource_type) = match head.strip_suffix('>') {
-        Some(h) => match h.rfind('<') {
+        Some(h) => match memchr::memrchr(b'<', h.as_bytes()) {
             Some(lt) => (&h[..lt], Some(h[lt + 1..].to_string())),
             None => (head, None),
         },
