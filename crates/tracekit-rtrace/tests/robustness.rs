@@ -123,3 +123,24 @@ fn losses_are_counted() {
         "{messages:?}"
     );
 }
+
+#[test]
+fn recorder_output_garbage_is_an_error_not_a_panic() {
+    let e = tracekit_rtrace::recording::decode(b"not a recording at all", Vec::new())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("header"), "{e}");
+    // A header chunk followed by a truncated event chunk: decoded with the
+    // loss counted.
+    let mut data = Vec::new();
+    data.extend_from_slice(b"TKHD");
+    data.extend_from_slice(&33u32.to_le_bytes());
+    data.extend_from_slice(&[0u8; 32]);
+    data.push(b'x');
+    data.extend_from_slice(b"TKEV");
+    data.extend_from_slice(&100u32.to_le_bytes());
+    data.extend_from_slice(&[1u8; 40]);
+    let (_, stats) = tracekit_rtrace::recording::decode(&data, Vec::new()).unwrap();
+    assert_eq!(stats.events, 0);
+    assert_eq!(stats.truncated_bytes, 48);
+}
