@@ -366,21 +366,28 @@ impl StreamView {
         w < EVENTSET_WORDS && self.header().filter[w].load(Relaxed) & (1 << (id % 64)) != 0
     }
 
-    /// Records an event if the stream is running and `id` passes the
-    /// filter. The hot path: no allocation, no lock, no system call.
+    /// Should an event of type `id` be recorded now? (Running and not
+    /// filtered out; an event refused because an UNTIL_FULL/FLUSH stream
+    /// stopped itself is counted as lost.)
     #[inline(always)]
-    pub fn record(&self, id: u32, data: &[u8], pid: i32, thread: u64, prog: u64, ticks: u64) {
+    pub fn admits(&self, id: u32) -> bool {
         let h = self.header();
         if h.running.0.load(Relaxed) != POSIX_TRACE_RUNNING as u32 {
             if h.auto_stopped.load(Relaxed) != 0 {
                 self.note_lost(1);
             }
-            return;
+            return false;
         }
-        if self.is_filtered(id) {
-            return;
+        !self.is_filtered(id)
+    }
+
+    /// Records an event if the stream is running and `id` passes the
+    /// filter. The hot path: no allocation, no lock, no system call.
+    #[inline(always)]
+    pub fn record(&self, id: u32, data: &[u8], pid: i32, thread: u64, prog: u64, ticks: u64) {
+        if self.admits(id) {
+            self.write(id, data, pid, thread, prog, ticks);
         }
-        self.write(id, data, pid, thread, prog, ticks);
     }
 
     /// Records regardless of the running state (system events written by
@@ -448,8 +455,17 @@ impl StreamView {
         }
     }
 
+    /// Writes an event without checking state or filter (see [`Self::admits`]).
     #[inline(always)]
-    fn write(&self, id: u32, data: &[u8], pid: i32, thread: u64, prog: u64, ticks: u64) -> bool {
+    pub fn write(
+        &self,
+        id: u32,
+        data: &[u8],
+        pid: i32,
+        thread: u64,
+        prog: u64,
+        ticks: u64,
+    ) -> bool {
         let h = self.header();
         let cap = h.slot_count;
         let pos = if h.stream_policy == POSIX_TRACE_LOOP {

@@ -135,12 +135,15 @@ pub fn trace_event_at(event_id: u32, data: &[u8], prog: usize) {
         } else {
             event_id
         };
+        if !v.admits(id) {
+            continue;
+        }
         if ticks == 0 {
             ticks = crate::clock::raw_now(h.calibration.kind);
         }
         // SAFETY: pthread_self has no preconditions.
         let thread = unsafe { libc::pthread_self() } as u64;
-        v.record(id, data, cached_pid(), thread, prog as u64, ticks);
+        v.write(id, data, cached_pid(), thread, prog as u64, ticks);
     }
 }
 
