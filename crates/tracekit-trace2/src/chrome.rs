@@ -282,13 +282,33 @@ impl<W: Write> ChromeExporter<W> {
                 ..
             } => {
                 let class = child_class.as_deref().unwrap_or(b"?").to_vec();
+                // What ran: the hook, the git subcommand, or the program.
                 let mut name = b"child ".to_vec();
-                match hook_name {
-                    Some(h) => {
+                match (hook_name, argv.first()) {
+                    (Some(h), _) => {
                         name.extend_from_slice(b"hook:");
                         name.extend_from_slice(h);
                     }
-                    None => name.extend_from_slice(&class),
+                    (None, Some(a0)) if &a0[..] == b"git" => {
+                        name.extend_from_slice(b"git");
+                        if let Some(sub) = argv.get(1).filter(|a| !a.starts_with(b"-")) {
+                            name.push(b' ');
+                            name.extend_from_slice(sub);
+                        }
+                    }
+                    (None, Some(a0)) => {
+                        // A shell command line: its first word.
+                        let a0 = match memchr::memchr(b' ', a0) {
+                            Some(i) => &a0[..i],
+                            None => &a0[..],
+                        };
+                        let base = match memchr::memrchr(b'/', a0) {
+                            Some(i) => &a0[i + 1..],
+                            None => &a0[..],
+                        };
+                        name.extend_from_slice(base);
+                    }
+                    (None, None) => name.extend_from_slice(&class),
                 }
                 p.children.insert(
                     *child_id,

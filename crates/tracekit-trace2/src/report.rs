@@ -46,6 +46,10 @@ const MAX_DATA: usize = 100;
 const MAX_ERRORS: usize = 50;
 const MAX_REGION_NODES: usize = 2000;
 const MAX_COUNTERS: usize = 200;
+/// Regions listed per command.
+pub const REGIONS_PER_COMMAND: usize = 5;
+/// Folded session roots remembered to recognise late processes.
+const FOLDED_MEMORY: usize = 1 << 16;
 /// Distinct error formats kept in the aggregate.
 const MAX_ERROR_GROUPS: usize = 10_000;
 
@@ -103,6 +107,9 @@ pub struct CommandStats {
     pub p99_s: Option<f64>,
     pub max_s: Option<f64>,
     pub total_s: f64,
+    /// This command's costliest regions (by total time, at most
+    /// [`REGIONS_PER_COMMAND`]).
+    pub top_regions: Vec<RegionTotal>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -458,6 +465,7 @@ struct CommandAgg {
     durations: Vec<i64>,
     failed: u64,
     unfinished: u64,
+    regions: HashMap<(Bytes, Bytes), RegionAgg>,
 }
 
 #[derive(Default)]
@@ -560,8 +568,10 @@ pub struct ReportBuilder {
     last: Option<(Vec<u8>, usize, usize)>,
     /// Quiescent sessions: (slot, generation when queued).
     pending: VecDeque<(usize, u64)>,
-    /// Hashes of folded session roots, to recognise late processes.
+    /// Hashes of recently folded session roots (the last
+    /// [`FOLDED_MEMORY`]), to recognise late processes.
     folded: HashSet<u64>,
+    folded_order: VecDeque<u64>,
     commands: HashMap<(Bytes, Option<Bytes>), CommandAgg>,
     regions: HashMap<(Bytes, Bytes), RegionAgg>,
     errors: HashMap<Bytes, (u64, Bytes)>,
@@ -600,6 +610,7 @@ impl ReportBuilder {
             last: None,
             pending: VecDeque::new(),
             folded: HashSet::new(),
+            folded_order: VecDeque::new(),
             commands: HashMap::new(),
             regions: HashMap::new(),
             errors: HashMap::new(),
@@ -741,7 +752,15 @@ impl ReportBuilder {
         self.free.push(slot);
         self.last = None;
         self.session_by_root.remove(&session.root);
-        self.folded.insert(hash_bytes(&session.root));
+        let h = hash_bytes(&session.root);
+        if self.folded.insert(h) {
+            self.folded_order.push_back(h);
+            if self.folded_order.len() > FOLDED_MEMORY {
+                if let Some(old) = self.folded_order.pop_front() {
+                    self.folded.remove(&old);
+                }
+            }
+        }
         for p in &session.procs {
             self.proc_index.remove(&p.sid);
         }
@@ -771,14 +790,16 @@ impl ReportBuilder {
                 if r.parent == u32::MAX {
                     continue;
                 }
-                let a = self
-                    .regions
-                    .entry((r.category.clone(), r.label.clone()))
-                    .or_default();
-                a.count += r.count;
-                a.total += r.total;
-                a.self_time += r.self_time;
-                a.max = a.max.max(r.max);
+                let key = (r.category.clone(), r.label.clone());
+                for a in [
+                    self.regions.entry(key.clone()).or_default(),
+                    agg.regions.entry(key).or_default(),
+                ] {
+                    a.count += r.count;
+                    a.total += r.total;
+                    a.self_time += r.self_time;
+                    a.max = a.max.max(r.max);
+                }
             }
             for (fmt, msg) in p.error_keys.drain(..) {
                 if let Some(e) = self.errors.get_mut(&fmt) {
@@ -845,6 +866,7 @@ impl ReportBuilder {
                     p99_s: q(0.99),
                     max_s: agg.durations.last().map(|d| secs(*d)),
                     total_s: secs(agg.durations.iter().sum()),
+                    top_regions: region_totals(agg.regions, REGIONS_PER_COMMAND),
                 }
             })
             .collect();
@@ -854,23 +876,7 @@ impl ReportBuilder {
                 .then(b.count.cmp(&a.count))
                 .then_with(|| (&a.name, &a.mode).cmp(&(&b.name, &b.mode)))
         });
-        let mut regions: Vec<RegionTotal> = self
-            .regions
-            .into_iter()
-            .map(|((c, l), a)| RegionTotal {
-                category: text(&c),
-                label: text(&l),
-                count: a.count,
-                total_s: secs(a.total),
-                self_s: secs(a.self_time),
-                max_s: secs(a.max),
-            })
-            .collect();
-        regions.sort_by(|a, b| {
-            b.total_s
-                .total_cmp(&a.total_s)
-                .then_with(|| (&a.category, &a.label).cmp(&(&b.category, &b.label)))
-        });
+        let regions = region_totals(self.regions, usize::MAX);
         let mut errors: Vec<ErrorGroup> = self
             .errors
             .into_iter()
@@ -905,6 +911,28 @@ impl ReportBuilder {
             top: self.top,
         }
     }
+}
+
+/// Region aggregates as a list by total time, longest first.
+fn region_totals(map: HashMap<(Bytes, Bytes), RegionAgg>, limit: usize) -> Vec<RegionTotal> {
+    let mut regions: Vec<RegionTotal> = map
+        .into_iter()
+        .map(|((c, l), a)| RegionTotal {
+            category: text(&c),
+            label: text(&l),
+            count: a.count,
+            total_s: secs(a.total),
+            self_s: secs(a.self_time),
+            max_s: secs(a.max),
+        })
+        .collect();
+    regions.sort_by(|a, b| {
+        b.total_s
+            .total_cmp(&a.total_s)
+            .then_with(|| (&a.category, &a.label).cmp(&(&b.category, &b.label)))
+    });
+    regions.truncate(limit);
+    regions
 }
 
 /// `cmd_name`, else the program name from argv (`git-shell`, which execs
@@ -1621,6 +1649,31 @@ pub fn write_text(report: &Report, out: &mut dyn Write, top: usize) -> io::Resul
         }
         if report.regions.len() > top.max(1) {
             writeln!(out, "  ... {} more", report.regions.len() - top.max(1))?;
+        }
+    }
+
+    if report.commands.iter().any(|c| !c.top_regions.is_empty()) {
+        writeln!(out)?;
+        writeln!(out, "Costliest regions per command")?;
+        for c in report.commands.iter().take(top.max(1)) {
+            if c.top_regions.is_empty() {
+                continue;
+            }
+            writeln!(out, "  {}", command_label(&c.name, c.mode.as_deref()))?;
+            for r in &c.top_regions {
+                let share = if c.total_s > 0.0 {
+                    format!("{:5.1}%", r.total_s / c.total_s * 100.0)
+                } else {
+                    "     ?".to_string()
+                };
+                writeln!(
+                    out,
+                    "    {:<46} {:>8} {:>11.6}s {share}",
+                    format!("{}/{}", r.category, r.label),
+                    r.count,
+                    r.total_s
+                )?;
+            }
         }
     }
 

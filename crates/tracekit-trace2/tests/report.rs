@@ -465,3 +465,30 @@ fn cut_lines_never_panic() {
         serde_json::from_slice::<serde_json::Value>(&out).expect("valid JSON");
     }
 }
+
+/// Figures recomputed by hand from the raw events (python over
+/// 05-fetch/event.jsonl): the four `fetch` exits are 0.006619, 0.008757,
+/// 0.008993 and 0.024806 s; their four `fetch/fetch-one` regions sum to
+/// 0.044076 s.
+#[test]
+fn case05_fetch_figures_checked_by_hand() {
+    let (r, _) = report(&["05-fetch/event.jsonl"], 0);
+    assert!(r.sessions_shown.is_empty());
+    let f = r
+        .commands
+        .iter()
+        .find(|c| c.name == "fetch" && c.mode.is_none())
+        .unwrap();
+    assert_eq!(f.count, 4);
+    assert_eq!(f.p50_s, Some(0.008757));
+    assert_eq!(f.p90_s, Some(0.024806));
+    assert_eq!(f.max_s, Some(0.024806));
+    assert!((f.total_s - 0.049175).abs() < 1e-9);
+    let one = f
+        .top_regions
+        .iter()
+        .find(|r| r.category == "fetch" && r.label == "fetch-one")
+        .unwrap();
+    assert_eq!(one.count, 4);
+    assert!((one.total_s - 0.044076).abs() < 1e-9);
+}
