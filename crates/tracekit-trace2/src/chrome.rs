@@ -304,7 +304,7 @@ impl<W: Write> ChromeExporter<W> {
                         };
                         let base = match memchr::memrchr(b'/', a0) {
                             Some(i) => &a0[i + 1..],
-                            None => &a0[..],
+                            None => a0,
                         };
                         name.extend_from_slice(base);
                     }
