@@ -1922,6 +1922,25 @@ fn parse_block<'a>(
 }
 
 impl ReportBuilder {
+    /// Parses one record (from [`crate::reader::for_each_record`] on a
+    /// stream, say) and adds it, using the fast path for EVENT regions.
+    pub fn add_record(
+        &mut self,
+        record: &[u8],
+        format: Format,
+        source: SourceId,
+    ) -> Result<(), crate::event_fmt::ParseError> {
+        if format == Format::Event {
+            if let Some(r) = fast_region(record) {
+                self.add_region(&r, source);
+                return Ok(());
+            }
+        }
+        let ev = format.parse(record)?;
+        self.add(&ev, source);
+        Ok(())
+    }
+
     fn add_item(&mut self, item: &Item<'_>, source: SourceId) {
         match item {
             Item::Region(r) => self.add_region(r, source),

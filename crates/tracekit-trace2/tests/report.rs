@@ -492,3 +492,26 @@ fn case05_fetch_figures_checked_by_hand() {
     assert_eq!(one.count, 4);
     assert!((one.total_s - 0.044076).abs() < 1e-9);
 }
+
+/// Streaming (standard input) gives the same report as a mapped file.
+#[test]
+fn streamed_records_equal_mapped_input() {
+    let data = std::fs::read(corpus("09-hooks/event.jsonl")).unwrap();
+    let mut streamed = ReportBuilder::new(100);
+    tracekit_trace2::reader::for_each_record::<_, std::io::Error>(
+        &data[..],
+        Format::Event,
+        |rec| {
+            streamed.add_record(rec.bytes, Format::Event, 0).unwrap();
+            Ok(())
+        },
+    )
+    .unwrap();
+    let mut mapped = ReportBuilder::new(100);
+    let mut w = Warnings::default();
+    report_bytes(&data, Format::Event, 0, &mut mapped, &mut w);
+    assert_eq!(
+        serde_json::to_value(streamed.finish()).unwrap(),
+        serde_json::to_value(mapped.finish()).unwrap()
+    );
+}
