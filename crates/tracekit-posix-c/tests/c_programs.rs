@@ -266,3 +266,22 @@ fn controller_in_another_process_receives_the_events() {
     api::shutdown(trid).unwrap();
     assert!(!path.exists(), "shutdown removes the stream file");
 }
+
+#[test]
+fn process_exit_shuts_the_stream_down_and_completes_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("exit.trace");
+    run(
+        &compile("exit_no_shutdown", dir.path()),
+        &[log.to_str().unwrap()],
+    );
+    let mut r = tracekit_posix::LogReader::open_path(&log).unwrap();
+    assert_eq!(r.meta.flags & tracekit_posix::log::FLAG_COMPLETE, 1);
+    let mut user = 0;
+    while let Some(e) = r.next_event() {
+        if e.unwrap().info.event_id >= USER_EVENT_FIRST {
+            user += 1;
+        }
+    }
+    assert_eq!(user, 100);
+}

@@ -581,3 +581,45 @@ fn open_rejects_what_is_not_a_log() {
         Err(libc::EBADF)
     );
 }
+
+extern "C" fn on_usr1(_: libc::c_int) {}
+
+#[test]
+fn a_signal_interrupts_a_blocked_read_with_eintr() {
+    let _s = serial();
+    // SAFETY: installing a no-op handler without SA_RESTART.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_usr1 as *const () as usize;
+        libc::sigaction(libc::SIGUSR1, &sa, std::ptr::null_mut());
+    }
+    let trid = api::create(0, None, None).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        // SAFETY: no preconditions.
+        tx.send(unsafe { libc::pthread_self() }).unwrap();
+        let mut buf = [0u8; 8];
+        api::getnext_event(trid, &mut buf, Wait::Forever)
+    });
+    let thread = rx.recv().unwrap();
+    while !reader.is_finished() {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        // SAFETY: the thread is alive until is_finished.
+        unsafe { libc::pthread_kill(thread, libc::SIGUSR1) };
+    }
+    assert_eq!(reader.join().unwrap(), Err(libc::EINTR));
+    api::shutdown(trid).unwrap();
+}
+
+#[test]
+fn shutdown_wakes_a_blocked_reader_with_einval() {
+    let _s = serial();
+    let trid = api::create(0, None, None).unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut buf = [0u8; 8];
+        api::getnext_event(trid, &mut buf, Wait::Forever)
+    });
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    api::shutdown(trid).unwrap();
+    assert_eq!(reader.join().unwrap(), Err(libc::EINVAL));
+}
