@@ -217,10 +217,18 @@ unsafe fn report_exec(argc: c_int, argv: *const *const c_char, envp: *const *con
             envc += 1;
         }
     }
-    let map = mmap(null_mut(), len, 3, 0x22, -1, 0);
-    if map as isize == -1 {
-        return;
-    }
+    // Most records fit on the stack; a huge argv or environment gets a
+    // private mapping.
+    let mut stack = [0u8; 32 * 1024];
+    let map = if len <= stack.len() {
+        stack.as_mut_ptr().cast::<c_void>()
+    } else {
+        let m = mmap(null_mut(), len, 3, 0x22, -1, 0);
+        if m as isize == -1 {
+            return;
+        }
+        m
+    };
     let buf = core::slice::from_raw_parts_mut(map.cast::<u8>(), len);
     header(
         buf,
@@ -247,7 +255,9 @@ unsafe fn report_exec(argc: c_int, argv: *const *const c_char, envp: *const *con
         put(bytes(*envp.add(i)));
     }
     emit(core::slice::from_raw_parts(map.cast::<u8>(), len));
-    munmap(map, len);
+    if len > stack.len() {
+        munmap(map, len);
+    }
 }
 
 macro_rules! real {
