@@ -285,3 +285,28 @@ fn process_exit_shuts_the_stream_down_and_completes_the_log() {
     }
     assert_eq!(user, 100);
 }
+
+#[test]
+fn create_for_another_running_process() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let exe = compile("late_traced", dir.path());
+    let mut child = program(&exe)
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let trid = api::create(child.id() as i32, None, None).unwrap();
+    api::start(trid).unwrap();
+    child.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    assert!(child.wait().unwrap().success());
+    let mut buf = [0u8; 8];
+    let mut n = 0;
+    while let Some(e) = api::getnext_event(trid, &mut buf, Wait::Never).unwrap() {
+        if e.info.event_id >= USER_EVENT_FIRST {
+            assert_eq!(e.info.pid, child.id() as i32);
+            n += 1;
+        }
+    }
+    assert_eq!(n, 10);
+    api::shutdown(trid).unwrap();
+}

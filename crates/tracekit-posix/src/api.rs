@@ -537,6 +537,13 @@ fn do_flush(a: &Active) {
         let _ = a
             .flush_error
             .compare_exchange(0, first_err, AcqRel, Relaxed);
+        // Tell the analyzer too, if the log can still take it.
+        if !view.is_filtered(POSIX_TRACE_ERROR) {
+            let _ = w.append(
+                &sys(POSIX_TRACE_ERROR, crate::clock::realtime_ns()),
+                &first_err.to_ne_bytes(),
+            );
+        }
     }
     a.flush_status.store(POSIX_TRACE_NOT_FLUSHING, Release);
 }

@@ -26,8 +26,8 @@
 //!
 //! ```no_run
 //! use tracekit_posix::traced;
-//! // Once, e.g. from the shim's constructor (allocation-free; safe to do
-//! // from inside malloc too, it happens lazily on the first event anyway):
+//! // Once, from the shim's constructor (it would otherwise happen lazily
+//! // on the first event):
 //! traced::attach_from_env();
 //! // Once per event type (takes a process-local lock; do it at init):
 //! let malloc_id = traced::eventid_open(b"malloc").unwrap();
@@ -37,6 +37,12 @@
 //!     traced::trace_event(malloc_id, &payload);
 //! }
 //! ```
+//!
+//! Attaching (`attach_from_env`, `eventid_open`) is init-time work: the
+//! first attachment registers a `pthread_atfork` handler (glibc allocates
+//! for that) and `eventid_open` takes a process-local lock and scans
+//! `/dev/shm`. Call both from the shim's constructor, not from inside a
+//! hooked `malloc`; after that the event path below is hook-safe.
 //!
 //! [`traced::trace_event_at`] never allocates, never locks and never
 //! enters the kernel (the only exception is one `futex` wake when a

@@ -176,9 +176,10 @@ pub fn is_enabled(event_id: u32) -> bool {
 }
 
 /// Attaches to the streams named by [`STREAM_ENV`], once per process
-/// image. Allocation-free, so a preload shim may call it from its
-/// constructor or from inside `malloc`. Returns how many streams this
-/// process writes into afterwards.
+/// image. No allocation except glibc's, once, for the `pthread_atfork`
+/// registration of the first attachment: a preload shim should call it
+/// from its constructor. Returns how many streams this process writes into
+/// afterwards.
 pub fn attach_from_env() -> usize {
     if ENV_STATE.compare_exchange(0, 1, Acquire, Relaxed).is_err() {
         return NATTACH.load(Acquire);
