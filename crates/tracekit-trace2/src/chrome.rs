@@ -32,6 +32,10 @@ use crate::reader::{Format, RecordIter};
 use crate::report::{drop_pages, SyntheticSids};
 use crate::time::UnixMicros;
 
+/// Track id of the first child lane of a process (thread tracks count
+/// up from 1).
+const CHILD_TID: i64 = 1_000_000;
+
 struct ThreadTrack {
     name: Box<[u8]>,
     tid: i64,
@@ -41,6 +45,8 @@ struct ThreadTrack {
 
 struct PendingChild {
     ts: f64,
+    /// Track (tid) of the child lane it occupies.
+    lane: i64,
     name: Vec<u8>,
     class: Vec<u8>,
     argv: Vec<u8>,
@@ -56,6 +62,8 @@ struct ProcTrack {
     last: f64,
     threads: Vec<ThreadTrack>,
     children: HashMap<i64, PendingChild>,
+    /// Child lanes created so far (lane i has tid CHILD_TID + i).
+    lanes: i64,
     cmd: Option<Vec<u8>>,
     exit: Option<(&'static str, i64)>,
 }
@@ -165,6 +173,7 @@ impl<W: Write> ChromeExporter<W> {
                     last: 0.0,
                     threads: Vec::new(),
                     children: HashMap::new(),
+                    lanes: 0,
                     cmd: None,
                     exit: None,
                 },
@@ -310,10 +319,33 @@ impl<W: Write> ChromeExporter<W> {
                     }
                     (None, None) => name.extend_from_slice(&class),
                 }
+                // Children get their own tracks: a child often outlives
+                // the region it was started in, and parallel children
+                // overlap, which one track cannot show nested. Each open
+                // child holds a lane; a lane is free once its child exited.
+                let free = (0..p.lanes)
+                    .map(|l| CHILD_TID + l)
+                    .find(|&tid| p.children.values().all(|c| c.lane != tid));
+                let lane = match free {
+                    Some(tid) => tid,
+                    None => {
+                        let tid = CHILD_TID + p.lanes;
+                        p.lanes += 1;
+                        let label = if p.lanes == 1 {
+                            b"children".to_vec()
+                        } else {
+                            format!("children {}", p.lanes).into_bytes()
+                        };
+                        out.thread_name(pid, tid, &label)?;
+                        out.thread_sort_index(pid, tid, tid)?;
+                        tid
+                    }
+                };
                 p.children.insert(
                     *child_id,
                     PendingChild {
                         ts,
+                        lane,
                         name,
                         class,
                         argv: joined(argv),
@@ -331,7 +363,7 @@ impl<W: Write> ChromeExporter<W> {
                     stats.child_slices += 1;
                     out.complete(
                         pid,
-                        1,
+                        c.lane,
                         c.ts,
                         (ts - c.ts).max(0.0),
                         &c.name,
@@ -509,7 +541,7 @@ impl<W: Write> ChromeExporter<W> {
             stats.child_slices += 1;
             out.complete(
                 p.pid,
-                1,
+                c.lane,
                 c.ts,
                 (p.last - c.ts).max(0.0),
                 &c.name,

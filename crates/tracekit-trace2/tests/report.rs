@@ -340,6 +340,7 @@ fn chrome_export_of_every_corpus_case_is_balanced() {
             assert!(e["ts"].as_f64().unwrap_or(0.0) >= 0.0);
         }
         assert!(depth.values().all(|&d| d == 0), "{case}: unbalanced");
+        assert_properly_nested(evs, &case);
         assert_eq!(b, count("region_enter"), "{case}");
         assert_eq!(stats.region_slices, count("region_leave"), "{case}");
         assert_eq!(stats.unmatched_leaves, 0, "{case}");
@@ -514,4 +515,51 @@ fn streamed_records_equal_mapped_input() {
         serde_json::to_value(streamed.finish()).unwrap(),
         serde_json::to_value(mapped.finish()).unwrap()
     );
+}
+
+/// Slices on one track (B/E pairs and X events) must nest: viewers drop or
+/// misplace partially overlapping slices.
+fn assert_properly_nested(evs: &[serde_json::Value], case: &str) {
+    use std::collections::HashMap;
+    let mut open: HashMap<(i64, i64), Vec<f64>> = HashMap::new();
+    let mut spans: HashMap<(i64, i64), Vec<(f64, f64, String)>> = HashMap::new();
+    for e in evs {
+        let key = (e["pid"].as_i64().unwrap(), e["tid"].as_i64().unwrap());
+        let ts = e["ts"].as_f64().unwrap_or(0.0);
+        match e["ph"].as_str().unwrap() {
+            "B" => open.entry(key).or_default().push(ts),
+            "E" => {
+                let start = open.get_mut(&key).unwrap().pop().unwrap();
+                spans.entry(key).or_default().push((start, ts, "region".into()));
+            }
+            "X" => {
+                let d = e["dur"].as_f64().unwrap();
+                let name = e["name"].as_str().unwrap().to_string();
+                spans.entry(key).or_default().push((ts, ts + d, name));
+            }
+            _ => {}
+        }
+    }
+    for (key, mut v) in spans {
+        v.sort_by(|a, b| a.0.total_cmp(&b.0).then(b.1.total_cmp(&a.1)));
+        let mut stack: Vec<(f64, f64, String)> = Vec::new();
+        for s in v {
+            while stack.last().is_some_and(|t| t.1 <= s.0) {
+                stack.pop();
+            }
+            if let Some(t) = stack.last() {
+                assert!(
+                    s.1 <= t.1,
+                    "{case}: {key:?}: {} [{}, {}] overlaps {} [{}, {}]",
+                    s.2,
+                    s.0,
+                    s.1,
+                    t.2,
+                    t.0,
+                    t.1
+                );
+            }
+            stack.push(s);
+        }
+    }
 }
