@@ -1957,15 +1957,20 @@ fn report_bytes_with(
     consumed: impl Fn(std::ops::Range<usize>) + Sync,
 ) {
     if format != Format::Event || data.len() < PARALLEL_MIN {
-        let mut errors = Vec::new();
-        parse_block(
-            data,
-            format,
-            |item| builder.add_item(&item, source),
-            |line, msg| errors.push((line, msg)),
-        );
-        for (line, msg) in errors {
-            warnings.push(Position::Line(line), msg);
+        const STEP: usize = 8 << 20;
+        let mut records = RecordIter::new(data, format);
+        let mut done = 0;
+        while let Some(rec) = records.next() {
+            if let Err(e) = builder.add_record(rec.bytes, format, source) {
+                warnings.push(
+                    Position::Line(rec.line),
+                    parse_message(&e, rec.unterminated),
+                );
+            }
+            if records.position() - done >= STEP {
+                consumed(done..records.position());
+                done = records.position();
+            }
         }
         return;
     }
