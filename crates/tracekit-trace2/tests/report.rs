@@ -521,8 +521,10 @@ fn streamed_records_equal_mapped_input() {
 /// misplace partially overlapping slices.
 fn assert_properly_nested(evs: &[serde_json::Value], case: &str) {
     use std::collections::HashMap;
+    /// start, end, name
+    type Span = (f64, f64, String);
     let mut open: HashMap<(i64, i64), Vec<f64>> = HashMap::new();
-    let mut spans: HashMap<(i64, i64), Vec<(f64, f64, String)>> = HashMap::new();
+    let mut spans: HashMap<(i64, i64), Vec<Span>> = HashMap::new();
     for e in evs {
         let key = (e["pid"].as_i64().unwrap(), e["tid"].as_i64().unwrap());
         let ts = e["ts"].as_f64().unwrap_or(0.0);
@@ -542,7 +544,7 @@ fn assert_properly_nested(evs: &[serde_json::Value], case: &str) {
     }
     for (key, mut v) in spans {
         v.sort_by(|a, b| a.0.total_cmp(&b.0).then(b.1.total_cmp(&a.1)));
-        let mut stack: Vec<(f64, f64, String)> = Vec::new();
+        let mut stack: Vec<Span> = Vec::new();
         for s in v {
             while stack.last().is_some_and(|t| t.1 <= s.0) {
                 stack.pop();
