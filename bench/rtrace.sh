@@ -80,6 +80,15 @@ for name in ("postproc_leaks", "postproc_plain", "report"):
 leak = open(os.path.join(d, "tk.leaks")).read()
 m = re.findall(r"# (\d+) block\(s\) leaked with total size of (\d+) bytes", leak)
 print("tracekit never freed:", m)
+import glob, subprocess
+for f in sorted(glob.glob(os.path.join(d, "ht.*zst")))[:1]:
+    try:
+        out = subprocess.run(["heaptrack_print", "-f", f, "-p", "0", "-a", "0", "-T", "0", "-l", "0"],
+                             capture_output=True, text=True).stdout
+        for l in out.splitlines():
+            if "leaked" in l: print("heaptrack:", l.strip())
+    except OSError:
+        pass
 mc = os.path.join(d, "memcheck.log")
 if os.path.exists(mc):
     for l in open(mc):

@@ -141,63 +141,97 @@ impl Call {
 
     /// Writes the call line; `show_type` decides whether `<type>` appears.
     pub fn write<W: Write + ?Sized>(&self, out: &mut W, show_type: bool) -> io::Result<()> {
-        // Hand-formatted (this is the post-processor's hot path).
         let mut line: Vec<u8> = Vec::with_capacity(64 + self.name.len());
-        push_dec(&mut line, self.index);
-        line.extend_from_slice(b". ");
-        if self.context != 0 {
-            line.push(b'@');
-            push_hex(&mut line, u64::from(self.context));
-            line.push(b' ');
-        }
-        if let Some(ms) = self.timestamp {
-            let two = |l: &mut Vec<u8>, v: u32| {
-                if v < 10 {
-                    l.push(b'0');
-                }
-                push_dec(l, i64::from(v));
-            };
-            line.push(b'[');
-            two(&mut line, ms / 3_600_000);
-            line.push(b':');
-            two(&mut line, ms / 60_000 % 60);
-            line.push(b':');
-            two(&mut line, ms / 1000 % 60);
-            line.push(b'.');
-            let frac = ms % 1000;
-            if frac < 100 {
-                line.push(b'0');
-            }
-            if frac < 10 {
-                line.push(b'0');
-            }
-            push_dec(&mut line, i64::from(frac));
-            line.extend_from_slice(b"] ");
-        }
-        line.extend_from_slice(self.name.as_bytes());
-        if show_type {
-            if let Some(t) = &self.resource_type {
-                line.push(b'<');
-                line.extend_from_slice(t.as_bytes());
-                line.push(b'>');
-            }
-        }
-        line.push(b'(');
-        match self.kind {
-            CallKind::Alloc { size } => {
-                push_dec(&mut line, size);
-                line.extend_from_slice(b") = 0x");
-                push_hex(&mut line, self.id);
-            }
-            CallKind::Free => {
-                line.extend_from_slice(b"0x");
-                push_hex(&mut line, self.id);
-                line.push(b')');
-            }
-        }
-        line.push(b'\n');
+        let tag = if show_type {
+            self.resource_type.as_deref()
+        } else {
+            None
+        };
+        format_call(
+            &mut line,
+            self.index,
+            self.context,
+            self.timestamp,
+            &self.name,
+            tag,
+            self.kind,
+            self.id,
+        );
         out.write_all(&line)
     }
+}
+
+/// Appends a call line (with its `\n`), hand-formatted: this is the hot
+/// path of the post-processor and of the recorder's decoder.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn format_call(
+    line: &mut Vec<u8>,
+    index: i64,
+    context: u32,
+    timestamp: Option<u32>,
+    name: &str,
+    tag: Option<&str>,
+    kind: CallKind,
+    id: u64,
+) {
+    push_dec(line, index);
+    line.extend_from_slice(b". ");
+    if context != 0 {
+        line.push(b'@');
+        push_hex(line, u64::from(context));
+        line.push(b' ');
+    }
+    if let Some(ms) = timestamp {
+        let two = |l: &mut Vec<u8>, v: u32| {
+            if v < 10 {
+                l.push(b'0');
+            }
+            push_dec(l, i64::from(v));
+        };
+        line.push(b'[');
+        two(line, ms / 3_600_000);
+        line.push(b':');
+        two(line, ms / 60_000 % 60);
+        line.push(b':');
+        two(line, ms / 1000 % 60);
+        line.push(b'.');
+        let frac = ms % 1000;
+        if frac < 100 {
+            line.push(b'0');
+        }
+        if frac < 10 {
+            line.push(b'0');
+        }
+        push_dec(line, i64::from(frac));
+        line.extend_from_slice(b"] ");
+    }
+    line.extend_from_slice(name.as_bytes());
+    if let Some(t) = tag {
+        line.push(b'<');
+        line.extend_from_slice(t.as_bytes());
+        line.push(b'>');
+    }
+    line.push(b'(');
+    match kind {
+        CallKind::Alloc { size } => {
+            push_dec(line, size);
+            line.extend_from_slice(b") = 0x");
+            push_hex(line, id);
+        }
+        CallKind::Free => {
+            line.extend_from_slice(b"0x");
+            push_hex(line, id);
+            line.push(b')');
+        }
+    }
+    line.push(b'\n');
+}
+
+/// Appends a bare frame line `\t0x<addr>\n`.
+pub(crate) fn format_frame(line: &mut Vec<u8>, addr: u64) {
+    line.extend_from_slice(b"\t0x");
+    push_hex(line, addr);
+    line.push(b'\n');
 }
 
 fn push_dec(out: &mut Vec<u8>, v: i64) {

@@ -13,7 +13,7 @@ use std::path::Path;
 
 use tracekit_core::{Error, Position, Result};
 
-use crate::record::{Call, CallKind, Frame, Header, HeaderField};
+use crate::record::{format_call, format_frame, CallKind, Header, HeaderField};
 
 /// The recorder's event layout.
 pub use tracekit_rtrace_preload::wire;
@@ -163,7 +163,7 @@ pub fn decode<W: Write>(data: &[u8], mut out: W) -> Result<(RecordingInfo, Decod
     header.write(&mut out).map_err(io)?;
 
     // Resource registry: the types of the enabled modules.
-    let mut types: Vec<(u8, &str, &str)> = Vec::new();
+    let mut types: Vec<(u8, &'static str, &'static str)> = Vec::new();
     if info.modules & MODULE_MEMORY != 0 {
         types.push((RES_MEMORY, "memory", "memory allocation in bytes"));
     }
@@ -175,11 +175,11 @@ pub fn decode<W: Write>(data: &[u8], mut out: W) -> Result<(RecordingInfo, Decod
         writeln!(out, "<{:x}> : {name} ({desc})", 1u32 << i).map_err(io)?;
     }
     let show_types = types.len() > 1;
-    let type_name = |res: u8| -> Option<String> {
+    let type_name = |res: u8| -> Option<&'static str> {
         if !show_types {
             return None;
         }
-        types.iter().find(|t| t.0 == res).map(|t| t.1.to_string())
+        types.iter().find(|t| t.0 == res).map(|t| t.1)
     };
 
     // Executable mappings from the last maps snapshot.
@@ -210,6 +210,7 @@ pub fn decode<W: Write>(data: &[u8], mut out: W) -> Result<(RecordingInfo, Decod
     // number order (the text format orders calls by time, then index).
     let mut last_ts: Option<u32> = None;
     let mut next: u64 = 0;
+    let mut line: Vec<u8> = Vec::with_capacity(1024);
     let mut emit = |data: &[u8], at: usize, stats: &mut DecodeStats, out: &mut W| -> Result<()> {
         let e = &data[at..];
         let (kind, res, func, n) = (e[0], e[1], e[2], e[3] as usize);
@@ -228,39 +229,32 @@ pub fn decode<W: Write>(data: &[u8], mut out: W) -> Result<(RecordingInfo, Decod
         let seq = u64_at(e, 8);
         let size = u64_at(e, 16);
         let id = u64_at(e, 24);
-        let call = Call {
-            index: seq as i64 + 1,
-            context: 0,
-            timestamp: Some(ts),
-            name: FUNCTIONS
-                .get(func as usize)
-                .copied()
-                .unwrap_or("unknown")
-                .to_string(),
-            resource_type: type_name(res),
-            kind: if kind == KIND_ALLOC {
-                stats.allocs += 1;
-                CallKind::Alloc {
-                    size: size.min(i64::MAX as u64) as i64,
-                }
-            } else {
-                stats.frees += 1;
-                CallKind::Free
-            },
-            id,
-        };
-        let mut buf = Vec::with_capacity(64 + n * 20);
-        call.write(&mut buf, true).map_err(io)?;
-        for i in 0..n {
-            Frame {
-                addr: u64_at(e, EVENT_FIXED + 8 * i),
-                text: None,
+        let name = FUNCTIONS.get(func as usize).copied().unwrap_or("unknown");
+        let kind = if kind == KIND_ALLOC {
+            stats.allocs += 1;
+            CallKind::Alloc {
+                size: size.min(i64::MAX as u64) as i64,
             }
-            .write(&mut buf)
-            .map_err(io)?;
+        } else {
+            stats.frees += 1;
+            CallKind::Free
+        };
+        line.clear();
+        format_call(
+            &mut line,
+            seq as i64 + 1,
+            0,
+            Some(ts),
+            name,
+            type_name(res),
+            kind,
+            id,
+        );
+        for i in 0..n {
+            format_frame(&mut line, u64_at(e, EVENT_FIXED + 8 * i));
         }
-        buf.push(b'\n');
-        out.write_all(&buf).map_err(io)
+        line.push(b'\n');
+        out.write_all(&line).map_err(io)
     };
     for c in chunks.iter().filter(|c| c.tag == TAG_EVENTS) {
         let base = c.offset + 8;
