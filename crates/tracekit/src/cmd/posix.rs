@@ -788,6 +788,32 @@ mod tests {
     use std::os::fd::AsRawFd;
 
     #[test]
+    fn record_passes_the_exit_status_through_and_writes_a_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("r.trace");
+        let args = RecordArgs {
+            stream_size: 1 << 20,
+            policy: None,
+            log: Some(log.clone()),
+            log_policy: LogPolicy::Append,
+            log_size: 1 << 30,
+            max_data_size: 256,
+            filter: vec!["some-event".into()],
+            inherit: false,
+            json: false,
+            cmd: vec!["sh".into(), "-c".into(), "exit 3".into()],
+        };
+        assert_eq!(record(args).unwrap(), ExitCode::from(3));
+        let mut r = LogReader::open_path(&log).unwrap();
+        assert_eq!(r.attr.name_str(), "sh");
+        let s = summarise(&mut r);
+        assert_eq!(s.by_type.get(&POSIX_TRACE_START).map(|c| c.0), Some(1));
+        assert_eq!(s.by_type.get(&POSIX_TRACE_STOP).map(|c| c.0), Some(1));
+        // The filter names the type in the log's table.
+        assert!(r.types.iter().any(|(_, n)| n == b"some-event"));
+    }
+
+    #[test]
     fn sizes_take_suffixes() {
         assert_eq!(parse_size("4096"), Ok(4096));
         assert_eq!(parse_size("64k"), Ok(64 << 10));
