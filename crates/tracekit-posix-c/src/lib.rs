@@ -6,6 +6,20 @@
 //! Layouts of the application-allocated types (`trace_attr_t`,
 //! `trace_event_set_t`) and of the two structures are fixed here and in the
 //! header; `tests/c_programs.rs` checks they agree.
+//!
+//! Using it from C:
+//!
+//! ```text
+//! cargo build --release -p tracekit-posix-c
+//! cc -I include prog.c -L target/release -ltracekit_posix_c \
+//!    -Wl,-rpath,$PWD/target/release -lpthread
+//! # or statically: ... target/release/libtracekit_posix_c.a -lpthread -ldl -lm
+//! ```
+//!
+//! `posix_trace_event` is a two-instruction trampoline (x86-64, aarch64)
+//! that passes its return address on as `posix_prog_address`.
+//! An unmodified `<trace.h>` program can also be traced by another
+//! process: `tracekit posix record -- ./prog` (see `tracekit-posix`).
 
 #![allow(clippy::missing_safety_doc)]
 
