@@ -140,6 +140,9 @@ pub struct FdrReader<'a> {
     in_garbage: bool,
     garbage_end: usize,
     failed: bool,
+    /// Reading one block found by the index: stop at the end of its
+    /// extents (junk after it was reported by the index pass).
+    single_block: bool,
     pub warnings: Warnings,
 }
 
@@ -161,8 +164,16 @@ impl<'a> FdrReader<'a> {
             in_garbage: false,
             garbage_end: 0,
             failed: false,
+            single_block: false,
             warnings: Warnings::default(),
         }
+    }
+
+    /// Reads the one block at `data[start..end]`.
+    pub fn block(data: &'a [u8], header: FileHeader, start: usize, end: usize) -> Self {
+        let mut r = Self::range(data, header, start, end);
+        r.single_block = true;
+        r
     }
 
     /// The offset of the next record.
@@ -256,6 +267,10 @@ impl<'a> Iterator for FdrReader<'a> {
             }
             if self.budget == Some(0) {
                 self.budget = None;
+                if self.single_block {
+                    self.pos = self.end;
+                    return None;
+                }
                 if self.pos < self.end && self.data[self.pos] != 0x0f {
                     // The block is used up: the next one starts at the next
                     // BufferExtents introducer; anything before it is junk.

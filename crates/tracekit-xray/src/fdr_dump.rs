@@ -125,7 +125,7 @@ pub fn write_fdr_dump<W: Write + ?Sized>(
         blocks.sort_unstable();
         for bi in blocks {
             let b = &trace.blocks[bi];
-            let mut reader = FdrReader::range(trace.data, trace.header, b.start, b.end);
+            let mut reader = FdrReader::block(trace.data, trace.header, b.start, b.end);
             let mut state = State::Start;
             let res: Result<()> = (|| {
                 for item in reader.by_ref() {

@@ -88,13 +88,25 @@ impl<'a> Trace<'a> {
     }
 
     fn index_fdr(&mut self) -> Result<()> {
+        // Never fails: damage is reported by the record streams.
         let v1 = self.header.version == 1;
         let mut reader = FdrReader::new(self.data, self.header);
         let mut blocks: Vec<BlockInfo> = Vec::new();
         let mut cur: Option<BlockInfo> = None;
         let mut have_tid = false;
         while let Some(item) = reader.next() {
-            let r = item?;
+            let r = match item {
+                Ok(r) => r,
+                Err(e) => {
+                    // The stream of the block holding the damage reports
+                    // it again, after the records before it.
+                    self.warnings.push(
+                        Position::Unknown,
+                        format!("indexing stopped at a damaged record: {e}"),
+                    );
+                    break;
+                }
+            };
             if r.garbage {
                 continue;
             }
@@ -444,7 +456,7 @@ impl<'a> Iterator for ThreadCursor<'a> {
                 }
                 let (s, e) = self.blocks[self.next_block];
                 self.next_block += 1;
-                self.reader = Some(FdrReader::range(self.data, self.header, s, e));
+                self.reader = Some(FdrReader::block(self.data, self.header, s, e));
                 self.have_cpu = false;
             }
             let item = self.reader.as_mut().and_then(|r| r.next());

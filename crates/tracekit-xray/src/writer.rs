@@ -17,6 +17,9 @@ fn io(e: std::io::Error) -> Error {
 /// Default FDR buffer size when the source does not say (LLVM 14's).
 pub const DEFAULT_BUFFER_SIZE: u64 = 16384;
 
+/// Largest buffer size taken over from a source header.
+pub const MAX_BUFFER_SIZE: u64 = 256 << 20;
+
 /// Writes FDR v5 buffers, one thread at a time.
 pub struct FdrWriter<W: Write> {
     out: W,
@@ -34,7 +37,10 @@ pub struct FdrWriter<W: Write> {
 impl<W: Write> FdrWriter<W> {
     /// Writes the file header; `header` gives frequency, flags, byte order.
     pub fn new(mut out: W, header: &FileHeader) -> Result<Self> {
-        let buffer_size = if header.kind == LogKind::Fdr && header.buffer_size >= 64 {
+        // The source's buffer size when plausible (the header is input).
+        let buffer_size = if header.kind == LogKind::Fdr
+            && (64..=MAX_BUFFER_SIZE).contains(&header.buffer_size)
+        {
             header.buffer_size
         } else {
             DEFAULT_BUFFER_SIZE
@@ -52,7 +58,7 @@ impl<W: Write> FdrWriter<W> {
             out,
             endian: h.endian,
             buffer_size: buffer_size as usize,
-            body: Vec::with_capacity(buffer_size as usize),
+            body: Vec::with_capacity((buffer_size as usize).min(1 << 20)),
             tid: None,
             pid: 0,
             cpu: 0,
