@@ -86,11 +86,19 @@ impl Calibration {
 }
 
 fn sample() -> (u64, i64) {
-    // Bracket the realtime read with two tick reads and take the middle.
-    let a = raw_now(CLOCK_TSC);
-    let n = realtime_ns();
-    let b = raw_now(CLOCK_TSC);
-    (a + (b.wrapping_sub(a)) / 2, n)
+    // Bracket the realtime read with two tick reads and keep the tightest
+    // of a few tries, so a preemption in between does not skew the rate.
+    let mut best = (u64::MAX, 0u64, 0i64);
+    for _ in 0..8 {
+        let a = raw_now(CLOCK_TSC);
+        let n = realtime_ns();
+        let b = raw_now(CLOCK_TSC);
+        let width = b.wrapping_sub(a);
+        if width < best.0 {
+            best = (width, a + width / 2, n);
+        }
+    }
+    (best.1, best.2)
 }
 
 fn tsc_usable() -> bool {
