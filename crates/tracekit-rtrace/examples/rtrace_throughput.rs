@@ -14,7 +14,7 @@ use tracekit_rtrace::postproc::{self, Options};
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let Some(path) = args.get(1) else {
-        eprintln!("usage: rtrace_throughput TRACE [read|plain|-l|-lc|report|resolve]");
+        eprintln!("usage: rtrace_throughput TRACE [read|plain|-l|-lc|report|resolve|decode]");
         std::process::exit(2);
     };
     let mode = args.get(2).map(String::as_str).unwrap_or("plain");
@@ -29,6 +29,14 @@ fn main() {
                 n += 1;
             }
             eprintln!("{n} records");
+        }
+        "decode" => {
+            // TRACE is a recorder file (.tkrt)
+            let out = std::io::BufWriter::with_capacity(1 << 16, std::io::sink());
+            let (_, stats) =
+                tracekit_rtrace::recording::decode_file(std::path::Path::new(path), out)
+                    .expect("decode");
+            eprintln!("{} events", stats.events);
         }
         "report" => {
             let rep = tracekit_rtrace::report::analyse(open(), 20, false).expect("report");

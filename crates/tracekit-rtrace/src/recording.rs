@@ -6,8 +6,6 @@
 //! process-wide counter, so a min-heap restores the global order with
 //! memory bounded by how far the threads' chunks interleave.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::io::Write;
 use std::path::Path;
 
@@ -204,7 +202,6 @@ pub fn decode<W: Write>(data: &[u8], mut out: W) -> Result<(RecordingInfo, Decod
     }
 
     // Events, in counter order.
-    let mut heap: BinaryHeap<Reverse<(u64, usize)>> = BinaryHeap::new();
     // Threads read the clock just after taking their number, so a later
     // number can carry an earlier millisecond: keep time monotonic in
     // number order (the text format orders calls by time, then index).
@@ -256,37 +253,76 @@ pub fn decode<W: Write>(data: &[u8], mut out: W) -> Result<(RecordingInfo, Decod
         line.push(b'\n');
         out.write_all(&line).map_err(io)
     };
-    for c in chunks.iter().filter(|c| c.tag == TAG_EVENTS) {
-        let base = c.offset + 8;
-        let mut off = 0;
-        let p = c.payload;
-        while off + EVENT_FIXED <= p.len() {
-            let n = p[off + 3] as usize;
-            let len = EVENT_FIXED + 8 * n;
-            if off + len > p.len() {
-                stats.truncated_bytes += (p.len() - off) as u64;
-                break;
+    // Each chunk holds one thread's events in increasing number order:
+    // merge the open chunks (a handful: about one per thread) by number.
+    struct Cursor<'d> {
+        payload: &'d [u8],
+        base: usize,
+        off: usize,
+    }
+    impl Cursor<'_> {
+        /// Number and absolute offset of the current event, if whole.
+        fn peek(&self) -> Option<(u64, usize, usize)> {
+            let p = self.payload;
+            if self.off + EVENT_FIXED > p.len() {
+                return None;
             }
-            let seq = u64_at(p, off + 8);
-            heap.push(Reverse((seq, base + off)));
-            off += len;
-            while let Some(Reverse((s, at))) = heap.peek().copied() {
-                if s != next {
-                    break;
-                }
-                heap.pop();
-                emit(data, at, &mut stats, &mut out)?;
-                next += 1;
+            let len = EVENT_FIXED + 8 * p[self.off + 3] as usize;
+            if self.off + len > p.len() {
+                return None;
             }
+            Some((u64_at(p, self.off + 8), self.base + self.off, len))
         }
     }
-    // Whatever is left waited for numbers that never came.
-    while let Some(Reverse((s, at))) = heap.pop() {
-        if s > next {
-            stats.lost += s - next;
+    // A thread's buffer is written when it fills or at exit, so a chunk's
+    // place in the file says little about its numbers (the main thread's
+    // first events often come last): visit chunks by their first number
+    // and merge the few whose ranges overlap.
+    let mut sorted: Vec<(u64, Cursor<'_>)> = Vec::new();
+    for c in chunks.iter().filter(|c| c.tag == TAG_EVENTS) {
+        let cursor = Cursor {
+            payload: c.payload,
+            base: c.offset + 8,
+            off: 0,
+        };
+        match cursor.peek() {
+            Some((first, _, _)) => sorted.push((first, cursor)),
+            None => stats.truncated_bytes += c.payload.len() as u64,
         }
-        emit(data, at, &mut stats, &mut out)?;
-        next = s + 1;
+    }
+    sorted.sort_by_key(|(first, _)| *first);
+    let mut pending = sorted.into_iter().peekable();
+    let mut open: Vec<Cursor<'_>> = Vec::new();
+    loop {
+        while let Some((_, c)) = pending.next_if(|(first, _)| *first <= next) {
+            open.push(c);
+        }
+        let hit = open.iter().enumerate().find_map(|(i, c)| {
+            c.peek()
+                .filter(|(seq, _, _)| *seq == next)
+                .map(|(_, at, len)| (i, at, len))
+        });
+        match hit {
+            Some((i, at, len)) => {
+                emit(data, at, &mut stats, &mut out)?;
+                next += 1;
+                open[i].off += len;
+                if open[i].peek().is_none() {
+                    let c = open.swap_remove(i);
+                    stats.truncated_bytes += (c.payload.len() - c.off) as u64;
+                }
+            }
+            None => {
+                // A number that never came: skip to the smallest one left.
+                let in_open = open.iter().filter_map(|c| c.peek().map(|p| p.0)).min();
+                let in_pending = pending.peek().map(|(first, _)| *first);
+                let Some(skip_to) = in_open.into_iter().chain(in_pending).min() else {
+                    break;
+                };
+                stats.lost += skip_to.saturating_sub(next);
+                next = skip_to;
+            }
+        }
     }
     out.flush().map_err(io)?;
     Ok((info, stats))
