@@ -99,11 +99,12 @@ fn decode_one(b: &[u8]) -> Result<(Event, usize), String> {
             let mut next = || strings.next().map(<[u8]>::to_vec);
             let cwd = next().ok_or("exec event: no cwd")?;
             let executable = next().ok_or("exec event: no executable")?;
-            let mut argv = Vec::with_capacity(count);
+            // Counts come from the file: never reserve more than its bytes allow.
+            let mut argv = Vec::with_capacity(count.min(len));
             for _ in 0..count {
                 argv.push(next().ok_or("exec event: argv cut short")?);
             }
-            let mut env = Vec::with_capacity(envc);
+            let mut env = Vec::with_capacity(envc.min(len));
             for _ in 0..envc {
                 env.push(next().ok_or("exec event: env cut short")?);
             }
@@ -189,6 +190,18 @@ mod tests {
         assert!(w.is_empty());
         let got = decode(&buf[..buf.len() - 3], &mut w);
         assert_eq!(got.len(), 1);
+        assert_eq!(w.total(), 1);
+    }
+
+    /// A damaged argc must not make the decoder reserve gigabytes (found
+    /// by the fuzzer): the record is reported lost instead.
+    #[test]
+    fn huge_counts_are_lost_not_allocated() {
+        let mut buf = encode(&Event::Exec(ExecEvent::default()));
+        buf[20..24].copy_from_slice(&u32::MAX.to_ne_bytes());
+        buf[32..36].copy_from_slice(&u32::MAX.to_ne_bytes());
+        let mut w = Warnings::default();
+        assert!(decode(&buf, &mut w).is_empty());
         assert_eq!(w.total(), 1);
     }
 }
