@@ -237,6 +237,24 @@ where
     Ok(total)
 }
 
+/// Gives the whole pages of `range` of a read-only file map back to the
+/// kernel, so a reader going through a large file keeps a small resident
+/// size (the pages are read again from the file if touched).
+pub fn release_pages(map: &memmap2::Mmap, range: std::ops::Range<usize>) {
+    const PAGE: usize = 4096;
+    let start = range.start.div_ceil(PAGE) * PAGE;
+    let end = range.end.min(map.len()) / PAGE * PAGE;
+    if end > start {
+        // SAFETY: the map is a read-only file mapping; dropping its pages
+        // only makes the kernel read them again from the file when touched:
+        // the content seen stays the same, no memory is freed under a live
+        // reference.
+        let _ = unsafe {
+            map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start)
+        };
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

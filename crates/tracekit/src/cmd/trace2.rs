@@ -7,12 +7,14 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use tracekit_core::{Position, Warnings};
+use tracekit_trace2::chrome::ChromeExporter;
 use tracekit_trace2::convert::Converter;
 use tracekit_trace2::reader::{self, for_each_record, Format, RecordIter};
+use tracekit_trace2::report::{self, ReportBuilder};
 use tracekit_trace2::summary::Summary;
 use tracekit_trace2::Event;
 
-use crate::cmd::{convert, info, output, report};
+use crate::cmd::{convert, info, output};
 use crate::formats::Dialect;
 use crate::input::{dir_files, mmap_file, Input};
 
@@ -83,12 +85,20 @@ fn read_events(
                     continue;
                 };
                 on_source(format, map.len() as u64);
-                for rec in RecordIter::new(&map, format) {
+                let mut records = RecordIter::new(&map, format);
+                let mut released = 0;
+                while let Some(rec) = records.next() {
                     match format.parse(rec.bytes) {
                         Ok(ev) => f(&ev)?,
                         Err(e) => {
                             warnings.push(Position::Line(rec.line), describe(&e, rec.unterminated))
                         }
+                    }
+                    // Mapped pages count as resident: hand back what was
+                    // read, so memory stays small on large files.
+                    if records.position() - released >= 8 << 20 {
+                        reader::release_pages(&map, released..records.position());
+                        released = records.position();
                     }
                 }
             }
@@ -198,11 +208,64 @@ impl Dialect for Trace2 {
         Ok(exit_code(lost))
     }
 
-    fn report(&self, _inputs: &[Input], _args: &report::Args) -> Result<ExitCode> {
-        anyhow::bail!("trace2 report: under construction")
+    fn report(&self, inputs: &[Input], args: &crate::cmd::report::Args) -> Result<ExitCode> {
+        let mut builder = ReportBuilder::new(args.top);
+        let mut all = Vec::new();
+        for input in inputs {
+            for src in sources(input)? {
+                let id = builder.source(&src.name);
+                let mut warnings = Warnings::default();
+                match &src.path {
+                    Some(path) => {
+                        let map = mmap_file(path)?;
+                        if map.is_empty() {
+                            continue;
+                        }
+                        match reader::detect(&map[..map.len().min(64 * 1024)]) {
+                            Some(format) => {
+                                report::report_mmap(&map, format, id, &mut builder, &mut warnings)
+                            }
+                            None => warnings.push(
+                                Position::Line(1),
+                                "not a Git Trace2 file (EVENT, PERF or NORMAL)",
+                            ),
+                        }
+                    }
+                    None => {
+                        let Some(format) = reader::detect(&input.head) else {
+                            anyhow::bail!(
+                                "<stdin>: not a Git Trace2 stream (EVENT, PERF or NORMAL)"
+                            );
+                        };
+                        for_each_record(input.reader()?, format, |rec| -> Result<()> {
+                            match format.parse(rec.bytes) {
+                                Ok(ev) => builder.add(&ev, id),
+                                Err(e) => warnings
+                                    .push(Position::Line(rec.line), describe(&e, rec.unterminated)),
+                            }
+                            Ok(())
+                        })?;
+                    }
+                }
+                all.push((src.name, warnings));
+            }
+        }
+        let rep = builder.finish();
+        let mut out = output(args.output.as_deref())?;
+        if args.json {
+            serde_json::to_writer_pretty(&mut out, &rep)?;
+            writeln!(out)?;
+        } else {
+            report::write_text(&rep, &mut out, args.top)?;
+        }
+        out.flush()?;
+        Ok(exit_code(print_warnings(&all)))
     }
 
     fn convert(&self, input: &Input, args: &convert::Args) -> Result<ExitCode> {
+        if args.to == "chrome" {
+            return convert_chrome(input, args);
+        }
         let target = match args.to.as_str() {
             "trace2-event" | "event" => Format::Event,
             "trace2-perf" | "perf" => Format::Perf { brief: args.brief },
@@ -231,6 +294,16 @@ impl Dialect for Trace2 {
         out.flush()?;
         Ok(exit_code(print_warnings(&warnings)))
     }
+}
+
+/// `convert --to chrome`: every file of the input into one Chrome trace.
+fn convert_chrome(input: &Input, args: &convert::Args) -> Result<ExitCode> {
+    let out = output(args.output.as_deref())?;
+    let mut ex = ChromeExporter::new(out)?;
+    let warnings = read_events(input, |ev| Ok(ex.add(ev)?), |_, _| {})?;
+    let (mut out, _stats) = ex.finish()?;
+    out.flush()?;
+    Ok(exit_code(print_warnings(&warnings)))
 }
 
 fn fmt_utc(u: tracekit_trace2::time::UnixMicros) -> String {
