@@ -130,6 +130,9 @@ impl<'a> Iterator for RecordIter<'a> {
                 None => self.data.len(),
             };
             self.pos = (end + 1).min(self.data.len());
+            if end == start {
+                continue; // a blank line outside any record
+            }
             if self.format != Format::Event {
                 // Absorb continuation lines.
                 while self.pos < self.data.len() {
@@ -146,9 +149,6 @@ impl<'a> Iterator for RecordIter<'a> {
                 }
             }
             let bytes = &self.data[start..end];
-            if bytes.is_empty() && end < self.data.len() {
-                continue; // blank line
-            }
             let unterminated = end == self.data.len() && !self.data.ends_with(b"\n");
             return Some(Record {
                 line: first_line,
@@ -277,6 +277,34 @@ mod tests {
         assert_eq!(streamed.len(), 2);
         assert_eq!(streamed[0].1, recs[0].bytes);
         assert_eq!(streamed[1].0, 4);
+    }
+
+    #[test]
+    fn blank_lines_outside_records_are_skipped_alike() {
+        // Found by fuzzing: the slice and stream readers disagreed.
+        for format in [
+            Format::Event,
+            Format::Perf { brief: false },
+            Format::Normal { brief: true },
+        ] {
+            for data in [&b"\n\n\n\n"[..], b"\n", b"\n\nx\n\n", b"x\n\ny"] {
+                let slice: Vec<Vec<u8>> = RecordIter::new(data, format)
+                    .map(|r| r.bytes.to_vec())
+                    .collect();
+                let mut stream = Vec::new();
+                for_each_record::<_, std::io::Error>(data, format, |r| {
+                    stream.push(r.bytes.to_vec());
+                    Ok(())
+                })
+                .unwrap();
+                assert_eq!(
+                    slice,
+                    stream,
+                    "{format:?} {:?}",
+                    String::from_utf8_lossy(data)
+                );
+            }
+        }
     }
 
     #[test]
