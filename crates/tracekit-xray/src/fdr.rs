@@ -187,6 +187,36 @@ impl<'a> FdrReader<'a> {
         self.block_start
     }
 
+    /// Consumes the next record if it is a plain function record (the
+    /// common case, decoded without building a [`RawRecord`]): returns
+    /// (action, function id, delta). Anything else is left for `next`.
+    #[inline(always)]
+    pub fn take_function(&mut self) -> Option<(FunctionAction, u32, u32)> {
+        let at = self.pos;
+        if self.in_garbage || at + 8 > self.end || self.data[at] & 1 != 0 {
+            return None;
+        }
+        if let Some(b) = self.budget {
+            if b < 8 {
+                return None;
+            }
+        }
+        let e = self.header.endian;
+        let w0 = e.u32(self.data, at);
+        let action = match (w0 >> 1) & 7 {
+            0 => FunctionAction::Enter,
+            1 => FunctionAction::Exit,
+            2 => FunctionAction::TailExit,
+            3 => FunctionAction::EnterArg,
+            _ => return None,
+        };
+        if let Some(b) = self.budget.as_mut() {
+            *b -= 8;
+        }
+        self.pos = at + 8;
+        Some((action, w0 >> 4, e.u32(self.data, at + 4)))
+    }
+
     /// Consumes a CallArgument record if one comes next (they follow their
     /// enter-with-argument function record directly).
     #[inline]

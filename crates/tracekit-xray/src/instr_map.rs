@@ -134,7 +134,7 @@ impl InstrMap {
         let mut relocs = std::collections::HashMap::new();
         if let Some(iter) = file.dynamic_relocations() {
             for (off, r) in iter {
-                if off >= base && off < base + data.len() as u64 {
+                if off >= base && off < base.saturating_add(data.len() as u64) {
                     relocs.insert(off, r.addend() as u64);
                 }
             }
@@ -159,7 +159,7 @@ impl InstrMap {
             let kind = data[chunk_at + 2 * w];
             let always = data[chunk_at + 2 * w + 1] != 0;
             let version = data[chunk_at + 2 * w + 2];
-            let here = base + chunk_at as u64;
+            let here = base.wrapping_add(chunk_at as u64);
             if version >= 2 {
                 let (a, f) = if wide {
                     (address as i64, function as i64)
@@ -167,13 +167,16 @@ impl InstrMap {
                     (address as u32 as i32 as i64, function as u32 as i32 as i64)
                 };
                 address = here.wrapping_add(a as u64);
-                function = (here + w as u64).wrapping_add(f as u64);
+                function = here.wrapping_add(w as u64).wrapping_add(f as u64);
             } else {
                 if address == 0 {
                     address = relocs.get(&here).copied().unwrap_or(0);
                 }
                 if function == 0 {
-                    function = relocs.get(&(here + w as u64)).copied().unwrap_or(0);
+                    function = relocs
+                        .get(&here.wrapping_add(w as u64))
+                        .copied()
+                        .unwrap_or(0);
                 }
             }
             if current != Some(function) {

@@ -59,7 +59,7 @@ impl Binary {
     fn symbol_at(&self, addr: u64) -> Option<&str> {
         let i = self.symbols.partition_point(|s| s.0 <= addr);
         let (start, size, name) = self.symbols.get(i.checked_sub(1)?)?;
-        (addr == *start || addr < start + (*size).max(1)).then_some(name.as_str())
+        (addr == *start || addr < start.saturating_add((*size).max(1))).then_some(name.as_str())
     }
 
     fn dwarf_name(&self, addr: u64) -> Option<String> {

@@ -459,6 +459,35 @@ impl<'a> Iterator for ThreadCursor<'a> {
                 self.reader = Some(FdrReader::block(self.data, self.header, s, e));
                 self.have_cpu = false;
             }
+            if self.have_cpu {
+                if let Some(reader) = self.reader.as_mut() {
+                    if let Some((action, func_id, delta)) = reader.take_function() {
+                        self.func_id = func_id as i32;
+                        self.base_tsc = self.base_tsc.wrapping_add(u64::from(delta));
+                        let mut rec = Record {
+                            record_type: self.record_type,
+                            cpu: self.cpu,
+                            kind: match action {
+                                FunctionAction::Enter => RecordKind::Enter,
+                                FunctionAction::Exit => RecordKind::Exit,
+                                FunctionAction::TailExit => RecordKind::TailExit,
+                                FunctionAction::EnterArg => RecordKind::EnterArg,
+                            },
+                            func_id: self.func_id,
+                            tsc: self.base_tsc,
+                            tid: self.tid,
+                            pid: self.pid,
+                            args: Vec::new(),
+                            data: &[],
+                        };
+                        while let Some(arg) = reader.take_call_argument() {
+                            rec.args.push(arg);
+                            rec.kind = RecordKind::EnterArg;
+                        }
+                        return Some(Ok(rec));
+                    }
+                }
+            }
             let item = self.reader.as_mut().and_then(|r| r.next());
             let raw = match item {
                 None => {
