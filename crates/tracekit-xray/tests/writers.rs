@@ -125,3 +125,58 @@ fn basic_writer_round_trips() {
         assert_eq!(got, want, "{}", p.display());
     }
 }
+
+/// A thread with many more than 16 buffers (llvm-xray 14 scrambles their
+/// order and fails `account`): every call is accounted once, with the
+/// duration it was written with.
+#[test]
+fn many_buffers_per_thread_account_every_call() {
+    use tracekit_xray::header::{Endian, FileHeader, LogKind};
+    use tracekit_xray::writer::FdrWriter;
+    use tracekit_xray::RecordKind;
+    let header = FileHeader {
+        version: 5,
+        kind: LogKind::Fdr,
+        constant_tsc: true,
+        nonstop_tsc: true,
+        cycle_frequency: 1_000_000_000,
+        buffer_size: 256,
+        endian: Endian::Little,
+    };
+    let mut w = FdrWriter::new(Vec::new(), &header).unwrap();
+    let mut tsc = 1_000_000u64;
+    let rec = |kind, func_id, tsc| Record {
+        record_type: 0,
+        cpu: 0,
+        kind,
+        func_id,
+        tsc,
+        tid: 42,
+        pid: 7,
+        args: Vec::new(),
+        data: &[],
+    };
+    for i in 0..500u64 {
+        w.record(&rec(RecordKind::Enter, 1, tsc)).unwrap();
+        w.record(&rec(RecordKind::Enter, 2, tsc + 10)).unwrap();
+        w.record(&rec(RecordKind::Exit, 2, tsc + 10 + i)).unwrap();
+        w.record(&rec(RecordKind::Exit, 1, tsc + 100 + i)).unwrap();
+        tsc += 1000;
+    }
+    let (bytes, _) = w.finish().unwrap();
+    let trace = Trace::open(&bytes).unwrap();
+    assert!(trace.blocks.len() > 16, "{} blocks", trace.blocks.len());
+    let args = tracekit_xray::commands::AccountArgs {
+        csv: true,
+        ..Default::default()
+    };
+    let (rows, _, warnings) = tracekit_xray::commands::account_rows(&trace, &args).unwrap();
+    assert!(warnings.is_empty(), "{:?}", warnings.kept());
+    assert_eq!(rows.len(), 2);
+    let f1 = rows.iter().find(|r| r.func_id == 1).unwrap();
+    let f2 = rows.iter().find(|r| r.func_id == 2).unwrap();
+    assert_eq!((f1.count, f2.count), (500, 500));
+    // Sums of the written durations: sum(100 + i) and sum(i), in seconds.
+    assert!((f1.sum - (500.0 * 100.0 + 124_750.0) / 1e9).abs() < 1e-12);
+    assert!((f2.sum - 124_750.0 / 1e9).abs() < 1e-12);
+}
