@@ -516,6 +516,12 @@ impl Receiver {
                 check_socket_path(path)?;
                 clear_stale_socket(path, true)?;
                 let listener = UnixListener::bind(path).map_err(|e| Error::io(Some(path), e))?;
+                // A burst of git processes (each opening one connection per
+                // target, children too) must not wait on a short backlog:
+                // raise it to the system maximum (listen(2) again on a
+                // listening socket only updates the backlog).
+                // SAFETY: plain listen(2) on a socket descriptor we own.
+                unsafe { libc::listen(listener.as_raw_fd(), libc::SOMAXCONN) };
                 listener
                     .set_nonblocking(true)
                     .map_err(|e| Error::io(Some(path), e))?;
@@ -1240,6 +1246,46 @@ mod tests {
             scan_sid(br#"{"sid":"\ud800"}"#).unwrap(),
             "\u{fffd}".as_bytes()
         );
+    }
+
+    #[test]
+    fn sid_scanner_survives_mutated_lines_and_agrees_with_serde_when_valid() {
+        let bytes = std::fs::read(corpus("04-clone-local/event.jsonl")).unwrap();
+        let lines: Vec<&[u8]> = lines_of(&bytes).collect();
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let alphabet = b"{}[]\"\\:,u0d8 \x80\xffsid/";
+        for _ in 0..20_000 {
+            let mut line = lines[next() as usize % lines.len()].to_vec();
+            for _ in 0..1 + next() % 4 {
+                let at = next() as usize % line.len();
+                match next() % 3 {
+                    0 => line[at] = alphabet[next() as usize % alphabet.len()],
+                    1 => line.truncate(at),
+                    _ => line.insert(at, alphabet[next() as usize % alphabet.len()]),
+                }
+                if line.is_empty() {
+                    break;
+                }
+            }
+            let ours = scan_sid(&line);
+            if let Some(ours) = &ours {
+                let _ = session_file_name(ours);
+            }
+            if let Some(reference) = reference_sid(&line) {
+                assert_eq!(
+                    ours.as_deref(),
+                    Some(reference.as_bytes()),
+                    "{:?}",
+                    String::from_utf8_lossy(&line)
+                );
+            }
+        }
     }
 
     #[test]

@@ -97,6 +97,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         out_dir: args.dir.clone(),
         grace: Duration::from_secs_f64(args.grace.min(86_400.0)),
     };
+    raise_open_file_limit();
     let receiver = Receiver::bind(config)?;
     receiver.stop_on_signals(&[libc::SIGINT, libc::SIGTERM])?;
     if !args.quiet {
@@ -164,4 +165,23 @@ fn one_line(s: &Summary) -> String {
         s.truncated_datagrams,
         s.lines_lost
     )
+}
+
+/// Every connected git process holds a socket and an output file open;
+/// the usual soft limit of 1024 descriptors is reached at ~500 concurrent
+/// processes, so raise it to the hard limit (what a shell's `ulimit -n`
+/// could do too).
+fn raise_open_file_limit() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit with a valid pointer to an rlimit.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max
+        {
+            limit.rlim_cur = limit.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        }
+    }
 }
