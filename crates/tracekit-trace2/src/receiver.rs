@@ -12,7 +12,8 @@
 //! [`Config::stream_socket`], which serves `af_unix:stream:PATH` **and** the
 //! plain `af_unix:PATH` form (git tries STREAM first and only falls back to
 //! DGRAM on `EPROTOTYPE`), and optionally a SOCK_DGRAM socket at a second
-//! path, [`Config::dgram_socket`], for `af_unix:dgram:PATH2`.
+//! path, [`Config::dgram_socket`], for `af_unix:dgram:PATH2` (and
+//! `af_unix:PATH2`, whose STREAM attempt fails with `EPROTOTYPE`).
 //!
 //! # Framing and routing
 //!
@@ -1600,6 +1601,27 @@ mod tests {
         assert_eq!(summary.lines_without_sid, 1);
         assert_eq!(summary.lines, 5);
         assert_eq!(summary.warnings.total(), 4);
+    }
+
+    #[test]
+    fn lines_longer_than_a_read_and_raw_bytes_arrive_intact() {
+        let run = start(Duration::from_secs(5));
+        let mut expected = Vec::new();
+        for (n, size) in [(1, 10), (2, READ_CHUNK * 3 + 17), (3, 5)] {
+            let mut line =
+                format!("{{\"event\":\"start\",\"sid\":\"{SID}\",\"n\":{n},\"argv\":[\"")
+                    .into_bytes();
+            line.extend((0..size).map(|i| b"a\xe9\xff/"[i % 4]));
+            line.extend_from_slice(b"\"]}\n");
+            expected.extend_from_slice(&line);
+        }
+        let mut client = UnixStream::connect(&run.stream).unwrap();
+        client.write_all(&expected).unwrap();
+        drop(client);
+        let (out, summary, _tmp) = run.finish();
+        assert_eq!(files(&out, "event")[SID], expected);
+        assert_eq!(summary.lines, 3);
+        assert!(summary.warnings.is_empty());
     }
 
     #[test]

@@ -34,7 +34,8 @@ A name that exists already gets .1, .2, ... like git does.
 
 A socket file has one type: --socket is a stream socket, serving
 af_unix:PATH and af_unix:stream:PATH; af_unix:dgram: needs a second
-path given with --dgram-socket.
+path given with --dgram-socket (af_unix:PATH2 reaches it too: git tries
+a stream connection first and falls back to datagrams).
 
 Lines cut short by a git process that died mid-write are written with a
 newline added and counted as partial lines in the summary; nothing is
