@@ -722,6 +722,18 @@ extern "C" fn at_exit() {
 #[unsafe(link_section = ".fini_array")]
 static FINI: extern "C" fn() = at_exit;
 
+extern "C" fn at_load() {
+    // Start eagerly so that an image that never allocates still gets its
+    // (empty) trace; hooks called earlier have initialised already.
+    if STATE.load(Ordering::Acquire) == UNINIT {
+        init_slow();
+    }
+}
+
+#[used]
+#[unsafe(link_section = ".init_array")]
+static INIT: extern "C" fn() = at_load;
+
 // ---------------------------------------------------------------------
 // Events
 

@@ -598,3 +598,53 @@ fn count_records(r: Box<dyn BufRead>) -> tracekit_core::Result<Counts> {
     }
     Ok(c)
 }
+
+#[cfg(all(test, target_arch = "x86_64", target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn record_mem_writes_traces_and_keeps_the_exit_status() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("sh.rtrace");
+        // A shell that runs a child and exits with 3.
+        let args = RecordArgs {
+            modules: "memory,file".into(),
+            backtrace_depth: 4,
+            output: Some(out.clone()),
+            command: ["/bin/sh", "-c", "ls / >/dev/null; exit 3"]
+                .iter()
+                .map(Into::into)
+                .collect(),
+        };
+        let code = record_mem(args).unwrap();
+        assert_eq!(code, ExitCode::from(3));
+        let text = std::fs::read_to_string(&out).unwrap();
+        assert!(text.starts_with("version=2.0, arch="), "{text}");
+        assert!(text.contains("<1> : memory (memory allocation in bytes)\n"));
+        assert!(text.contains("<2> : fd (file descriptor)\n"));
+        assert!(text.contains(") = 0x"));
+        // The child (fork + exec of ls, which allocates) got its own trace.
+        let others = std::fs::read_dir(dir.path())
+            .unwrap()
+            .filter(|e| {
+                let name = e.as_ref().unwrap().file_name();
+                let name = name.to_string_lossy();
+                name.starts_with("sh.rtrace.") && name.ends_with(".rtrace")
+            })
+            .count();
+        assert!(others >= 1);
+    }
+
+    #[test]
+    fn record_mem_rejects_unknown_modules() {
+        let args = RecordArgs {
+            modules: "memory,gpu".into(),
+            backtrace_depth: 4,
+            output: None,
+            command: vec!["/bin/true".into()],
+        };
+        let e = record_mem(args).unwrap_err().to_string();
+        assert!(e.contains("gpu"), "{e}");
+    }
+}
