@@ -133,6 +133,10 @@ pub struct PostprocArgs {
     /// Accepted for compatibility: output is always text.
     #[arg(short = 't', long)]
     pub text: bool,
+    /// Accepted for compatibility (sp-rtrace-postproc parses it but never
+    /// implemented it): arguments are kept.
+    #[arg(short = 'a', long = "remove-args", hide = true)]
+    pub remove_args: bool,
     /// Do not print warnings.
     #[arg(short = 'q', long)]
     pub quiet: bool,
