@@ -43,6 +43,23 @@ cpu() {  # cpu NAME CMD... : runs, prints "NAME user+sys", keeps the time -v rep
   cpu report "$TK" report "$D/tk.rtrace" -o "$D/tk.report"
 } | tee "$D/cpu.txt"
 
+# Descriptors: fd_bench under tracekit (memory+file) and memcheck --track-fds.
+FN=${FN:-20000}
+FSRC=$(dirname "$SRC")/fd_bench.c
+if [ -f "$FSRC" ]; then
+  gcc -O2 -g -fno-omit-frame-pointer -o "$D/fd_bench" "$FSRC" || exit 1
+  mkdir -p "$D/scratch"
+  cpu fd_plain "$D/fd_bench" "$FN" 1000 "$D/scratch" >> "$D/cpu.txt"
+  cpu fd_tracekit "$TK" record mem --modules memory,file -o "$D/fd.rtrace" -- "$D/fd_bench" "$FN" 1000 "$D/scratch" >> "$D/cpu.txt"
+  "$TK" rtrace postproc -l "$D/fd.rtrace" -o "$D/fd.leaks"
+  if [ "${SKIP_PEERS:-0}" != 1 ]; then
+    cpu fd_memcheck valgrind --run-libc-freeres=no --track-fds=yes --log-file="$D/fd_memcheck.log" "$D/fd_bench" "$FN" 1000 "$D/scratch" >> "$D/cpu.txt"
+  fi
+  echo "fd_bench $FN iterations, never released (tracekit):"
+  grep -A1 "^# Resource" "$D/fd.leaks" | grep -v "^--"
+  [ -f "$D/fd_memcheck.log" ] && grep -E "FILE DESCRIPTORS|in use at exit|inherited" "$D/fd_memcheck.log" | sort | uniq -c
+fi
+
 python3 - "$D" "$N" <<'PY'
 import sys, os, re
 d, n = sys.argv[1], int(sys.argv[2])
@@ -56,6 +73,7 @@ print(f"{'configuration':<16} {'CPU s':>7} {'wall s':>7} {'max RSS MB':>10} {'ad
 tk = rows["tracekit"][0] - plain
 for name in ("plain", "tracekit", "heaptrack", "heaptrack_raw", "memcheck"):
     if name not in rows: continue
+    if name.startswith("fd_"): continue
     c, w, r = rows[name]
     add = (c - plain) / n * 1e6
     ratio = f"{(c - plain) / tk:.1f}x" if name not in ("plain", "tracekit") and tk > 0 else ""
