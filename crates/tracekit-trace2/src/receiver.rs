@@ -56,7 +56,10 @@
 //!
 //! One thread, one `poll(2)` loop. A stream connection holds its socket and
 //! at most one output file (the session it is writing to); both are closed
-//! when the connection ends. Datagram output files are kept in a small
+//! when the connection ends. The number of open connections is capped so
+//! that they fit under `RLIMIT_NOFILE`; beyond it, clients wait in the
+//! listen queue (git's connect has already succeeded and its writes block
+//! once the socket buffer is full, so nothing is lost, git just waits). Datagram output files are kept in a small
 //! cache ([`DGRAM_OPEN_FILES`]). Complete lines received in one read that go
 //! to the same file are appended with one `write(2)`, so lines never tear
 //! even if two writers share a file. Memory per connection is bounded by
@@ -73,14 +76,14 @@
 //! # Shutdown
 //!
 //! [`StopHandle::stop`] (or a signal registered with
-//! [`Receiver::stop_on_signals`]) makes [`Receiver::run`]: accept the
-//! connections already queued on the listener, close the listener and
-//! remove the socket files (new git processes then find no socket and
-//! trace nothing, silently), read the datagrams already queued, then keep
-//! reading the open stream connections until their processes close them or
-//! the grace period ([`Config::grace`]) ends or a second stop arrives. What
-//! is left is drained, partial lines are written and counted, and `run`
-//! returns the summary. A git process still connected after that may die of
+//! [`Receiver::stop_on_signals`]) makes [`Receiver::run`]: remove the
+//! socket files (new git processes then find no socket and trace nothing,
+//! silently), read the datagrams already queued and close the datagram
+//! socket, then keep serving the stream connections that are open or
+//! already queued on the listener until their processes close them, the
+//! grace period ([`Config::grace`]) ends or a second stop arrives. Then
+//! every open and queued connection is drained, partial lines are written
+//! and counted, and `run` returns the summary. A git process still connected after that may die of
 //! SIGPIPE on its next trace write (git does not ignore SIGPIPE).
 
 use std::collections::HashMap;
@@ -589,6 +592,11 @@ impl Receiver {
         let mut dgram_buf = vec![0u8; DGRAM_BUFFER];
         let mut read_buf = vec![0u8; READ_CHUNK];
         let mut stopping_since: Option<Instant> = None;
+        let max_conns = self.max_connections();
+        // True while the listener waits for a connection to end (too many
+        // open, or out of descriptors): it stays out of the poll set, where
+        // it would be readable all the time.
+        let mut accept_paused = false;
         let mut pollfds: Vec<libc::pollfd> = Vec::new();
         loop {
             pollfds.clear();
@@ -598,10 +606,14 @@ impl Receiver {
                 revents: 0,
             };
             pollfds.push(entry(self.wake_read.as_raw_fd()));
-            let listener_at = self.listener.as_ref().map(|(l, _)| {
-                pollfds.push(entry(l.as_raw_fd()));
-                pollfds.len() - 1
-            });
+            let listener_at = self
+                .listener
+                .as_ref()
+                .filter(|_| !accept_paused)
+                .map(|(l, _)| {
+                    pollfds.push(entry(l.as_raw_fd()));
+                    pollfds.len() - 1
+                });
             let dgram_at = self.dgram.as_ref().map(|(d, _)| {
                 pollfds.push(entry(d.as_raw_fd()));
                 pollfds.len() - 1
@@ -618,8 +630,16 @@ impl Receiver {
                 None => -1,
                 Some(since) => {
                     let left = self.config.grace.saturating_sub(since.elapsed());
-                    if left.is_zero() || conns.is_empty() {
+                    if left.is_zero() {
                         break;
+                    }
+                    if conns.is_empty() {
+                        // Everyone finished: done unless more are queued.
+                        accept_paused = self.accept_all(&mut state, &mut conns, max_conns)?;
+                        if conns.is_empty() {
+                            break;
+                        }
+                        continue;
                     }
                     left.as_millis().clamp(1, 60_000) as libc::c_int
                 }
@@ -649,11 +669,11 @@ impl Receiver {
                     break; // a second stop: no more grace
                 }
                 stopping_since = Some(Instant::now());
-                self.close_sockets(&mut state, &mut conns, &mut dgram_buf, &mut read_buf)?;
+                self.begin_shutdown(&mut state, &mut dgram_buf);
                 continue;
             }
             if listener_at.is_some_and(readable) {
-                self.accept_all(&mut state, &mut conns)?;
+                accept_paused = self.accept_all(&mut state, &mut conns, max_conns)?;
             }
             if dgram_at.is_some_and(readable) {
                 self.receive_datagrams(&mut state, &mut dgram_buf, usize::MAX);
@@ -670,35 +690,70 @@ impl Receiver {
                 }
             }
             if any_gone {
+                accept_paused = false;
                 conns.retain(|conn| conn.stream.is_some());
             }
         }
-        // Grace over or everyone gone: drain what is left and close.
         if stopping_since.is_none() {
-            self.close_sockets(&mut state, &mut conns, &mut dgram_buf, &mut read_buf)?;
+            self.begin_shutdown(&mut state, &mut dgram_buf);
         }
-        for mut conn in conns.drain(..) {
-            conn.read_some(&mut state, &mut read_buf, usize::MAX);
-            conn.finish(&mut state);
+        // Grace over or everyone gone: drain and close what is open, then
+        // take the connections still queued (their socket path is gone, so
+        // the queue only shrinks) in batches that fit the descriptors.
+        loop {
+            for mut conn in conns.drain(..) {
+                conn.read_some(&mut state, &mut read_buf, usize::MAX);
+                conn.finish(&mut state);
+            }
+            if self.listener.is_none() {
+                break;
+            }
+            let waiting = self.accept_all(&mut state, &mut conns, max_conns)?;
+            if conns.is_empty() {
+                if waiting {
+                    state.summary.warnings.push(
+                        Position::Unknown,
+                        "out of file descriptors at shutdown: connections still queued on \
+                         the listener were closed unread (raise `ulimit -n`)",
+                    );
+                }
+                break;
+            }
         }
+        self.listener = None;
         Ok(state.summary)
     }
 
-    /// The first step of a shutdown: take in every connection and datagram
-    /// already queued, then close both sockets and remove their files.
-    fn close_sockets(
-        &mut self,
-        state: &mut State,
-        conns: &mut Vec<Conn>,
-        dgram_buf: &mut [u8],
-        read_buf: &mut [u8],
-    ) -> Result<()> {
-        if self.listener.is_some() {
-            self.accept_all(state, conns)?;
-        }
-        if let Some((listener, path)) = self.listener.take() {
+    /// How many stream connections may be open at once: each holds a
+    /// socket and at most one output file, and the datagram file cache and
+    /// a few spare descriptors must still fit under `RLIMIT_NOFILE`.
+    fn max_connections(&self) -> usize {
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit writes into the valid `limit` we pass.
+        let soft = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0 {
+            usize::try_from(limit.rlim_cur).unwrap_or(usize::MAX)
+        } else {
+            1024
+        };
+        let open_now = std::fs::read_dir("/proc/self/fd").map_or(16, |d| d.count());
+        let dgram_files = if self.dgram.is_some() {
+            DGRAM_OPEN_FILES
+        } else {
+            0
+        };
+        (soft.saturating_sub(open_now + dgram_files + 8) / 2).max(1)
+    }
+
+    /// The first step of a shutdown: remove the socket files (new git
+    /// processes then trace nothing), take in the datagrams already queued
+    /// and close the datagram socket. The stream listener stays open so
+    /// that connections already queued on it are still accepted.
+    fn begin_shutdown(&mut self, state: &mut State, dgram_buf: &mut [u8]) {
+        if let Some((_, path)) = &self.listener {
             path.remove();
-            drop(listener);
         }
         if self.dgram.is_some() {
             self.receive_datagrams(state, dgram_buf, usize::MAX);
@@ -707,22 +762,24 @@ impl Receiver {
             path.remove();
             drop(socket);
         }
-        // Connections that already said everything are done now.
-        conns.retain_mut(|conn| {
-            let open = conn.read_some(state, read_buf, usize::MAX);
-            if !open {
-                conn.finish(state);
-            }
-            open
-        });
-        Ok(())
     }
 
-    fn accept_all(&self, state: &mut State, conns: &mut Vec<Conn>) -> Result<()> {
+    /// Accepts queued connections up to `max_conns` open ones; returns
+    /// true if some may still be waiting (limit reached or out of
+    /// descriptors).
+    fn accept_all(
+        &self,
+        state: &mut State,
+        conns: &mut Vec<Conn>,
+        max_conns: usize,
+    ) -> Result<bool> {
         let Some((listener, path)) = &self.listener else {
-            return Ok(());
+            return Ok(false);
         };
         loop {
+            if conns.len() >= max_conns {
+                return Ok(true);
+            }
             match listener.accept() {
                 Ok((stream, _)) => {
                     if let Err(e) = stream.set_nonblocking(true) {
@@ -735,7 +792,7 @@ impl Receiver {
                     state.summary.connections += 1;
                     conns.push(Conn::new(stream, state.summary.connections));
                 }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(false),
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 // The client gave up before we accepted: nothing was lost.
                 Err(e) if e.kind() == ErrorKind::ConnectionAborted => continue,
@@ -746,7 +803,7 @@ impl Receiver {
                         Position::Unknown,
                         format!("accept delayed: {e} ({} open connections)", conns.len()),
                     );
-                    return Ok(());
+                    return Ok(true);
                 }
                 Err(e) => return Err(Error::io(Some(&path.path), e)),
             }
@@ -943,10 +1000,18 @@ impl State {
         let lines = memchr::memchr_iter(b'\n', &bytes).count() as u64;
         let mut file = match self.dgram_files.remove(&key) {
             Some(file) => file,
-            None => match self.open(&key) {
-                Ok(file) => file,
-                Err(e) => return self.lost(&key, lines, &e),
-            },
+            None => {
+                let mut opened = self.open(&key);
+                if matches!(&opened, Err(e) if e.raw_os_error() == Some(libc::EMFILE)) {
+                    // Out of descriptors: give back the cached ones, retry.
+                    self.dgram_files.clear();
+                    opened = self.open(&key);
+                }
+                match opened {
+                    Ok(file) => file,
+                    Err(e) => return self.lost(&key, lines, &e),
+                }
+            }
         };
         self.append(&mut file, &key, &bytes, lines);
         if self.dgram_files.len() >= DGRAM_OPEN_FILES {

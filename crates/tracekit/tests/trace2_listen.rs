@@ -11,6 +11,7 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
@@ -26,13 +27,35 @@ struct Listener {
 impl Listener {
     /// Starts the listener and waits until it says it is listening.
     fn start(args: &[&str]) -> Listener {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_tracekit"))
-            .args(["trace2", "listen"])
+        Self::start_with_fd_limit(args, None)
+    }
+
+    /// Starts the listener with RLIMIT_NOFILE (soft and hard) set to
+    /// `fd_limit`.
+    fn start_with_fd_limit(args: &[&str], fd_limit: Option<u64>) -> Listener {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_tracekit"));
+        cmd.args(["trace2", "listen"])
             .args(args)
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+            .stderr(Stdio::piped());
+        if let Some(limit) = fd_limit {
+            let limit = libc::rlimit {
+                rlim_cur: limit as libc::rlim_t,
+                rlim_max: limit as libc::rlim_t,
+            };
+            // SAFETY: only setrlimit (async-signal-safe) runs between fork
+            // and exec; `limit` is a plain value copied into the closure.
+            unsafe {
+                cmd.pre_exec(move || {
+                    if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) == 0 {
+                        Ok(())
+                    } else {
+                        Err(std::io::Error::last_os_error())
+                    }
+                });
+            }
+        }
+        let mut child = cmd.spawn().unwrap();
         let mut stderr = BufReader::new(child.stderr.take().unwrap());
         let mut first_line = String::new();
         stderr.read_line(&mut first_line).unwrap();
@@ -475,4 +498,43 @@ fn help_teaches_the_git_side() {
     ] {
         assert!(help.contains(needle), "{needle} missing from --help");
     }
+}
+
+#[test]
+fn a_low_file_descriptor_limit_delays_clients_but_loses_nothing() {
+    let s = Scratch::new();
+    let sock = s.path("t2.sock");
+    let out = s.path("out");
+    // About a dozen descriptors are the listener's own; the rest allow a
+    // handful of connections (a socket and a file each) at a time.
+    let listener = Listener::start_with_fd_limit(
+        &[
+            "--socket",
+            sock.to_str().unwrap(),
+            "--dir",
+            out.to_str().unwrap(),
+            "--json",
+        ],
+        Some(24),
+    );
+    const CLIENTS: usize = 40;
+    let clients: Vec<UnixStream> = (0..CLIENTS)
+        .map(|n| {
+            let mut client = UnixStream::connect(&sock).unwrap();
+            let line = format!(
+                "{{\"event\":\"version\",\"sid\":\"20261121T000000.000000Z-H0a7c9cdf-P{n:08x}\"}}\n"
+            );
+            client.write_all(line.as_bytes()).unwrap();
+            client
+        })
+        .collect();
+    drop(clients);
+    let (stdout, stderr) = listener.stop(libc::SIGTERM);
+    let summary = summary(&stdout);
+    assert_eq!(files(&out.join("event")).len(), CLIENTS, "{stderr}");
+    assert_eq!(summary["lines"], CLIENTS as u64);
+    assert_eq!(summary["connections"], CLIENTS as u64);
+    // The receiver caps its open connections below the limit; the others
+    // waited in the listen queue.
+    assert_eq!(summary["warnings_total"], 0, "{stderr}");
 }
