@@ -970,6 +970,14 @@ fn build_body<'a>(name: Text<'a>, mut f: Fields<'a>) -> Result<Body<'a>, String>
     })
 }
 
+/// Decodes one JSON string literal (quotes included), or `None` if `raw`
+/// is not exactly one.
+pub fn decode_json_string(raw: &[u8]) -> Option<Text<'_>> {
+    let mut sc = Scanner { s: raw, i: 0 };
+    let v = sc.string().ok()?;
+    (sc.i == raw.len()).then_some(v)
+}
+
 /// Writes `s` as git's json-writer does: `"` `\` and the C escapes,
 /// `\u00XX` for other control bytes, everything else raw.
 pub fn write_json_string(out: &mut Vec<u8>, s: &[u8]) {

@@ -512,8 +512,7 @@ fn extra_secs(ev: &Event<'_>, key: &[u8]) -> Option<Micros> {
 
 fn extra_category(ev: &Event<'_>) -> Option<Vec<u8>> {
     let (_, v) = ev.extra.iter().find(|(k, _)| &**k == b"category")?;
-    let inner = v.strip_prefix(b"\"")?.strip_suffix(b"\"")?;
-    Some(inner.to_vec())
+    crate::event_fmt::decode_json_string(v).map(|c| c.into_owned())
 }
 
 /// `name:x intervals:1 total:...` → pairs (values up to the next ` word:`).
@@ -892,4 +891,25 @@ pub(crate) fn strerror(code: i64) -> String {
         .next()
         .unwrap_or_default()
         .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_event_with_escapes_in_its_category_is_stable() {
+        // Found by fuzzing: the category of an unknown event was escaped
+        // twice on a rewrite.
+        let line = b"d1 | main                     | new_event    |     |           |           | a\\u0000\"b    | payload";
+        let ev = parse(line, true).unwrap();
+        let mut out = Vec::new();
+        write(
+            &ev,
+            &Context::default(),
+            PerfOptions { brief: true },
+            &mut out,
+        );
+        assert_eq!(&out[..out.len() - 1], &line[..]);
+    }
 }
