@@ -3,6 +3,7 @@
 # on the same workloads, in one go; prints medians and ratios.
 #
 #   bench/buildtrace.sh [--reps N] [--micro-n N] [--gzip] [--data DIR] [--tracekit BIN]
+#                       [--variants 'plain tracekit-preload tracekit-ptrace strace-seccomp bear']
 #
 #   micro   N x fork+exec of /bin/true from bash (default 2000): added microseconds per
 #           process started, the issue's target being <= 100 us (Bear 3.1.1: ~30,000 us;
@@ -18,7 +19,7 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
-REPS=3; N=2000; GZIP=0; DATA=${TMPDIR:-/tmp}/tracekit-bench-buildtrace
+REPS=3; N=2000; GZIP=0; ONLY=; DATA=${TMPDIR:-/tmp}/tracekit-bench-buildtrace
 TK=${TRACEKIT:-${CARGO_TARGET_DIR:-$ROOT/target}/release/tracekit}
 while [ $# -gt 0 ]; do
     case $1 in
@@ -27,7 +28,8 @@ while [ $# -gt 0 ]; do
         --gzip) GZIP=1; shift ;;
         --data) DATA=$2; shift 2 ;;
         --tracekit) TK=$2; shift 2 ;;
-        -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+        --variants) ONLY=$2; shift 2 ;;
+        -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
         *) echo "buildtrace.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -39,6 +41,8 @@ mkdir -p "$DATA"; DATA=$(cd "$DATA" && pwd)
 VARIANTS="plain tracekit-preload tracekit-ptrace"
 command -v strace >/dev/null && VARIANTS="$VARIANTS strace-seccomp"
 command -v bear >/dev/null && VARIANTS="$VARIANTS bear"
+VARIANTS=${ONLY:-$VARIANTS}
+case " $VARIANTS " in *" plain "*) ;; *) VARIANTS="plain $VARIANTS" ;; esac
 
 # prefix VARIANT DIR PHASE: the words before the command.
 prefix() {
@@ -80,6 +84,7 @@ for v in $VARIANTS; do
 done
 # The traces must hold what ran: N+2 processes (bash, seq, N x true).
 for v in tracekit-preload tracekit-ptrace; do
+    [ -f "$DATA/micro/$v/micro.trace" ] || continue
     n=$("$TK" info --json "$DATA/micro/$v/micro.trace" | python3 -c 'import json,sys; print(json.load(sys.stdin)["processes"])')
     echo "$v: last trace has $n processes (expected $((N + 2)))"
 done
