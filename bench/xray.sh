@@ -24,7 +24,8 @@ cd "$D/xray" || { echo "no $D/xray; run make_big_trace.sh $D first" >&2; exit 1;
 measure() {  # measure CMD... -> "wall cpu rssMiB rc"
   local f; f=$(mktemp)
   /usr/bin/time -f "%e %U %S %M %x" -o "$f" "$@" > /dev/null 2> /dev/null
-  awk '{ printf "%.2f %.2f %.0f %d\n", $1, $2 + $3, $4 / 1024, $5 }' "$f"
+  # time prints "Command exited with non-zero status N" first on failure.
+  tail -n 1 "$f" | awk '{ printf "%.2f %.2f %.0f %d\n", $1, $2 + $3, $4 / 1024, $5 }'
   rm -f "$f"
 }
 
