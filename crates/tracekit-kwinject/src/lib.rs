@@ -12,6 +12,23 @@
 //!   critical path, parallelism) and the Chrome trace conversion.
 //! * [`record`]: running a build and recording every exec (ptrace or the
 //!   `tracekit-preload` LD_PRELOAD shim).
+//!
+//! **Architecture Invariant:** a trace tracekit writes is a kwinject trace
+//! any reader accepts: documented keys in the documented order, tracekit's
+//! own data only under `tk_*` extension keys, every `env-diff` against the
+//! parent record (top-level `env` for the root) and never holding the
+//! recorder's variables. Readers keep what they do not know.
+//!
+//! **Architecture Invariant:** recording never changes the build: exit
+//! status (a fatal signal is re-raised), stdout/stderr, signals, and the
+//! environment apart from `LD_PRELOAD` / `TRACEKIT_PRELOAD_OUT`.
+//!
+//! **API Boundary:** [`trace::Trace`] / [`trace::TraceReader`] /
+//! [`trace::TraceWriter`], [`env::EnvFolder`], [`cdb::CdbBuilder`],
+//! [`kwspec::SpecBuilder`], [`analysis::Build`] and
+//! [`record::Assembler`] + [`record::ptrace::record`] /
+//! [`record::preload::record`]; the events-file layout
+//! ([`record::events`]) is shared with `tracekit-preload` only.
 
 pub mod analysis;
 pub mod cdb;
