@@ -127,7 +127,7 @@ const DISTCC_QUERIES: &[&str] = &[
     "--show-principal",
 ];
 
-/// The compiler behind an execution: (executable, argv without argv[0]),
+/// The compiler behind an execution: (executable, argv without `argv[0]`),
 /// unwrapping one launcher; `None` when it is not a compiler run.
 pub fn compiler_call<'a>(
     p: &'a Process,
@@ -249,7 +249,7 @@ fn entries_from_flags(
         .collect()
 }
 
-/// argv with every `@file` (after argv[0]) replaced by the file's words
+/// argv with every `@file` (after `argv[0]`) replaced by the file's words
 /// (GCC's syntax), nested files included up to a depth of 10.
 fn expand_response_files(args: &[String], dir: &str, stats: &mut CdbStats) -> Vec<String> {
     fn go(args: &[String], dir: &str, depth: u32, stats: &mut CdbStats, out: &mut Vec<String>) {

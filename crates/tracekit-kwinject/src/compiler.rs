@@ -257,7 +257,7 @@ pub struct Flag {
     pub tokens: Vec<String>,
 }
 
-/// Classifies `args` (without argv[0]) as GCC would take them.
+/// Classifies `args` (without `argv[0]`) as GCC would take them.
 pub fn classify(args: &[String]) -> Vec<Flag> {
     let mut out = Vec::with_capacity(args.len());
     let mut i = 0;

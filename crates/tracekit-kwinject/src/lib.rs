@@ -24,7 +24,7 @@
 //! environment apart from `LD_PRELOAD` / `TRACEKIT_PRELOAD_OUT`.
 //!
 //! **API Boundary:** [`trace::Trace`] / [`trace::TraceReader`] /
-//! [`trace::TraceWriter`], [`env::EnvFolder`], [`cdb::CdbBuilder`],
+//! [`trace::TraceWriter`], [`EnvFolder`](crate::env::EnvFolder), [`cdb::CdbBuilder`],
 //! [`kwspec::SpecBuilder`], [`analysis::Build`] and
 //! [`record::Assembler`] + [`record::ptrace::record`] /
 //! [`record::preload::record`]; the events-file layout
