@@ -4,7 +4,7 @@
 //!   and writer ([`trace::TraceWriter`]), tolerant of what real producers
 //!   write (kwwrap records without `parent_id`, colliding ids, `parentid` /
 //!   `workdir` spellings, pretty-printed objects, unknown keys).
-//! * [`env`]: each process's full environment, folded down the parent chain.
+//! * [`env`](mod@env): each process's full environment, folded down the parent chain.
 //! * [`compiler`], [`cdb`], [`kwspec`]: compiler recognition and the two
 //!   outputs, `compile_commands.json` (Bear 3.1.1's rules) and Klocwork's
 //!   build specification.
