@@ -3,7 +3,7 @@
 //! exec: exact counts, and (when valgrind is installed) the same
 //! "in use at exit" totals as memcheck.
 //!
-//! Needs `gcc` (CI installs it).
+//! Needs a C compiler as `cc` (CI installs gcc).
 
 #![cfg(all(target_arch = "x86_64", target_os = "linux"))]
 
@@ -111,12 +111,12 @@ fn build_program(dir: &Path) -> PathBuf {
     let src = dir.join("leaky.c");
     std::fs::write(&src, PROGRAM).unwrap();
     let exe = dir.join("leaky");
-    let status = Command::new("gcc")
+    let status = Command::new("cc")
         .args(["-O0", "-g", "-fno-omit-frame-pointer", "-pthread", "-o"])
         .arg(&exe)
         .arg(&src)
         .status()
-        .expect("gcc is needed for this test");
+        .expect("a C compiler (cc) is needed for this test");
     assert!(status.success());
     exe
 }
