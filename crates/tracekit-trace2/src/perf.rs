@@ -138,6 +138,16 @@ pub fn parse(rec: &[u8], brief: bool) -> Result<Event<'_>, ParseError> {
     let payload = &rec[pos..];
     let [(d_at, depth), (_, thread), (_, event), (r_at, repo), (a_at, abs), (rl_at, rel), (_, category)] =
         cols;
+    // git writes the category with %-12.12s: always exactly 12 bytes.
+    if category.len() != CATEGORY_WIDTH {
+        return Err(perr(
+            cols[6].0,
+            format!(
+                "the category column is {} bytes wide, not {CATEGORY_WIDTH}",
+                category.len()
+            ),
+        ));
+    }
     if depth.first() != Some(&b'd') {
         return Err(perr(d_at, "expected the depth column 'd<N>'"));
     }
