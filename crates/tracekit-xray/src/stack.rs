@@ -91,12 +91,24 @@ impl StackTrie {
             }
         };
         let mut ts = std::mem::take(&mut self.stacks[i]);
-        let res = self.add_inner(r, &mut ts);
+        // A small error type on the hot path; the full error only when needed.
+        let unmatched = self.add_inner(r, &mut ts);
         self.stacks[i] = ts;
-        res
+        if unmatched {
+            return Err(Error::malformed(
+                Position::Unknown,
+                format!(
+                    "thread {}: exit of function {} at tsc {} has no matching entry on the stack (use -k to keep going)",
+                    r.tid, r.func_id, r.tsc
+                ),
+            ));
+        }
+        Ok(())
     }
 
-    fn add_inner(&mut self, r: &Record<'_>, ts: &mut Vec<(usize, u64)>) -> Result<()> {
+    /// Returns true for an exit without a matching entry (without -k).
+    #[inline]
+    fn add_inner(&mut self, r: &Record<'_>, ts: &mut Vec<(usize, u64)>) -> bool {
         if r.kind.is_entry() {
             self.was_last_exit = false;
             let node = match ts.last() {
@@ -131,13 +143,13 @@ impl StackTrie {
                 }
             };
             ts.push((node, r.tsc));
-            return Ok(());
+            return false;
         }
         let was_last_exit = self.was_last_exit;
         self.was_last_exit = true;
         if ts.is_empty() {
             self.orphan_exits += 1;
-            return Ok(());
+            return false;
         }
         let matched = ts
             .iter()
@@ -162,17 +174,11 @@ impl StackTrie {
         ts.truncate(from);
         if matched.is_none() {
             if !self.keep_going {
-                return Err(Error::malformed(
-                    Position::Unknown,
-                    format!(
-                        "thread {}: exit of function {} at tsc {} has no matching entry on the stack (use -k to keep going)",
-                        r.tid, r.func_id, r.tsc
-                    ),
-                ));
+                return true;
             }
             self.unmatched += 1;
         }
-        Ok(())
+        false
     }
 
     /// Warnings about skipped records.
