@@ -146,6 +146,9 @@ real_fns! {
     R_EXECV c"execv": ExecvFn;
     R_EXECVP c"execvp": ExecvFn;
     R_EXECVPE c"execvpe": ExecveFn;
+    R_EXECL c"execl": ExecvFn;
+    R_EXECLE c"execle": ExecvFn;
+    R_EXECLP c"execlp": ExecvFn;
     R_EXIT c"_exit": ExitFn;
     R_EXIT2 c"_Exit": ExitFn;
 }
@@ -1447,6 +1450,49 @@ pub unsafe extern "C" fn execvp(file: *const c_char, argv: *const *const c_char)
     // SAFETY: the real execvp.
     unsafe { f(file, argv) }
 }
+
+// execl, execle and execlp are variadic and reach execve inside libc
+// without going through our hook: write everything out first, then jump
+// to the real function with the caller's registers and stack untouched.
+macro_rules! flush_then_jump {
+    ($name:ident => $prep:ident, $slot:ident, $cname:literal) => {
+        extern "C" fn $prep() -> usize {
+            // SAFETY: flushing our own buffers.
+            unsafe { finish(false) };
+            let f: ExecvFn = real!($slot, $cname, ExecvFn);
+            f as usize
+        }
+
+        #[unsafe(naked)]
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name() {
+            core::arch::naked_asm!(
+                // Seven pushes keep the stack 16-byte aligned for the call.
+                "push rdi",
+                "push rsi",
+                "push rdx",
+                "push rcx",
+                "push r8",
+                "push r9",
+                "push rax",
+                "call {prep}",
+                "mov r11, rax",
+                "pop rax",
+                "pop r9",
+                "pop r8",
+                "pop rcx",
+                "pop rdx",
+                "pop rsi",
+                "pop rdi",
+                "jmp r11",
+                prep = sym $prep,
+            )
+        }
+    };
+}
+flush_then_jump!(execl => prep_execl, R_EXECL, c"execl");
+flush_then_jump!(execle => prep_execle, R_EXECLE, c"execle");
+flush_then_jump!(execlp => prep_execlp, R_EXECLP, c"execlp");
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn _exit(status: c_int) -> ! {

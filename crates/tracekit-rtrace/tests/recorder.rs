@@ -93,6 +93,7 @@ int main(int argc, char **argv) {
     waitpid(child, NULL, 0);
     pid_t ex = fork();
     if (ex == 0) {
+        sink = malloc(4321);  /* buffered when execl replaces the image */
         execl(argv[0], argv[0], "exec", (char *)NULL);
         _exit(127);
     }
@@ -223,6 +224,14 @@ fn records_known_leaks_exactly() {
         .find(|r| r.text.contains("malloc<memory>(5) = 0x"))
         .expect("child recording");
     assert!(leaks(child, "memory").0 >= 1);
+    // Events buffered when execl (variadic, reaching execve inside libc)
+    // replaced the image were written out first.
+    assert!(
+        decoded
+            .iter()
+            .any(|(_, r)| r.text.contains("malloc<memory>(4321) = 0x")),
+        "the pre-exec image lost its events"
+    );
 
     // The text is valid for the post-processor (round trip through -l).
     let mut out = Vec::new();
