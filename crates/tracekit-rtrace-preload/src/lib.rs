@@ -23,9 +23,13 @@
 //!   pass-through;
 //! * until `dlsym` has found the real functions, allocations come from a
 //!   static bootstrap arena (dlsym itself may call calloc);
+//! * it starts from an ELF constructor, so every process image gets a file
+//!   (`<pid>-<n>`, n counting the images of one pid);
 //! * after `fork` the child drops the parent's unwritten events and records
-//!   into its own file; before `exec*` and `_exit` and at exit every buffer
-//!   is written out and the memory maps are appended;
+//!   into its own file; before `execve`/`execv`/`execvp`/`execvpe`/`execl`/
+//!   `execle`/`execlp`, `_exit`/`_Exit` and at exit every buffer is written
+//!   out and the memory maps are appended (a process killed by a signal
+//!   loses what its buffers held);
 //! * every event takes a number from one process-wide counter (allocations
 //!   after the real call returned, releases before it), so the decoder can
 //!   restore a causal total order.
