@@ -53,12 +53,8 @@ pub fn account_rows(
         deduce_sibling_calls: args.deduce_sibling_calls,
         recursive_calls_only: args.recursive_calls_only,
     });
-    let mut records = trace.records();
-    for r in records.by_ref() {
-        acc.add(&r?)?;
-    }
     let mut warnings = trace.warnings.clone();
-    warnings.extend(records.warnings());
+    warnings.extend(trace.try_for_each(|r| acc.add(r))?);
     let (mut rows, w) = acc.rows(trace.header.cycle_frequency);
     warnings.extend(w);
     let total = rows.len();
@@ -119,11 +115,7 @@ pub fn stack<W: Write + ?Sized>(
     let mut warnings = Warnings::default();
     for trace in traces {
         warnings.extend(trace.warnings.clone());
-        let mut records = trace.records();
-        for r in records.by_ref() {
-            trie.add(&r?)?;
-        }
-        warnings.extend(records.warnings());
+        warnings.extend(trace.try_for_each(|r| trie.add(r))?);
     }
     warnings.extend(trie.finish_warnings());
     if trie.is_empty() {
@@ -241,11 +233,7 @@ pub fn graph<W: Write + ?Sized>(
 ) -> Result<Warnings> {
     let mut g = crate::graph::GraphBuilder::new(args.keep_going, args.deduce_sibling_calls);
     let mut warnings = trace.warnings.clone();
-    let mut records = trace.records();
-    for r in records.by_ref() {
-        g.add(&r?)?;
-    }
-    warnings.extend(records.warnings());
+    warnings.extend(trace.try_for_each(|r| g.add(r))?);
     warnings.extend(g.write_dot(
         out,
         names,
@@ -452,11 +440,10 @@ pub fn earliest_tsc(trace: &Trace<'_>) -> u64 {
 pub fn profile(trace: &Trace<'_>) -> Result<(crate::profile::Profile, Warnings)> {
     let mut p = crate::profile::Profile::default();
     let mut warnings = trace.warnings.clone();
-    let mut records = trace.records();
-    for r in records.by_ref() {
-        p.add(&r?);
-    }
-    warnings.extend(records.warnings());
+    warnings.extend(trace.try_for_each(|r| {
+        p.add(r);
+        Ok(())
+    })?);
     warnings.extend(p.finish());
     Ok((p, warnings))
 }

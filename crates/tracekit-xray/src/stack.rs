@@ -19,6 +19,8 @@ pub struct Node {
     pub func_id: i32,
     pub parent: Option<usize>,
     pub callees: Vec<usize>,
+    /// The callees' function ids (same order), searched on every entry.
+    callee_ids: Vec<i32>,
     pub terminal_count: u64,
     pub terminal_sum: u64,
     pub intermediate_count: u64,
@@ -39,7 +41,8 @@ pub struct StackTrie {
     /// Thread ids in first-root order, and their roots.
     root_order: Vec<u32>,
     roots: HashMap<u32, Vec<usize>>,
-    stacks: Vec<Vec<(usize, u64)>>,
+    /// Per thread: (node, entry tsc, function id) of the open calls.
+    stacks: Vec<Vec<(usize, u64, i32)>>,
     stack_index: HashMap<u32, usize>,
     last_thread: Option<(u32, usize)>,
     was_last_exit: bool,
@@ -108,7 +111,7 @@ impl StackTrie {
 
     /// Returns true for an exit without a matching entry (without -k).
     #[inline]
-    fn add_inner(&mut self, r: &Record<'_>, ts: &mut Vec<(usize, u64)>) -> bool {
+    fn add_inner(&mut self, r: &Record<'_>, ts: &mut Vec<(usize, u64, i32)>) -> bool {
         if r.kind.is_entry() {
             self.was_last_exit = false;
             let node = match ts.last() {
@@ -126,23 +129,20 @@ impl StackTrie {
                         }
                     }
                 }
-                Some(&(top, _)) => {
-                    let found = self.nodes[top]
-                        .callees
-                        .iter()
-                        .copied()
-                        .find(|&n| self.nodes[n].func_id == r.func_id);
-                    match found {
-                        Some(n) => n,
+                Some(&(top, _, _)) => {
+                    let t = &self.nodes[top];
+                    match t.callee_ids.iter().position(|&f| f == r.func_id) {
+                        Some(i) => t.callees[i],
                         None => {
                             let n = self.new_node(r.func_id, Some(top));
                             self.nodes[top].callees.push(n);
+                            self.nodes[top].callee_ids.push(r.func_id);
                             n
                         }
                     }
                 }
             };
-            ts.push((node, r.tsc));
+            ts.push((node, r.tsc, r.func_id));
             return false;
         }
         let was_last_exit = self.was_last_exit;
@@ -151,17 +151,15 @@ impl StackTrie {
             self.orphan_exits += 1;
             return false;
         }
-        let matched = ts
-            .iter()
-            .rposition(|&(n, _)| self.nodes[n].func_id == r.func_id);
+        let matched = ts.iter().rposition(|&(_, _, f)| f == r.func_id);
         let from = matched.unwrap_or(0);
         let last = ts.len() - 1;
-        for &(n, tsc) in &ts[from..last] {
+        for &(n, tsc, _) in &ts[from..last] {
             let node = &mut self.nodes[n];
             node.intermediate_count += 1;
             node.intermediate_sum = node.intermediate_sum.wrapping_add(tsc.abs_diff(r.tsc));
         }
-        let (deepest, tsc) = ts[last];
+        let (deepest, tsc, _) = ts[last];
         let d = tsc.abs_diff(r.tsc);
         let node = &mut self.nodes[deepest];
         if was_last_exit {
@@ -256,6 +254,7 @@ impl StackTrie {
             func_id: l.func_id,
             parent,
             callees: Vec::new(),
+            callee_ids: Vec::new(),
             terminal_count: l.terminal_count + r.terminal_count,
             terminal_sum: l.terminal_sum.wrapping_add(r.terminal_sum),
             intermediate_count: l.intermediate_count + r.intermediate_count,
@@ -280,6 +279,7 @@ impl StackTrie {
                 None => rc,
             };
             self.nodes[id].callees.push(child);
+            self.nodes[id].callee_ids.push(f);
         }
         let hashes: Vec<u32> = left_callees
             .iter()
@@ -287,7 +287,9 @@ impl StackTrie {
             .collect();
         for i in densemap::iteration_order(&hashes) {
             if let Some(c) = pending[i] {
+                let f = self.nodes[c].func_id;
                 self.nodes[id].callees.push(c);
+                self.nodes[id].callee_ids.push(f);
             }
         }
         id
