@@ -88,7 +88,7 @@ impl TimeStat {
             other => fmt_exp(self.get(other)),
         }
     }
-    fn percentiles(&mut self, t: &mut [u64]) {
+    fn percentiles<T: Copy + Ord + Into<u64>>(&mut self, t: &mut [T]) {
         if t.is_empty() {
             return;
         }
@@ -96,7 +96,7 @@ impl TimeStat {
         let mut pick = |k: usize| -> f64 {
             let k = k.min(t.len() - 1);
             let (_, x, _) = t.select_nth_unstable(k);
-            *x as i64 as f64
+            (*x).into() as i64 as f64
         };
         self.median = pick(n / 2);
         self.pct90 = pick(n * 9 / 10);
@@ -121,6 +121,52 @@ impl TimeStat {
     }
 }
 
+/// Call durations of an edge: u32 while they fit (halves memory), u64
+/// after.
+#[derive(Default)]
+enum Timings {
+    #[default]
+    Empty,
+    Narrow(Vec<u32>),
+    Wide(Vec<u64>),
+}
+
+impl Timings {
+    fn push(&mut self, d: u64) {
+        match self {
+            Timings::Empty => {
+                *self = match u32::try_from(d) {
+                    Ok(x) => Timings::Narrow(vec![x]),
+                    Err(_) => Timings::Wide(vec![d]),
+                }
+            }
+            Timings::Narrow(v) => match u32::try_from(d) {
+                Ok(x) => v.push(x),
+                Err(_) => {
+                    let mut w: Vec<u64> = v.iter().map(|&x| u64::from(x)).collect();
+                    w.push(d);
+                    *self = Timings::Wide(w);
+                }
+            },
+            Timings::Wide(v) => v.push(d),
+        }
+    }
+    fn append_to(&self, out: &mut Vec<u64>) {
+        match self {
+            Timings::Empty => {}
+            Timings::Narrow(v) => out.extend(v.iter().map(|&x| u64::from(x))),
+            Timings::Wide(v) => out.extend_from_slice(v),
+        }
+    }
+    fn percentiles_into(&mut self, s: &mut TimeStat) {
+        match self {
+            Timings::Empty => {}
+            Timings::Narrow(v) => s.percentiles(v),
+            Timings::Wide(v) => s.percentiles(v),
+        }
+    }
+}
+
 /// Builds the call graph from records in load order.
 pub struct GraphBuilder {
     keep_going: bool,
@@ -129,7 +175,7 @@ pub struct GraphBuilder {
     vertex_order: Vec<i32>,
     vertices: HashMap<i32, TimeStat>,
     edge_order: Vec<(i32, i32)>,
-    edges: HashMap<(i32, i32), (TimeStat, Vec<u64>)>,
+    edges: HashMap<(i32, i32), (TimeStat, Timings)>,
     skipped: u64,
     orphans: u64,
 }
@@ -258,18 +304,29 @@ impl GraphBuilder {
         }
         let mut edge_max = TimeStat::default();
         let mut vertex_max = TimeStat::default();
-        let mut in_timings: HashMap<i32, Vec<u64>> = HashMap::default();
-        for (k, (s, t)) in self.edges.iter_mut() {
-            in_timings.entry(k.1).or_default().extend_from_slice(t);
-            s.percentiles(t);
-            edge_max.max_with(s);
+        // Vertex percentiles over the timings of their incoming edges, one
+        // vertex at a time (no second copy of every timing).
+        let mut incoming: HashMap<i32, Vec<(i32, i32)>> = HashMap::default();
+        for k in self.edges.keys() {
+            incoming.entry(k.1).or_default().push(*k);
         }
+        let mut scratch: Vec<u64> = Vec::new();
         for (&v, s) in self.vertices.iter_mut() {
             if v != 0 {
-                let mut t = in_timings.remove(&v).unwrap_or_default();
-                s.percentiles(&mut t);
+                scratch.clear();
+                for k in incoming.get(&v).map(Vec::as_slice).unwrap_or(&[]) {
+                    if let Some((_, t)) = self.edges.get(k) {
+                        t.append_to(&mut scratch);
+                    }
+                }
+                s.percentiles(&mut scratch);
                 vertex_max.max_with(s);
             }
+        }
+        drop(scratch);
+        for (s, t) in self.edges.values_mut() {
+            t.percentiles_into(s);
+            edge_max.max_with(s);
         }
         if cycle_frequency != 0 {
             let f = cycle_frequency as f64;
