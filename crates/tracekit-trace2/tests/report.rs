@@ -532,7 +532,10 @@ fn assert_properly_nested(evs: &[serde_json::Value], case: &str) {
             "B" => open.entry(key).or_default().push(ts),
             "E" => {
                 let start = open.get_mut(&key).unwrap().pop().unwrap();
-                spans.entry(key).or_default().push((start, ts, "region".into()));
+                spans
+                    .entry(key)
+                    .or_default()
+                    .push((start, ts, "region".into()));
             }
             "X" => {
                 let d = e["dur"].as_f64().unwrap();

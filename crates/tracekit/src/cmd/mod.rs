@@ -1,15 +1,15 @@
 //! One module per verb and one per dialect.
 
+pub mod build;
 pub mod convert;
 pub mod info;
+pub mod posix;
+pub mod record;
 pub mod report;
+pub mod rtrace;
 pub mod trace2;
 pub mod trace2_listen;
-pub mod rtrace;
 pub mod xray;
-pub mod build;
-pub mod record;
-pub mod posix;
 // Dialect modules: add yours above this line.
 
 use std::fs::File;
