@@ -310,3 +310,103 @@ fn create_for_another_running_process() {
     assert_eq!(n, 10);
     api::shutdown(trid).unwrap();
 }
+
+/// Waits (bounded, not timed) for the keeper of a controller that is gone
+/// to complete `log`, then checks it holds the 100 events in order.
+fn check_log_completed_by_keeper(log: &Path) {
+    let mut complete = false;
+    for _ in 0..1000 {
+        if let Ok(r) = tracekit_posix::LogReader::open_path(log) {
+            if r.meta.flags & tracekit_posix::log::FLAG_COMPLETE != 0 {
+                complete = true;
+                break;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(complete, "the log was never marked complete");
+    let mut r = tracekit_posix::LogReader::open_path(log).unwrap();
+    let mut payloads = Vec::new();
+    let mut last_id = 0;
+    while let Some(e) = r.next_event() {
+        let e = e.unwrap();
+        if e.info.event_id >= USER_EVENT_FIRST {
+            assert_eq!(r_name(log, e.info.event_id), b"before-exec");
+            payloads.push(i32::from_ne_bytes(e.data[..4].try_into().unwrap()));
+        }
+        last_id = e.info.event_id;
+    }
+    assert_eq!(payloads, (0..100).collect::<Vec<_>>());
+    // The shutdown's flush ends the log.
+    assert_eq!(last_id, POSIX_TRACE_FLUSH_STOP);
+}
+
+fn r_name(log: &Path, id: u32) -> Vec<u8> {
+    let r = tracekit_posix::LogReader::open_path(log).unwrap();
+    r.type_name(id).unwrap_or_default().to_vec()
+}
+
+/// The named streams a controller with pid `pid` created, left behind.
+fn shm_files_of(pid: u32) -> Vec<String> {
+    std::fs::read_dir("/dev/shm")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(traced::SHM_PREFIX) && n.contains(&format!(".{pid}.")))
+        .collect()
+}
+
+fn wait_for_no_shm_files(pid: u32) {
+    for _ in 0..1000 {
+        if shm_files_of(pid).is_empty() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    panic!("left behind in /dev/shm: {:?}", shm_files_of(pid));
+}
+
+#[test]
+fn exec_of_the_controller_shuts_its_streams_down() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = compile("controller_gone", dir.path());
+    let log = dir.path().join("exec.trace");
+    let child = program(&exe)
+        .args([log.to_str().unwrap(), "exec"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    check_log_completed_by_keeper(&log);
+    wait_for_no_shm_files(pid);
+}
+
+#[test]
+fn a_killed_controller_leaves_a_complete_log_and_no_stream_file() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let exe = compile("controller_gone", dir.path());
+    let log = dir.path().join("kill.trace");
+    let mut child = program(&exe)
+        .args([log.to_str().unwrap(), "kill"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line, "ready\n");
+    assert!(!shm_files_of(pid).is_empty(), "the named stream exists");
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    check_log_completed_by_keeper(&log);
+    wait_for_no_shm_files(pid);
+}

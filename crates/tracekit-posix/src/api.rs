@@ -20,6 +20,8 @@ use crate::log::{EventInfo, LogReader, LogWriter, Status};
 use crate::shm::{self, RawEvent, Region, StreamView, Take};
 use crate::traced;
 
+mod keeper;
+
 pub type Errno = i32;
 /// A trace stream identifier: slot index + 1 in the low 32 bits, a
 /// generation in the high 32 bits, so a stale identifier is refused.
@@ -177,9 +179,15 @@ struct Active {
     typelist_pos: Mutex<usize>,
     flusher: Mutex<Option<JoinHandle<()>>>,
     closed: AtomicBool,
+    /// Write end of the pipe to this stream's keeper process, or -1.
+    keeper_fd: AtomicI32,
 }
 
 impl Active {
+    fn region_fd(&self) -> i32 {
+        self.region.as_ref().map_or(-1, |r| r.fd())
+    }
+
     /// Not shut down, and used by the process that created it (a trid is
     /// not valid in a forked child).
     fn is_live(&self) -> bool {
@@ -386,6 +394,7 @@ pub fn create(pid: i32, attr: Option<&TraceAttr>, log_fd: Option<i32>) -> Result
         typelist_pos: Mutex::new(0),
         flusher: Mutex::new(None),
         closed: AtomicBool::new(false),
+        keeper_fd: AtomicI32::new(-1),
     });
     let trid = insert(Handle::Active(a.clone()))?;
     if self_traced {
@@ -404,6 +413,13 @@ pub fn create(pid: i32, attr: Option<&TraceAttr>, log_fd: Option<i32>) -> Result
             .spawn(move || flusher(worker))
             .map_err(|_| libc::ENOMEM)?;
         *lock(&a.flusher) = Some(h);
+    }
+    if a.with_log || a.named_path.is_some() {
+        let log_fd = lock(&a.log).as_ref().map(|w| w.raw_fd());
+        // Without a keeper the stream still works; only exec or a crash of
+        // this process would leave the log incomplete or the file behind.
+        let fd = keeper::spawn(a.view, log_fd, a.named_path.as_deref(), a.region_fd());
+        a.keeper_fd.store(fd, Release);
     }
     if !ATEXIT.swap(true, AcqRel) {
         // SAFETY: registering a plain extern "C" function.
@@ -475,15 +491,15 @@ fn user_types(view: &StreamView) -> Vec<(u32, Vec<u8>)> {
         .collect()
 }
 
-/// Copies the stream into its log, bracketed by FLUSH_START/FLUSH_STOP.
-fn do_flush(a: &Active) {
-    a.flush_status.store(POSIX_TRACE_FLUSHING, Release);
-    let mut log = lock(&a.log);
-    let Some(w) = log.as_mut() else {
-        a.flush_status.store(POSIX_TRACE_NOT_FLUSHING, Release);
-        return;
-    };
-    let mut c = lock(&a.consumer);
+/// Copies what the stream holds into `w`, bracketed by FLUSH_START and
+/// FLUSH_STOP recorded as `pid`/`thread`; returns the first write error.
+fn copy_stream(
+    view: StreamView,
+    c: &mut Consumer,
+    w: &mut LogWriter,
+    pid: i32,
+    thread: u64,
+) -> Errno {
     let mut first_err = 0;
     let mut note = |r: std::io::Result<()>| {
         if let Err(e) = r {
@@ -494,13 +510,12 @@ fn do_flush(a: &Active) {
     };
     let sys = |id, ts| EventInfo {
         event_id: id,
-        pid: traced::cached_pid(),
+        pid,
         truncation: POSIX_TRACE_NOT_TRUNCATED,
-        thread: self_thread(),
+        thread,
         prog_address: 0,
         timestamp_ns: ts,
     };
-    let view = a.view;
     if !view.is_filtered(POSIX_TRACE_FLUSH_START) {
         note(w.append(
             &sys(POSIX_TRACE_FLUSH_START, crate::clock::realtime_ns()),
@@ -520,13 +535,42 @@ fn do_flush(a: &Active) {
             Next::Empty => break,
         }
     }
-    drop(c);
     if !view.is_filtered(POSIX_TRACE_FLUSH_STOP) {
         note(w.append(
             &sys(POSIX_TRACE_FLUSH_STOP, crate::clock::realtime_ns()),
             &[],
         ));
     }
+    first_err
+}
+
+/// Copies the stream into its log, bracketed by FLUSH_START/FLUSH_STOP.
+fn do_flush(a: &Active) {
+    a.flush_status.store(POSIX_TRACE_FLUSHING, Release);
+    let mut log = lock(&a.log);
+    let Some(w) = log.as_mut() else {
+        a.flush_status.store(POSIX_TRACE_NOT_FLUSHING, Release);
+        return;
+    };
+    let mut c = lock(&a.consumer);
+    let mut first_err = copy_stream(a.view, &mut c, w, traced::cached_pid(), self_thread());
+    drop(c);
+    let mut note = |r: std::io::Result<()>| {
+        if let Err(e) = r {
+            if first_err == 0 {
+                first_err = e.raw_os_error().unwrap_or(libc::EIO);
+            }
+        }
+    };
+    let view = a.view;
+    let sys = |id, ts| EventInfo {
+        event_id: id,
+        pid: traced::cached_pid(),
+        truncation: POSIX_TRACE_NOT_TRUNCATED,
+        thread: self_thread(),
+        prog_address: 0,
+        timestamp_ns: ts,
+    };
     let status = stream_status(a);
     note(w.sync(&user_types(&view), status, view.header().lost.load(Relaxed)));
     if w.take_log_overrun() != 0 {
@@ -663,6 +707,7 @@ pub fn shutdown(trid: TraceId) -> Result<(), Errno> {
     if let Some(p) = &a.named_path {
         let _ = std::fs::remove_file(p);
     }
+    keeper::release(a.keeper_fd.swap(-1, AcqRel));
     remove(trid);
     result
 }

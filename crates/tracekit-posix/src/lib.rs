@@ -52,6 +52,29 @@
 //! attach again only through the environment variable, and only when the
 //! stream's traced pid is theirs or the stream is for all processes.
 //!
+//! # Fork, exec and process exit
+//! - **Controller.** The standard shuts down (as `posix_trace_shutdown`)
+//!   the streams a process created when it exits, execs or is terminated.
+//!   `exit` does it from an `atexit` handler. For exec, `_exit` and a kill,
+//!   where no code of the controller runs, each stream with a log or a
+//!   `/dev/shm` name has a *keeper* process, forked at creation, that
+//!   notices the controller's image is gone (end of file on a
+//!   close-on-exec pipe) and does the shutdown: stops the stream, copies
+//!   what it holds into the log, marks the log complete, tells writers the
+//!   stream is gone and unlinks the name. A stream without log or name is
+//!   a memfd that the kernel frees with its last mapping. See `api`'s
+//!   `keeper` module for the details and what can still be lost.
+//! - **Child of a controller** (`fork`): a `trid` is invalid there
+//!   (`EINVAL`), and the child does not keep keepers waiting.
+//! - **Traced process.** Its event-type table is process memory, so it
+//!   does not survive exec (the standard: the new image does not inherit
+//!   the name-to-id mapping). The new image is traced into the same stream
+//!   again, as the standard says, once it calls `eventid_open`: a stream
+//!   created for its pid is found again in `/dev/shm`, one named in
+//!   [`traced::STREAM_ENV`] through the inherited environment. After
+//!   `fork` the child writes into a parent's stream only under
+//!   `POSIX_TRACE_INHERITED`.
+//!
 //! # Deviations from the standard, decided and documented
 //! - The getnext functions read streams **without** log only; a stream with
 //!   log is drained by its flusher thread into the log (`EINVAL` otherwise).
@@ -61,6 +84,17 @@
 //!   loss (the lost one's time is gone with it).
 //! - `{TRACE_SYS_MAX}` counts streams and logs per process, not system-wide.
 //! - `timedgetnext_event` on a log behaves like `getnext_event`.
+//! - When a controller execs or is killed, its streams are shut down
+//!   shortly *after* (by the keeper), not before exec returns; the events
+//!   its flusher thread had taken but not yet written at that instant are
+//!   lost (none while no flush is running). If the keeper cannot be forked
+//!   (`fork` fails), the stream works without one and only those two cases
+//!   fall back to the old behaviour: log up to its last flush, not marked
+//!   complete, `/dev/shm` name left behind. A keeper that is itself killed
+//!   (e.g. `kill -9` of the whole session) has the same effect.
+//! - Named streams (created for another pid or for all processes) keep
+//!   their `/dev/shm` name while the controller lives, because processes
+//!   attach to them by name at any time, not only right after creation.
 
 pub mod api;
 pub mod attr;

@@ -275,6 +275,48 @@ impl LogWriter {
         Ok(w)
     }
 
+    /// Takes over a log that another process (a controller that exec'd or
+    /// died) was writing: its header as of that process's last flush, and
+    /// the block that flush left open, which later records extend.
+    pub fn resume(file: File) -> io::Result<LogWriter> {
+        let mut head = vec![0u8; HEADER_SIZE];
+        file.read_exact_at(&mut head, 0)?;
+        let (attr, meta) = decode_header(&head)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+        let stopped = attr.log_policy == POSIX_TRACE_UNTIL_FULL
+            && meta.status.log_full_status == POSIX_TRACE_FULL;
+        let lost_seen = meta.events_lost_log;
+        let mut w = LogWriter {
+            file,
+            attr,
+            block: Vec::with_capacity(meta.block_size as usize),
+            meta,
+            block_seq: 0,
+            block_open: false,
+            stopped,
+            lost_seen,
+        };
+        if let Some(seq) = w.meta.blocks_written.checked_sub(1) {
+            let mut b = vec![0u8; w.meta.block_size as usize];
+            let off = w.block_offset(seq);
+            // A block the file does not hold whole is not reopened: the
+            // next record starts a fresh block after it.
+            if w.file.read_exact_at(&mut b, off).is_ok()
+                && b[0..8] == BLOCK_MAGIC
+                && get_u64(&b, 8) == seq
+            {
+                let used = get_u32(&b, 16) as usize;
+                if BLOCK_HEADER + used <= b.len() {
+                    b.truncate(BLOCK_HEADER + used);
+                    w.block = b;
+                    w.block_seq = seq;
+                    w.block_open = true;
+                }
+            }
+        }
+        Ok(w)
+    }
+
     fn block_offset(&self, seq: u64) -> u64 {
         let slot = if self.meta.block_slots == 0 {
             seq
@@ -449,6 +491,12 @@ impl LogWriter {
         } else {
             POSIX_TRACE_NO_OVERRUN
         }
+    }
+
+    /// The log's descriptor, for a keeper process to take the log over.
+    pub fn raw_fd(&self) -> i32 {
+        use std::os::fd::AsRawFd;
+        self.file.as_raw_fd()
     }
 
     pub fn log_full(&self) -> i32 {
