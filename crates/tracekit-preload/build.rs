@@ -12,6 +12,8 @@ fn main() {
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR"));
     let so = out.join("libtracekit_preload.so");
     println!("cargo:rerun-if-changed=shim");
+    println!("cargo:rerun-if-changed=../tracekit-posix/src/producer.rs");
+    println!("cargo:rerun-if-changed=../tracekit-posix/src/consts.rs");
     let target = env::var("TARGET").unwrap_or_default();
     if !(target.contains("linux-gnu")) {
         // Not supported here: an empty library tells the CLI so.

@@ -27,8 +27,9 @@
 //! [`trace::TraceWriter`], [`EnvFolder`](crate::env::EnvFolder), [`cdb::CdbBuilder`],
 //! [`kwspec::SpecBuilder`], [`analysis::Build`] and
 //! [`record::Assembler`] + [`record::ptrace::record`] /
-//! [`record::preload::record`]; the events-file layout
-//! ([`record::events`]) is shared with `tracekit-preload` only.
+//! [`record::preload::record`]; the record layout ([`record::events`]) and
+//! the stream's fragment header ([`record::preload::Reassembler`]) are
+//! shared with `tracekit-preload` only.
 
 pub mod analysis;
 pub mod cdb;

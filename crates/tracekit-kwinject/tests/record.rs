@@ -53,7 +53,7 @@ fn record(method: Method, cmd: &[OsString], tmp: &Path) -> (Option<Exit>, Assemb
             let lib = tracekit_preload::install(Some(tmp.to_path_buf())).unwrap();
             let mut asm = Assembler::new(Default::default(), Some(lib.display().to_string()));
             let mut w = tracekit_core::Warnings::default();
-            let exit = preload::record(cmd, &lib, &tmp.join("ev"), &mut asm, &mut w).unwrap();
+            let exit = preload::record(cmd, &lib, &mut asm, &mut w).unwrap();
             assert!(w.is_empty(), "{w:?}");
             (exit, asm)
         }

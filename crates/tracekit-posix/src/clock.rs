@@ -8,8 +8,7 @@
 use std::sync::OnceLock;
 
 /// How the raw timestamps of a stream are to be read.
-pub const CLOCK_REALTIME_NS: u32 = 1;
-pub const CLOCK_TSC: u32 = 2;
+pub use crate::producer::{CLOCK_REALTIME_NS, CLOCK_TSC};
 
 /// Reads the raw clock of kind `kind`.
 #[inline(always)]

@@ -2,9 +2,7 @@
 
 use crate::consts::*;
 
-/// Number of 64-bit words in an event set: one bit per identifier below
-/// [`EVENT_ID_END`].
-pub const EVENTSET_WORDS: usize = (EVENT_ID_END as usize).div_ceil(64);
+pub use crate::producer::EVENTSET_WORDS;
 
 /// A set of event types (the C `trace_event_set_t`, same layout).
 #[repr(C)]

@@ -102,6 +102,7 @@ pub mod clock;
 pub mod consts;
 pub mod eventset;
 pub mod log;
+pub mod producer;
 pub mod shm;
 pub mod traced;
 
@@ -109,3 +110,13 @@ pub use api::{Errno, ReadEvent, TraceId, Wait};
 pub use attr::TraceAttr;
 pub use eventset::EventSet;
 pub use log::{EventInfo, LogReader, Status};
+
+// `producer` describes the header with opaque blocks for the attributes
+// and the calibration; they must have the real types' size and alignment.
+const _: () = {
+    use std::mem::{align_of, size_of};
+    assert!(size_of::<TraceAttr>() == producer::ATTR_SIZE);
+    assert!(size_of::<clock::Calibration>() == producer::CALIBRATION_SIZE);
+    assert!(align_of::<TraceAttr>() == 8 && align_of::<clock::Calibration>() == 8);
+    assert!(size_of::<shm::StreamHeader>() == size_of::<producer::OpaqueHeader>());
+};

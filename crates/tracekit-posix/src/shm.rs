@@ -27,87 +27,22 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::Path;
 use std::ptr;
-use std::sync::atomic::{fence, AtomicI32, AtomicU32, AtomicU64, Ordering::*};
+use std::sync::atomic::{fence, Ordering::*};
 
 use crate::attr::TraceAttr;
 use crate::clock::Calibration;
 use crate::consts::*;
 use crate::eventset::{EventSet, EVENTSET_WORDS};
 
-pub const STREAM_MAGIC: [u8; 8] = *b"TKPXSTRM";
-pub const STREAM_VERSION: u32 = 1;
-/// Bytes before the first slot's payload.
-pub const SLOT_HEADER: usize = std::mem::size_of::<SlotHeader>();
+// The layout types live in `producer` (shared with `no_std` writers such
+// as the preload shim).
+pub use crate::producer::{
+    Padded, RegEntry, Registry, SlotHeader, SLOT_HEADER, STREAM_MAGIC, STREAM_VERSION,
+};
+/// The first bytes of a stream mapping.
+pub type StreamHeader = crate::producer::StreamHeaderOf<TraceAttr, Calibration>;
 /// Largest system event payload: the two event sets of `POSIX_TRACE_FILTER`.
 pub const MAX_SYSTEM_DATA: usize = 2 * EVENTSET_WORDS * 8;
-
-/// Keeps a hot atomic on its own cache line.
-#[repr(C, align(64))]
-pub struct Padded<T>(pub T);
-
-#[repr(C)]
-pub struct RegEntry {
-    /// 0 free, 1 being written, 2 ready.
-    state: AtomicU32,
-    len: u32,
-    name: [u8; TRACE_EVENT_NAME_MAX + 1],
-}
-
-/// The stream's event-type table: entry `i` is user event type `1024 + i`;
-/// entry 0 is the unnamed user event.
-#[repr(C)]
-pub struct Registry {
-    entries: [RegEntry; TRACE_USER_EVENT_MAX],
-}
-
-/// The first bytes of a stream mapping.
-#[repr(C)]
-pub struct StreamHeader {
-    pub magic: [u8; 8],
-    pub version: u32,
-    pub header_size: u32,
-    pub slot_size: u32,
-    pub slot_data: u32,
-    pub slot_count: u64,
-    pub max_data_size: u32,
-    pub stream_policy: i32,
-    pub inheritance: i32,
-    pub with_log: u32,
-    /// The process to trace: attach only if `getpid()` equals it; -1 lets
-    /// any process holding the stream's name attach.
-    pub traced_pid: AtomicI32,
-    pub creator_pid: i32,
-    pub attr: TraceAttr,
-    pub calibration: Calibration,
-    /// POSIX_TRACE_RUNNING or POSIX_TRACE_SUSPENDED.
-    pub running: Padded<AtomicU32>,
-    pub full: AtomicU32,
-    /// Suspended by UNTIL_FULL/FLUSH because the stream filled up.
-    pub auto_stopped: AtomicU32,
-    pub overrun: AtomicU32,
-    pub shutdown: AtomicU32,
-    /// Futex word the flusher sleeps on.
-    pub flush_wake: AtomicU32,
-    /// Events lost by the stream (full, overwritten, crashed writer).
-    pub lost: AtomicU64,
-    /// Set bit = event type filtered out.
-    pub filter: [AtomicU64; EVENTSET_WORDS],
-    pub tail: Padded<AtomicU64>,
-    pub head: Padded<AtomicU64>,
-    pub registry: Registry,
-}
-
-#[repr(C)]
-pub struct SlotHeader {
-    seq: AtomicU64,
-    event_id: u32,
-    pid: i32,
-    data_len: u32,
-    truncation: i32,
-    thread: u64,
-    prog: u64,
-    ticks: u64,
-}
 
 /// Payload room and slot size for a stream with `max_data_size`.
 pub fn slot_geometry(max_data_size: u64) -> (usize, usize) {

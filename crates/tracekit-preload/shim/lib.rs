@@ -1,20 +1,26 @@
 //! The preload shim (see the crate documentation in `src/lib.rs`). Built by
-//! `build.rs` as a `no_std`, `panic=abort` cdylib. The event layout is the
-//! one of `tracekit_kwinject::record::events`.
+//! `build.rs` as a `no_std`, `panic=abort` cdylib. The record layout is the
+//! one of `tracekit_kwinject::record::events`; records travel as events of a
+//! POSIX trace stream, written with `tracekit_posix::producer` (compiled
+//! into this library from its source: it needs only `core`).
 
 #![no_std]
 #![allow(non_camel_case_types, static_mut_refs, clippy::missing_safety_doc)]
 
 use core::ffi::{c_char, c_int, c_void};
 use core::ptr::{null, null_mut};
+use core::sync::atomic::{AtomicU32, Ordering::Relaxed};
+
+#[allow(dead_code)]
+#[path = "../../tracekit-posix/src/consts.rs"]
+mod consts;
+#[allow(dead_code)]
+#[path = "../../tracekit-posix/src/producer.rs"]
+mod producer;
+
+use producer::{OpaqueHeader, Outcome};
 
 type pid_t = i32;
-
-#[repr(C)]
-struct timespec {
-    tv_sec: i64,
-    tv_nsec: i64,
-}
 
 #[repr(C)]
 struct Dl_info {
@@ -26,13 +32,13 @@ struct Dl_info {
 
 extern "C" {
     fn open(path: *const c_char, flags: c_int, ...) -> c_int;
-    fn write(fd: c_int, buf: *const c_void, n: usize) -> isize;
+    fn lseek(fd: c_int, off: i64, whence: c_int) -> i64;
     fn close(fd: c_int) -> c_int;
+    fn pthread_self() -> u64;
     fn getpid() -> pid_t;
     fn getppid() -> pid_t;
     fn getcwd(buf: *mut c_char, size: usize) -> *mut c_char;
     fn getauxval(t: u64) -> u64;
-    fn clock_gettime(clk: c_int, ts: *mut timespec) -> c_int;
     fn dlsym(h: *mut c_void, name: *const c_char) -> *mut c_void;
     fn dladdr(addr: *const c_void, info: *mut Dl_info) -> c_int;
     fn mmap(
@@ -62,8 +68,10 @@ fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
 #[no_mangle]
 pub extern "C" fn rust_eh_personality() {}
 
-const O_WRONLY: c_int = 0o1;
-const O_APPEND: c_int = 0o2000;
+const O_RDWR: c_int = 0o2;
+const SEEK_END: c_int = 2;
+const PROT_READ_WRITE: c_int = 3;
+const MAP_SHARED: c_int = 1;
 const O_CLOEXEC: c_int = 0o2000000;
 const RTLD_NEXT: *mut c_void = -1isize as *mut c_void;
 const AT_EXECFN: u64 = 31;
@@ -75,16 +83,28 @@ const KIND_FORK: u32 = 2;
 const KIND_REAPED: u32 = 3;
 
 const OUT_VAR: &[u8] = b"TRACEKIT_PRELOAD_OUT=";
+/// The user event type the recorder registers in the stream.
+const EVENT_NAME: &[u8] = b"tracekit.build";
+/// Each event carries `pid, serial, offset, total` (u32 each) before its
+/// piece of the record.
+const FRAGMENT_HEADER: usize = 16;
+/// Largest event payload the shim writes (stack buffer).
+const MAX_EVENT: usize = 16 * 1024;
 const PRELOAD_VAR: &[u8] = b"LD_PRELOAD=";
 const PATH_MAX: usize = 4096;
 
-/// `TRACEKIT_PRELOAD_OUT=<events file>`, NUL-terminated; empty when this
+/// `TRACEKIT_PRELOAD_OUT=<stream file>`, NUL-terminated; empty when this
 /// process is not recorded.
 static mut OUT_ENTRY: [u8; OUT_VAR.len() + PATH_MAX + 1] = [0; OUT_VAR.len() + PATH_MAX + 1];
 static mut OUT_LEN: usize = 0;
 /// This library's own path (for putting `LD_PRELOAD` back).
 static mut LIB: [u8; PATH_MAX] = [0; PATH_MAX];
 static mut LIB_LEN: usize = 0;
+/// The mapped stream (null: not recording) and our event type in it.
+static mut STREAM: *const OpaqueHeader = null();
+static mut EVENT_ID: u32 = 0;
+/// Numbers this process's records (with the pid: a record's identity).
+static SERIAL: AtomicU32 = AtomicU32::new(0);
 
 unsafe fn strlen(s: *const c_char) -> usize {
     let mut n = 0;
@@ -101,7 +121,14 @@ unsafe fn bytes<'a>(s: *const c_char) -> &'a [u8] {
     core::slice::from_raw_parts(s.cast(), strlen(s))
 }
 
+/// Reporting into a stream.
 unsafe fn active() -> bool {
+    !STREAM.is_null()
+}
+
+/// The recorder's variable was given: keep it (and us) in the environment
+/// of the programs this one starts.
+unsafe fn propagate() -> bool {
     OUT_LEN > 0
 }
 
@@ -109,22 +136,83 @@ unsafe fn out_path() -> *const c_char {
     OUT_ENTRY.as_ptr().add(OUT_VAR.len()).cast()
 }
 
-unsafe fn now_us() -> u64 {
-    let mut ts = timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
+/// Maps the stream named by the variable; stays inactive if it is not a
+/// stream for all processes with our event type registered.
+unsafe fn map_stream() {
+    let fd = open(out_path(), O_RDWR | O_CLOEXEC);
+    if fd < 0 {
+        return;
+    }
+    let len = lseek(fd, 0, SEEK_END);
+    if len < producer::header_size() as i64 {
+        close(fd);
+        return;
+    }
+    let len = len as usize;
+    let m = mmap(null_mut(), len, PROT_READ_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if m as isize == -1 {
+        return;
+    }
+    let h = &*(m as *const OpaqueHeader);
+    let who = h.traced_pid.load(Relaxed);
+    let id = if producer::is_valid(h, len) && (who == -1 || who == getpid()) {
+        producer::lookup(h, EVENT_NAME)
+    } else {
+        None
     };
-    clock_gettime(0, &mut ts);
-    ts.tv_sec as u64 * 1_000_000 + ts.tv_nsec as u64 / 1000
+    match id {
+        Some(id) if h.max_data_size as usize > FRAGMENT_HEADER => {
+            EVENT_ID = id;
+            STREAM = h;
+        }
+        _ => {
+            munmap(m, len);
+        }
+    }
 }
 
-/// Appends one record with a single write; errno is left as it was.
+fn now_us() -> u64 {
+    producer::realtime_ns() / 1000
+}
+
+/// Writes one record into the stream as events of at most max-data-size
+/// bytes, each with a fragment header; no system call (the clock is the
+/// vDSO's or the TSC). A fragment the stream refuses (full) is counted
+/// lost by the stream; the rest of the record is not sent then, and the
+/// recorder reports the incomplete record.
 unsafe fn emit(rec: &[u8]) {
+    if STREAM.is_null() {
+        return;
+    }
+    let h = &*STREAM;
     let errno = *__errno_location();
-    let fd = open(out_path(), O_WRONLY | O_APPEND | O_CLOEXEC);
-    if fd >= 0 {
-        write(fd, rec.as_ptr().cast(), rec.len());
-        close(fd);
+    let pid = getpid();
+    let serial = SERIAL.fetch_add(1, Relaxed);
+    let room = (h.max_data_size as usize).min(MAX_EVENT) - FRAGMENT_HEADER;
+    let kind = u32::from_ne_bytes([
+        h.calibration.0[0],
+        h.calibration.0[1],
+        h.calibration.0[2],
+        h.calibration.0[3],
+    ]);
+    let thread = pthread_self();
+    let mut buf = [0u8; MAX_EVENT];
+    let mut off = 0;
+    loop {
+        let n = (rec.len() - off).min(room);
+        buf[0..4].copy_from_slice(&pid.to_ne_bytes());
+        buf[4..8].copy_from_slice(&serial.to_ne_bytes());
+        buf[8..12].copy_from_slice(&(off as u32).to_ne_bytes());
+        buf[12..16].copy_from_slice(&(rec.len() as u32).to_ne_bytes());
+        buf[FRAGMENT_HEADER..FRAGMENT_HEADER + n].copy_from_slice(&rec[off..off + n]);
+        let ticks = producer::raw_now(kind);
+        let out =
+            producer::write_event(h, EVENT_ID, &buf[..FRAGMENT_HEADER + n], pid, thread, ticks);
+        off += n;
+        if out != Outcome::Written || off >= rec.len() {
+            break;
+        }
     }
     *__errno_location() = errno;
 }
@@ -149,9 +237,12 @@ unsafe fn emit_small(kind: u32, pid: i32, other: i32) {
 unsafe extern "C" fn init(argc: c_int, argv: *const *const c_char, envp: *const *const c_char) {
     let errno = *__errno_location();
     find_out(envp);
-    if active() {
+    if propagate() {
         find_lib();
-        report_exec(argc, argv, envp);
+        map_stream();
+        if active() {
+            report_exec(argc, argv, envp);
+        }
     }
     *__errno_location() = errno;
 }
@@ -369,7 +460,7 @@ const MAX_ENV: usize = 2048;
 /// Calls `f` with an environment that still carries the recorder's
 /// variables: `envp` itself when it has them, else a copy with them added.
 unsafe fn with_env<R>(envp: *const *const c_char, f: impl FnOnce(*const *const c_char) -> R) -> R {
-    if !active() || envp.is_null() || LIB_LEN == 0 {
+    if !propagate() || envp.is_null() || LIB_LEN == 0 {
         return f(envp);
     }
     let lib = &LIB[..LIB_LEN];

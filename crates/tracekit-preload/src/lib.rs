@@ -4,28 +4,36 @@
 //! library that `build.rs` compiles with its own rustc call (no allocator,
 //! no thread-locals, no Rust runtime in the build's processes). This crate
 //! embeds it ([`SHIM`]) and writes it where the recorder can preload it
-//! ([`install`]). The event layout it writes is documented, and decoded, in
+//! ([`install`]). The record layout it writes is documented, and decoded, in
 //! `tracekit_kwinject::record::events`.
 //!
 //! What the shim does in every dynamically linked process of the build,
-//! only when `TRACEKIT_PRELOAD_OUT` names the events file:
-//! * its constructor appends one *exec* record: pid, parent pid, time,
+//! only when `TRACEKIT_PRELOAD_OUT` names a POSIX trace stream (a
+//! `tracekit-posix` stream file for all processes in which the recorder
+//! registered the event type `tracekit.build`):
+//! * its constructor maps the stream and reports one *exec* record: pid, parent pid, time,
 //!   working directory, `AT_EXECFN` (the path given to exec), argv and the
 //!   whole environment. A constructor sees every way a program can be
 //!   started (`execve`, `execveat`, `fexecve`, `execv*`/`execl*`,
 //!   `posix_spawn*`, `vfork`+exec, `system`, `popen`);
-//! * `fork` appends a *fork* record in the child, so a subshell that never
+//! * `fork` reports a *fork* record in the child, so a subshell that never
 //!   execs still links its children to their parent;
-//! * `waitpid`, `wait4`, `wait3` and `wait` append a *reaped* record (child pid, wait
+//! * `waitpid`, `wait4`, `wait3` and `wait` report a *reaped* record (child pid, wait
 //!   status, time) when a child has ended: exit status and end time;
 //! * `execve`, `execvpe`, `posix_spawn`, `posix_spawnp` called with an
 //!   environment that lost `LD_PRELOAD` or `TRACEKIT_PRELOAD_OUT` (`env -i`,
 //!   `env -u`) get both put back, so the build stays recorded; the trace
 //!   leaves them out again.
 //!
-//! Every record is one `write(2)` to the file opened with `O_APPEND` (and
-//! closed again: the shim never holds a descriptor the program could see);
-//! `errno` is preserved around everything the shim does.
+//! Records are written into the stream's shared-memory ring with
+//! `tracekit_posix::producer` (its source is compiled into the shim: it
+//! needs only `core`), as events of at most the stream's max-data-size,
+//! each behind a fragment header (pid, per-process serial, offset, total)
+//! that the recorder uses to reassemble larger records. No system call per
+//! record; mapping the stream costs `open`, `lseek`, `mmap` and `close` once
+//! per process (no descriptor stays open for the program to see). A full
+//! stream refuses events and counts them lost. `errno` is preserved around
+//! everything the shim does.
 
 use std::io;
 use std::path::PathBuf;

@@ -1,8 +1,11 @@
-//! The binary events file the `tracekit-preload` shim appends to.
+//! The binary records the `tracekit-preload` shim reports.
 //!
-//! Every record is written with one `write(2)` to a file opened with
-//! `O_APPEND`, so records of concurrent processes never interleave. Layout
-//! (native byte order, the shim and the recorder run on one machine):
+//! The shim sends each record through a POSIX trace stream, split into
+//! events of the stream's max-data-size, each behind a fragment header (see
+//! [`super::preload::Reassembler`]); [`decode_one`] reads a reassembled
+//! record. [`decode`] reads records laid end to end (a dump of records, as
+//! older versions wrote them to a file). Layout (native byte order, the
+//! shim and the recorder run on one machine):
 //!
 //! | offset | type | field |
 //! |---|---|---|
@@ -61,7 +64,8 @@ pub fn decode(buf: &[u8], warnings: &mut Warnings) -> Vec<Event> {
     out
 }
 
-fn decode_one(b: &[u8]) -> Result<(Event, usize), String> {
+/// Decodes the record at the start of `b`: the event and its length.
+pub fn decode_one(b: &[u8]) -> Result<(Event, usize), String> {
     if b.len() < HEADER {
         return Err("truncated event header".into());
     }

@@ -7,9 +7,10 @@
 //!   working directory and executable from `/proc` at each exec stop. Sees
 //!   static programs too.
 //! * [`preload`]: the `tracekit-preload` shim, loaded into every dynamically
-//!   linked program, appends one binary record per exec, fork and reaped
-//!   child to an events file (one `write(2)` per record, `O_APPEND`); the
-//!   recorder turns the file into the trace when the build ends.
+//!   linked program, reports one binary record per exec, fork and reaped
+//!   child through a POSIX trace stream (`tracekit-posix`; shared memory,
+//!   no system call per record); the recorder drains the stream while the
+//!   build runs and reassembles the records.
 //!
 //! **Architecture Invariant:** the build sees no difference (exit status,
 //! stdout/stderr, signals, environment except the preload variables); the

@@ -1,5 +1,6 @@
 //! `--method preload`: run the build with the `tracekit-preload` shim in
-//! `LD_PRELOAD` and turn its events file into the trace afterwards.
+//! `LD_PRELOAD`, reading what it reports from a POSIX trace stream while
+//! the build runs.
 //!
 //! The shim's library constructor reports every exec of a dynamically
 //! linked program, whichever call started it (`execve`, `execveat`,
@@ -9,19 +10,32 @@
 //! hooks report exit status and end time when the parent reaps a child.
 //! Statically linked programs load no shim and are not seen: use ptrace.
 //!
-//! The events file is read once the build is over; if the recorder dies,
-//! the build goes on (it only appends to a file).
+//! The recorder is the stream's controller (`tracekit_posix::api`): it
+//! creates an UNTIL_FULL stream for all processes
+//! ([`api::POSIX_TRACE_ALLPROC`]) in `/dev/shm`, registers the event type
+//! [`EVENT_NAME`], names the stream file in `TRACEKIT_PRELOAD_OUT` and
+//! drains it with the getnext functions on a thread while the build runs.
+//! The shim maps the stream once per process and writes each record (the
+//! layout of [`super::events`]) as one or more events without a system
+//! call; [`Reassembler`] puts fragmented records back together. Events the
+//! stream lost (it was full) and records left incomplete are reported as
+//! warnings, never dropped silently. If the recorder dies, the build goes
+//! on: a full stream only refuses events.
 
+use std::collections::HashMap;
 use std::ffi::OsString;
-use std::fs;
 use std::io;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-use tracekit_core::Warnings;
+use tracekit_core::{Position, Warnings};
+use tracekit_posix::api;
+use tracekit_posix::consts::POSIX_TRACE_UNTIL_FULL;
+use tracekit_posix::TraceAttr;
 
-use super::events::{decode, Event};
+use super::events::{decode_one, Event};
 use super::{exit_of, now_us, Assembler, PRELOAD_OUT_VAR};
 use crate::trace::Exit;
 
@@ -47,20 +61,176 @@ pub fn find_lib() -> Option<PathBuf> {
     .and_then(|p| p.canonicalize().ok())
 }
 
-/// Runs `cmd` with the shim; events go to `events_path` (created, removed
-/// afterwards unless `keep_events`). Returns how the build ended and the
-/// lost-event count.
+/// The user event type the shim writes (its records, in fragments).
+pub const EVENT_NAME: &[u8] = b"tracekit.build";
+/// Bytes before each fragment's piece of a record: pid, serial, offset,
+/// total length (u32 each, native order).
+pub const FRAGMENT_HEADER: usize = 16;
+/// Payload room per event: a slot of 4 KiB with its header.
+const MAX_DATA: u64 = 4096 - 48;
+/// Ring size: 16384 slots of 4 KiB (pages are only touched when used).
+const STREAM_SIZE: u64 = 64 << 20;
+/// A record larger than this is refused as damaged (argv + environment are
+/// bounded by the kernel's limit of a few MiB).
+const MAX_RECORD: usize = 64 << 20;
+
+/// Puts records split over several events back together. A writer sends
+/// the pieces of one record in order; records of different processes
+/// interleave. Completed records keep the order of their first piece.
+#[derive(Default)]
+pub struct Reassembler {
+    partial: HashMap<(i32, u32), (u64, Vec<u8>)>,
+    complete: Vec<(u64, Vec<u8>)>,
+    seen: u64,
+    /// Fragments that fit no record (a lost piece before them).
+    pub orphans: u64,
+}
+
+impl Reassembler {
+    /// Takes one event payload; `warnings` hears of damaged fragments.
+    pub fn fragment(&mut self, data: &[u8], warnings: &mut Warnings) {
+        self.seen += 1;
+        let word = |i: usize| {
+            data.get(i * 4..i * 4 + 4)
+                .map(|b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+        };
+        let (Some(pid), Some(serial), Some(off), Some(total)) =
+            (word(0), word(1), word(2), word(3))
+        else {
+            warnings.push(
+                Position::Unknown,
+                "stream event shorter than its fragment header",
+            );
+            return;
+        };
+        let (pid, off, total) = (pid as i32, off as usize, total as usize);
+        let piece = &data[FRAGMENT_HEADER..];
+        if total > MAX_RECORD || off.checked_add(piece.len()).is_none_or(|end| end > total) {
+            warnings.push(
+                Position::Unknown,
+                format!(
+                    "pid {pid}: fragment {off}+{} of a {total}-byte record out of range",
+                    piece.len()
+                ),
+            );
+            return;
+        }
+        let key = (pid, serial);
+        if off == 0 {
+            if self.partial.remove(&key).is_some() {
+                self.orphans += 1;
+            }
+            if piece.len() == total {
+                self.complete.push((self.seen, piece.to_vec()));
+                return;
+            }
+            let mut buf = Vec::with_capacity(total);
+            buf.extend_from_slice(piece);
+            self.partial.insert(key, (self.seen, buf));
+            return;
+        }
+        match self.partial.get_mut(&key) {
+            Some((_, buf)) if buf.len() == off && buf.capacity() >= total => {
+                buf.extend_from_slice(piece);
+                if buf.len() == total {
+                    if let Some(done) = self.partial.remove(&key) {
+                        self.complete.push(done);
+                    }
+                }
+            }
+            _ => self.orphans += 1,
+        }
+    }
+
+    /// Complete records in the order they started, and how many records
+    /// stayed incomplete (or lost their beginning).
+    pub fn finish(mut self) -> (Vec<Vec<u8>>, u64) {
+        self.complete.sort_by_key(|(first, _)| *first);
+        let incomplete = self.partial.len() as u64 + self.orphans;
+        (
+            self.complete.into_iter().map(|(_, r)| r).collect(),
+            incomplete,
+        )
+    }
+}
+
+/// Shuts the stream down (and removes its file) however recording ends.
+struct Stream(api::TraceId);
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        let _ = api::shutdown(self.0);
+    }
+}
+
+fn errno(what: &str, e: api::Errno) -> io::Error {
+    let os = io::Error::from_raw_os_error(e);
+    io::Error::new(os.kind(), format!("{what}: {os}"))
+}
+
+/// Creates the stream the shim writes into: for all processes, UNTIL_FULL
+/// (nothing unread is overwritten), started, with [`EVENT_NAME`] registered.
+fn create_stream() -> io::Result<(Stream, u32, PathBuf)> {
+    let mut attr = TraceAttr::default();
+    attr.set_stream_policy(POSIX_TRACE_UNTIL_FULL);
+    attr.set_max_data_size(MAX_DATA);
+    attr.stream_size = STREAM_SIZE;
+    let trid = api::create(api::POSIX_TRACE_ALLPROC, Some(&attr), None)
+        .map_err(|e| errno("creating the build's trace stream", e))?;
+    let stream = Stream(trid);
+    let id = api::trid_eventid_open(trid, EVENT_NAME)
+        .map_err(|e| errno("registering the build event type", e))?;
+    api::start(trid).map_err(|e| errno("starting the build's trace stream", e))?;
+    let path = api::stream_path(trid).map_err(|e| errno("naming the build's trace stream", e))?;
+    Ok((stream, id, path))
+}
+
+/// Drains the stream until `done` was set before a read found it empty.
+fn drain(trid: api::TraceId, id: u32, done: &AtomicBool, warnings: &mut Warnings) -> Reassembler {
+    let mut asm = Reassembler::default();
+    let mut buf = vec![0u8; 16 << 10];
+    let mut idle_us = 20u64;
+    loop {
+        let finishing = done.load(Ordering::Acquire);
+        match api::getnext_event(trid, &mut buf, api::Wait::Never) {
+            Ok(Some(ev)) => {
+                idle_us = 20;
+                if ev.info.event_id == id {
+                    asm.fragment(&buf[..ev.data_len], warnings);
+                }
+            }
+            Ok(None) if finishing => break,
+            Ok(None) => {
+                std::thread::sleep(std::time::Duration::from_micros(idle_us));
+                idle_us = (idle_us * 2).min(1000);
+            }
+            Err(libc::EINTR) => {}
+            Err(e) => {
+                warnings.push(
+                    Position::Unknown,
+                    format!(
+                        "reading the build's trace stream: {}",
+                        io::Error::from_raw_os_error(e)
+                    ),
+                );
+                break;
+            }
+        }
+    }
+    asm
+}
+
+/// Runs `cmd` with the shim, feeding what it reports to `asm`. Returns how
+/// the build ended; lost events and damaged records go to `warnings`.
 pub fn record(
     cmd: &[OsString],
     lib: &Path,
-    events_path: &Path,
     asm: &mut Assembler,
     warnings: &mut Warnings,
 ) -> io::Result<Option<Exit>> {
     let (program, rest) = cmd
         .split_first()
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no command"))?;
-    fs::File::create(events_path)?;
     let lib_s = lib.to_str().ok_or_else(|| {
         io::Error::new(io::ErrorKind::InvalidInput, "the shim's path is not UTF-8")
     })?;
@@ -76,11 +246,12 @@ pub fn record(
         Ok(old) if !old.is_empty() => format!("{lib_s}:{old}"),
         _ => lib_s.to_string(),
     };
+    let (stream, event_id, stream_path) = create_stream()?;
     let mut command = Command::new(program);
     command
         .args(rest)
         .env("LD_PRELOAD", preload)
-        .env(PRELOAD_OUT_VAR, events_path);
+        .env(PRELOAD_OUT_VAR, &stream_path);
     // SAFETY: the closure runs between fork and exec and only resets
     // signal dispositions (async-signal-safe).
     unsafe {
@@ -90,25 +261,48 @@ pub fn record(
             Ok(())
         });
     }
-    let mut child = command.spawn()?;
-    let root = child.id() as i32;
-    // SAFETY: changing dispositions has no memory-safety preconditions.
-    unsafe {
-        libc::signal(libc::SIGINT, libc::SIG_IGN);
-        libc::signal(libc::SIGQUIT, libc::SIG_IGN);
+    let done = AtomicBool::new(false);
+    let mut reader_warnings = Warnings::default();
+    let (waited, reassembler) = std::thread::scope(|scope| {
+        let reader = scope.spawn(|| drain(stream.0, event_id, &done, &mut reader_warnings));
+        let waited = wait_build(&mut command);
+        done.store(true, Ordering::Release);
+        let reassembler = reader.join();
+        (waited, reassembler)
+    });
+    let (root, status, end) = waited?;
+    warnings.extend(reader_warnings);
+    let reassembler = reassembler.unwrap_or_else(|_| {
+        warnings.push(
+            Position::Unknown,
+            "the trace stream's reader failed; no process recorded",
+        );
+        Reassembler::default()
+    });
+    let lost = api::lost_events(stream.0).unwrap_or(0);
+    drop(stream);
+    let root_exit = exit_of(status);
+    let (records, incomplete) = reassembler.finish();
+    if lost > 0 || incomplete > 0 {
+        warnings.push(
+            Position::Unknown,
+            format!(
+                "the trace stream lost {lost} events (it was full); {incomplete} process records are incomplete and left out"
+            ),
+        );
     }
-    let status = loop {
-        match child.wait() {
-            Ok(s) => break s,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        }
-    };
-    let end = now_us();
-    let root_exit = exit_of(status.into_raw());
-    let buf = fs::read(events_path)?;
     asm.root(root);
-    for ev in decode(&buf, warnings) {
+    let events = records
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| match decode_one(r) {
+            Ok((ev, _)) => Some(ev),
+            Err(msg) => {
+                warnings.push(Position::Offset(i as u64), format!("record {i}: {msg}"));
+                None
+            }
+        });
+    for ev in events.collect::<Vec<_>>() {
         match ev {
             Event::Fork { pid, ppid, .. } => asm.fork(pid, ppid),
             Event::Exec(mut e) => {
@@ -130,4 +324,78 @@ pub fn record(
         asm.exit(root, end, how);
     }
     Ok(root_exit)
+}
+
+/// Starts the build and waits for it, ignoring SIGINT and SIGQUIT meanwhile
+/// (the build gets them from the terminal). Returns its pid, wait status
+/// and end time.
+fn wait_build(command: &mut Command) -> io::Result<(i32, libc::c_int, u64)> {
+    let mut child = command.spawn()?;
+    let root = child.id() as i32;
+    // SAFETY: changing dispositions has no memory-safety preconditions.
+    unsafe {
+        libc::signal(libc::SIGINT, libc::SIG_IGN);
+        libc::signal(libc::SIGQUIT, libc::SIG_IGN);
+    }
+    let status = loop {
+        match child.wait() {
+            Ok(s) => break s,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    };
+    Ok((root, status.into_raw(), now_us()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frag(pid: i32, serial: u32, off: usize, total: usize, piece: &[u8]) -> Vec<u8> {
+        let mut v = Vec::new();
+        for w in [pid as u32, serial, off as u32, total as u32] {
+            v.extend_from_slice(&w.to_ne_bytes());
+        }
+        v.extend_from_slice(piece);
+        v
+    }
+
+    #[test]
+    fn interleaved_fragments_are_reassembled_in_start_order() {
+        let mut r = Reassembler::default();
+        let mut w = Warnings::default();
+        r.fragment(&frag(1, 0, 0, 6, b"abc"), &mut w);
+        r.fragment(&frag(2, 0, 0, 2, b"xy"), &mut w);
+        r.fragment(&frag(1, 0, 3, 6, b"def"), &mut w);
+        let (records, incomplete) = r.finish();
+        assert_eq!(records, vec![b"abcdef".to_vec(), b"xy".to_vec()]);
+        assert_eq!(incomplete, 0);
+        assert!(w.is_empty());
+    }
+
+    #[test]
+    fn lost_pieces_leave_records_incomplete_and_counted() {
+        let mut r = Reassembler::default();
+        let mut w = Warnings::default();
+        // pid 1 lost its middle piece; pid 2 lost its first one.
+        r.fragment(&frag(1, 0, 0, 9, b"abc"), &mut w);
+        r.fragment(&frag(1, 0, 6, 9, b"ghi"), &mut w);
+        r.fragment(&frag(2, 5, 2, 4, b"zz"), &mut w);
+        r.fragment(&frag(3, 0, 0, 1, b"k"), &mut w);
+        let (records, incomplete) = r.finish();
+        assert_eq!(records, vec![b"k".to_vec()]);
+        assert_eq!(incomplete, 3);
+        assert!(w.is_empty());
+    }
+
+    #[test]
+    fn damaged_fragments_are_warned_about() {
+        let mut r = Reassembler::default();
+        let mut w = Warnings::default();
+        r.fragment(b"short", &mut w);
+        r.fragment(&frag(1, 0, 4, 5, b"ab"), &mut w);
+        r.fragment(&frag(1, 0, 0, usize::MAX >> 32, b""), &mut w);
+        assert_eq!(w.total(), 3);
+        assert_eq!(r.finish().0.len(), 0);
+    }
 }

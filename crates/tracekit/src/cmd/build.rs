@@ -3,7 +3,7 @@
 
 use std::ffi::OsString;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
@@ -230,11 +230,8 @@ pub fn record_build(args: RecordArgs) -> Result<ExitCode> {
                 None => tracekit_preload::install(None).context("installing the preload shim")?,
             };
             let mut asm = Assembler::new(top_env, Some(lib.display().to_string()));
-            let events = events_path(&args.output);
-            let result =
-                record::preload::record(&args.command, &lib, &events, &mut asm, &mut warnings);
-            let _ = std::fs::remove_file(&events);
-            let exit = result.context("recording the build with the preload shim")?;
+            let exit = record::preload::record(&args.command, &lib, &mut asm, &mut warnings)
+                .context("recording the build with the preload shim")?;
             (exit, asm)
         }
     };
@@ -260,19 +257,6 @@ pub fn record_build(args: RecordArgs) -> Result<ExitCode> {
     }
     let code = record::mirror_exit(exit);
     Ok(ExitCode::from(code.clamp(0, 255) as u8))
-}
-
-/// The shim's events file, beside the trace (or in the temporary directory
-/// when the trace goes to standard output).
-fn events_path(output: &Path) -> PathBuf {
-    let pid = std::process::id();
-    if output.as_os_str() == "-" {
-        return std::env::temp_dir().join(format!("tracekit-build-{pid}.events"));
-    }
-    let abs = std::path::absolute(output).unwrap_or_else(|_| output.to_path_buf());
-    let mut name = abs.file_name().map(OsString::from).unwrap_or_default();
-    name.push(format!(".{pid}.events"));
-    abs.with_file_name(name)
 }
 
 pub struct Kwinject;

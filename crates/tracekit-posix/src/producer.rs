@@ -1,0 +1,286 @@
+//! The stream layout and a `no_std` writer for processes that cannot link
+//! this crate (the `tracekit-preload` shim: `no_std`, no allocator, no TLS).
+//!
+//! This file uses only `core` and `crate::consts`, so such a library can
+//! compile it as its own module:
+//!
+//! ```text
+//! #[path = ".../tracekit-posix/src/consts.rs"] mod consts;
+//! #[path = ".../tracekit-posix/src/producer.rs"] mod producer;
+//! ```
+//!
+//! The types here ARE the layout of a stream mapping: [`crate::shm`] uses
+//! them (its `StreamHeader` is [`StreamHeaderOf`] with the real attribute
+//! and calibration types; a library without those uses [`Opaque`] blocks
+//! of the same size, checked at compile time in `lib.rs`). [`write_event`]
+//! follows the slot protocol of `shm.rs` (see there): reserve a slot with
+//! an atomic, write it under its sequence word, publish.
+
+use core::ptr;
+use core::sync::atomic::{fence, AtomicI32, AtomicU32, AtomicU64, Ordering::*};
+
+use crate::consts::*;
+
+pub const STREAM_MAGIC: [u8; 8] = *b"TKPXSTRM";
+pub const STREAM_VERSION: u32 = 1;
+/// Bytes before the first slot's payload.
+pub const SLOT_HEADER: usize = core::mem::size_of::<SlotHeader>();
+/// Number of 64-bit words in an event set: one bit per identifier below
+/// [`EVENT_ID_END`].
+pub const EVENTSET_WORDS: usize = (EVENT_ID_END as usize).div_ceil(64);
+/// Size of `TraceAttr` and of `Calibration` (checked in `lib.rs`).
+pub const ATTR_SIZE: usize = 136;
+pub const CALIBRATION_SIZE: usize = 32;
+/// Raw clock kinds of a stream (`Calibration::kind`).
+pub const CLOCK_REALTIME_NS: u32 = 1;
+pub const CLOCK_TSC: u32 = 2;
+
+/// Keeps a hot atomic on its own cache line.
+#[repr(C, align(64))]
+pub struct Padded<T>(pub T);
+
+/// Stands for a header member whose type a `no_std` writer does not have.
+#[repr(C, align(8))]
+pub struct Opaque<const N: usize>(pub [u8; N]);
+
+#[repr(C)]
+pub struct RegEntry {
+    /// 0 free, 1 being written, 2 ready.
+    pub state: AtomicU32,
+    pub len: u32,
+    pub name: [u8; TRACE_EVENT_NAME_MAX + 1],
+}
+
+/// The stream's event-type table: entry `i` is user event type `1024 + i`;
+/// entry 0 is the unnamed user event.
+#[repr(C)]
+pub struct Registry {
+    pub entries: [RegEntry; TRACE_USER_EVENT_MAX],
+}
+
+/// The first bytes of a stream mapping. `A` is `TraceAttr`, `C` is
+/// `Calibration` (or [`Opaque`] blocks of their size).
+#[repr(C)]
+pub struct StreamHeaderOf<A, C> {
+    pub magic: [u8; 8],
+    pub version: u32,
+    pub header_size: u32,
+    pub slot_size: u32,
+    pub slot_data: u32,
+    pub slot_count: u64,
+    pub max_data_size: u32,
+    pub stream_policy: i32,
+    pub inheritance: i32,
+    pub with_log: u32,
+    /// The process to trace: attach only if `getpid()` equals it; -1 lets
+    /// any process holding the stream's name attach.
+    pub traced_pid: AtomicI32,
+    pub creator_pid: i32,
+    pub attr: A,
+    pub calibration: C,
+    /// POSIX_TRACE_RUNNING or POSIX_TRACE_SUSPENDED.
+    pub running: Padded<AtomicU32>,
+    pub full: AtomicU32,
+    /// Suspended by UNTIL_FULL/FLUSH because the stream filled up.
+    pub auto_stopped: AtomicU32,
+    pub overrun: AtomicU32,
+    pub shutdown: AtomicU32,
+    /// Futex word the flusher sleeps on.
+    pub flush_wake: AtomicU32,
+    /// Events lost by the stream (full, overwritten, crashed writer).
+    pub lost: AtomicU64,
+    /// Set bit = event type filtered out.
+    pub filter: [AtomicU64; EVENTSET_WORDS],
+    pub tail: Padded<AtomicU64>,
+    pub head: Padded<AtomicU64>,
+    pub registry: Registry,
+}
+
+/// The header as a writer without the attribute types sees it.
+pub type OpaqueHeader = StreamHeaderOf<Opaque<ATTR_SIZE>, Opaque<CALIBRATION_SIZE>>;
+
+#[repr(C)]
+pub struct SlotHeader {
+    pub seq: AtomicU64,
+    pub event_id: u32,
+    pub pid: i32,
+    pub data_len: u32,
+    pub truncation: i32,
+    pub thread: u64,
+    pub prog: u64,
+    pub ticks: u64,
+}
+
+/// Bytes of the mapping before the first slot.
+pub const fn header_size() -> usize {
+    core::mem::size_of::<OpaqueHeader>().next_multiple_of(4096)
+}
+
+/// Does a mapping of `len` bytes at `h` hold a well-formed stream?
+pub fn is_valid<A, C>(h: &StreamHeaderOf<A, C>, len: usize) -> bool {
+    let expect = h
+        .slot_count
+        .checked_mul(h.slot_size as u64)
+        .and_then(|s| s.checked_add(h.header_size as u64));
+    h.magic == STREAM_MAGIC
+        && h.version == STREAM_VERSION
+        && h.header_size as usize == header_size()
+        && h.slot_count.is_power_of_two()
+        && h.slot_size as usize >= SLOT_HEADER + h.slot_data as usize
+        && expect == Some(len as u64)
+}
+
+/// The stream's id of the user event type `name`, if registered (read-only:
+/// a writer that cannot register looks up what the controller registered).
+pub fn lookup<A, C>(h: &StreamHeaderOf<A, C>, name: &[u8]) -> Option<u32> {
+    h.registry.entries.iter().enumerate().find_map(|(i, e)| {
+        let len = (e.len as usize).min(TRACE_EVENT_NAME_MAX);
+        (e.state.load(Acquire) == 2 && &e.name[..len] == name)
+            .then_some(USER_EVENT_FIRST + i as u32)
+    })
+}
+
+extern "C" {
+    fn clock_gettime(clock: i32, ts: *mut [i64; 2]) -> i32;
+}
+
+/// Reads the raw clock of kind `kind` (the one of the stream's calibration).
+#[inline(always)]
+pub fn raw_now(kind: u32) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    if kind == CLOCK_TSC {
+        // SAFETY: rdtsc has no preconditions; a stream only selects it
+        // when the CPU reports constant_tsc and nonstop_tsc.
+        return unsafe { core::arch::x86_64::_rdtsc() };
+    }
+    let _ = kind;
+    realtime_ns()
+}
+
+/// `CLOCK_REALTIME` in nanoseconds since the epoch (the vDSO: no system call).
+pub fn realtime_ns() -> u64 {
+    let mut ts = [0i64; 2];
+    // SAFETY: CLOCK_REALTIME (0) and a valid out-pointer to a timespec
+    // (two 64-bit words on the 64-bit targets this runs on).
+    unsafe { clock_gettime(0, &mut ts) };
+    (ts[0] as u64)
+        .wrapping_mul(1_000_000_000)
+        .wrapping_add(ts[1] as u64)
+}
+
+/// What became of an event handed to [`write_event`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Written,
+    /// Suspended or filtered out: not recorded, not a loss.
+    NotAdmitted,
+    /// Counted in the stream's lost count (the stream is full). With
+    /// `wake_flusher`, a FLUSH stream's flusher should be woken (futex
+    /// wake on `flush_wake`, after incrementing it).
+    Lost {
+        wake_flusher: bool,
+    },
+}
+
+fn note_lost<A, C>(h: &StreamHeaderOf<A, C>) {
+    if h.overrun.load(Relaxed) == 0 {
+        h.overrun.store(POSIX_TRACE_OVERRUN as u32, Relaxed);
+    }
+    h.lost.fetch_add(1, Relaxed);
+}
+
+/// Records one event as `StreamView::record` does: honours the running
+/// state and the filter, reserves a slot (compare-exchange under
+/// UNTIL_FULL/FLUSH, fetch-add under LOOP), writes it under its sequence
+/// word. No allocation, no lock, no system call.
+///
+/// # Safety
+/// `h` must be the header of a live, valid ([`is_valid`]) stream mapping
+/// holding `slot_count` slots after `header_size` bytes.
+pub unsafe fn write_event<A, C>(
+    h: &StreamHeaderOf<A, C>,
+    id: u32,
+    data: &[u8],
+    pid: i32,
+    thread: u64,
+    ticks: u64,
+) -> Outcome {
+    if h.running.0.load(Relaxed) != POSIX_TRACE_RUNNING as u32 {
+        if h.auto_stopped.load(Relaxed) != 0 {
+            note_lost(h);
+            return Outcome::Lost {
+                wake_flusher: false,
+            };
+        }
+        return Outcome::NotAdmitted;
+    }
+    let w = (id / 64) as usize;
+    if w < EVENTSET_WORDS && h.filter[w].load(Relaxed) & (1 << (id % 64)) != 0 {
+        return Outcome::NotAdmitted;
+    }
+    let cap = h.slot_count;
+    let pos = if h.stream_policy == POSIX_TRACE_LOOP {
+        let pos = h.tail.0.fetch_add(1, Relaxed);
+        if pos >= cap && pos - cap >= h.head.0.load(Relaxed) {
+            if h.full.load(Relaxed) == 0 {
+                h.full.store(POSIX_TRACE_FULL as u32, Relaxed);
+            }
+            if h.overrun.load(Relaxed) == 0 {
+                h.overrun.store(POSIX_TRACE_OVERRUN as u32, Relaxed);
+            }
+        }
+        pos
+    } else {
+        let mut t = h.tail.0.load(Relaxed);
+        loop {
+            if t.wrapping_sub(h.head.0.load(Acquire)) >= cap {
+                h.full.store(POSIX_TRACE_FULL as u32, Relaxed);
+                h.auto_stopped.store(1, Relaxed);
+                let _ = h.running.0.compare_exchange(
+                    POSIX_TRACE_RUNNING as u32,
+                    POSIX_TRACE_SUSPENDED as u32,
+                    Release,
+                    Relaxed,
+                );
+                note_lost(h);
+                return Outcome::Lost {
+                    wake_flusher: h.stream_policy == POSIX_TRACE_FLUSH,
+                };
+            }
+            match h.tail.0.compare_exchange_weak(t, t + 1, Relaxed, Relaxed) {
+                Ok(_) => break t,
+                Err(now) => t = now,
+            }
+        }
+    };
+    let limit = if id >= USER_EVENT_FIRST {
+        h.max_data_size as usize
+    } else {
+        h.slot_data as usize
+    };
+    let (len, truncation) = if data.len() > limit {
+        (limit, POSIX_TRACE_TRUNCATED_RECORD)
+    } else {
+        (data.len(), POSIX_TRACE_NOT_TRUNCATED)
+    };
+    let idx = (pos & (cap - 1)) as usize;
+    // SAFETY: idx < slot_count and the caller guarantees the slots follow
+    // the header; we own slot `pos` until we publish it; len <= slot_data.
+    unsafe {
+        let slot = (h as *const StreamHeaderOf<A, C> as *mut u8)
+            .add(h.header_size as usize + idx * h.slot_size as usize)
+            .cast::<SlotHeader>();
+        (*slot).seq.store(2 * pos + 1, Relaxed);
+        fence(Release);
+        ptr::addr_of_mut!((*slot).event_id).write_volatile(id);
+        ptr::addr_of_mut!((*slot).pid).write_volatile(pid);
+        ptr::addr_of_mut!((*slot).data_len).write_volatile(len as u32);
+        ptr::addr_of_mut!((*slot).truncation).write_volatile(truncation);
+        ptr::addr_of_mut!((*slot).thread).write_volatile(thread);
+        ptr::addr_of_mut!((*slot).prog).write_volatile(0);
+        ptr::addr_of_mut!((*slot).ticks).write_volatile(ticks);
+        ptr::copy_nonoverlapping(data.as_ptr(), (slot as *mut u8).add(SLOT_HEADER), len);
+        (*slot).seq.store(2 * pos + 2, Release);
+    }
+    Outcome::Written
+}
