@@ -45,10 +45,15 @@ impl<W: Write> FdrWriter<W> {
         } else {
             DEFAULT_BUFFER_SIZE
         };
+        // Always little-endian, as compiler-rt writes it on x86: in a
+        // big-endian FDR log the record-type bit of a function record is
+        // read from its first byte (as llvm-xray does), which holds function
+        // id bits there, so ids with bit 20 set would read as metadata.
         let h = FileHeader {
             version: 5,
             kind: LogKind::Fdr,
             buffer_size,
+            endian: Endian::Little,
             ..*header
         };
         let mut buf = Vec::with_capacity(32);
@@ -232,6 +237,7 @@ impl<W: Write> BasicWriter<W> {
             version: 3,
             kind: LogKind::Basic,
             buffer_size: 0,
+            endian: Endian::Little,
             ..*header
         };
         let mut buf = Vec::with_capacity(32);
