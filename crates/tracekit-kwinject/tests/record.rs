@@ -204,3 +204,24 @@ fn preload_survives_env_clearing() {
     );
     assert_eq!(envs[5].get("X").map(String::as_str), Some("1"));
 }
+
+/// Records far larger than one stream event (a 100 KB argument, several
+/// hundred fragments) arrive whole, byte for byte.
+#[test]
+fn preload_reassembles_large_records() {
+    let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let big: String = (0..100_000u32)
+        .map(|i| char::from(b'a' + (i % 26) as u8))
+        .collect();
+    let (exit, asm) = record(
+        Method::Preload,
+        &["/bin/echo".into(), OsString::from(&big)],
+        tmp.path(),
+    );
+    assert_eq!(exit, Some(Exit::Code(0)));
+    let bytes = asm.write(Vec::new()).unwrap();
+    let t = Trace::read(&bytes[..]).unwrap();
+    assert_eq!(t.processes.len(), 1);
+    assert_eq!(t.processes[0].args, ["/bin/echo", big.as_str()]);
+}

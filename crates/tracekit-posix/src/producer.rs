@@ -189,7 +189,9 @@ fn note_lost<A, C>(h: &StreamHeaderOf<A, C>) {
     h.lost.fetch_add(1, Relaxed);
 }
 
-/// Records one event as `StreamView::record` does: honours the running
+/// Records one event, its payload the concatenation of `parts` (so a
+/// caller can put a header before a piece of a larger buffer without
+/// copying), as `StreamView::record` does: honours the running
 /// state and the filter, reserves a slot (compare-exchange under
 /// UNTIL_FULL/FLUSH, fetch-add under LOOP), writes it under its sequence
 /// word. No allocation, no lock, no system call.
@@ -200,7 +202,7 @@ fn note_lost<A, C>(h: &StreamHeaderOf<A, C>) {
 pub unsafe fn write_event<A, C>(
     h: &StreamHeaderOf<A, C>,
     id: u32,
-    data: &[u8],
+    parts: &[&[u8]],
     pid: i32,
     thread: u64,
     ticks: u64,
@@ -258,10 +260,11 @@ pub unsafe fn write_event<A, C>(
     } else {
         h.slot_data as usize
     };
-    let (len, truncation) = if data.len() > limit {
+    let total: usize = parts.iter().map(|p| p.len()).sum();
+    let (len, truncation) = if total > limit {
         (limit, POSIX_TRACE_TRUNCATED_RECORD)
     } else {
-        (data.len(), POSIX_TRACE_NOT_TRUNCATED)
+        (total, POSIX_TRACE_NOT_TRUNCATED)
     };
     let idx = (pos & (cap - 1)) as usize;
     // SAFETY: idx < slot_count and the caller guarantees the slots follow
@@ -279,7 +282,14 @@ pub unsafe fn write_event<A, C>(
         ptr::addr_of_mut!((*slot).thread).write_volatile(thread);
         ptr::addr_of_mut!((*slot).prog).write_volatile(0);
         ptr::addr_of_mut!((*slot).ticks).write_volatile(ticks);
-        ptr::copy_nonoverlapping(data.as_ptr(), (slot as *mut u8).add(SLOT_HEADER), len);
+        let mut dst = (slot as *mut u8).add(SLOT_HEADER);
+        let mut room = len;
+        for p in parts {
+            let n = p.len().min(room);
+            ptr::copy_nonoverlapping(p.as_ptr(), dst, n);
+            dst = dst.add(n);
+            room -= n;
+        }
         (*slot).seq.store(2 * pos + 2, Release);
     }
     Outcome::Written

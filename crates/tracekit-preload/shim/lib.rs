@@ -88,8 +88,7 @@ const EVENT_NAME: &[u8] = b"tracekit.build";
 /// Each event carries `pid, serial, offset, total` (u32 each) before its
 /// piece of the record.
 const FRAGMENT_HEADER: usize = 16;
-/// Largest event payload the shim writes (stack buffer).
-const MAX_EVENT: usize = 16 * 1024;
+
 const PRELOAD_VAR: &[u8] = b"LD_PRELOAD=";
 const PATH_MAX: usize = 4096;
 
@@ -189,7 +188,7 @@ unsafe fn emit(rec: &[u8]) {
     let errno = *__errno_location();
     let pid = getpid();
     let serial = SERIAL.fetch_add(1, Relaxed);
-    let room = (h.max_data_size as usize).min(MAX_EVENT) - FRAGMENT_HEADER;
+    let room = h.max_data_size as usize - FRAGMENT_HEADER;
     let kind = u32::from_ne_bytes([
         h.calibration.0[0],
         h.calibration.0[1],
@@ -197,18 +196,17 @@ unsafe fn emit(rec: &[u8]) {
         h.calibration.0[3],
     ]);
     let thread = pthread_self();
-    let mut buf = [0u8; MAX_EVENT];
+    let mut frag = [0u8; FRAGMENT_HEADER];
     let mut off = 0;
     loop {
         let n = (rec.len() - off).min(room);
-        buf[0..4].copy_from_slice(&pid.to_ne_bytes());
-        buf[4..8].copy_from_slice(&serial.to_ne_bytes());
-        buf[8..12].copy_from_slice(&(off as u32).to_ne_bytes());
-        buf[12..16].copy_from_slice(&(rec.len() as u32).to_ne_bytes());
-        buf[FRAGMENT_HEADER..FRAGMENT_HEADER + n].copy_from_slice(&rec[off..off + n]);
+        frag[0..4].copy_from_slice(&pid.to_ne_bytes());
+        frag[4..8].copy_from_slice(&serial.to_ne_bytes());
+        frag[8..12].copy_from_slice(&(off as u32).to_ne_bytes());
+        frag[12..16].copy_from_slice(&(rec.len() as u32).to_ne_bytes());
         let ticks = producer::raw_now(kind);
-        let out =
-            producer::write_event(h, EVENT_ID, &buf[..FRAGMENT_HEADER + n], pid, thread, ticks);
+        let parts = [&frag[..], &rec[off..off + n]];
+        let out = producer::write_event(h, EVENT_ID, &parts, pid, thread, ticks);
         off += n;
         if out != Outcome::Written || off >= rec.len() {
             break;
@@ -308,10 +306,12 @@ unsafe fn report_exec(argc: c_int, argv: *const *const c_char, envp: *const *con
             envc += 1;
         }
     }
-    // Most records fit on the stack; a huge argv or environment gets a
+    // Most records fit on the stack (left uninitialised: only the pages
+    // the record needs get touched); a huge argv or environment gets a
     // private mapping.
-    let mut stack = [0u8; 32 * 1024];
-    let map = if len <= stack.len() {
+    let mut stack = core::mem::MaybeUninit::<[u8; 32 * 1024]>::uninit();
+    let on_stack = len <= 32 * 1024;
+    let map = if on_stack {
         stack.as_mut_ptr().cast::<c_void>()
     } else {
         let m = mmap(null_mut(), len, 3, 0x22, -1, 0);
@@ -320,9 +320,10 @@ unsafe fn report_exec(argc: c_int, argv: *const *const c_char, envp: *const *con
         }
         m
     };
-    let buf = core::slice::from_raw_parts_mut(map.cast::<u8>(), len);
+    let out = map.cast::<u8>();
+    let mut head = [0u8; HEADER + 4];
     header(
-        buf,
+        &mut head,
         len,
         KIND_EXEC,
         getpid(),
@@ -330,11 +331,14 @@ unsafe fn report_exec(argc: c_int, argv: *const *const c_char, envp: *const *con
         argc as u32,
         now_us(),
     );
-    buf[HEADER..HEADER + 4].copy_from_slice(&(envc as u32).to_ne_bytes());
+    head[HEADER..].copy_from_slice(&(envc as u32).to_ne_bytes());
+    // Every byte of out[..len] is written below before it is read: the
+    // header, then each string and its NUL (len counted exactly these).
+    core::ptr::copy_nonoverlapping(head.as_ptr(), out, head.len());
     let mut at = HEADER + 4;
     let mut put = |s: &[u8]| {
-        buf[at..at + s.len()].copy_from_slice(s);
-        buf[at + s.len()] = 0;
+        core::ptr::copy_nonoverlapping(s.as_ptr(), out.add(at), s.len());
+        *out.add(at + s.len()) = 0;
         at += s.len() + 1;
     };
     put(&cwd[..cwd_len]);
@@ -345,8 +349,8 @@ unsafe fn report_exec(argc: c_int, argv: *const *const c_char, envp: *const *con
     for i in 0..envc {
         put(bytes(*envp.add(i)));
     }
-    emit(core::slice::from_raw_parts(map.cast::<u8>(), len));
-    if len > stack.len() {
+    emit(core::slice::from_raw_parts(out, len));
+    if !on_stack {
         munmap(map, len);
     }
 }
