@@ -1,0 +1,22 @@
+//! Any bytes as a sequence of stream events from the preload shim (each
+//! prefixed by a one-byte length): reassembled records, each decoded, or
+//! counted losses; never a panic or a huge allocation.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use tracekit_kwinject::record::{events, preload::Reassembler};
+
+fuzz_target!(|data: &[u8]| {
+    let mut w = tracekit_core::Warnings::default();
+    let mut r = Reassembler::default();
+    let mut rest = data;
+    while let Some((&n, tail)) = rest.split_first() {
+        let n = (n as usize).min(tail.len());
+        r.fragment(&tail[..n], &mut w);
+        rest = &tail[n..];
+    }
+    let (records, _incomplete) = r.finish();
+    for rec in records {
+        let _ = events::decode_one(&rec);
+    }
+});
