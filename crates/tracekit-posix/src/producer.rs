@@ -220,10 +220,40 @@ pub unsafe fn write_event<A, C>(
     if w < EVENTSET_WORDS && h.filter[w].load(Relaxed) & (1 << (id % 64)) != 0 {
         return Outcome::NotAdmitted;
     }
+    let pos = match reserve(h) {
+        Ok(pos) => pos,
+        Err(full) => {
+            return Outcome::Lost {
+                wake_flusher: full.wake_flusher,
+            }
+        }
+    };
+    // SAFETY: the caller's guarantee, and `pos` was just reserved.
+    unsafe { publish(h, pos, id, parts, pid, thread, 0, ticks) };
+    Outcome::Written
+}
+
+/// The stream was full (UNTIL_FULL/FLUSH): the event is lost and counted,
+/// the stream suspended itself.
+#[derive(Debug, Clone, Copy)]
+pub struct Full {
+    /// A FLUSH stream's flusher should be woken (futex wake on
+    /// `flush_wake`, after incrementing it).
+    pub wake_flusher: bool,
+}
+
+/// Reserves the next slot: fetch-add under LOOP (overwriting the oldest
+/// unread event sets the full and overrun flags), a capacity-checked
+/// compare-exchange under UNTIL_FULL/FLUSH (a full stream suspends itself
+/// and counts the event as lost). The one definition of the writers' side
+/// of the ring protocol, shared by `shm::StreamView` and `no_std` shims.
+#[inline(always)]
+pub fn reserve<A, C>(h: &StreamHeaderOf<A, C>) -> Result<u64, Full> {
     let cap = h.slot_count;
-    let pos = if h.stream_policy == POSIX_TRACE_LOOP {
+    if h.stream_policy == POSIX_TRACE_LOOP {
         let pos = h.tail.0.fetch_add(1, Relaxed);
         if pos >= cap && pos - cap >= h.head.0.load(Relaxed) {
+            // Overwrites an unread event: the window moves on.
             if h.full.load(Relaxed) == 0 {
                 h.full.store(POSIX_TRACE_FULL as u32, Relaxed);
             }
@@ -231,30 +261,50 @@ pub unsafe fn write_event<A, C>(
                 h.overrun.store(POSIX_TRACE_OVERRUN as u32, Relaxed);
             }
         }
-        pos
-    } else {
-        let mut t = h.tail.0.load(Relaxed);
-        loop {
-            if t.wrapping_sub(h.head.0.load(Acquire)) >= cap {
-                h.full.store(POSIX_TRACE_FULL as u32, Relaxed);
-                h.auto_stopped.store(1, Relaxed);
-                let _ = h.running.0.compare_exchange(
-                    POSIX_TRACE_RUNNING as u32,
-                    POSIX_TRACE_SUSPENDED as u32,
-                    Release,
-                    Relaxed,
-                );
-                note_lost(h);
-                return Outcome::Lost {
-                    wake_flusher: h.stream_policy == POSIX_TRACE_FLUSH,
-                };
-            }
-            match h.tail.0.compare_exchange_weak(t, t + 1, Relaxed, Relaxed) {
-                Ok(_) => break t,
-                Err(now) => t = now,
-            }
+        return Ok(pos);
+    }
+    let mut t = h.tail.0.load(Relaxed);
+    loop {
+        if t.wrapping_sub(h.head.0.load(Acquire)) >= cap {
+            h.full.store(POSIX_TRACE_FULL as u32, Relaxed);
+            h.auto_stopped.store(1, Relaxed);
+            let _ = h.running.0.compare_exchange(
+                POSIX_TRACE_RUNNING as u32,
+                POSIX_TRACE_SUSPENDED as u32,
+                Release,
+                Relaxed,
+            );
+            note_lost(h);
+            return Err(Full {
+                wake_flusher: h.stream_policy == POSIX_TRACE_FLUSH,
+            });
         }
-    };
+        match h.tail.0.compare_exchange_weak(t, t + 1, Relaxed, Relaxed) {
+            Ok(_) => return Ok(t),
+            Err(now) => t = now,
+        }
+    }
+}
+
+/// Writes a reserved slot under its sequence word (odd while written, the
+/// reader's seqlock check) with the concatenation of `parts` as payload,
+/// truncated to the stream's limit for the event's kind.
+///
+/// # Safety
+/// As for [`write_event`], and `pos` must have been returned by
+/// [`reserve`] on `h` and not yet published.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub unsafe fn publish<A, C>(
+    h: &StreamHeaderOf<A, C>,
+    pos: u64,
+    id: u32,
+    parts: &[&[u8]],
+    pid: i32,
+    thread: u64,
+    prog: u64,
+    ticks: u64,
+) {
     let limit = if id >= USER_EVENT_FIRST {
         h.max_data_size as usize
     } else {
@@ -266,7 +316,7 @@ pub unsafe fn write_event<A, C>(
     } else {
         (total, POSIX_TRACE_NOT_TRUNCATED)
     };
-    let idx = (pos & (cap - 1)) as usize;
+    let idx = (pos & (h.slot_count - 1)) as usize;
     // SAFETY: idx < slot_count and the caller guarantees the slots follow
     // the header; we own slot `pos` until we publish it; len <= slot_data.
     unsafe {
@@ -280,7 +330,7 @@ pub unsafe fn write_event<A, C>(
         ptr::addr_of_mut!((*slot).data_len).write_volatile(len as u32);
         ptr::addr_of_mut!((*slot).truncation).write_volatile(truncation);
         ptr::addr_of_mut!((*slot).thread).write_volatile(thread);
-        ptr::addr_of_mut!((*slot).prog).write_volatile(0);
+        ptr::addr_of_mut!((*slot).prog).write_volatile(prog);
         ptr::addr_of_mut!((*slot).ticks).write_volatile(ticks);
         let mut dst = (slot as *mut u8).add(SLOT_HEADER);
         let mut room = len;
@@ -292,5 +342,4 @@ pub unsafe fn write_event<A, C>(
         }
         (*slot).seq.store(2 * pos + 2, Release);
     }
-    Outcome::Written
 }

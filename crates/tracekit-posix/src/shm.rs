@@ -344,23 +344,6 @@ impl StreamView {
         h.lost.fetch_add(n, Relaxed);
     }
 
-    #[cold]
-    fn on_full(&self) {
-        let h = self.header();
-        h.full.store(POSIX_TRACE_FULL as u32, Relaxed);
-        h.auto_stopped.store(1, Relaxed);
-        let _ = h.running.0.compare_exchange(
-            POSIX_TRACE_RUNNING as u32,
-            POSIX_TRACE_SUSPENDED as u32,
-            Release,
-            Relaxed,
-        );
-        self.note_lost(1);
-        if h.stream_policy == POSIX_TRACE_FLUSH {
-            self.wake_flusher();
-        }
-    }
-
     pub fn wake_flusher(&self) {
         let h = self.header();
         h.flush_wake.fetch_add(1, Release);
@@ -402,60 +385,20 @@ impl StreamView {
         ticks: u64,
     ) -> bool {
         let h = self.header();
-        let cap = h.slot_count;
-        let pos = if h.stream_policy == POSIX_TRACE_LOOP {
-            let pos = h.tail.0.fetch_add(1, Relaxed);
-            if pos >= cap && pos - cap >= h.head.0.load(Relaxed) {
-                // Overwrites an unread event: the window moves on.
-                if h.full.load(Relaxed) == 0 {
-                    h.full.store(POSIX_TRACE_FULL as u32, Relaxed);
-                }
-                if h.overrun.load(Relaxed) == 0 {
-                    h.overrun.store(POSIX_TRACE_OVERRUN as u32, Relaxed);
-                }
+        match crate::producer::reserve(h) {
+            Ok(pos) => {
+                // SAFETY: the view's mapping is a valid stream (checked at
+                // open) and `pos` was just reserved.
+                unsafe { crate::producer::publish(h, pos, id, &[data], pid, thread, prog, ticks) };
+                true
             }
-            pos
-        } else {
-            let mut t = h.tail.0.load(Relaxed);
-            loop {
-                if t.wrapping_sub(h.head.0.load(Acquire)) >= cap {
-                    self.on_full();
-                    return false;
+            Err(full) => {
+                if full.wake_flusher {
+                    self.wake_flusher();
                 }
-                match h.tail.0.compare_exchange_weak(t, t + 1, Relaxed, Relaxed) {
-                    Ok(_) => break t,
-                    Err(now) => t = now,
-                }
+                false
             }
-        };
-        let slot = self.slot(pos);
-        let limit = if id >= USER_EVENT_FIRST {
-            h.max_data_size as usize
-        } else {
-            h.slot_data as usize
-        };
-        let (len, truncation) = if data.len() > limit {
-            (limit, POSIX_TRACE_TRUNCATED_RECORD)
-        } else {
-            (data.len(), POSIX_TRACE_NOT_TRUNCATED)
-        };
-        // SAFETY: slot points into the mapping; we own slot `pos` until we
-        // publish it; len <= slot_data. Readers detect concurrent rewrites
-        // through the sequence word.
-        unsafe {
-            (*slot).seq.store(2 * pos + 1, Relaxed);
-            fence(Release);
-            ptr::addr_of_mut!((*slot).event_id).write_volatile(id);
-            ptr::addr_of_mut!((*slot).pid).write_volatile(pid);
-            ptr::addr_of_mut!((*slot).data_len).write_volatile(len as u32);
-            ptr::addr_of_mut!((*slot).truncation).write_volatile(truncation);
-            ptr::addr_of_mut!((*slot).thread).write_volatile(thread);
-            ptr::addr_of_mut!((*slot).prog).write_volatile(prog);
-            ptr::addr_of_mut!((*slot).ticks).write_volatile(ticks);
-            ptr::copy_nonoverlapping(data.as_ptr(), (slot as *mut u8).add(SLOT_HEADER), len);
-            (*slot).seq.store(2 * pos + 2, Release);
         }
-        true
     }
 
     /// Takes the next event (single consumer). Copies into `out`.
