@@ -28,8 +28,9 @@ use tracekit_export::chrome::{Arg, ChromeWriter, Scope};
 use tracekit_core::{Position, Warnings};
 
 use crate::event::{sid_own, Body, Event, Time};
+use crate::reader::release_pages;
 use crate::reader::{Format, RecordIter};
-use crate::report::{drop_pages, SyntheticSids};
+use crate::report::SyntheticSids;
 use crate::time::UnixMicros;
 
 /// Track id of the first child lane of a process (thread tracks count
@@ -624,7 +625,7 @@ pub fn convert_mmap<W: Write>(
     out: W,
     warnings: &mut Warnings,
 ) -> io::Result<(W, ChromeStats)> {
-    convert_with(map, format, out, warnings, |r| drop_pages(map, r))
+    convert_with(map, format, out, warnings, |r| release_pages(map, r))
 }
 
 fn convert_with<W: Write>(
@@ -641,14 +642,7 @@ fn convert_with<W: Write>(
     while let Some(rec) = records.next() {
         match format.parse(rec.bytes) {
             Ok(ev) => ex.add(&ev)?,
-            Err(e) => {
-                let cut = if rec.unterminated {
-                    " (last line cut short)"
-                } else {
-                    ""
-                };
-                warnings.push(Position::Line(rec.line), format!("{e}{cut}"));
-            }
+            Err(e) => warnings.push(Position::Line(rec.line), rec.error_message(&e)),
         }
         if records.position() - done >= STEP {
             consumed(done..records.position());

@@ -237,6 +237,18 @@ where
     Ok(total)
 }
 
+impl Record<'_> {
+    /// The warning for this record when it did not parse; a record cut off
+    /// by the end of the input says so (the usual cause).
+    pub fn error_message(&self, e: &ParseError) -> String {
+        if self.unterminated {
+            format!("record cut short (no newline at end of input): {e}")
+        } else {
+            e.to_string()
+        }
+    }
+}
+
 /// Gives the whole pages of `range` of a read-only file map back to the
 /// kernel, so a reader going through a large file keeps a small resident
 /// size (the pages are read again from the file if touched).

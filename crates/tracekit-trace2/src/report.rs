@@ -1873,25 +1873,8 @@ pub fn report_mmap(
     warnings: &mut Warnings,
 ) {
     report_bytes_with(map, format, source, builder, warnings, |range| {
-        drop_pages(map, range)
+        crate::reader::release_pages(map, range)
     })
-}
-
-/// Gives the whole pages of `range` back to the kernel (they are read
-/// again from the file if touched), so that the resident size of a reader
-/// going through a large map stays small.
-pub(crate) fn drop_pages(map: &memmap2::Mmap, range: std::ops::Range<usize>) {
-    let page = 4096;
-    let start = range.start.div_ceil(page) * page;
-    let end = range.end.min(map.len()) / page * page;
-    if end > start {
-        // SAFETY: the map is a read-only file mapping; dropping its pages
-        // only makes the kernel read them again from the file if touched,
-        // the content seen stays the same.
-        let _ = unsafe {
-            map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start)
-        };
-    }
 }
 
 /// A parsed record on its way from a parser thread to the builder.
@@ -1916,7 +1899,7 @@ fn parse_block<'a>(
         }
         match format.parse(rec.bytes) {
             Ok(ev) => item(Item::Full(Box::new(ev))),
-            Err(e) => error(rec.line, parse_message(&e, rec.unterminated)),
+            Err(e) => error(rec.line, rec.error_message(&e)),
         }
     }
 }
@@ -1962,10 +1945,7 @@ fn report_bytes_with(
         let mut done = 0;
         while let Some(rec) = records.next() {
             if let Err(e) = builder.add_record(rec.bytes, format, source) {
-                warnings.push(
-                    Position::Line(rec.line),
-                    parse_message(&e, rec.unterminated),
-                );
+                warnings.push(Position::Line(rec.line), rec.error_message(&e));
             }
             if records.position() - done >= STEP {
                 consumed(done..records.position());
@@ -2036,14 +2016,6 @@ fn report_bytes_with(
             consumed(bounds[b]..bounds[b + 1]);
         }
     });
-}
-
-fn parse_message(e: &crate::event_fmt::ParseError, unterminated: bool) -> String {
-    if unterminated {
-        format!("{e} (last line cut short)")
-    } else {
-        e.to_string()
-    }
 }
 
 #[cfg(test)]

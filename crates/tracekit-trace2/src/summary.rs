@@ -1,12 +1,11 @@
 //! What `tracekit info` says about a trace2 input: format, producer,
 //! events by kind, time span, processes and threads.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 
-use tracekit_core::{Position, Warnings};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::event::{Body, Event, Kind, Time};
-use crate::reader::{Format, RecordIter};
 use crate::time::{TimeOfDay, UnixMicros};
 
 /// Facts gathered from one pass over the records.
@@ -33,9 +32,12 @@ pub struct Summary {
     /// killed, still running, or cut off).
     pub unfinished: u64,
     pub bytes: u64,
-    sids: HashSet<Vec<u8>>,
-    ended: HashSet<Vec<u8>>,
-    thread_keys: HashSet<(Vec<u8>, Vec<u8>)>,
+    /// Threads seen per SID (a process has few: a linear scan), keyed so
+    /// that a lookup borrows and only a new process or thread allocates.
+    threads_by_sid: FxHashMap<Vec<u8>, Vec<Vec<u8>>>,
+    /// Threads seen per PERF depth, for input without SIDs.
+    threads_by_depth: FxHashMap<u32, Vec<Vec<u8>>>,
+    ended: FxHashSet<Vec<u8>>,
     versions_seen: u64,
     ends_seen: u64,
 }
@@ -80,52 +82,39 @@ impl Summary {
             None => {}
         }
         let thread = ev.thread.as_deref().unwrap_or(b"main");
-        match &ev.sid {
-            Some(sid) => {
-                if !self.sids.contains(&sid[..]) {
-                    self.sids.insert(sid.to_vec());
-                }
-                let key = (sid.to_vec(), thread.to_vec());
-                self.thread_keys.insert(key);
-            }
-            None => {
-                let d = ev.depth.unwrap_or(0).to_string().into_bytes();
-                self.thread_keys.insert((d, thread.to_vec()));
-            }
-        }
-    }
-
-    /// Reads every record of `data`, counting unreadable ones as warnings.
-    pub fn add_bytes(&mut self, data: &[u8], format: Format, warnings: &mut Warnings) {
-        self.bytes += data.len() as u64;
-        for rec in RecordIter::new(data, format) {
-            match format.parse(rec.bytes) {
-                Ok(ev) => self.add(&ev),
-                Err(e) => warnings.push(
-                    Position::Line(rec.line),
-                    if rec.unterminated {
-                        format!("record cut short (no newline at end of input): {e}")
-                    } else {
-                        e.to_string()
-                    },
-                ),
-            }
+        let threads = match &ev.sid {
+            Some(sid) => match self.threads_by_sid.get_mut(&sid[..]) {
+                Some(t) => t,
+                None => self.threads_by_sid.entry(sid.to_vec()).or_default(),
+            },
+            None => self
+                .threads_by_depth
+                .entry(ev.depth.unwrap_or(0))
+                .or_default(),
+        };
+        if !threads.iter().any(|t| t == thread) {
+            threads.push(thread.to_vec());
         }
     }
 
     /// Fills in the derived counts; call once after the last record.
     pub fn finish(&mut self) {
-        if self.sids.is_empty() {
+        if self.threads_by_sid.is_empty() {
             self.processes = self.versions_seen;
             self.unfinished = self.versions_seen.saturating_sub(self.ends_seen);
         } else {
-            self.processes = self.sids.len() as u64;
+            self.processes = self.threads_by_sid.len() as u64;
             self.unfinished = self
-                .sids
-                .iter()
+                .threads_by_sid
+                .keys()
                 .filter(|s| !self.ended.contains(*s))
                 .count() as u64;
         }
-        self.threads = self.thread_keys.len() as u64;
+        self.threads = self
+            .threads_by_sid
+            .values()
+            .chain(self.threads_by_depth.values())
+            .map(|t| t.len() as u64)
+            .sum();
     }
 }

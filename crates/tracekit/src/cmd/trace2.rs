@@ -60,12 +60,19 @@ fn sources(input: &Input) -> Result<Vec<Source>> {
         .collect())
 }
 
-/// Calls `f` with every event of every source, and collects unreadable
-/// records as warnings (per source name).
-fn read_events(
+/// One source's content, as [`for_each_source`] opened it.
+enum Content<'a> {
+    Mapped(&'a memmap2::Mmap),
+    Stream(Box<dyn std::io::BufRead>),
+}
+
+/// Opens every source of `input` (each file of a directory target, or
+/// standard input), detects its format and hands it to `f` with its
+/// warnings to fill. Empty files are skipped; a file that is not Trace2 is
+/// a warning, standard input that is not Trace2 an error.
+fn for_each_source(
     input: &Input,
-    mut f: impl FnMut(&Event<'_>) -> Result<()>,
-    mut on_source: impl FnMut(Format, u64),
+    mut f: impl FnMut(&str, Format, Content<'_>, &mut Warnings) -> Result<()>,
 ) -> Result<Vec<(String, Warnings)>> {
     let mut all = Vec::new();
     for src in sources(input)? {
@@ -76,46 +83,24 @@ fn read_events(
                 if map.is_empty() {
                     continue;
                 }
-                let Some(format) = reader::detect(&map[..map.len().min(64 * 1024)]) else {
-                    warnings.push(
+                match reader::detect(&map[..map.len().min(64 * 1024)]) {
+                    Some(format) => f(&src.name, format, Content::Mapped(&map), &mut warnings)?,
+                    None => warnings.push(
                         Position::Line(1),
                         "not a Git Trace2 file (EVENT, PERF or NORMAL)",
-                    );
-                    all.push((src.name, warnings));
-                    continue;
-                };
-                on_source(format, map.len() as u64);
-                let mut records = RecordIter::new(&map, format);
-                let mut released = 0;
-                while let Some(rec) = records.next() {
-                    match format.parse(rec.bytes) {
-                        Ok(ev) => f(&ev)?,
-                        Err(e) => {
-                            warnings.push(Position::Line(rec.line), describe(&e, rec.unterminated))
-                        }
-                    }
-                    // Mapped pages count as resident: hand back what was
-                    // read, so memory stays small on large files.
-                    if records.position() - released >= 8 << 20 {
-                        reader::release_pages(&map, released..records.position());
-                        released = records.position();
-                    }
+                    ),
                 }
             }
             None => {
                 let Some(format) = reader::detect(&input.head) else {
                     anyhow::bail!("<stdin>: not a Git Trace2 stream (EVENT, PERF or NORMAL)");
                 };
-                let bytes = for_each_record(input.reader()?, format, |rec| -> Result<()> {
-                    match format.parse(rec.bytes) {
-                        Ok(ev) => f(&ev)?,
-                        Err(e) => {
-                            warnings.push(Position::Line(rec.line), describe(&e, rec.unterminated))
-                        }
-                    }
-                    Ok(())
-                })?;
-                on_source(format, bytes);
+                f(
+                    &src.name,
+                    format,
+                    Content::Stream(input.reader()?),
+                    &mut warnings,
+                )?;
             }
         }
         all.push((src.name, warnings));
@@ -123,12 +108,46 @@ fn read_events(
     Ok(all)
 }
 
-fn describe(e: &tracekit_trace2::event_fmt::ParseError, unterminated: bool) -> String {
-    if unterminated {
-        format!("record cut short (no newline at end of input): {e}")
-    } else {
-        e.to_string()
-    }
+/// Calls `f` with every event of every source, and collects unreadable
+/// records as warnings (per source name). `on_source` learns each
+/// source's format and size.
+fn read_events(
+    input: &Input,
+    mut f: impl FnMut(&Event<'_>) -> Result<()>,
+    mut on_source: impl FnMut(Format, u64),
+) -> Result<Vec<(String, Warnings)>> {
+    for_each_source(input, |_, format, content, warnings| {
+        let mut one = |rec: reader::Record<'_>| -> Result<()> {
+            match format.parse(rec.bytes) {
+                Ok(ev) => f(&ev),
+                Err(e) => {
+                    warnings.push(Position::Line(rec.line), rec.error_message(&e));
+                    Ok(())
+                }
+            }
+        };
+        match content {
+            Content::Mapped(map) => {
+                on_source(format, map.len() as u64);
+                let mut records = RecordIter::new(map, format);
+                let mut released = 0;
+                while let Some(rec) = records.next() {
+                    one(rec)?;
+                    // Mapped pages count as resident: hand back what was
+                    // read, so memory stays small on large files.
+                    if records.position() - released >= 8 << 20 {
+                        reader::release_pages(map, released..records.position());
+                        released = records.position();
+                    }
+                }
+            }
+            Content::Stream(r) => {
+                let bytes = for_each_record(r, format, one)?;
+                on_source(format, bytes);
+            }
+        }
+        Ok(())
+    })
 }
 
 /// Prints the warnings as `tracekit: FILE:LINE: ...` and says whether any
@@ -212,43 +231,29 @@ impl Dialect for Trace2 {
         let mut builder = ReportBuilder::new(args.top);
         let mut all = Vec::new();
         for input in inputs {
-            for src in sources(input)? {
-                let id = builder.source(&src.name);
-                let mut warnings = Warnings::default();
-                match &src.path {
-                    Some(path) => {
-                        let map = mmap_file(path)?;
-                        if map.is_empty() {
-                            continue;
+            all.extend(for_each_source(
+                input,
+                |name, format, content, warnings| {
+                    let id = builder.source(name);
+                    match content {
+                        // Parsed by two threads, pages handed back behind them.
+                        Content::Mapped(map) => {
+                            report::report_mmap(map, format, id, &mut builder, warnings)
                         }
-                        match reader::detect(&map[..map.len().min(64 * 1024)]) {
-                            Some(format) => {
-                                report::report_mmap(&map, format, id, &mut builder, &mut warnings)
-                            }
-                            None => warnings.push(
-                                Position::Line(1),
-                                "not a Git Trace2 file (EVENT, PERF or NORMAL)",
-                            ),
+                        Content::Stream(r) => {
+                            for_each_record(r, format, |rec| -> Result<()> {
+                                match format.parse(rec.bytes) {
+                                    Ok(ev) => builder.add(&ev, id),
+                                    Err(e) => warnings
+                                        .push(Position::Line(rec.line), rec.error_message(&e)),
+                                }
+                                Ok(())
+                            })?;
                         }
                     }
-                    None => {
-                        let Some(format) = reader::detect(&input.head) else {
-                            anyhow::bail!(
-                                "<stdin>: not a Git Trace2 stream (EVENT, PERF or NORMAL)"
-                            );
-                        };
-                        for_each_record(input.reader()?, format, |rec| -> Result<()> {
-                            match format.parse(rec.bytes) {
-                                Ok(ev) => builder.add(&ev, id),
-                                Err(e) => warnings
-                                    .push(Position::Line(rec.line), describe(&e, rec.unterminated)),
-                            }
-                            Ok(())
-                        })?;
-                    }
-                }
-                all.push((src.name, warnings));
-            }
+                    Ok(())
+                },
+            )?);
         }
         let rep = builder.finish();
         let mut out = output(args.output.as_deref())?;
