@@ -52,6 +52,8 @@ struct Process {
     open: FxHashMap<Vec<u8>, u32>,
     start: Option<UnixMicros>,
     depth: u32,
+    /// The last time seen in the process, for events written without one.
+    last: Option<UnixMicros>,
 }
 
 /// Converts a stream of events (of any format) to `target`.
@@ -60,7 +62,7 @@ pub struct Converter {
     processes: FxHashMap<Vec<u8>, Process>,
     /// Regions open per thread when events carry no SID (PERF/NORMAL
     /// input); keyed by depth and thread.
-    anonymous: FxHashMap<(u32, Vec<u8>), u32>,
+    anonymous: FxHashMap<u32, FxHashMap<Vec<u8>, u32>>,
     tz_cache: Option<(i64, i64)>,
 }
 
@@ -100,14 +102,20 @@ impl Converter {
             return;
         }
 
-        let (indent, start, depth) = self.track(ev);
+        let now = ev.time.as_ref().and_then(Time::unix);
+        let (indent, start, depth, last) = self.track(ev, now);
         ctx.indent = indent;
         ctx.depth = depth;
-        if let Some(now) = ev.time.as_ref().and_then(Time::unix) {
-            ctx.time = Some(self.local_time_of_day(now));
-            if let Some(start) = start {
-                ctx.t_abs = Some(Micros(now.0 - start.0));
-            }
+        // Brief EVENT keeps `time` only on version and atexit: derive it from
+        // the process start and t_abs, else the process's last known time.
+        let derived = now
+            .or_else(|| Some(UnixMicros(start?.0 + ev.body.t_abs()?.0)))
+            .or(last);
+        if let Some(t) = derived {
+            ctx.time = Some(self.local_time_of_day(t));
+        }
+        if let (Some(now), Some(start)) = (now, start) {
+            ctx.t_abs = Some(Micros(now.0 - start.0));
         }
         match self.target {
             Format::Perf { brief } => perf::write(ev, &ctx, PerfOptions { brief }, out),
@@ -127,40 +135,43 @@ impl Converter {
         }
     }
 
-    /// Returns the regions open on the event's thread before the event and
-    /// the process start time, and updates the region count.
-    fn track(&mut self, ev: &Event<'_>) -> (u32, Option<UnixMicros>, u32) {
+    /// Returns the regions open on the event's thread before the event, the
+    /// process start time, its depth and the last time seen before this
+    /// event, and updates the region count and last time.
+    fn track(
+        &mut self,
+        ev: &Event<'_>,
+        now: Option<UnixMicros>,
+    ) -> (u32, Option<UnixMicros>, u32, Option<UnixMicros>) {
         let thread: &[u8] = ev.thread.as_deref().unwrap_or(b"main");
-        let (slot, start, depth): (&mut u32, Option<UnixMicros>, u32) = match &ev.sid {
+        let (threads, start, depth, last) = match &ev.sid {
             Some(sid) => {
-                if !self.processes.contains_key(&sid[..]) {
-                    let p = Process {
-                        start: UnixMicros::parse_sid(sid_own(sid)),
-                        depth: memchr::memchr_iter(b'/', sid).count() as u32,
-                        ..Process::default()
-                    };
-                    self.processes.insert(sid.to_vec(), p);
-                }
-                let Some(p) = self.processes.get_mut(&sid[..]) else {
-                    return (0, None, 0);
+                let p = match self.processes.get_mut(&sid[..]) {
+                    Some(p) => p,
+                    None => self
+                        .processes
+                        .entry(sid.to_vec())
+                        .or_insert_with(|| Process {
+                            start: UnixMicros::parse_sid(sid_own(sid)),
+                            depth: memchr::memchr_iter(b'/', sid).count() as u32,
+                            ..Process::default()
+                        }),
                 };
-                if !p.open.contains_key(thread) {
-                    p.open.insert(thread.to_vec(), 0);
+                let last = p.last;
+                if now.is_some() {
+                    p.last = now;
                 }
-                let (start, depth) = (p.start, p.depth);
-                match p.open.get_mut(thread) {
-                    Some(s) => (s, start, depth),
-                    None => return (0, start, depth),
-                }
+                (&mut p.open, p.start, p.depth, last)
             }
             None => {
-                let key = (ev.depth.unwrap_or(0), thread.to_vec());
-                (
-                    self.anonymous.entry(key).or_insert(0),
-                    None,
-                    ev.depth.unwrap_or(0),
-                )
+                let depth = ev.depth.unwrap_or(0);
+                (self.anonymous.entry(depth).or_default(), None, depth, None)
             }
+        };
+        // Look up by borrowed name: only a new thread allocates.
+        let slot = match threads.get_mut(thread) {
+            Some(s) => s,
+            None => threads.entry(thread.to_vec()).or_insert(0),
         };
         let before = *slot;
         let indent = match &ev.body {
@@ -175,7 +186,7 @@ impl Converter {
             }
             _ => ev.indent.unwrap_or(before),
         };
-        (indent, start, depth)
+        (indent, start, depth, last)
     }
 
     fn local_time_of_day(&mut self, u: UnixMicros) -> TimeOfDay {

@@ -81,12 +81,7 @@ pub fn parse(rec: &[u8], brief: bool) -> Result<Event<'_>, ParseError> {
     let mut ev = Event::new(Body::TooManyFiles);
     let mut at = 0;
     if !brief {
-        if rec.len() < 16 || rec[15] != b' ' {
-            return Err(perr(0, "expected a 'HH:MM:SS.uuuuuu ' time of day"));
-        }
-        let t = TimeOfDay::parse(&rec[..15])
-            .ok_or_else(|| perr(0, "expected a 'HH:MM:SS.uuuuuu' time of day"))?;
-        ev.time = Some(Time::OfDay(t));
+        ev.time = Some(Time::OfDay(crate::perf::parse_time_prefix(rec)?));
         let mut fl_end = 16;
         if rec.get(16).is_some_and(|&c| c != b' ') {
             fl_end = 16
@@ -346,19 +341,8 @@ pub fn write(ev: &Event<'_>, brief: bool, ctx: &crate::perf::Context<'_>, out: &
     }
     if !brief {
         let start = out.len();
-        let time = ctx.time.or(match &ev.time {
-            Some(Time::OfDay(t)) => Some(*t),
-            _ => None,
-        });
-        match time {
-            Some(t) => t.write(out),
-            None => out.extend_from_slice(b"00:00:00.000000"),
-        }
-        out.push(b' ');
-        let (file, line) = match ctx.location {
-            Some((f, l)) => (Some(f), Some(l)),
-            None => (ev.file.as_deref(), ev.line),
-        };
+        crate::perf::write_time_prefix(ev, ctx, out);
+        let (file, line) = crate::perf::location(ev, ctx);
         if let Some(file) = file.filter(|f| !f.is_empty()) {
             out.extend_from_slice(file);
             out.push(b':');

@@ -116,12 +116,7 @@ pub fn parse(rec: &[u8], brief: bool) -> Result<Event<'_>, ParseError> {
     let mut ev = Event::new(Body::TooManyFiles);
     let mut pos = 0;
     if !brief {
-        if rec.len() < 16 || rec[15] != b' ' {
-            return Err(perr(0, "expected a 'HH:MM:SS.uuuuuu ' time of day"));
-        }
-        let t = TimeOfDay::parse(&rec[..15])
-            .ok_or_else(|| perr(0, "expected a 'HH:MM:SS.uuuuuu' time of day"))?;
-        ev.time = Some(Time::OfDay(t));
+        ev.time = Some(Time::OfDay(parse_time_prefix(rec)?));
         let end = find(rec, 16, SEP).ok_or_else(|| perr(16, "expected ' | ' after file:line"))?;
         let (file, line) = split_file_line(trim_end(&rec[16..end]));
         ev.file = file;
@@ -587,6 +582,37 @@ pub struct Context<'c> {
     pub location: Option<(&'c [u8], i64)>,
 }
 
+/// The `HH:MM:SS.uuuuuu ` prefix NORMAL and PERF records start with.
+pub(crate) fn parse_time_prefix(rec: &[u8]) -> Result<TimeOfDay, ParseError> {
+    if rec.len() < 16 || rec[15] != b' ' {
+        return Err(perr(0, "expected a 'HH:MM:SS.uuuuuu ' time of day"));
+    }
+    TimeOfDay::parse(&rec[..15]).ok_or_else(|| perr(0, "expected a 'HH:MM:SS.uuuuuu' time of day"))
+}
+
+/// Writes the time of day and a space: the converter's, else the event's.
+/// An event with neither (only brief or foreign input can lack it, and the
+/// converter derives one where it can) gets midnight, the format's zero.
+pub(crate) fn write_time_prefix(ev: &Event<'_>, ctx: &Context<'_>, out: &mut Vec<u8>) {
+    let time = ctx.time.or(match &ev.time {
+        Some(Time::OfDay(t)) => Some(*t),
+        _ => None,
+    });
+    time.unwrap_or(TimeOfDay(0)).write(out);
+    out.push(b' ');
+}
+
+/// The source location to write: the converter's, else the event's.
+pub(crate) fn location<'c>(
+    ev: &'c Event<'_>,
+    ctx: &Context<'c>,
+) -> (Option<&'c [u8]>, Option<i64>) {
+    match ctx.location {
+        Some((f, l)) => (Some(f), Some(l)),
+        None => (ev.file.as_deref(), ev.line),
+    }
+}
+
 /// Does PERF show t_abs for this kind of event?
 pub fn shows_t_abs(kind: Kind) -> bool {
     matches!(
@@ -617,20 +643,9 @@ pub fn write(ev: &Event<'_>, ctx: &Context<'_>, opts: PerfOptions, out: &mut Vec
         return; // PERF never writes it.
     }
     if !opts.brief {
-        let time = ctx.time.or(match &ev.time {
-            Some(Time::OfDay(t)) => Some(*t),
-            _ => None,
-        });
-        match time {
-            Some(t) => t.write(out),
-            None => out.extend_from_slice(b"00:00:00.000000"),
-        }
-        out.push(b' ');
+        write_time_prefix(ev, ctx, out);
         let col_end = out.len() + FILE_LINE_WIDTH;
-        let (file, line) = match ctx.location {
-            Some((f, l)) => (Some(f), Some(l)),
-            None => (ev.file.as_deref(), ev.line),
-        };
+        let (file, line) = location(ev, ctx);
         if let Some(file) = file.filter(|f| !f.is_empty()) {
             let mut num = itoa::Buffer::new();
             let line = num.format(line.unwrap_or(0)).as_bytes();

@@ -176,3 +176,29 @@ fn event_to_perf_equals_git_perf() {
 fn event_to_normal_equals_git_normal() {
     compare("normal", "normal.log");
 }
+
+/// Brief EVENT keeps `time` only on `version` and `atexit`. Converted to
+/// non-brief PERF, the other lines get the time derived from the process
+/// start (SID) and t_abs, or the last time known: never a made-up
+/// midnight, and always within the capture's span.
+#[test]
+fn brief_event_to_full_perf_derives_times() {
+    std::env::set_var("TZ", "UTC");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus/trace2/12-brief");
+    let lines = convert(&root.join("event.jsonl"), Format::Perf { brief: false });
+    assert!(lines.len() > 100);
+    let times: Vec<String> = lines
+        .iter()
+        .map(|l| String::from_utf8_lossy(&l.text[..15]).into_owned())
+        .collect();
+    assert!(
+        !times.iter().any(|t| t == "00:00:00.000000"),
+        "a line without a derived time"
+    );
+    let (lo, hi) = (
+        times.iter().min().cloned().unwrap_or_default(),
+        times.iter().max().cloned().unwrap_or_default(),
+    );
+    // The case was captured within a few seconds.
+    assert_eq!(lo[..5], hi[..5], "times span {lo} .. {hi}");
+}
