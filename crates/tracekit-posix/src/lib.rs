@@ -12,8 +12,9 @@
 //!   [`api::open`] for a pre-recorded log. Functions return `Err(errno)`
 //!   where the standard says the C function returns that error number.
 //! - **Streams** ([`shm`]): a stream is a shared mapping (memfd or
-//!   `/dev/shm` file) holding a header, the event-type table and a
-//!   lock-free ring of fixed-size slots; see that module for the protocol.
+//!   `/dev/shm` file) holding a header, the event-type table and one
+//!   lock-free ring of fixed-size slots per *lane* (threads writing at once
+//!   use different lanes); see that module for the protocol.
 //! - **Logs** ([`log`]): the versioned, self-describing trace log format
 //!   (`docs/posix-trace-log.md`) and its zero-copy reader.
 //!
@@ -92,6 +93,14 @@
 //!   fall back to the old behaviour: log up to its last flush, not marked
 //!   complete, `/dev/shm` name left behind. A keeper that is itself killed
 //!   (e.g. `kill -9` of the whole session) has the same effect.
+//! - `stream-min-size` sizes each lane: one writing thread has exactly
+//!   that room; several threads (in different lanes) together have up to
+//!   lanes times as much (4 to 16 lanes, one per CPU). Memory is reserved
+//!   for every lane but only touched as lanes fill. A stream is *full*
+//!   (and, under UNTIL_FULL/FLUSH, suspends itself) when one lane is.
+//!   Events are reported in timestamp order across lanes; a writer that
+//!   reads its clock and is preempted before reserving its slot can land
+//!   behind an event that is newer by at most that delay.
 //! - Named streams (created for another pid or for all processes) keep
 //!   their `/dev/shm` name while the controller lives, because processes
 //!   attach to them by name at any time, not only right after creation.

@@ -22,7 +22,9 @@ use core::sync::atomic::{fence, AtomicI32, AtomicU32, AtomicU64, Ordering::*};
 use crate::consts::*;
 
 pub const STREAM_MAGIC: [u8; 8] = *b"TKPXSTRM";
-pub const STREAM_VERSION: u32 = 1;
+pub const STREAM_VERSION: u32 = 2;
+/// Most lanes a stream can have (see [`Lane`]).
+pub const MAX_LANES: usize = 16;
 /// Bytes before the first slot's payload.
 pub const SLOT_HEADER: usize = core::mem::size_of::<SlotHeader>();
 /// Number of 64-bit words in an event set: one bit per identifier below
@@ -38,6 +40,20 @@ pub const CLOCK_TSC: u32 = 2;
 /// Keeps a hot atomic on its own cache line.
 #[repr(C, align(64))]
 pub struct Padded<T>(pub T);
+
+/// One ring of a stream. A stream has `lanes` of them, each of
+/// `slot_count` slots with its own reservation counter, so that writers on
+/// different threads (and processes) do not fight over one cache line: a
+/// writer picks its lane from its thread and process ([`lane_for`]); the
+/// consumer merges the lanes by timestamp. One thread always writes to the
+/// same lane, so a single writer sees exactly `slot_count` slots.
+#[repr(C)]
+pub struct Lane {
+    /// Slots reserved in this lane.
+    pub tail: Padded<AtomicU64>,
+    /// Slots of this lane the (single) consumer has finished with.
+    pub head: Padded<AtomicU64>,
+}
 
 /// Stands for a header member whose type a `no_std` writer does not have.
 #[repr(C, align(8))]
@@ -67,7 +83,10 @@ pub struct StreamHeaderOf<A, C> {
     pub header_size: u32,
     pub slot_size: u32,
     pub slot_data: u32,
+    /// Slots per lane.
     pub slot_count: u64,
+    /// Number of lanes in use (a power of two, at most [`MAX_LANES`]).
+    pub lanes: u32,
     pub max_data_size: u32,
     pub stream_policy: i32,
     pub inheritance: i32,
@@ -91,8 +110,7 @@ pub struct StreamHeaderOf<A, C> {
     pub lost: AtomicU64,
     /// Set bit = event type filtered out.
     pub filter: [AtomicU64; EVENTSET_WORDS],
-    pub tail: Padded<AtomicU64>,
-    pub head: Padded<AtomicU64>,
+    pub lane: [Lane; MAX_LANES],
     pub registry: Registry,
 }
 
@@ -116,16 +134,35 @@ pub const fn header_size() -> usize {
     core::mem::size_of::<OpaqueHeader>().next_multiple_of(4096)
 }
 
+/// Where slot `pos` of `lane` lives: lane after lane, each a ring of
+/// `slot_count` slots.
+///
+/// # Safety
+/// `h` must head a valid ([`is_valid`]) mapping and `lane < h.lanes`.
+#[inline(always)]
+pub unsafe fn slot_ptr<A, C>(h: &StreamHeaderOf<A, C>, lane: usize, pos: u64) -> *mut SlotHeader {
+    let idx = lane as u64 * h.slot_count + (pos & (h.slot_count - 1));
+    // SAFETY: idx < lanes * slot_count, the slots the mapping holds.
+    unsafe {
+        (h as *const StreamHeaderOf<A, C> as *mut u8)
+            .add(h.header_size as usize + idx as usize * h.slot_size as usize)
+            .cast::<SlotHeader>()
+    }
+}
+
 /// Does a mapping of `len` bytes at `h` hold a well-formed stream?
 pub fn is_valid<A, C>(h: &StreamHeaderOf<A, C>, len: usize) -> bool {
     let expect = h
         .slot_count
-        .checked_mul(h.slot_size as u64)
+        .checked_mul(h.lanes as u64)
+        .and_then(|s| s.checked_mul(h.slot_size as u64))
         .and_then(|s| s.checked_add(h.header_size as u64));
     h.magic == STREAM_MAGIC
         && h.version == STREAM_VERSION
         && h.header_size as usize == header_size()
         && h.slot_count.is_power_of_two()
+        && h.lanes.is_power_of_two()
+        && h.lanes as usize <= MAX_LANES
         && h.slot_size as usize >= SLOT_HEADER + h.slot_data as usize
         && expect == Some(len as u64)
 }
@@ -220,7 +257,8 @@ pub unsafe fn write_event<A, C>(
     if w < EVENTSET_WORDS && h.filter[w].load(Relaxed) & (1 << (id % 64)) != 0 {
         return Outcome::NotAdmitted;
     }
-    let pos = match reserve(h) {
+    let lane = lane_for(h, thread, pid);
+    let pos = match reserve(h, lane) {
         Ok(pos) => pos,
         Err(full) => {
             return Outcome::Lost {
@@ -228,8 +266,8 @@ pub unsafe fn write_event<A, C>(
             }
         }
     };
-    // SAFETY: the caller's guarantee, and `pos` was just reserved.
-    unsafe { publish(h, pos, id, parts, pid, thread, 0, ticks) };
+    // SAFETY: the caller's guarantee, and `pos` was just reserved in `lane`.
+    unsafe { publish(h, lane, pos, id, parts, pid, thread, 0, ticks) };
     Outcome::Written
 }
 
@@ -242,17 +280,28 @@ pub struct Full {
     pub wake_flusher: bool,
 }
 
-/// Reserves the next slot: fetch-add under LOOP (overwriting the oldest
+/// The lane a writer uses: its thread (`pthread_self`, whose values for
+/// the threads of one process lie one stack-plus-guard apart, an odd number
+/// of pages for the usual power-of-two stack sizes, so consecutive threads
+/// land in consecutive lanes) plus its process id (consecutive processes
+/// too). Two writers sharing a lane is correct, only slower.
+#[inline(always)]
+pub fn lane_for<A, C>(h: &StreamHeaderOf<A, C>, thread: u64, pid: i32) -> usize {
+    ((thread >> 12).wrapping_add(pid as u64) & (h.lanes as u64 - 1)) as usize
+}
+
+/// Reserves the next slot of `lane`: fetch-add under LOOP (overwriting the oldest
 /// unread event sets the full and overrun flags), a capacity-checked
 /// compare-exchange under UNTIL_FULL/FLUSH (a full stream suspends itself
 /// and counts the event as lost). The one definition of the writers' side
 /// of the ring protocol, shared by `shm::StreamView` and `no_std` shims.
 #[inline(always)]
-pub fn reserve<A, C>(h: &StreamHeaderOf<A, C>) -> Result<u64, Full> {
+pub fn reserve<A, C>(h: &StreamHeaderOf<A, C>, lane: usize) -> Result<u64, Full> {
     let cap = h.slot_count;
+    let l = &h.lane[lane & (MAX_LANES - 1)];
     if h.stream_policy == POSIX_TRACE_LOOP {
-        let pos = h.tail.0.fetch_add(1, Relaxed);
-        if pos >= cap && pos - cap >= h.head.0.load(Relaxed) {
+        let pos = l.tail.0.fetch_add(1, Relaxed);
+        if pos >= cap && pos - cap >= l.head.0.load(Relaxed) {
             // Overwrites an unread event: the window moves on.
             if h.full.load(Relaxed) == 0 {
                 h.full.store(POSIX_TRACE_FULL as u32, Relaxed);
@@ -263,9 +312,9 @@ pub fn reserve<A, C>(h: &StreamHeaderOf<A, C>) -> Result<u64, Full> {
         }
         return Ok(pos);
     }
-    let mut t = h.tail.0.load(Relaxed);
+    let mut t = l.tail.0.load(Relaxed);
     loop {
-        if t.wrapping_sub(h.head.0.load(Acquire)) >= cap {
+        if t.wrapping_sub(l.head.0.load(Acquire)) >= cap {
             h.full.store(POSIX_TRACE_FULL as u32, Relaxed);
             h.auto_stopped.store(1, Relaxed);
             let _ = h.running.0.compare_exchange(
@@ -279,7 +328,7 @@ pub fn reserve<A, C>(h: &StreamHeaderOf<A, C>) -> Result<u64, Full> {
                 wake_flusher: h.stream_policy == POSIX_TRACE_FLUSH,
             });
         }
-        match h.tail.0.compare_exchange_weak(t, t + 1, Relaxed, Relaxed) {
+        match l.tail.0.compare_exchange_weak(t, t + 1, Relaxed, Relaxed) {
             Ok(_) => return Ok(t),
             Err(now) => t = now,
         }
@@ -292,11 +341,12 @@ pub fn reserve<A, C>(h: &StreamHeaderOf<A, C>) -> Result<u64, Full> {
 ///
 /// # Safety
 /// As for [`write_event`], and `pos` must have been returned by
-/// [`reserve`] on `h` and not yet published.
+/// [`reserve`] on `h` and `lane` and not yet published.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub unsafe fn publish<A, C>(
     h: &StreamHeaderOf<A, C>,
+    lane: usize,
     pos: u64,
     id: u32,
     parts: &[&[u8]],
@@ -316,13 +366,10 @@ pub unsafe fn publish<A, C>(
     } else {
         (total, POSIX_TRACE_NOT_TRUNCATED)
     };
-    let idx = (pos & (h.slot_count - 1)) as usize;
-    // SAFETY: idx < slot_count and the caller guarantees the slots follow
-    // the header; we own slot `pos` until we publish it; len <= slot_data.
+    // SAFETY: the caller guarantees the slots follow the header; we own
+    // slot `pos` of `lane` until we publish it; len <= slot_data.
     unsafe {
-        let slot = (h as *const StreamHeaderOf<A, C> as *mut u8)
-            .add(h.header_size as usize + idx * h.slot_size as usize)
-            .cast::<SlotHeader>();
+        let slot = slot_ptr(h, lane, pos);
         (*slot).seq.store(2 * pos + 1, Relaxed);
         fence(Release);
         ptr::addr_of_mut!((*slot).event_id).write_volatile(id);

@@ -10,17 +10,25 @@
 //! `futex` wake, which is async-signal-safe).
 //!
 //! ## Ring protocol
-//! `tail` counts reserved slots, `head` counts slots the (single) consumer
-//! has finished with. Slot `pos` lives at index `pos & (slot_count - 1)`
-//! and carries a sequence word: `2*pos+1` while being written, `2*pos+2`
-//! once complete. The consumer reads a slot like a seqlock (sequence,
-//! copy, sequence again), so under `POSIX_TRACE_LOOP`, where writers may
-//! overwrite a slot being read, a torn copy is detected and counted as lost.
-//! Under `UNTIL_FULL` and `FLUSH` a writer reserves with a compare-exchange
-//! that fails when `tail - head == slot_count`, so nothing unread is ever
-//! overwritten. A writer that dies between reserving and completing leaves
-//! one slot that never completes; the consumer skips it after a grace period
-//! and counts it lost, so a crash loses at most the event being written.
+//! A stream has `lanes` rings ([`crate::producer::Lane`]) of `slot_count`
+//! slots each; a writer uses the lane of its thread and process, so
+//! threads writing at once do not contend for one counter (the merge by
+//! timestamp below restores one order). In each lane, `tail` counts
+//! reserved slots and `head` counts slots the (single) consumer has
+//! finished with. Slot `pos` lives at index `pos & (slot_count - 1)` of its
+//! lane and carries a sequence word: `2*pos+1` while being written,
+//! `2*pos+2` once complete. The consumer reads a slot like a seqlock
+//! (sequence, copy, sequence again), so under `POSIX_TRACE_LOOP`, where
+//! writers may overwrite a slot being read, a torn copy is detected and
+//! counted as lost. Under `UNTIL_FULL` and `FLUSH` a writer reserves with
+//! a compare-exchange that fails when `tail - head == slot_count`, so
+//! nothing unread is ever overwritten; a full lane suspends the whole
+//! stream. The consumer takes, among the lanes' oldest unread events, the
+//! one with the smallest timestamp; while a lane's oldest slot is reserved
+//! but not complete it waits (that event may be the oldest). A writer that
+//! dies between reserving and completing leaves one slot that never
+//! completes; the consumer skips it after a grace period and counts it
+//! lost, so a crash loses at most the event being written.
 
 use std::ffi::CStr;
 use std::io;
@@ -37,8 +45,12 @@ use crate::eventset::{EventSet, EVENTSET_WORDS};
 // The layout types live in `producer` (shared with `no_std` writers such
 // as the preload shim).
 pub use crate::producer::{
-    Padded, RegEntry, Registry, SlotHeader, SLOT_HEADER, STREAM_MAGIC, STREAM_VERSION,
+    Lane, Padded, RegEntry, Registry, SlotHeader, MAX_LANES, SLOT_HEADER, STREAM_MAGIC,
+    STREAM_VERSION,
 };
+
+/// A slot of a stream: lane and position.
+pub type SlotRef = (usize, u64);
 /// The first bytes of a stream mapping.
 pub type StreamHeader = crate::producer::StreamHeaderOf<TraceAttr, Calibration>;
 /// Largest system event payload: the two event sets of `POSIX_TRACE_FILTER`.
@@ -150,18 +162,7 @@ impl Region {
             return Err(io::Error::from_raw_os_error(libc::EINVAL));
         }
         let r = Self::map(fd, len)?;
-        let v = r.view();
-        let h = v.header();
-        let expect = h
-            .slot_count
-            .checked_mul(h.slot_size as u64)
-            .and_then(|s| s.checked_add(h.header_size as u64));
-        if h.magic != STREAM_MAGIC
-            || h.version != STREAM_VERSION
-            || h.header_size as usize != header_size()
-            || !h.slot_count.is_power_of_two()
-            || expect != Some(len as u64)
-        {
+        if !crate::producer::is_valid(r.view().header(), len) {
             return Err(io::Error::from_raw_os_error(libc::EINVAL));
         }
         Ok(r)
@@ -197,8 +198,32 @@ impl Drop for Region {
     }
 }
 
-/// Initialises a fresh mapping as a stream.
-pub fn init_stream(r: &Region, attr: &TraceAttr, policy: i32, with_log: bool, slot_count: u64) {
+/// Lanes for a new stream: one per CPU (rounded up to a power of two), at
+/// least 4 so that a handful of threads rarely share one, at most
+/// [`MAX_LANES`]. Memory is reserved per lane but only touched by the
+/// lanes writers use.
+pub fn lane_count() -> u32 {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .next_power_of_two()
+        .clamp(4, MAX_LANES) as u32
+}
+
+/// Bytes of a stream mapping.
+pub fn stream_len(slot_count: u64, slot_size: usize, lanes: u32) -> usize {
+    header_size() + lanes as usize * slot_count as usize * slot_size
+}
+
+/// Initialises a fresh mapping as a stream of `lanes` lanes of
+/// `slot_count` slots.
+pub fn init_stream(
+    r: &Region,
+    attr: &TraceAttr,
+    policy: i32,
+    with_log: bool,
+    slot_count: u64,
+    lanes: u32,
+) {
     let (data, slot) = slot_geometry(attr.max_data_size);
     // SAFETY: the mapping is at least header_size() long, zero-filled (new
     // file), and nobody else sees it yet.
@@ -208,6 +233,7 @@ pub fn init_stream(r: &Region, attr: &TraceAttr, policy: i32, with_log: bool, sl
     h.slot_size = slot as u32;
     h.slot_data = data as u32;
     h.slot_count = slot_count;
+    h.lanes = lanes;
     h.max_data_size = attr.max_data_size as u32;
     h.stream_policy = policy;
     h.inheritance = attr.inheritance;
@@ -247,8 +273,9 @@ unsafe impl Sync for StreamView {}
 pub enum Take {
     Event,
     Empty,
-    /// Slot `head` is reserved but not complete yet.
-    Busy(u64),
+    /// This slot (the oldest unread of its lane) is reserved but not
+    /// complete yet.
+    Busy(SlotRef),
     /// `n` events were lost before the next readable one.
     Lost(u64),
 }
@@ -283,16 +310,16 @@ impl StreamView {
     }
 
     #[inline(always)]
-    fn slot(&self, pos: u64) -> *mut SlotHeader {
+    fn slot(&self, lane: usize, pos: u64) -> *mut SlotHeader {
         let h = self.header();
-        let idx = (pos & (h.slot_count - 1)) as usize;
-        // SAFETY: idx < slot_count, and the mapping holds slot_count slots
-        // after the header (checked when mapped).
-        unsafe {
-            self.base
-                .add(h.header_size as usize + idx * h.slot_size as usize)
-                .cast()
-        }
+        // SAFETY: the mapping was checked when mapped (`is_valid`) and
+        // lane < h.lanes.
+        unsafe { crate::producer::slot_ptr(h, lane.min(h.lanes as usize - 1), pos) }
+    }
+
+    fn lanes(&self) -> &[Lane] {
+        let h = self.header();
+        &h.lane[..(h.lanes as usize).min(MAX_LANES)]
     }
 
     #[inline(always)]
@@ -385,11 +412,14 @@ impl StreamView {
         ticks: u64,
     ) -> bool {
         let h = self.header();
-        match crate::producer::reserve(h) {
+        let lane = crate::producer::lane_for(h, thread, pid);
+        match crate::producer::reserve(h, lane) {
             Ok(pos) => {
                 // SAFETY: the view's mapping is a valid stream (checked at
-                // open) and `pos` was just reserved.
-                unsafe { crate::producer::publish(h, pos, id, &[data], pid, thread, prog, ticks) };
+                // open) and `pos` was just reserved in `lane`.
+                unsafe {
+                    crate::producer::publish(h, lane, pos, id, &[data], pid, thread, prog, ticks)
+                };
                 true
             }
             Err(full) => {
@@ -401,31 +431,58 @@ impl StreamView {
         }
     }
 
-    /// Takes the next event (single consumer). Copies into `out`.
+    /// Takes the next event (single consumer): of the lanes' oldest unread
+    /// events, the one with the smallest timestamp. Copies into `out`.
     pub fn take(&self, out: &mut RawEvent) -> Take {
         let h = self.header();
         let cap = h.slot_count;
-        let head = h.head.0.load(Relaxed);
-        let tail = h.tail.0.load(Acquire);
-        if head >= tail {
+        let mut best: Option<(usize, u64, u64)> = None;
+        for (k, l) in self.lanes().iter().enumerate() {
+            let head = l.head.0.load(Relaxed);
+            let tail = l.tail.0.load(Acquire);
+            if head >= tail {
+                continue;
+            }
+            if tail - head > cap {
+                // LOOP: the oldest unread events were overwritten.
+                let lost = tail - cap - head;
+                l.head.0.store(tail - cap, Release);
+                h.lost.fetch_add(lost, Relaxed);
+                return Take::Lost(lost);
+            }
+            let slot = self.slot(k, head);
+            // SAFETY: slot is inside the mapping; the timestamp is read
+            // volatile and validated by the sequence word afterwards.
+            let ticks = unsafe {
+                let s1 = (*slot).seq.load(Acquire);
+                let want = 2 * head + 2;
+                if s1 < want {
+                    return Take::Busy((k, head));
+                }
+                let t = ptr::addr_of!((*slot).ticks).read_volatile();
+                fence(Acquire);
+                if s1 != want || (*slot).seq.load(Relaxed) != s1 {
+                    // Overwritten before we could read it.
+                    l.head.0.store(head + 1, Release);
+                    h.lost.fetch_add(1, Relaxed);
+                    return Take::Lost(1);
+                }
+                t
+            };
+            if best.is_none_or(|(_, _, t)| ticks < t) {
+                best = Some((k, head, ticks));
+            }
+        }
+        let Some((k, head, _)) = best else {
             return Take::Empty;
-        }
-        if tail - head > cap {
-            // LOOP: the oldest unread events were overwritten.
-            let lost = tail - cap - head;
-            h.head.0.store(tail - cap, Release);
-            h.lost.fetch_add(lost, Relaxed);
-            return Take::Lost(lost);
-        }
-        let slot = self.slot(head);
+        };
+        let l = &self.lanes()[k];
+        let slot = self.slot(k, head);
         // SAFETY: slot is inside the mapping; fields are read volatile and
         // validated by the sequence word afterwards (seqlock read).
         unsafe {
-            let s1 = (*slot).seq.load(Acquire);
             let want = 2 * head + 2;
-            if s1 < want {
-                return Take::Busy(head);
-            }
+            let s1 = (*slot).seq.load(Acquire);
             if s1 == want {
                 out.event_id = ptr::addr_of!((*slot).event_id).read_volatile();
                 out.pid = ptr::addr_of!((*slot).pid).read_volatile();
@@ -445,12 +502,12 @@ impl StreamView {
                 out.data.set_len(len);
                 fence(Acquire);
                 let s2 = (*slot).seq.load(Relaxed);
-                h.head.0.store(head + 1, Release);
+                l.head.0.store(head + 1, Release);
                 if s2 == s1 {
                     return Take::Event;
                 }
             } else {
-                h.head.0.store(head + 1, Release);
+                l.head.0.store(head + 1, Release);
             }
         }
         // Overwritten while (or before) we read it.
@@ -459,9 +516,11 @@ impl StreamView {
     }
 
     /// Gives up on a slot whose writer never completed it.
-    pub fn skip_stuck(&self, pos: u64) {
-        let h = self.header();
-        if h.head
+    pub fn skip_stuck(&self, (lane, pos): SlotRef) {
+        let Some(l) = self.lanes().get(lane) else {
+            return;
+        };
+        if l.head
             .0
             .compare_exchange(pos, pos + 1, Release, Relaxed)
             .is_ok()
@@ -470,19 +529,32 @@ impl StreamView {
         }
     }
 
-    /// Events currently held (approximate under concurrent writes).
+    /// Events currently held by the fullest lane (approximate under
+    /// concurrent writes): what decides whether the stream is full.
     pub fn fill(&self) -> u64 {
         let h = self.header();
-        let t = h.tail.0.load(Relaxed);
-        let hd = h.head.0.load(Relaxed);
-        t.saturating_sub(hd).min(h.slot_count)
+        self.lanes()
+            .iter()
+            .map(|l| {
+                let t = l.tail.0.load(Relaxed);
+                let hd = l.head.0.load(Relaxed);
+                t.saturating_sub(hd).min(h.slot_count)
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Most events the stream can hold (every lane full).
+    pub fn capacity(&self) -> u64 {
+        self.header().slot_count * self.lanes().len() as u64
     }
 
     /// Drops every unread event (`posix_trace_clear`).
     pub fn discard_all(&self) {
-        let h = self.header();
-        let t = h.tail.0.load(Acquire);
-        h.head.0.store(t, Release);
+        for l in self.lanes() {
+            let t = l.tail.0.load(Acquire);
+            l.head.0.store(t, Release);
+        }
     }
 
     pub fn filter(&self) -> EventSet {
