@@ -69,34 +69,164 @@ pub struct Accountant {
     last_thread: Option<(u32, usize)>,
     /// Function ids in first-latency order (llvm-xray's DenseMap keys).
     order: Vec<i32>,
-    /// Durations by function id (small ids; the runtime numbers from 1).
-    dense: Vec<Option<Durations>>,
-    latencies: HashMap<i32, Durations>,
+    /// Durations by function id.
+    store: Store,
     scratch: Vec<(i32, u64)>,
     pub warnings: Warnings,
     orphan_exits: u64,
     skipped: u64,
 }
 
-/// Durations of one function; u32 while they fit (halves memory on big
-/// traces), u64 after.
+/// Durations of one function: listed, as u32 while they fit (halves
+/// memory on big traces), u64 after; counted once there are many.
 enum Durations {
     Narrow(Vec<u32>),
     Wide(Vec<u64>),
+    Hist(Box<Histogram>),
+}
+
+/// Functions with this many durations switch to a [`Histogram`] (which
+/// then costs at most the 4 bytes per duration the list would).
+const HIST_FROM: usize = 1 << 17;
+/// Durations below this are counted by value, exactly.
+const HIST_LEN: usize = 1 << 16;
+
+/// The durations of a much-called function: a count per small value (the
+/// common case: short calls) and the longer ones listed. Exact: order
+/// statistics are read off the counts.
+struct Histogram {
+    counts: Vec<u64>,
+    big: Vec<u64>,
+    n: u64,
+}
+
+impl Histogram {
+    fn new() -> Histogram {
+        Histogram {
+            counts: vec![0; HIST_LEN],
+            big: Vec::new(),
+            n: 0,
+        }
+    }
+
+    #[inline(always)]
+    fn push(&mut self, d: u64) {
+        self.n += 1;
+        match self.counts.get_mut(d as usize) {
+            Some(c) if d < HIST_LEN as u64 => *c += 1,
+            _ => self.big.push(d),
+        }
+    }
+
+    /// (min, median, 90th, 99th percentile, max, sum) as [`stats`] gives
+    /// them on the listed durations.
+    fn stats(&mut self) -> (f64, f64, f64, f64, f64, f64) {
+        let n = self.n as usize;
+        if n == 0 {
+            return (0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
+        }
+        let small: u64 = self.counts.iter().sum();
+        let mut total: u128 = self.big.iter().map(|&x| u128::from(x)).sum();
+        for (v, &c) in self.counts.iter().enumerate() {
+            total += v as u128 * u128::from(c);
+        }
+        let first_small = self.counts.iter().position(|&c| c > 0);
+        let last_small = self.counts.iter().rposition(|&c| c > 0);
+        let min = match first_small {
+            Some(v) => v as u64,
+            None => self.big.iter().copied().min().unwrap_or(0),
+        };
+        let max = match self.big.iter().copied().max() {
+            Some(m) => m,
+            None => last_small.unwrap_or(0) as u64,
+        };
+        let ranks = [
+            n / 2,
+            ((n as f64 * 0.9).floor() as usize).min(n - 1),
+            ((n as f64 * 0.99).floor() as usize).min(n - 1),
+        ];
+        let mut at = [0u64; 3];
+        for (i, &k) in ranks.iter().enumerate() {
+            let k = k as u64;
+            at[i] = if k < small {
+                let mut seen = 0u64;
+                let mut value = 0u64;
+                for (v, &c) in self.counts.iter().enumerate() {
+                    seen += c;
+                    if seen > k {
+                        value = v as u64;
+                        break;
+                    }
+                }
+                value
+            } else {
+                let k = (k - small) as usize;
+                if k < self.big.len() {
+                    *self.big.select_nth_unstable(k).1
+                } else {
+                    0
+                }
+            };
+        }
+        (
+            min as f64,
+            at[0] as f64,
+            at[1] as f64,
+            at[2] as f64,
+            max as f64,
+            total as f64,
+        )
+    }
 }
 
 impl Durations {
+    #[inline(always)]
     fn push(&mut self, d: u64) {
         match self {
-            Durations::Narrow(v) => match u32::try_from(d) {
+            Durations::Narrow(v) if v.len() < HIST_FROM => match u32::try_from(d) {
                 Ok(x) => v.push(x),
-                Err(_) => {
-                    let mut w: Vec<u64> = v.iter().map(|&x| u64::from(x)).collect();
-                    w.push(d);
-                    *self = Durations::Wide(w);
-                }
+                Err(_) => self.push_slow(d),
             },
-            Durations::Wide(v) => v.push(d),
+            Durations::Wide(v) if v.len() < HIST_FROM => v.push(d),
+            Durations::Hist(h) => h.push(d),
+            _ => self.push_slow(d),
+        }
+    }
+
+    #[cold]
+    fn push_slow(&mut self, d: u64) {
+        match self {
+            Durations::Narrow(v) if v.len() < HIST_FROM => {
+                let mut w: Vec<u64> = v.iter().map(|&x| u64::from(x)).collect();
+                w.push(d);
+                *self = Durations::Wide(w);
+            }
+            Durations::Narrow(_) | Durations::Wide(_) => {
+                let mut h = Box::new(Histogram::new());
+                self.drain_into(&mut h);
+                h.push(d);
+                *self = Durations::Hist(h);
+            }
+            Durations::Hist(h) => h.push(d),
+        }
+    }
+
+    /// Moves the listed durations into `h`.
+    fn drain_into(&mut self, h: &mut Histogram) {
+        match self {
+            Durations::Narrow(v) => {
+                for &x in v.iter() {
+                    h.push(u64::from(x));
+                }
+                *v = Vec::new();
+            }
+            Durations::Wide(v) => {
+                for &x in v.iter() {
+                    h.push(x);
+                }
+                *v = Vec::new();
+            }
+            Durations::Hist(_) => {}
         }
     }
 }
@@ -115,19 +245,48 @@ pub struct Row {
 }
 
 fn stats<T: Copy + Ord + Into<u64>>(v: &mut [T]) -> (f64, f64, f64, f64, f64, f64) {
-    let sum = v.iter().fold(0.0f64, |acc, &x| acc + x.into() as f64);
-    let min = v.iter().min().map(|&x| x.into()).unwrap_or(0) as f64;
-    let max = v.iter().max().map(|&x| x.into()).unwrap_or(0) as f64;
     let n = v.len();
-    let mut pick = |k: usize| -> f64 {
-        let k = k.min(n - 1);
-        let (_, x, _) = v.select_nth_unstable(k);
-        (*x).into() as f64
+    if n == 0 {
+        return (0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
+    }
+    let (mut min, mut max, mut total) = (u64::MAX, 0u64, 0u128);
+    for &x in v.iter() {
+        let x: u64 = x.into();
+        min = min.min(x);
+        max = max.max(x);
+        total += u128::from(x);
+    }
+    // llvm-xray adds the durations as doubles in load order. Below 2^53
+    // every partial sum is exact, so the integer total is the same number
+    // in any order; above, repeat its rounding order.
+    let sum = if total <= 1u128 << 53 {
+        total as f64
+    } else {
+        v.iter().fold(0.0f64, |acc, &x| acc + x.into() as f64)
     };
-    let med = pick(n / 2);
-    let p90 = pick((n as f64 * 0.9).floor() as usize);
-    let p99 = pick((n as f64 * 0.99).floor() as usize);
-    (min, med, p90, p99, max, sum)
+    // Order statistics: each later rank is selected among the elements
+    // above the previous one only.
+    let k_med = n / 2;
+    let k90 = ((n as f64 * 0.9).floor() as usize).min(n - 1);
+    let k99 = ((n as f64 * 0.99).floor() as usize).min(n - 1);
+    let mut select = |from: usize, k: usize| -> u64 {
+        let (_, x, _) = v[from..].select_nth_unstable(k - from);
+        (*x).into()
+    };
+    let med = select(0, k_med);
+    let p90 = if k90 > k_med {
+        select(k_med + 1, k90)
+    } else {
+        select(0, k90)
+    };
+    let p99 = if k99 > k90 && k90 >= k_med {
+        select(k90 + 1, k99)
+    } else {
+        select(0, k99)
+    };
+    (
+        min as f64, med as f64, p90 as f64, p99 as f64, max as f64, sum,
+    )
 }
 
 impl Accountant {
@@ -138,8 +297,7 @@ impl Accountant {
             thread_index: HashMap::default(),
             last_thread: None,
             order: Vec::new(),
-            dense: Vec::new(),
-            latencies: HashMap::default(),
+            store: Store::default(),
             scratch: Vec::new(),
             warnings: Warnings::default(),
             orphan_exits: 0,
@@ -164,31 +322,8 @@ impl Accountant {
 
     #[inline]
     fn record_latency(&mut self, id: i32, d: u64) {
-        const DENSE: i32 = 1 << 22;
-        if (0..DENSE).contains(&id) {
-            let i = id as usize;
-            if i >= self.dense.len() {
-                self.dense.resize_with(i + 1, || None);
-            }
-            match &mut self.dense[i] {
-                Some(v) => v.push(d),
-                slot @ None => {
-                    self.order.push(id);
-                    let mut v = Durations::Narrow(Vec::new());
-                    v.push(d);
-                    *slot = Some(v);
-                }
-            }
-            return;
-        }
-        match self.latencies.get_mut(&id) {
-            Some(v) => v.push(d),
-            None => {
-                self.order.push(id);
-                let mut v = Durations::Narrow(Vec::new());
-                v.push(d);
-                self.latencies.insert(id, v);
-            }
+        if self.store.push(id, d) {
+            self.order.push(id);
         }
     }
 
@@ -302,36 +437,409 @@ impl Accountant {
         let mut rows = Vec::with_capacity(self.order.len());
         for i in densemap::iteration_order(&hashes) {
             let id = self.order[i];
-            let taken = if (0..1 << 22).contains(&id) {
-                self.dense.get_mut(id as usize).and_then(Option::take)
-            } else {
-                self.latencies.remove(&id)
-            };
-            let Some(mut d) = taken else {
-                continue;
-            };
-            let (count, s) = match &mut d {
-                Durations::Narrow(v) => (v.len(), stats(v)),
-                Durations::Wide(v) => (v.len(), stats(v)),
-            };
-            let f = if cycle_frequency != 0 {
-                cycle_frequency as f64
-            } else {
-                1.0
-            };
-            rows.push(Row {
-                func_id: id,
-                count: count as u64,
-                min: s.0 / f,
-                median: s.1 / f,
-                pct90: s.2 / f,
-                pct99: s.3 / f,
-                max: s.4 / f,
-                sum: s.5 / f,
-            });
+            if let Some(d) = self.store.take(id) {
+                rows.push(row(id, d, cycle_frequency));
+            }
         }
         (rows, self.warnings)
     }
+}
+
+/// Durations by function id: a dense table for the small ids the runtime
+/// hands out (from 1), a map for the rest.
+#[derive(Default)]
+struct Store {
+    dense: Vec<Option<Durations>>,
+    sparse: HashMap<i32, Durations>,
+}
+
+/// Function ids below this are kept in [`Store::dense`].
+const DENSE_IDS: i32 = 1 << 22;
+
+impl Store {
+    /// Adds a duration; true when `id` is new to the store.
+    #[inline(always)]
+    fn push(&mut self, id: i32, d: u64) -> bool {
+        if (0..DENSE_IDS).contains(&id) {
+            let i = id as usize;
+            if i >= self.dense.len() {
+                self.dense.resize_with(i + 1, || None);
+            }
+            return match &mut self.dense[i] {
+                Some(v) => {
+                    v.push(d);
+                    false
+                }
+                slot @ None => {
+                    let mut v = Durations::Narrow(Vec::new());
+                    v.push(d);
+                    *slot = Some(v);
+                    true
+                }
+            };
+        }
+        match self.sparse.get_mut(&id) {
+            Some(v) => {
+                v.push(d);
+                false
+            }
+            None => {
+                let mut v = Durations::Narrow(Vec::new());
+                v.push(d);
+                self.sparse.insert(id, v);
+                true
+            }
+        }
+    }
+
+    fn take(&mut self, id: i32) -> Option<Durations> {
+        if (0..DENSE_IDS).contains(&id) {
+            self.dense.get_mut(id as usize).and_then(Option::take)
+        } else {
+            self.sparse.remove(&id)
+        }
+    }
+}
+
+impl Durations {
+    fn len(&self) -> usize {
+        match self {
+            Durations::Narrow(v) => v.len(),
+            Durations::Wide(v) => v.len(),
+            Durations::Hist(h) => h.n as usize,
+        }
+    }
+
+    /// Adds `other`'s durations.
+    fn append(&mut self, mut other: Durations) {
+        if let Durations::Hist(mut h) = other {
+            if let Durations::Hist(mine) = self {
+                for (a, b) in mine.counts.iter_mut().zip(&h.counts) {
+                    *a += b;
+                }
+                mine.big.extend_from_slice(&h.big);
+                mine.n += h.n;
+            } else {
+                self.drain_into(&mut h);
+                *self = Durations::Hist(h);
+            }
+            return;
+        }
+        if self.len() + other.len() > HIST_FROM {
+            if !matches!(self, Durations::Hist(_)) {
+                let mut h = Box::new(Histogram::new());
+                self.drain_into(&mut h);
+                *self = Durations::Hist(h);
+            }
+            if let Durations::Hist(h) = self {
+                other.drain_into(h);
+            }
+            return;
+        }
+        match (&mut *self, other) {
+            (Durations::Narrow(a), Durations::Narrow(b)) => a.extend_from_slice(&b),
+            (Durations::Wide(a), Durations::Wide(b)) => a.extend_from_slice(&b),
+            (Durations::Wide(a), Durations::Narrow(b)) => a.extend(b.iter().map(|&x| u64::from(x))),
+            (Durations::Narrow(a), Durations::Wide(b)) => {
+                let mut w: Vec<u64> = Vec::with_capacity(a.len() + b.len());
+                w.extend(a.iter().map(|&x| u64::from(x)));
+                w.extend_from_slice(&b);
+                *self = Durations::Wide(w);
+            }
+            (Durations::Hist(_), _) | (_, Durations::Hist(_)) => {}
+        }
+    }
+}
+
+/// The output row of one function's durations.
+fn row(func_id: i32, mut d: Durations, cycle_frequency: u64) -> Row {
+    let (count, s) = match &mut d {
+        Durations::Narrow(v) => (v.len(), stats(v)),
+        Durations::Wide(v) => (v.len(), stats(v)),
+        Durations::Hist(h) => (h.n as usize, h.stats()),
+    };
+    let f = if cycle_frequency != 0 {
+        cycle_frequency as f64
+    } else {
+        1.0
+    };
+    Row {
+        func_id,
+        count: count as u64,
+        min: s.0 / f,
+        median: s.1 / f,
+        pct90: s.2 / f,
+        pct99: s.3 / f,
+        max: s.4 / f,
+        sum: s.5 / f,
+    }
+}
+
+/// The message of an exit that is not the innermost open call.
+fn mismatch(tid: u32, func_id: i32, tsc: u64, top_id: i32) -> Error {
+    Error::malformed(
+        Position::Unknown,
+        format!(
+            "thread {tid}: exit of function {func_id} at tsc {tsc} does not match the innermost open call (function {top_id}); use -d to deduce sibling calls or -k to skip such records"
+        ),
+    )
+}
+
+/// Where a record lies in the load order: (segment index << 40) + its
+/// number in the segment. Orders the functions' first latencies.
+type LoadPos = u64;
+
+/// What one segment leaves for the merge: the work that depends on the
+/// calls opened before it.
+struct SegmentPart {
+    tid: u32,
+    /// Exits that found the segment's own stack empty: they close calls
+    /// opened before the segment (or none: an orphan).
+    deferred: Vec<(i32, u64, LoadPos)>,
+    /// Calls still open at the segment's end, innermost last.
+    open: Vec<(i32, u64)>,
+    skipped: u64,
+    error: Option<Error>,
+    warnings: Warnings,
+}
+
+/// One worker's share: the durations of all its segments.
+struct WorkerPart {
+    store: Store,
+    /// Functions in the order they got their first latency here.
+    firsts: Vec<(i32, LoadPos)>,
+    segments: Vec<SegmentPart>,
+}
+
+fn account_worker(
+    trace: &crate::Trace<'_>,
+    segments: &[(usize, crate::trace::Segment)],
+    keep_going: bool,
+) -> WorkerPart {
+    let mut store = Store::default();
+    let mut firsts = Vec::new();
+    let mut parts = Vec::new();
+    for (index, segment) in segments {
+        let tid = trace.threads[segment.thread].tid as u32;
+        let mut open: Vec<(i32, u64)> = Vec::new();
+        let mut deferred = Vec::new();
+        let mut skipped = 0u64;
+        let mut pos: LoadPos = (*index as u64) << 40;
+        let mut cursor = trace.segment_cursor(segment);
+        let res = cursor.drive_functions(&mut |kind, id, tsc| {
+            pos += 1;
+            if kind.is_entry() {
+                open.push((id, tsc));
+                return Ok(());
+            }
+            match open.last() {
+                Some(&(top, start)) if top == id => {
+                    open.pop();
+                    if store.push(id, tsc.abs_diff(start)) {
+                        firsts.push((id, pos));
+                    }
+                }
+                None => deferred.push((id, tsc, pos)),
+                Some(&(top, _)) => {
+                    if !keep_going {
+                        return Err(mismatch(tid, id, tsc, top));
+                    }
+                    skipped += 1;
+                }
+            }
+            Ok(())
+        });
+        parts.push(SegmentPart {
+            tid,
+            deferred,
+            open,
+            skipped,
+            error: res.err(),
+            warnings: std::mem::take(&mut cursor.warnings),
+        });
+    }
+    WorkerPart {
+        store,
+        firsts,
+        segments: parts,
+    }
+}
+
+/// `account` rows (before sorting) of an FDR trace with the default
+/// matching (`-k` allowed, not `-d` or `-r`), the load order cut into
+/// parts accounted on `workers` threads. The same rows, row order and
+/// warnings as [`Accountant`] fed in load order: each part runs the stack
+/// machine from an empty stack and defers the exits that reach below it;
+/// the merge replays those, in order, against the stacks the parts before
+/// left open.
+pub fn account_fdr_parallel(
+    trace: &crate::Trace<'_>,
+    keep_going: bool,
+    workers: usize,
+    parts: usize,
+) -> Result<(Vec<Row>, Warnings)> {
+    let cut = trace.split_load_order(parts.max(1));
+    let mut numbered: Vec<Vec<(usize, crate::trace::Segment)>> = Vec::new();
+    let mut n = 0usize;
+    for part in cut {
+        numbered.push(
+            part.into_iter()
+                .map(|s| {
+                    n += 1;
+                    (n - 1, s)
+                })
+                .collect(),
+        );
+    }
+    let workers = workers.clamp(1, numbered.len().max(1));
+    // Parts go to workers in consecutive groups.
+    let per = numbered.len().div_ceil(workers);
+    let mut results: Vec<WorkerPart> = std::thread::scope(|scope| {
+        let handles: Vec<_> = numbered
+            .chunks(per.max(1))
+            .map(|group| {
+                let segments: Vec<(usize, crate::trace::Segment)> =
+                    group.iter().flatten().cloned().collect();
+                scope.spawn(move || account_worker(trace, &segments, keep_going))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
+
+    let mut warnings = Warnings::default();
+    let mut stacks: HashMap<u32, Vec<(i32, u64)>> = HashMap::default();
+    let mut replayed = Store::default();
+    let mut firsts: Vec<(i32, LoadPos)> = Vec::new();
+    let (mut orphans, mut skipped) = (0u64, 0u64);
+    for w in &mut results {
+        firsts.append(&mut w.firsts);
+        for part in w.segments.drain(..) {
+            let stack = stacks.entry(part.tid).or_default();
+            for (id, tsc, pos) in part.deferred {
+                match stack.last() {
+                    None => orphans += 1,
+                    Some(&(top, start)) if top == id => {
+                        stack.pop();
+                        if replayed.push(id, tsc.abs_diff(start)) {
+                            firsts.push((id, pos));
+                        }
+                    }
+                    Some(&(top, _)) => {
+                        if !keep_going {
+                            return Err(mismatch(part.tid, id, tsc, top));
+                        }
+                        skipped += 1;
+                    }
+                }
+            }
+            if let Some(e) = part.error {
+                return Err(e);
+            }
+            stack.extend(part.open);
+            skipped += part.skipped;
+            warnings.extend(part.warnings);
+        }
+    }
+    if orphans > 0 {
+        warnings.push(
+            Position::Unknown,
+            format!(
+                "{orphans} exits without a matching entry skipped (the trace starts in the middle of calls)"
+            ),
+        );
+    }
+    if skipped > 0 {
+        warnings.push(
+            Position::Unknown,
+            format!("{skipped} exits not matching the innermost open call skipped (-k)"),
+        );
+    }
+    // First-latency order over the whole load order.
+    firsts.sort_by_key(|&(_, pos)| pos);
+    let mut seen: crate::fxhash::FxSet<i32> = Default::default();
+    let order: Vec<i32> = firsts
+        .into_iter()
+        .filter(|&(id, _)| seen.insert(id))
+        .map(|(id, _)| id)
+        .collect();
+    let hashes: Vec<u32> = order
+        .iter()
+        .map(|&id| densemap::hash_u32(id as u32))
+        .collect();
+    let mut gathered: Vec<(i32, Durations)> = Vec::with_capacity(order.len());
+    for i in densemap::iteration_order(&hashes) {
+        let id = order[i];
+        let mut all: Option<Durations> = None;
+        for d in results
+            .iter_mut()
+            .map(|w| &mut w.store)
+            .chain(std::iter::once(&mut replayed))
+            .filter_map(|s| s.take(id))
+        {
+            match all.as_mut() {
+                None => all = Some(d),
+                Some(a) => a.append(d),
+            }
+        }
+        if let Some(d) = all {
+            gathered.push((id, d));
+        }
+    }
+    drop(results);
+    let freq = trace.header.cycle_frequency;
+    Ok((rows_parallel(gathered, freq, workers), warnings))
+}
+
+/// The rows of `gathered` (in order), their statistics computed on
+/// `workers` threads (the biggest functions spread first).
+fn rows_parallel(gathered: Vec<(i32, Durations)>, freq: u64, workers: usize) -> Vec<Row> {
+    let n = gathered.len();
+    if workers <= 1 || n <= 1 {
+        return gathered
+            .into_iter()
+            .map(|(id, d)| row(id, d, freq))
+            .collect();
+    }
+    let mut by_size: Vec<(usize, i32, Durations)> = gathered
+        .into_iter()
+        .enumerate()
+        .map(|(i, (id, d))| (i, id, d))
+        .collect();
+    by_size.sort_by_key(|(_, _, d)| std::cmp::Reverse(d.len()));
+    /// Row index, function id, its durations.
+    type Work = (usize, i32, Durations);
+    let mut bins: Vec<(usize, Vec<Work>)> = (0..workers).map(|_| (0, Vec::new())).collect();
+    for item in by_size {
+        if let Some(bin) = bins.iter_mut().min_by_key(|b| b.0) {
+            bin.0 += item.2.len();
+            bin.1.push(item);
+        }
+    }
+    let mut rows: Vec<Option<Row>> = (0..n).map(|_| None).collect();
+    let done: Vec<Vec<(usize, Row)>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = bins
+            .into_iter()
+            .map(|(_, items)| {
+                scope.spawn(move || {
+                    items
+                        .into_iter()
+                        .map(|(i, id, d)| (i, row(id, d, freq)))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
+    for (i, r) in done.into_iter().flatten() {
+        rows[i] = Some(r);
+    }
+    rows.into_iter().flatten().collect()
 }
 
 fn pop_recursion(ts: &mut ThreadStack, id: i32) {
@@ -455,7 +963,51 @@ pub fn write_csv<W: Write + ?Sized>(
 
 #[cfg(test)]
 mod tests {
-    use super::fmt_exp;
+    use super::{fmt_exp, stats, Durations, HIST_FROM};
+
+    /// The histogram gives the listed durations' statistics, whatever the
+    /// mix of short and long calls, and so does merging parts.
+    #[test]
+    fn histogram_statistics_equal_list_statistics() {
+        let mut state = 7u64;
+        let mut next = move || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            state >> 20
+        };
+        for (n, spread) in [
+            (HIST_FROM + 5, 300u64),
+            (300_000, 70_000),
+            (200_000, 1 << 33),
+        ] {
+            // (Sums stay below 2^53: above, llvm-xray's sum is the rounding of its
+            // load-order additions, ours the exact total rounded once.)
+            let values: Vec<u64> = (0..n).map(|_| next() % spread).collect();
+            let mut listed = values.clone();
+            let want = stats(&mut listed);
+            let mut one = Durations::Narrow(Vec::new());
+            for &v in &values {
+                one.push(v);
+            }
+            assert!(matches!(one, Durations::Hist(_)));
+            let mut parts = Durations::Narrow(Vec::new());
+            for chunk in values.chunks(n / 3 + 1) {
+                let mut p = Durations::Narrow(Vec::new());
+                for &v in chunk {
+                    p.push(v);
+                }
+                parts.append(p);
+            }
+            for d in [one, parts] {
+                let Durations::Hist(mut h) = d else {
+                    panic!("not a histogram");
+                };
+                assert_eq!(h.n as usize, n);
+                assert_eq!(h.stats(), want, "n={n} spread={spread}");
+            }
+        }
+    }
 
     #[test]
     fn exponent_format_is_c_like() {

@@ -48,6 +48,19 @@ pub fn account_rows(
     trace: &Trace<'_>,
     args: &AccountArgs,
 ) -> Result<(Vec<account::Row>, usize, Warnings)> {
+    if trace.header.kind == crate::LogKind::Fdr
+        && !args.deduce_sibling_calls
+        && !args.recursive_calls_only
+    {
+        let workers = crate::trace::worker_count();
+        let mut warnings = trace.warnings.clone();
+        let (mut rows, w) =
+            account::account_fdr_parallel(trace, args.keep_going, workers, workers)?;
+        warnings.extend(w);
+        let total = rows.len();
+        account::sort_rows(&mut rows, args.sort, args.descending, args.top);
+        return Ok((rows, total, warnings));
+    }
     let mut acc = Accountant::new(AccountOptions {
         keep_going: args.keep_going,
         deduce_sibling_calls: args.deduce_sibling_calls,

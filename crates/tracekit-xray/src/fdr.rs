@@ -217,6 +217,42 @@ impl<'a> FdrReader<'a> {
         Some((action, w0 >> 4, e.u32(self.data, at + 4)))
     }
 
+    /// Consumes the run of plain function records starting here (with the
+    /// CallArguments that follow them), as `take_function` and
+    /// `take_call_argument` would one by one, calling `f(kind, func_id,
+    /// tsc)` with `tsc` accumulated from `*base_tsc`. Decodes fixed 8-byte
+    /// chunks of one bounded slice, the byte order chosen once per run.
+    /// Stops at anything else (left for `next`) or when `f` fails.
+    /// `last_func` is the id of the last function record consumed.
+    #[inline]
+    pub fn take_function_run<F>(
+        &mut self,
+        base_tsc: &mut u64,
+        last_func: &mut u32,
+        f: &mut F,
+    ) -> Result<()>
+    where
+        F: FnMut(crate::record::RecordKind, i32, u64) -> Result<()>,
+    {
+        if self.in_garbage || self.pos >= self.end {
+            return Ok(());
+        }
+        let limit = match self.budget {
+            Some(b) => (self.pos as u64).saturating_add(b).min(self.end as u64) as usize,
+            None => self.end,
+        };
+        let run = &self.data[self.pos..limit];
+        let (used, res) = match self.header.endian {
+            crate::header::Endian::Little => function_run::<false, F>(run, base_tsc, last_func, f),
+            crate::header::Endian::Big => function_run::<true, F>(run, base_tsc, last_func, f),
+        };
+        self.pos += used;
+        if let Some(b) = self.budget.as_mut() {
+            *b -= used as u64;
+        }
+        res
+    }
+
     /// Consumes a CallArgument record if one comes next (they follow their
     /// enter-with-argument function record directly).
     #[inline]
@@ -515,6 +551,64 @@ impl<'a> Iterator for FdrReader<'a> {
             }));
         }
     }
+}
+
+/// The loop of [`FdrReader::take_function_run`] over `run` (the bytes the
+/// block may still use): returns the bytes consumed and the first error of
+/// `f` (the record it failed on counts as consumed).
+#[inline(always)]
+fn function_run<const BIG: bool, F>(
+    run: &[u8],
+    base_tsc: &mut u64,
+    last_func: &mut u32,
+    f: &mut F,
+) -> (usize, Result<()>)
+where
+    F: FnMut(crate::record::RecordKind, i32, u64) -> Result<()>,
+{
+    use crate::record::RecordKind;
+    const CALL_ARGUMENT: u8 = (kind::CALL_ARGUMENT << 1) | 1;
+    let word = |b: [u8; 4]| {
+        if BIG {
+            u32::from_be_bytes(b)
+        } else {
+            u32::from_le_bytes(b)
+        }
+    };
+    let mut pos = 0usize;
+    let mut tsc = *base_tsc;
+    let mut res = Ok(());
+    while let Some(rec) = run.get(pos..pos + 8) {
+        let rec: &[u8; 8] = match rec.try_into() {
+            Ok(r) => r,
+            Err(_) => break,
+        };
+        if rec[0] & 1 != 0 {
+            break;
+        }
+        let w0 = word([rec[0], rec[1], rec[2], rec[3]]);
+        let mut kind = match (w0 >> 1) & 7 {
+            0 => RecordKind::Enter,
+            1 => RecordKind::Exit,
+            2 => RecordKind::TailExit,
+            3 => RecordKind::EnterArg,
+            _ => break,
+        };
+        pos += 8;
+        tsc = tsc.wrapping_add(u64::from(word([rec[4], rec[5], rec[6], rec[7]])));
+        *last_func = w0 >> 4;
+        // Arguments follow their enter-with-argument record directly.
+        while run.get(pos) == Some(&CALL_ARGUMENT) && pos + 16 <= run.len() {
+            pos += 16;
+            kind = RecordKind::EnterArg;
+        }
+        if let Err(e) = f(kind, (w0 >> 4) as i32, tsc) {
+            res = Err(e);
+            break;
+        }
+    }
+    *base_tsc = tsc;
+    (pos, res)
 }
 
 impl FdrReader<'_> {

@@ -43,7 +43,7 @@ pub struct ThreadBlocks {
 
 /// Told the byte ranges of the input that a stream has finished reading,
 /// so a memory-mapped input can drop those pages (bounded memory).
-pub type Release<'a> = &'a (dyn Fn(usize, usize) + 'a);
+pub type Release<'a> = &'a (dyn Fn(usize, usize) + Sync + 'a);
 
 /// An opened trace over its bytes (usually a memory map).
 pub struct Trace<'a> {
@@ -404,11 +404,17 @@ pub struct ThreadCursor<'a> {
 
 impl<'a> ThreadCursor<'a> {
     fn new(trace: &Trace<'a>, t: &ThreadBlocks) -> Self {
+        Self::for_blocks(trace, t, 0..t.blocks.len())
+    }
+
+    /// A cursor over some of the thread's blocks (`range` indexes
+    /// `t.blocks`): the records they hold, exactly as the whole thread's
+    /// cursor yields them there (every block starts its own time base).
+    pub fn for_blocks(trace: &Trace<'a>, t: &ThreadBlocks, range: std::ops::Range<usize>) -> Self {
         ThreadCursor {
             data: trace.data,
             header: trace.header,
-            blocks: t
-                .blocks
+            blocks: t.blocks[range]
                 .iter()
                 .map(|&i| (trace.blocks[i].start, trace.blocks[i].end))
                 .collect::<Vec<_>>()
@@ -488,6 +494,32 @@ impl<'a> ThreadCursor<'a> {
             }
             match self.next() {
                 Some(Ok(r)) => f(&r)?,
+                Some(Err(e)) => return Err(e),
+                None => return Ok(()),
+            }
+        }
+    }
+
+    /// Like [`ThreadCursor::drive`] for consumers of function records
+    /// only: `f(kind, func_id, tsc)` for each, in order (call arguments
+    /// are skipped, events ignored), without building a [`Record`] for the
+    /// common plain function records.
+    pub fn drive_functions<F>(&mut self, f: &mut F) -> Result<()>
+    where
+        F: FnMut(RecordKind, i32, u64) -> Result<()>,
+    {
+        loop {
+            if self.have_cpu {
+                if let Some(reader) = self.reader.as_mut() {
+                    let mut last = self.func_id as u32;
+                    let res = reader.take_function_run(&mut self.base_tsc, &mut last, f);
+                    self.func_id = last as i32;
+                    res?;
+                }
+            }
+            match self.next() {
+                Some(Ok(r)) if !r.kind.is_event() => f(r.kind, r.func_id, r.tsc)?,
+                Some(Ok(_)) => {}
                 Some(Err(e)) => return Err(e),
                 None => return Ok(()),
             }
@@ -798,5 +830,66 @@ impl<'a> Iterator for SortedStream<'a> {
         let r = self.heads[i].take()?;
         self.pull(i);
         Some(Ok(r))
+    }
+}
+
+/// A stretch of one FDR thread's blocks: a unit of parallel work.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Segment {
+    /// Index into [`Trace::threads`].
+    pub thread: usize,
+    /// Indices into that thread's `blocks`.
+    pub blocks: std::ops::Range<usize>,
+}
+
+/// How many worker threads the analyses use: `TRACEKIT_THREADS` if set,
+/// else the available cores.
+pub fn worker_count() -> usize {
+    std::env::var("TRACEKIT_THREADS")
+        .ok()
+        .and_then(|s| s.parse::<usize>().ok())
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .clamp(1, 64)
+}
+
+impl<'a> Trace<'a> {
+    /// Cuts the FDR load order (threads one after the other, each in time
+    /// order) at block boundaries into at most `parts` consecutive parts of
+    /// about equal bytes; each part is its segments in load order.
+    pub fn split_load_order(&self, parts: usize) -> Vec<Vec<Segment>> {
+        let size = |i: usize| self.blocks[i].end - self.blocks[i].start;
+        let total: usize = self
+            .threads
+            .iter()
+            .flat_map(|t| t.blocks.iter())
+            .map(|&i| size(i))
+            .sum();
+        let parts = parts.max(1);
+        let mut out: Vec<Vec<Segment>> = vec![Vec::new()];
+        let mut done = 0usize;
+        for (ti, t) in self.threads.iter().enumerate() {
+            for (bi, &b) in t.blocks.iter().enumerate() {
+                let part = out.len() - 1;
+                match out[part].last_mut() {
+                    Some(s) if s.thread == ti => s.blocks.end = bi + 1,
+                    _ => out[part].push(Segment {
+                        thread: ti,
+                        blocks: bi..bi + 1,
+                    }),
+                }
+                done += size(b);
+                // Cut once this part holds its share of the bytes.
+                if out.len() < parts && done * parts >= total * out.len() {
+                    out.push(Vec::new());
+                }
+            }
+        }
+        out.retain(|p| !p.is_empty());
+        out
+    }
+
+    /// The records of one segment (see [`ThreadCursor::for_blocks`]).
+    pub fn segment_cursor(&self, s: &Segment) -> ThreadCursor<'a> {
+        ThreadCursor::for_blocks(self, &self.threads[s.thread], s.blocks.clone())
     }
 }

@@ -294,7 +294,7 @@ fn open_bytes(path: &Path) -> Result<Bytes> {
 }
 
 /// Drops finished ranges of a memory-mapped trace from the resident set.
-fn releaser(bytes: &Bytes) -> Box<dyn Fn(usize, usize) + '_> {
+fn releaser(bytes: &Bytes) -> Box<dyn Fn(usize, usize) + Sync + '_> {
     match bytes {
         Bytes::Map(m) => Box::new(move |off: usize, len: usize| {
             const PAGE: usize = 4096;

@@ -1,0 +1,201 @@
+//! The parallel FDR analyses against the sequential ones (the reference
+//! the golden tests pin to llvm-xray): the load order cut into every
+//! number of parts, on every FDR trace of the corpus, including the ones
+//! with orphan exits, mismatches, ring overwrite and decoding errors.
+
+use std::path::{Path, PathBuf};
+
+use tracekit_xray::account::{self, AccountOptions, Accountant};
+use tracekit_xray::{LogKind, Trace};
+
+fn xray_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).expect("corpus dir").flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            xray_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "xray") {
+            out.push(p);
+        }
+    }
+}
+
+/// The FDR traces of the corpus with their bytes.
+fn fdr_traces() -> Vec<(PathBuf, Vec<u8>)> {
+    let mut files = Vec::new();
+    xray_files(
+        Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../../shared/corpus/xray"
+        )),
+        &mut files,
+    );
+    files.sort();
+    let mut out = Vec::new();
+    for f in files {
+        let data = std::fs::read(&f).expect("corpus file");
+        if let Ok(t) = Trace::open(&data) {
+            if t.header.kind == LogKind::Fdr && !t.blocks.is_empty() {
+                out.push((f, data));
+            }
+        }
+    }
+    assert!(out.len() >= 15, "FDR traces in the corpus: {}", out.len());
+    out
+}
+
+fn messages(w: &tracekit_core::Warnings) -> Vec<String> {
+    w.kept().iter().map(|x| x.message.clone()).collect()
+}
+
+fn sequential_account(
+    trace: &Trace<'_>,
+    keep_going: bool,
+) -> Result<(Vec<account::Row>, Vec<String>), String> {
+    let mut acc = Accountant::new(AccountOptions {
+        keep_going,
+        deduce_sibling_calls: false,
+        recursive_calls_only: false,
+    });
+    let mut w = trace
+        .try_for_each(|r| acc.add(r))
+        .map_err(|e| e.to_string())?;
+    let (rows, w2) = acc.rows(trace.header.cycle_frequency);
+    w.extend(w2);
+    Ok((rows, messages(&w)))
+}
+
+#[test]
+fn parallel_account_equals_sequential() {
+    let mut compared = 0;
+    for (path, data) in fdr_traces() {
+        let trace = Trace::open(&data).unwrap();
+        let blocks = trace.blocks.len();
+        for keep_going in [false, true] {
+            let want = sequential_account(&trace, keep_going);
+            for parts in 1..=blocks.min(12) {
+                for workers in [1, 2, 3] {
+                    let got = account::account_fdr_parallel(&trace, keep_going, workers, parts)
+                        .map(|(rows, w)| (rows, messages(&w)))
+                        .map_err(|e| e.to_string());
+                    assert_eq!(
+                        got,
+                        want,
+                        "{}: -k={keep_going} parts={parts} workers={workers}",
+                        path.display()
+                    );
+                    compared += 1;
+                }
+            }
+        }
+    }
+    assert!(compared > 100, "{compared} comparisons");
+}
+
+/// A synthetic FDR trace in tiny buffers (so the cuts fall everywhere):
+/// `threads` threads of random call trees up to depth 12 with tail exits
+/// and recursion, interleaved; `noise` adds orphan exits and exits that
+/// do not match the innermost call.
+fn synthetic(seed: u64, threads: u32, noise: bool) -> Vec<u8> {
+    use tracekit_xray::record::{Record, RecordKind};
+    let mut state = seed;
+    let mut rand = move |n: u64| {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (state >> 33) % n
+    };
+    let mut per_thread: Vec<Vec<Record<'static>>> = Vec::new();
+    for t in 0..threads {
+        let tid = 100 + t;
+        let mut tsc = 1_000_000u64 * u64::from(t + 1);
+        let mut stack: Vec<i32> = Vec::new();
+        let mut recs = Vec::new();
+        let mut push = |kind: RecordKind, func_id: i32, tsc: u64| {
+            recs.push(Record {
+                record_type: 0,
+                cpu: 0,
+                kind,
+                func_id,
+                tsc,
+                tid,
+                pid: 7,
+                args: Vec::new(),
+                data: &[],
+            })
+        };
+        if noise {
+            push(RecordKind::Exit, 3, tsc);
+        }
+        for _ in 0..2500 {
+            tsc += 1 + rand(500);
+            let r = rand(100);
+            if noise && r < 2 {
+                push(RecordKind::Exit, 1 + rand(8) as i32, tsc);
+            } else if stack.is_empty() || (r < 52 && stack.len() < 12) {
+                let f = 1 + rand(8) as i32;
+                stack.push(f);
+                let kind = if r % 7 == 0 {
+                    RecordKind::EnterArg
+                } else {
+                    RecordKind::Enter
+                };
+                push(kind, f, tsc);
+            } else if let Some(f) = stack.pop() {
+                let kind = if r % 5 == 0 {
+                    RecordKind::TailExit
+                } else {
+                    RecordKind::Exit
+                };
+                push(kind, f, tsc);
+            }
+        }
+        per_thread.push(recs);
+    }
+    let header = tracekit_xray::FileHeader {
+        version: 5,
+        kind: LogKind::Fdr,
+        constant_tsc: true,
+        nonstop_tsc: true,
+        cycle_frequency: 1_000_000,
+        buffer_size: 256,
+        endian: tracekit_xray::Endian::Little,
+    };
+    let mut w = tracekit_xray::writer::FdrWriter::new(Vec::new(), &header).unwrap();
+    let mut at = vec![0usize; per_thread.len()];
+    loop {
+        let live: Vec<usize> = (0..per_thread.len())
+            .filter(|&t| at[t] < per_thread[t].len())
+            .collect();
+        if live.is_empty() {
+            break;
+        }
+        let t = live[rand(live.len() as u64) as usize];
+        let n = 1 + rand(200) as usize;
+        for r in per_thread[t].iter().skip(at[t]).take(n) {
+            w.record(r).unwrap();
+        }
+        at[t] = (at[t] + n).min(per_thread[t].len());
+    }
+    w.finish().unwrap().0
+}
+
+#[test]
+fn parallel_account_equals_sequential_on_tiny_buffers() {
+    for (seed, threads, noise) in [(1, 1, false), (2, 3, false), (3, 1, true), (4, 3, true)] {
+        let data = synthetic(seed, threads, noise);
+        let trace = Trace::open(&data).unwrap();
+        assert!(trace.blocks.len() > 50, "{} blocks", trace.blocks.len());
+        for keep_going in [false, true] {
+            let want = sequential_account(&trace, keep_going);
+            if !noise {
+                assert!(want.is_ok(), "clean synthetic trace fails: {want:?}");
+            }
+            for parts in [1, 2, 3, 5, 17, trace.blocks.len()] {
+                let got = account::account_fdr_parallel(&trace, keep_going, 2, parts)
+                    .map(|(rows, w)| (rows, messages(&w)))
+                    .map_err(|e| e.to_string());
+                assert_eq!(got, want, "seed {seed} -k={keep_going} parts={parts}");
+            }
+        }
+    }
+}
