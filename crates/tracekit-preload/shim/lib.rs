@@ -9,7 +9,7 @@
 
 use core::ffi::{c_char, c_int, c_void};
 use core::ptr::{null, null_mut};
-use core::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use core::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed};
 
 #[allow(dead_code)]
 #[path = "../../tracekit-posix/src/consts.rs"]
@@ -93,12 +93,15 @@ const PRELOAD_VAR: &[u8] = b"LD_PRELOAD=";
 const PATH_MAX: usize = 4096;
 
 /// `TRACEKIT_PRELOAD_OUT=<stream file>`, NUL-terminated; empty when this
-/// process is not recorded.
+/// process is not recorded. Only its first `OUT_LEN + 1` bytes are ever
+/// touched (each fresh page of `.bss` costs a page fault in every process).
 static mut OUT_ENTRY: [u8; OUT_VAR.len() + PATH_MAX + 1] = [0; OUT_VAR.len() + PATH_MAX + 1];
 static mut OUT_LEN: usize = 0;
-/// This library's own path (for putting `LD_PRELOAD` back).
-static mut LIB: [u8; PATH_MAX] = [0; PATH_MAX];
-static mut LIB_LEN: usize = 0;
+/// This library's own path (for putting `LD_PRELOAD` back), found on first
+/// need: the dynamic linker's name of our object, which lives as long as
+/// the process (a preloaded library is never unloaded). 0: not looked up
+/// yet; 1: looked up, unknown.
+static LIB: AtomicUsize = AtomicUsize::new(0);
 /// The mapped stream (null: not recording) and our event type in it.
 static mut STREAM: *const OpaqueHeader = null();
 static mut EVENT_ID: u32 = 0;
@@ -137,7 +140,7 @@ unsafe fn out_path() -> *const c_char {
 
 /// Maps the stream named by the variable; stays inactive if it is not a
 /// stream for all processes with our event type registered.
-unsafe fn map_stream() {
+unsafe fn map_stream(pid: pid_t) {
     let fd = open(out_path(), O_RDWR | O_CLOEXEC);
     if fd < 0 {
         return;
@@ -155,7 +158,7 @@ unsafe fn map_stream() {
     }
     let h = &*(m as *const OpaqueHeader);
     let who = h.traced_pid.load(Relaxed);
-    let id = if producer::is_valid(h, len) && (who == -1 || who == getpid()) {
+    let id = if producer::is_valid(h, len) && (who == -1 || who == pid) {
         producer::lookup(h, EVENT_NAME)
     } else {
         None
@@ -175,42 +178,127 @@ fn now_us() -> u64 {
     producer::realtime_ns() / 1000
 }
 
-/// Writes one record into the stream as events of at most max-data-size
-/// bytes, each with a fragment header; no system call (the clock is the
-/// vDSO's or the TSC). A fragment the stream refuses (full) is counted
-/// lost by the stream; the rest of the record is not sent then, and the
-/// recorder reports the incomplete record.
-unsafe fn emit(rec: &[u8]) {
-    if STREAM.is_null() {
-        return;
-    }
-    let h = &*STREAM;
-    let errno = *__errno_location();
-    let pid = getpid();
-    let serial = SERIAL.fetch_add(1, Relaxed);
-    let room = h.max_data_size as usize - FRAGMENT_HEADER;
-    let kind = u32::from_ne_bytes([
-        h.calibration.0[0],
-        h.calibration.0[1],
-        h.calibration.0[2],
-        h.calibration.0[3],
-    ]);
-    let thread = pthread_self();
-    let mut frag = [0u8; FRAGMENT_HEADER];
-    let mut off = 0;
-    loop {
-        let n = (rec.len() - off).min(room);
-        frag[0..4].copy_from_slice(&pid.to_ne_bytes());
-        frag[4..8].copy_from_slice(&serial.to_ne_bytes());
-        frag[8..12].copy_from_slice(&(off as u32).to_ne_bytes());
-        frag[12..16].copy_from_slice(&(rec.len() as u32).to_ne_bytes());
-        let ticks = producer::raw_now(kind);
-        let parts = [&frag[..], &rec[off..off + n]];
-        let out = producer::write_event(h, EVENT_ID, &parts, pid, thread, ticks);
-        off += n;
-        if out != Outcome::Written || off >= rec.len() {
-            break;
+/// Bytes of a fragment staged on the stack (header included): a record is
+/// streamed through this buffer, never built whole. Frames of a page or
+/// more get stack probes that touch (and fault in) every page of them in
+/// every process, so all frames here stay well below 4 KiB.
+const STAGE: usize = 1024;
+
+/// Streams one record of a known length into the stream as events of at
+/// most max-data-size bytes, each behind a fragment header; no system call
+/// (the clock is the vDSO's or the TSC). A fragment the stream refuses
+/// (full) is counted lost by the stream; the rest of the record is not
+/// sent then, and the recorder reports the incomplete record.
+struct Fragments {
+    stream: *const OpaqueHeader,
+    pid: pid_t,
+    serial: u32,
+    total: usize,
+    /// Record bytes already sent in earlier fragments.
+    sent: usize,
+    /// Record bytes staged after the header.
+    staged: usize,
+    /// Record bytes per fragment.
+    room: usize,
+    clock: u32,
+    thread: u64,
+    refused: bool,
+    /// Fragment header then up to `room` record bytes; only
+    /// `[..FRAGMENT_HEADER + staged]` is ever initialised and read.
+    stage: core::mem::MaybeUninit<[u8; STAGE]>,
+}
+
+impl Fragments {
+    /// `None` when not recording.
+    unsafe fn new(pid: pid_t, total: usize) -> Option<Fragments> {
+        if STREAM.is_null() {
+            return None;
         }
+        let h = &*STREAM;
+        let room = (h.max_data_size as usize - FRAGMENT_HEADER).min(STAGE - FRAGMENT_HEADER);
+        Some(Fragments {
+            stream: STREAM,
+            pid,
+            serial: SERIAL.fetch_add(1, Relaxed),
+            total,
+            sent: 0,
+            staged: 0,
+            room,
+            clock: u32::from_ne_bytes([
+                h.calibration.0[0],
+                h.calibration.0[1],
+                h.calibration.0[2],
+                h.calibration.0[3],
+            ]),
+            thread: pthread_self(),
+            refused: false,
+            stage: core::mem::MaybeUninit::uninit(),
+        })
+    }
+
+    fn base(&mut self) -> *mut u8 {
+        self.stage.as_mut_ptr().cast()
+    }
+
+    /// Appends record bytes (never more than `total` in all).
+    unsafe fn put(&mut self, mut s: &[u8]) {
+        while !s.is_empty() && !self.refused {
+            let n = (self.room - self.staged).min(s.len());
+            // SAFETY: FRAGMENT_HEADER + staged + n <= FRAGMENT_HEADER + room <= STAGE.
+            core::ptr::copy_nonoverlapping(
+                s.as_ptr(),
+                self.base().add(FRAGMENT_HEADER + self.staged),
+                n,
+            );
+            self.staged += n;
+            s = &s[n..];
+            if self.staged == self.room {
+                self.flush();
+            }
+        }
+    }
+
+    /// A string and its NUL.
+    unsafe fn put_str(&mut self, s: &[u8]) {
+        self.put(s);
+        self.put(&[0]);
+    }
+
+    /// Sends what is staged as one event.
+    unsafe fn flush(&mut self) {
+        if self.staged == 0 || self.refused {
+            return;
+        }
+        let mut head = [0u8; FRAGMENT_HEADER];
+        head[0..4].copy_from_slice(&self.pid.to_ne_bytes());
+        head[4..8].copy_from_slice(&self.serial.to_ne_bytes());
+        head[8..12].copy_from_slice(&(self.sent as u32).to_ne_bytes());
+        head[12..16].copy_from_slice(&(self.total as u32).to_ne_bytes());
+        let base = self.base();
+        core::ptr::copy_nonoverlapping(head.as_ptr(), base, FRAGMENT_HEADER);
+        // SAFETY: the first FRAGMENT_HEADER + staged bytes were written above and in put().
+        let event = core::slice::from_raw_parts(base, FRAGMENT_HEADER + self.staged);
+        let ticks = producer::raw_now(self.clock);
+        let out = producer::write_event(
+            &*self.stream,
+            EVENT_ID,
+            &[event],
+            self.pid,
+            self.thread,
+            ticks,
+        );
+        self.sent += self.staged;
+        self.staged = 0;
+        self.refused = out != Outcome::Written;
+    }
+}
+
+/// Writes one small record; `errno` is left as it was.
+unsafe fn emit(pid: pid_t, rec: &[u8]) {
+    let errno = *__errno_location();
+    if let Some(mut f) = Fragments::new(pid, rec.len()) {
+        f.put(rec);
+        f.flush();
     }
     *__errno_location() = errno;
 }
@@ -225,10 +313,11 @@ fn header(buf: &mut [u8], len: usize, kind: u32, pid: i32, other: i32, count: u3
     buf[24..32].copy_from_slice(&t.to_ne_bytes());
 }
 
-unsafe fn emit_small(kind: u32, pid: i32, other: i32) {
+/// A fork or reaped record, sent by process `me`.
+unsafe fn emit_small(me: pid_t, kind: u32, pid: i32, other: i32) {
     let mut rec = [0u8; HEADER];
     header(&mut rec, HEADER, kind, pid, other, 0, now_us());
-    emit(&rec);
+    emit(me, &rec);
 }
 
 /// Runs first in every process that loads the shim.
@@ -236,10 +325,10 @@ unsafe extern "C" fn init(argc: c_int, argv: *const *const c_char, envp: *const 
     let errno = *__errno_location();
     find_out(envp);
     if propagate() {
-        find_lib();
-        map_stream();
+        let pid = getpid();
+        map_stream(pid);
         if active() {
-            report_exec(argc, argv, envp);
+            report_exec(pid, argc, argv, envp);
         }
     }
     *__errno_location() = errno;
@@ -266,29 +355,78 @@ unsafe fn find_out(envp: *const *const c_char) {
     }
 }
 
-unsafe fn find_lib() {
-    let mut info = Dl_info {
-        dli_fname: null(),
-        dli_fbase: null_mut(),
-        dli_sname: null(),
-        dli_saddr: null_mut(),
-    };
-    if dladdr(init as *const c_void, &mut info) != 0 {
-        let f = bytes(info.dli_fname);
-        if f.starts_with(b"/") && f.len() < PATH_MAX {
-            LIB[..f.len()].copy_from_slice(f);
-            LIB_LEN = f.len();
+/// This library's path as the dynamic linker named it, looked up once.
+unsafe fn lib() -> &'static [u8] {
+    let mut at = LIB.load(Relaxed);
+    if at == 0 {
+        let mut info = Dl_info {
+            dli_fname: null(),
+            dli_fbase: null_mut(),
+            dli_sname: null(),
+            dli_saddr: null_mut(),
+        };
+        at = 1;
+        if dladdr(init as *const c_void, &mut info) != 0 {
+            let f = bytes(info.dli_fname);
+            if f.starts_with(b"/") && f.len() < PATH_MAX {
+                at = info.dli_fname as usize;
+            }
         }
+        LIB.store(at, Relaxed);
+    }
+    if at == 1 {
+        &[]
+    } else {
+        bytes(at as *const c_char)
     }
 }
 
-unsafe fn report_exec(argc: c_int, argv: *const *const c_char, envp: *const *const c_char) {
-    let mut cwd = [0u8; PATH_MAX];
-    let cwd_len = if getcwd(cwd.as_mut_ptr().cast(), PATH_MAX).is_null() {
-        0
+const ERANGE: c_int = 34;
+
+/// Sends this process's exec record. The working directory is read into a
+/// small buffer; only a path longer than that takes the PATH_MAX one.
+unsafe fn report_exec(
+    pid: pid_t,
+    argc: c_int,
+    argv: *const *const c_char,
+    envp: *const *const c_char,
+) {
+    let mut cwd = core::mem::MaybeUninit::<[u8; 512]>::uninit();
+    if !getcwd(cwd.as_mut_ptr().cast(), 512).is_null() {
+        send_exec(pid, bytes(cwd.as_ptr().cast()), argc, argv, envp);
+    } else if *__errno_location() == ERANGE {
+        report_exec_long_cwd(pid, argc, argv, envp);
     } else {
-        strlen(cwd.as_ptr().cast())
+        send_exec(pid, b"", argc, argv, envp);
+    }
+}
+
+#[inline(never)]
+unsafe fn report_exec_long_cwd(
+    pid: pid_t,
+    argc: c_int,
+    argv: *const *const c_char,
+    envp: *const *const c_char,
+) {
+    let mut cwd = core::mem::MaybeUninit::<[u8; PATH_MAX]>::uninit();
+    let cwd = if getcwd(cwd.as_mut_ptr().cast(), PATH_MAX).is_null() {
+        &[][..]
+    } else {
+        bytes(cwd.as_ptr().cast())
     };
+    send_exec(pid, cwd, argc, argv, envp);
+}
+
+/// Streams the exec record (the layout of `events.rs`) straight from the
+/// strings the process was given: no copy of the whole record.
+#[inline(never)]
+unsafe fn send_exec(
+    pid: pid_t,
+    cwd: &[u8],
+    argc: c_int,
+    argv: *const *const c_char,
+    envp: *const *const c_char,
+) {
     let exe = bytes(getauxval(AT_EXECFN) as *const c_char);
     let argc = if argv.is_null() {
         0
@@ -296,7 +434,7 @@ unsafe fn report_exec(argc: c_int, argv: *const *const c_char, envp: *const *con
         argc.max(0) as usize
     };
     let mut envc = 0;
-    let mut len = HEADER + 4 + cwd_len + 1 + exe.len() + 1;
+    let mut len = HEADER + 4 + cwd.len() + 1 + exe.len() + 1;
     for i in 0..argc {
         len += bytes(*argv.add(i)).len() + 1;
     }
@@ -306,62 +444,47 @@ unsafe fn report_exec(argc: c_int, argv: *const *const c_char, envp: *const *con
             envc += 1;
         }
     }
-    // Most records fit on the stack (left uninitialised: only the pages
-    // the record needs get touched); a huge argv or environment gets a
-    // private mapping.
-    let mut stack = core::mem::MaybeUninit::<[u8; 32 * 1024]>::uninit();
-    let on_stack = len <= 32 * 1024;
-    let map = if on_stack {
-        stack.as_mut_ptr().cast::<c_void>()
-    } else {
-        let m = mmap(null_mut(), len, 3, 0x22, -1, 0);
-        if m as isize == -1 {
-            return;
-        }
-        m
+    let Some(mut out) = Fragments::new(pid, len) else {
+        return;
     };
-    let out = map.cast::<u8>();
     let mut head = [0u8; HEADER + 4];
     header(
         &mut head,
         len,
         KIND_EXEC,
-        getpid(),
+        pid,
         getppid(),
         argc as u32,
         now_us(),
     );
     head[HEADER..].copy_from_slice(&(envc as u32).to_ne_bytes());
-    // Every byte of out[..len] is written below before it is read: the
-    // header, then each string and its NUL (len counted exactly these).
-    core::ptr::copy_nonoverlapping(head.as_ptr(), out, head.len());
-    let mut at = HEADER + 4;
-    let mut put = |s: &[u8]| {
-        core::ptr::copy_nonoverlapping(s.as_ptr(), out.add(at), s.len());
-        *out.add(at + s.len()) = 0;
-        at += s.len() + 1;
-    };
-    put(&cwd[..cwd_len]);
-    put(exe);
+    // Exactly the bytes counted in `len`, in the same order.
+    out.put(&head);
+    out.put_str(cwd);
+    out.put_str(exe);
     for i in 0..argc {
-        put(bytes(*argv.add(i)));
+        out.put_str(bytes(*argv.add(i)));
     }
     for i in 0..envc {
-        put(bytes(*envp.add(i)));
+        out.put_str(bytes(*envp.add(i)));
     }
-    emit(core::slice::from_raw_parts(out, len));
-    if !on_stack {
-        munmap(map, len);
-    }
+    out.flush();
 }
 
+/// The next definition of a hooked function, looked up on first use only
+/// (`dlsym` searches every loaded object under the loader's lock).
 macro_rules! real {
     ($name:literal, $ty:ty) => {{
-        let f = dlsym(RTLD_NEXT, concat!($name, "\0").as_ptr().cast());
-        if f.is_null() {
-            abort();
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let mut f = NEXT.load(Relaxed);
+        if f == 0 {
+            f = dlsym(RTLD_NEXT, concat!($name, "\0").as_ptr().cast()) as usize;
+            if f == 0 {
+                abort();
+            }
+            NEXT.store(f, Relaxed);
         }
-        core::mem::transmute::<*mut c_void, $ty>(f)
+        core::mem::transmute::<usize, $ty>(f)
     }};
 }
 
@@ -370,7 +493,8 @@ pub unsafe extern "C" fn fork() -> pid_t {
     let real = real!("fork", unsafe extern "C" fn() -> pid_t);
     let r = real();
     if r == 0 && active() {
-        emit_small(KIND_FORK, getpid(), getppid());
+        let me = getpid();
+        emit_small(me, KIND_FORK, me, getppid());
     }
     r
 }
@@ -380,7 +504,7 @@ unsafe fn reaped(pid: pid_t, status: c_int) {
     let exited = status & 0x7f == 0;
     let signalled = ((status & 0x7f) + 1) as i8 >> 1 > 0;
     if pid > 0 && active() && (exited || signalled) {
-        emit_small(KIND_REAPED, pid, status);
+        emit_small(getpid(), KIND_REAPED, pid, status);
     }
 }
 
@@ -462,20 +586,51 @@ pub unsafe extern "C" fn wait(status: *mut c_int) -> pid_t {
 const MAX_ENV: usize = 2048;
 
 /// Calls `f` with an environment that still carries the recorder's
-/// variables: `envp` itself when it has them, else a copy with them added.
+/// variables: `envp` itself when it has them (the usual case: checked
+/// without touching more stack), else a copy with them added.
 unsafe fn with_env<R>(envp: *const *const c_char, f: impl FnOnce(*const *const c_char) -> R) -> R {
-    if !propagate() || envp.is_null() || LIB_LEN == 0 {
+    if !propagate() || envp.is_null() || env_is_complete(envp) {
         return f(envp);
     }
-    let lib = &LIB[..LIB_LEN];
+    with_fixed_env(envp, f)
+}
+
+/// Has `envp` our `TRACEKIT_PRELOAD_OUT` and our library in `LD_PRELOAD`?
+/// (Too large an environment, or an unknown library path, counts as
+/// complete: it is passed on as it is.)
+unsafe fn env_is_complete(envp: *const *const c_char) -> bool {
+    let lib = lib();
+    if lib.is_empty() {
+        return true;
+    }
     let mut has_out = false;
-    let mut preload_at = None;
+    let mut preload_ok = false;
     let mut n = 0;
     while !(*envp.add(n)).is_null() {
         let e = bytes(*envp.add(n));
         if e.starts_with(OUT_VAR) {
             has_out = true;
-        } else if e.starts_with(PRELOAD_VAR) {
+        } else if let Some(list) = e.strip_prefix(PRELOAD_VAR) {
+            preload_ok = list.split(|&c| c == b':' || c == b' ').any(|p| p == lib);
+        }
+        n += 1;
+    }
+    (has_out && preload_ok) || n + 2 >= MAX_ENV
+}
+
+/// The copy: on the stack (this may run in a vfork child, which must not
+/// touch the heap or map memory), in a frame of its own so the hooks'
+/// usual path does not pay for its size.
+#[inline(never)]
+unsafe fn with_fixed_env<R>(
+    envp: *const *const c_char,
+    f: impl FnOnce(*const *const c_char) -> R,
+) -> R {
+    let lib = lib();
+    let mut preload_at = None;
+    let mut n = 0;
+    while !(*envp.add(n)).is_null() {
+        if bytes(*envp.add(n)).starts_with(PRELOAD_VAR) {
             preload_at = Some(n);
         }
         n += 1;
@@ -485,9 +640,6 @@ unsafe fn with_env<R>(envp: *const *const c_char, f: impl FnOnce(*const *const c
             .split(|&c| c == b':' || c == b' ')
             .any(|p| p == lib)
     });
-    if (has_out && preload_ok) || n + 2 >= MAX_ENV {
-        return f(envp);
-    }
     let mut new_env: [*const c_char; MAX_ENV] = [null(); MAX_ENV];
     let mut preload = [0u8; PRELOAD_VAR.len() + 2 * PATH_MAX + 2];
     let mut m = 0;

@@ -78,6 +78,10 @@ pub struct Assembler {
     records: Vec<Process>,
     latest: HashMap<i32, usize>,
     env_by_id: HashMap<i64, Rc<Env>>,
+    /// Per record id: the environment as the process received it (and
+    /// whether it was read as UTF-8), so a child that inherits it unchanged
+    /// (the usual case) shares the parent's parsed one.
+    raw_env_by_id: HashMap<i64, (Vec<Vec<u8>>, bool)>,
     /// Per pid: the record id its next exec names as parent (set at fork).
     parent_of: HashMap<i32, i64>,
 }
@@ -90,6 +94,7 @@ impl Assembler {
             records: Vec::new(),
             latest: HashMap::new(),
             env_by_id: HashMap::new(),
+            raw_env_by_id: HashMap::new(),
             parent_of: HashMap::new(),
         }
     }
@@ -113,7 +118,7 @@ impl Assembler {
         self.parent_of.insert(child, owner);
     }
 
-    pub fn exec(&mut self, ev: ExecEvent) {
+    pub fn exec(&mut self, mut ev: ExecEvent) {
         if let Some(&i) = self.latest.get(&ev.pid) {
             let r = &mut self.records[i];
             if r.end_us.is_none() {
@@ -136,8 +141,45 @@ impl Assembler {
                 latin1_string(b)
             }
         };
+        let parent_env = self
+            .env_by_id
+            .get(&parent_id)
+            .cloned()
+            .unwrap_or_else(|| self.top_env.clone());
+        let inherited = self
+            .raw_env_by_id
+            .get(&parent_id)
+            .is_some_and(|(raw, utf8)| *utf8 == all_utf8 && *raw == ev.env);
+        let env = if inherited {
+            parent_env.clone()
+        } else {
+            Rc::new(self.parse_env(&ev.env, &conv))
+        };
+        let cwd = conv(&ev.cwd);
+        let mut exe = conv(&ev.executable);
+        if !exe.starts_with('/') && !exe.is_empty() {
+            exe = crate::cdb::absolute(&cwd, &exe);
+        }
+        let mut p = Process::new(ev.pid as i64, Some(parent_id), cwd, exe);
+        p.args = ev.argv.iter().map(|a| conv(a)).collect();
+        if !inherited {
+            p.env_diff = diff(&parent_env, &env);
+        }
+        p.start_us = Some(ev.time_us);
+        if !all_utf8 {
+            p.extra.insert("tk_encoding".into(), Value::from("latin1"));
+        }
+        self.env_by_id.insert(ev.pid as i64, env);
+        self.raw_env_by_id
+            .insert(ev.pid as i64, (std::mem::take(&mut ev.env), all_utf8));
+        self.latest.insert(ev.pid, self.records.len());
+        self.records.push(p);
+    }
+
+    /// The environment of an exec record, without the recorder's variables.
+    fn parse_env(&self, raw: &[Vec<u8>], conv: &dyn Fn(&[u8]) -> String) -> Env {
         let mut env = Env::new();
-        for kv in &ev.env {
+        for kv in raw {
             let s = conv(kv);
             let (k, v) = s.split_once('=').unwrap_or((s.as_str(), ""));
             if k == PRELOAD_OUT_VAR {
@@ -153,26 +195,7 @@ impl Assembler {
             }
             env.insert(k.to_string(), v.to_string());
         }
-        let parent_env = self
-            .env_by_id
-            .get(&parent_id)
-            .cloned()
-            .unwrap_or_else(|| self.top_env.clone());
-        let cwd = conv(&ev.cwd);
-        let mut exe = conv(&ev.executable);
-        if !exe.starts_with('/') && !exe.is_empty() {
-            exe = crate::cdb::absolute(&cwd, &exe);
-        }
-        let mut p = Process::new(ev.pid as i64, Some(parent_id), cwd, exe);
-        p.args = ev.argv.iter().map(|a| conv(a)).collect();
-        p.env_diff = diff(&parent_env, &env);
-        p.start_us = Some(ev.time_us);
-        if !all_utf8 {
-            p.extra.insert("tk_encoding".into(), Value::from("latin1"));
-        }
-        self.env_by_id.insert(ev.pid as i64, Rc::new(env));
-        self.latest.insert(ev.pid, self.records.len());
-        self.records.push(p);
+        env
     }
 
     /// `LD_PRELOAD` without our library, or `None` when ours is not in it.
