@@ -12,6 +12,8 @@ fn main() {
     let so = out.join("libtracekit_rtrace_shim.so");
     println!("cargo:rerun-if-changed=shim");
     println!("cargo:rerun-if-changed=src/wire.rs");
+    println!("cargo:rerun-if-changed=../tracekit-posix/src/producer.rs");
+    println!("cargo:rerun-if-changed=../tracekit-posix/src/consts.rs");
     let target = env::var("TARGET").unwrap_or_default();
     if !(target.starts_with("x86_64-") && target.contains("linux-gnu")) {
         // Not supported here: an empty library tells the CLI so.

@@ -7,12 +7,12 @@ use core::sync::atomic::{
     AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
 };
 
+use crate::consts;
 use crate::libc;
+use crate::producer::{self, OpaqueHeader, Outcome};
 use crate::wire::*;
 
 const MAX_DEPTH: usize = 64;
-const BUF_CAP: usize = 256 * 1024;
-const CHUNK_HEAD: usize = 8;
 
 const UNINIT: u8 = 0;
 const INITIALIZING: u8 = 1;
@@ -20,13 +20,36 @@ const READY: u8 = 2;
 const DISABLED: u8 = 3;
 
 static STATE: AtomicU8 = AtomicU8::new(UNINIT);
-static OUT_FD: AtomicI32 = AtomicI32::new(-1);
 static SEQ: AtomicU64 = AtomicU64::new(0);
 static DEPTH: AtomicUsize = AtomicUsize::new(10);
 static MODULES: AtomicU32 = AtomicU32::new(MODULE_MEMORY);
-static BUFFERS: AtomicPtr<Buf> = AtomicPtr::new(null_mut());
-/// The output directory, NUL-terminated (copied from the environment).
-static mut OUT_DIR: [u8; 1024] = [0; 1024];
+/// The mapped stream (set once at initialisation, kept across fork; a new
+/// image maps it again) and our two event types in it.
+static STREAM: AtomicPtr<OpaqueHeader> = AtomicPtr::new(null_mut());
+static EVENT_ID: AtomicU32 = AtomicU32::new(0);
+static META_ID: AtomicU32 = AtomicU32::new(0);
+/// The stream's raw clock kind (its calibration), for the slot timestamps
+/// the consumer merges its lanes by.
+static CLOCK_KIND: AtomicU32 = AtomicU32::new(0);
+/// `getpid()` cached (glibc makes it a system call): set at
+/// initialisation and in the fork child.
+static PID: AtomicI32 = AtomicI32::new(0);
+/// Numbers this image's metadata records (fragment reassembly key).
+static META_SERIAL: AtomicU32 = AtomicU32::new(0);
+/// Set when a wait for the reader timed out: the recorder is gone or
+/// stuck, so later events no longer wait (they are lost and counted).
+static READER_GONE: AtomicBool = AtomicBool::new(false);
+/// Bytes of events a thread gathers before writing them as one stream
+/// event: the stream's max data size, at most [`BATCH_CAP`].
+static BATCH_LIMIT: AtomicUsize = AtomicUsize::new(0);
+static BATCHES: AtomicPtr<Batch> = AtomicPtr::new(null_mut());
+/// TSC calibration for [`now_ms`]: a (TSC, CLOCK_MONOTONIC ns) pair taken
+/// at initialisation, the measured ns per tick (32.32 fixed point, 0 until
+/// measured) and the ticks after which a thread reads the clock again.
+static CAL_TSC: AtomicU64 = AtomicU64::new(0);
+static CAL_NS: AtomicU64 = AtomicU64::new(0);
+static TSC_RATE: AtomicU64 = AtomicU64::new(0);
+static TSC_REANCHOR: AtomicU64 = AtomicU64::new(0);
 
 /// Per-thread state without thread-local storage: a TLS segment in this
 /// library would enlarge every thread's DTV (an allocation the traced
@@ -36,7 +59,10 @@ static mut OUT_DIR: [u8; 1024] = [0; 1024];
 struct Slot {
     key: AtomicUsize,
     guard: AtomicBool,
-    buf: AtomicPtr<Buf>,
+    batch: AtomicPtr<Batch>,
+    /// The thread's last clock reading and the TSC then (see `now_ms`).
+    anchor_tsc: AtomicU64,
+    anchor_ns: AtomicU64,
     lo: AtomicUsize,
     hi: AtomicUsize,
 }
@@ -46,7 +72,9 @@ const SLOTS_N: usize = 16384;
 const EMPTY_SLOT: Slot = Slot {
     key: AtomicUsize::new(0),
     guard: AtomicBool::new(false),
-    buf: AtomicPtr::new(null_mut()),
+    batch: AtomicPtr::new(null_mut()),
+    anchor_tsc: AtomicU64::new(0),
+    anchor_ns: AtomicU64::new(0),
     lo: AtomicUsize::new(0),
     hi: AtomicUsize::new(0),
 };
@@ -324,19 +352,6 @@ unsafe fn initialise() -> bool {
     // from the bootstrap arena (the guard is set).
     unsafe { resolve_all() };
     // SAFETY: reading the environment.
-    let Some(dir) = (unsafe { getenv(c"TRACEKIT_RTRACE_DIR") }) else {
-        return false;
-    };
-    if dir.is_empty() || dir.len() >= 1000 {
-        return false;
-    }
-    // SAFETY: single-threaded initialisation owns OUT_DIR.
-    unsafe {
-        let out = &mut *ptr::addr_of_mut!(OUT_DIR);
-        out[..dir.len()].copy_from_slice(dir);
-        out[dir.len()] = 0;
-    }
-    // SAFETY: reading the environment.
     if let Some(d) = unsafe { getenv(c"TRACEKIT_RTRACE_DEPTH") }.and_then(parse_usize) {
         DEPTH.store(d.min(MAX_DEPTH), Ordering::Relaxed);
     }
@@ -352,160 +367,368 @@ unsafe fn initialise() -> bool {
         }
         MODULES.store(mask, Ordering::Relaxed);
     }
-    // SAFETY: opening our file and registering the fork handler.
+    // SAFETY: getpid cannot fail.
+    PID.store(unsafe { libc::getpid() }, Ordering::Relaxed);
+    // SAFETY: mapping the recorder's stream, then registering the fork
+    // handler.
     unsafe {
-        if !open_output() {
+        if !map_stream() {
             return false;
         }
         libc::pthread_atfork(None, None, Some(after_fork_child));
+        send_header();
+        // Maps now too: a process that dies by a signal still gets the
+        // maps of its start (the recorder keeps the last snapshot).
+        send_maps();
     }
     true
 }
 
-/// Creates `<dir>/<pid>-<n>.tkrt` (first free n) and writes the header.
-unsafe fn open_output() -> bool {
-    // SAFETY: getpid/getppid cannot fail.
-    let (pid, ppid) = unsafe { (libc::getpid(), libc::getppid()) };
-    let mut path = [0u8; 1100];
-    // SAFETY: OUT_DIR is written once during initialisation.
-    let dir = unsafe { &*ptr::addr_of!(OUT_DIR) };
-    let dir_len = dir.iter().position(|&b| b == 0).unwrap_or(0);
-    path[..dir_len].copy_from_slice(&dir[..dir_len]);
-    let mut len = dir_len;
-    path[len] = b'/';
-    len += 1;
-    len += write_dec(&mut path[len..], pid as u64);
-    path[len] = b'-';
-    len += 1;
-    for n in 0..10_000u64 {
-        let l = len + write_dec(&mut path[len..], n);
-        path[l..l + 6].copy_from_slice(b".tkrt\0");
-        let open: OpenFn = real!(R_OPEN, c"open", OpenFn);
-        // SAFETY: NUL-terminated path.
-        let fd = unsafe {
-            open(
-                path.as_ptr().cast(),
-                libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_APPEND | libc::O_CLOEXEC,
-                0o644,
-            )
-        };
-        if fd >= 0 {
-            // Keep our descriptor out of the program's way (low numbers
-            // are what programs expect to get back from open()).
-            // SAFETY: fcntl/close on our own descriptor.
-            let high = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 700) };
-            let fd = if high >= 0 {
-                // SAFETY: our own descriptor.
-                unsafe { libc::syscall(libc::SYS_close, fd as core::ffi::c_long) };
-                high
-            } else {
-                fd
-            };
-            OUT_FD.store(fd, Ordering::Release);
-            // SAFETY: header write on our descriptor.
-            unsafe { write_header(fd, pid as u32, ppid as u32) };
-            return true;
-        }
-        // SAFETY: errno location is thread-local and valid.
-        if unsafe { *libc::__errno_location() } != libc::EEXIST {
+/// Maps the stream named by `$TRACEKIT_RTRACE_STREAM` (raw system calls:
+/// no hook, no descriptor left open for the program to see). Fails unless
+/// it is a valid stream for all processes with both our event types
+/// registered.
+unsafe fn map_stream() -> bool {
+    use core::ffi::c_long;
+    // SAFETY: reading the environment.
+    let Some(path) = (unsafe { getenv(c"TRACEKIT_RTRACE_STREAM") }) else {
+        return false;
+    };
+    let mut buf = [0u8; 4096];
+    if path.is_empty() || path.len() >= buf.len() {
+        return false;
+    }
+    buf[..path.len()].copy_from_slice(path);
+    // SAFETY: NUL-terminated path; our own descriptor, closed below; the
+    // mapping is checked before it is used.
+    unsafe {
+        let fd = libc::syscall(
+            libc::SYS_openat,
+            libc::AT_FDCWD as c_long,
+            buf.as_ptr(),
+            (libc::O_RDWR | libc::O_CLOEXEC) as c_long,
+        );
+        if fd < 0 {
             return false;
         }
+        let len = libc::syscall(libc::SYS_lseek, fd, 0 as c_long, libc::SEEK_END as c_long);
+        let ok_len = len >= producer::header_size() as c_long;
+        let m = if ok_len {
+            libc::mmap(
+                null_mut(),
+                len as usize,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd as c_int,
+                0,
+            )
+        } else {
+            libc::MAP_FAILED
+        };
+        libc::syscall(libc::SYS_close, fd);
+        if m == libc::MAP_FAILED {
+            return false;
+        }
+        let len = len as usize;
+        let h = &*(m as *const OpaqueHeader);
+        let who = h.traced_pid.load(Ordering::Relaxed);
+        let ids = if producer::is_valid(h, len) && who == -1 {
+            producer::lookup(h, STREAM_EVENT).zip(producer::lookup(h, STREAM_META))
+        } else {
+            None
+        };
+        let Some((event_id, meta_id)) = ids else {
+            libc::munmap(m, len);
+            return false;
+        };
+        let room = h.max_data_size as usize;
+        if room <= META_HEAD + 64 || room < EVENT_FIXED {
+            libc::munmap(m, len);
+            return false;
+        }
+        // Never write an event the stream would truncate: fewer frames.
+        let fit = (room - EVENT_FIXED) / 8;
+        if DEPTH.load(Ordering::Relaxed) > fit {
+            DEPTH.store(fit, Ordering::Relaxed);
+        }
+        BATCH_LIMIT.store(room.min(BATCH_CAP), Ordering::Relaxed);
+        let c = &h.calibration.0;
+        let kind = u32::from_ne_bytes([c[0], c[1], c[2], c[3]]);
+        CLOCK_KIND.store(kind, Ordering::Relaxed);
+        if kind == producer::CLOCK_TSC {
+            CAL_NS.store(mono_ns(), Ordering::Relaxed);
+            CAL_TSC.store(producer::raw_now(kind), Ordering::Relaxed);
+        }
+        EVENT_ID.store(event_id, Ordering::Relaxed);
+        META_ID.store(meta_id, Ordering::Relaxed);
+        STREAM.store(m as *mut OpaqueHeader, Ordering::Release);
     }
-    false
+    true
 }
 
-fn write_dec(out: &mut [u8], mut v: u64) -> usize {
-    let mut tmp = [0u8; 20];
-    let mut n = 0;
-    loop {
-        tmp[n] = b'0' + (v % 10) as u8;
-        n += 1;
-        v /= 10;
-        if v == 0 {
+/// Writes one stream event with the concatenation of `parts`. A full
+/// stream (UNTIL_FULL suspends itself until the recorder has drained it
+/// and restarts it) is waited for, then the write retried; only if the
+/// recorder makes no progress for [`WAIT_LIMIT_NS`] is the event given up
+/// (the stream counts it lost, the decoder sees the gap in the numbers).
+/// No system call unless waiting; errno preserved.
+#[inline(always)]
+fn send(id: u32, parts: &[&[u8]]) -> bool {
+    // SAFETY: pthread_self only reads the thread pointer.
+    send_as(id, parts, unsafe { libc::pthread_self() } as u64)
+}
+
+/// [`send`] on behalf of `thread` (a batch written out by another thread
+/// at exit keeps its owner).
+#[inline(always)]
+fn send_as(id: u32, parts: &[&[u8]], thread: u64) -> bool {
+    let h = STREAM.load(Ordering::Acquire);
+    if h.is_null() {
+        return false;
+    }
+    // SAFETY: STREAM is a valid stream mapping, never unmapped.
+    let h = unsafe { &*h };
+    let pid = PID.load(Ordering::Relaxed);
+    let kind = CLOCK_KIND.load(Ordering::Relaxed);
+    let ticks = producer::raw_now(kind);
+    // SAFETY: `h` is a valid stream mapping (checked by map_stream).
+    match unsafe { producer::write_event(h, id, parts, pid, thread, ticks) } {
+        Outcome::Written => true,
+        Outcome::NotAdmitted => false,
+        Outcome::Lost { .. } => send_after_wait(h, id, parts, pid, thread),
+    }
+}
+
+const WAIT_LIMIT_NS: u64 = 10_000_000_000;
+
+#[cold]
+#[inline(never)]
+fn send_after_wait(h: &OpaqueHeader, id: u32, parts: &[&[u8]], pid: i32, thread: u64) -> bool {
+    use core::ffi::c_long;
+    // SAFETY: errno location is valid; restored below.
+    let errno = unsafe { *libc::__errno_location() };
+    let running = consts::POSIX_TRACE_RUNNING as u32;
+    let start = now_ns();
+    let mut written = false;
+    let mut spins = 0u32;
+    while !READER_GONE.load(Ordering::Relaxed) {
+        if h.running.0.load(Ordering::Acquire) == running {
+            let ticks = producer::raw_now(CLOCK_KIND.load(Ordering::Relaxed));
+            // SAFETY: as in `send`.
+            match unsafe { producer::write_event(h, id, parts, pid, thread, ticks) } {
+                Outcome::Written => {
+                    written = true;
+                    break;
+                }
+                Outcome::NotAdmitted => break,
+                Outcome::Lost { .. } => {}
+            }
+        } else if h.auto_stopped.load(Ordering::Acquire) == 0 {
+            // Stopped or shut down by the recorder, not full: nothing to
+            // wait for.
             break;
         }
+        if now_ns().wrapping_sub(start) > WAIT_LIMIT_NS {
+            READER_GONE.store(true, Ordering::Relaxed);
+            break;
+        }
+        spins += 1;
+        if spins < 16 {
+            // SAFETY: sched_yield has no preconditions.
+            unsafe { libc::syscall(libc::SYS_sched_yield) };
+        } else {
+            // The reader needs the CPU more than we do: 50 µs naps.
+            let ts = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 50_000,
+            };
+            // SAFETY: valid timespec; no remainder pointer.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_nanosleep,
+                    &ts as *const libc::timespec,
+                    null_mut::<c_void>() as c_long,
+                )
+            };
+        }
     }
-    for i in 0..n {
-        out[i] = tmp[n - 1 - i];
-    }
-    n
+    // SAFETY: restore errno for the caller.
+    unsafe { *libc::__errno_location() = errno };
+    written
 }
 
-unsafe fn write_header(fd: c_int, pid: u32, ppid: u32) {
-    let mut buf = [0u8; CHUNK_HEAD + HEADER_FIXED + 4096];
+fn now_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
-    // SAFETY: valid timespec pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
-    let p = &mut buf[CHUNK_HEAD..];
-    p[0..4].copy_from_slice(&pid.to_le_bytes());
-    p[4..8].copy_from_slice(&ppid.to_le_bytes());
-    p[8..16].copy_from_slice(&(ts.tv_sec as u64).to_le_bytes());
-    p[16..24].copy_from_slice(&(now_ms() as u64).to_le_bytes());
-    p[24..28].copy_from_slice(&(DEPTH.load(Ordering::Relaxed) as u32).to_le_bytes());
-    p[28..32].copy_from_slice(&MODULES.load(Ordering::Relaxed).to_le_bytes());
+    // SAFETY: valid timespec pointer (vDSO, no allocation).
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Sends one metadata record (`kind`, `data`) in pieces that fit the
+/// stream's events, each behind the fragment header of `wire::META_HEAD`.
+fn send_meta(kind: u32, data: &[u8]) {
+    let h = STREAM.load(Ordering::Acquire);
+    if h.is_null() {
+        return;
+    }
+    // SAFETY: a valid stream mapping.
+    let room = unsafe { (*h).max_data_size } as usize - META_HEAD;
+    let serial = META_SERIAL.fetch_add(1, Ordering::Relaxed);
+    let id = META_ID.load(Ordering::Relaxed);
+    let mut off = 0;
+    loop {
+        let n = (data.len() - off).min(room);
+        let mut head = [0u8; META_HEAD];
+        head[0..4].copy_from_slice(&kind.to_le_bytes());
+        head[4..8].copy_from_slice(&serial.to_le_bytes());
+        head[8..12].copy_from_slice(&(off as u32).to_le_bytes());
+        head[12..16].copy_from_slice(&(data.len() as u32).to_le_bytes());
+        if !send(id, &[&head, &data[off..off + n]]) {
+            // The rest is useless without this piece; the recorder
+            // reports the incomplete record.
+            return;
+        }
+        off += n;
+        if off >= data.len() {
+            return;
+        }
+    }
+}
+
+/// The header record: what the recorder writes as this image's header
+/// chunk, and the start of a new image of this pid.
+unsafe fn send_header() {
+    let mut buf = [0u8; HEADER_FIXED + 4096];
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid timespec pointer; getppid cannot fail.
+    let ppid = unsafe {
+        libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts);
+        libc::getppid()
+    };
+    let pid = PID.load(Ordering::Relaxed);
+    buf[0..4].copy_from_slice(&(pid as u32).to_le_bytes());
+    buf[4..8].copy_from_slice(&(ppid as u32).to_le_bytes());
+    buf[8..16].copy_from_slice(&(ts.tv_sec as u64).to_le_bytes());
+    buf[16..24].copy_from_slice(&(now_ms() as u64).to_le_bytes());
+    buf[24..28].copy_from_slice(&(DEPTH.load(Ordering::Relaxed) as u32).to_le_bytes());
+    buf[28..32].copy_from_slice(&MODULES.load(Ordering::Relaxed).to_le_bytes());
     // SAFETY: readlink into our buffer, bounded by its length.
     let n = unsafe {
         libc::readlink(
             c"/proc/self/exe".as_ptr(),
-            p[HEADER_FIXED..].as_mut_ptr().cast(),
+            buf[HEADER_FIXED..].as_mut_ptr().cast(),
             4096,
         )
     };
     let n = n.max(0) as usize;
-    let payload = HEADER_FIXED + n;
-    buf[0..4].copy_from_slice(&TAG_HEADER);
-    buf[4..8].copy_from_slice(&(payload as u32).to_le_bytes());
-    // SAFETY: writing our buffer to our descriptor.
-    unsafe { write_all(fd, &buf[..CHUNK_HEAD + payload]) };
+    send_meta(META_HEADER, &buf[..HEADER_FIXED + n]);
 }
 
-unsafe fn write_all(fd: c_int, mut data: &[u8]) {
-    while !data.is_empty() {
-        // SAFETY: write(2) of a valid buffer.
-        let n = unsafe { libc::write(fd, data.as_ptr().cast(), data.len()) };
-        if n < 0 {
-            // SAFETY: errno location is valid.
-            if unsafe { *libc::__errno_location() } == libc::EINTR {
-                continue;
-            }
+/// Sends /proc/self/maps (the recorder keeps the last snapshot).
+unsafe fn send_maps() {
+    const CAP: usize = 4 << 20;
+    // SAFETY: private anonymous mapping for the copy, freed below; the
+    // file is read with raw system calls.
+    unsafe {
+        let p = libc::mmap(
+            null_mut(),
+            CAP,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        );
+        if p == libc::MAP_FAILED {
             return;
         }
-        data = &data[n as usize..];
+        let buf = core::slice::from_raw_parts_mut(p as *mut u8, CAP);
+        let fd = libc::syscall(
+            libc::SYS_openat,
+            libc::AT_FDCWD as core::ffi::c_long,
+            c"/proc/self/maps".as_ptr(),
+            (libc::O_RDONLY | libc::O_CLOEXEC) as core::ffi::c_long,
+        ) as c_int;
+        if fd >= 0 {
+            let mut len = 0;
+            while len < CAP {
+                let n = libc::read(fd, buf[len..].as_mut_ptr().cast(), CAP - len);
+                if n <= 0 {
+                    break;
+                }
+                len += n as usize;
+            }
+            libc::syscall(libc::SYS_close, fd as core::ffi::c_long);
+            send_meta(META_MAPS, &buf[..len]);
+        }
+        libc::munmap(p, CAP);
     }
 }
 
 extern "C" fn after_fork_child() {
-    // The child starts its own file and numbering; the parent's unwritten
-    // events stay the parent's.
+    // The child is a new image of a new pid: its own numbering, header
+    // and maps. (The stream mapping is shared with the parent.)
     SEQ.store(0, Ordering::Relaxed);
-    let mut b = BUFFERS.load(Ordering::Acquire);
+    META_SERIAL.store(0, Ordering::Relaxed);
+    // The parent's unsent events stay the parent's (it sends them).
+    let mut b = BATCHES.load(Ordering::Acquire);
     while !b.is_null() {
-        // SAFETY: buffers are never freed; only this thread exists now.
+        // SAFETY: batches are never freed; only this thread exists now.
         unsafe {
-            (*b).len = CHUNK_HEAD;
+            (*b).len = 0;
             (*b).lock.store(OPEN, Ordering::Release);
             b = (*b).next;
         }
     }
+    // SAFETY: getpid cannot fail.
+    PID.store(unsafe { libc::getpid() }, Ordering::Relaxed);
     set_guard(true);
-    // SAFETY: our own descriptor; a new file for the child.
+    // SAFETY: metadata of the new process.
     unsafe {
-        let old = OUT_FD.swap(-1, Ordering::AcqRel);
-        if old >= 0 {
-            libc::syscall(libc::SYS_close, old as core::ffi::c_long);
-        }
-        if !open_output() {
-            STATE.store(DISABLED, Ordering::Release);
-        }
+        let errno = *libc::__errno_location();
+        send_header();
+        send_maps();
+        *libc::__errno_location() = errno;
     }
     set_guard(false);
 }
 
+/// Before the image goes away (exit, exec, _exit): every thread's batch
+/// written, then the final maps. `close` makes later events unbatched
+/// (process exit), otherwise batching resumes (an exec that may fail).
+unsafe fn finish(close: bool) {
+    if STATE.load(Ordering::Acquire) != READY {
+        return;
+    }
+    set_guard(true);
+    // SAFETY: sending our events and metadata; errno restored for the
+    // caller.
+    unsafe {
+        let errno = *libc::__errno_location();
+        flush_all(close);
+        send_maps();
+        *libc::__errno_location() = errno;
+    }
+    set_guard(false);
+}
+
+extern "C" fn at_exit() {
+    // SAFETY: runs from the ELF destructors at exit.
+    unsafe { finish(true) };
+}
+
 // ---------------------------------------------------------------------
-// Per-thread buffers
+// Per-thread batches: a thread gathers its events and writes them as one
+// stream event of up to the stream's max data size, which keeps the
+// reader's per-event work off the allocation path. A process killed by a
+// signal loses at most the batch each thread was filling.
+
+const BATCH_CAP: usize = 16 * 1024;
 
 const OPEN: u32 = 0;
 const BUSY: u32 = 1;
@@ -513,18 +736,20 @@ const CLOSED: u32 = 2;
 const FLUSHING: u32 = 3;
 
 #[repr(C)]
-struct Buf {
-    next: *mut Buf,
+struct Batch {
+    next: *mut Batch,
     lock: AtomicU32,
+    /// The owning thread (`pthread_self`), sent as the event's thread.
+    owner: u64,
     len: usize,
-    data: [u8; BUF_CAP],
+    data: [u8; BATCH_CAP],
 }
 
-unsafe fn my_buf() -> *mut Buf {
+unsafe fn my_batch() -> *mut Batch {
     let Some(slot) = slot() else {
         return null_mut();
     };
-    let b = slot.buf.load(Ordering::Relaxed);
+    let b = slot.batch.load(Ordering::Relaxed);
     if !b.is_null() {
         return b;
     }
@@ -532,7 +757,7 @@ unsafe fn my_buf() -> *mut Buf {
     let p = unsafe {
         libc::mmap(
             null_mut(),
-            core::mem::size_of::<Buf>(),
+            core::mem::size_of::<Batch>(),
             libc::PROT_READ | libc::PROT_WRITE,
             libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
             -1,
@@ -542,44 +767,46 @@ unsafe fn my_buf() -> *mut Buf {
     if p == libc::MAP_FAILED {
         return null_mut();
     }
-    let b = p as *mut Buf;
-    // SAFETY: fresh zeroed mapping of the right size; publish with a CAS.
+    let b = p as *mut Batch;
+    // SAFETY: fresh zeroed mapping of the right size; published with a CAS.
     unsafe {
-        (*b).len = CHUNK_HEAD;
-        let mut head = BUFFERS.load(Ordering::Acquire);
+        (*b).owner = libc::pthread_self() as u64;
+        let mut head = BATCHES.load(Ordering::Acquire);
         loop {
             (*b).next = head;
-            match BUFFERS.compare_exchange_weak(head, b, Ordering::AcqRel, Ordering::Acquire) {
+            match BATCHES.compare_exchange_weak(head, b, Ordering::AcqRel, Ordering::Acquire) {
                 Ok(_) => break,
                 Err(h) => head = h,
             }
         }
     }
-    slot.buf.store(b, Ordering::Relaxed);
+    slot.batch.store(b, Ordering::Relaxed);
     b
 }
 
-/// Writes the buffered events as one chunk; the caller holds the lock.
-unsafe fn flush_locked(b: *mut Buf) {
-    // SAFETY: the caller owns the buffer through its lock.
+/// Writes the batch as one stream event; the caller holds its lock.
+unsafe fn flush_locked(b: *mut Batch) {
+    // SAFETY: the caller owns the batch through its lock.
     unsafe {
         let len = (*b).len;
-        if len > CHUNK_HEAD {
-            let data = &mut (*b).data;
-            data[0..4].copy_from_slice(&TAG_EVENTS);
-            data[4..8].copy_from_slice(&((len - CHUNK_HEAD) as u32).to_le_bytes());
-            write_all(OUT_FD.load(Ordering::Acquire), &data[..len]);
+        if len > 0 {
+            send_as(
+                EVENT_ID.load(Ordering::Relaxed),
+                &[&(&(*b).data)[..len]],
+                (*b).owner,
+            );
         }
-        (*b).len = CHUNK_HEAD;
+        (*b).len = 0;
     }
 }
 
-unsafe fn append(event: &[u8]) {
-    // SAFETY: buffer from our own mapping.
-    let b = unsafe { my_buf() };
+/// Adds one event (its fixed part and its frames) to this thread's batch.
+unsafe fn append(fixed: &[u8], frames: &[u8]) {
+    let total = fixed.len() + frames.len();
+    // SAFETY: batch from our own mapping.
+    let b = unsafe { my_batch() };
     if b.is_null() {
-        // SAFETY: direct write of one event.
-        unsafe { write_single(event) };
+        send(EVENT_ID.load(Ordering::Relaxed), &[fixed, frames]);
         return;
     }
     // SAFETY: the lock serialises us with the exit/exec flusher.
@@ -591,42 +818,29 @@ unsafe fn append(event: &[u8]) {
             {
                 Ok(_) => break,
                 Err(CLOSED) => {
-                    write_single(event);
+                    send(EVENT_ID.load(Ordering::Relaxed), &[fixed, frames]);
                     return;
                 }
                 Err(_) => core::hint::spin_loop(),
             }
         }
-        if (*b).len + event.len() > BUF_CAP {
+        if (*b).len + total > BATCH_LIMIT.load(Ordering::Relaxed) {
             flush_locked(b);
         }
         let len = (*b).len;
-        (&mut (*b).data)[len..len + event.len()].copy_from_slice(event);
-        (*b).len = len + event.len();
+        let data = &mut (*b).data;
+        data[len..len + fixed.len()].copy_from_slice(fixed);
+        data[len + fixed.len()..len + total].copy_from_slice(frames);
+        (*b).len = len + total;
         (*b).lock.store(OPEN, Ordering::Release);
     }
 }
 
-unsafe fn write_single(event: &[u8]) {
-    let mut chunk = [0u8; CHUNK_HEAD + EVENT_FIXED + 8 * MAX_DEPTH];
-    chunk[0..4].copy_from_slice(&TAG_EVENTS);
-    chunk[4..8].copy_from_slice(&(event.len() as u32).to_le_bytes());
-    chunk[CHUNK_HEAD..CHUNK_HEAD + event.len()].copy_from_slice(event);
-    // SAFETY: our descriptor, our buffer.
-    unsafe {
-        write_all(
-            OUT_FD.load(Ordering::Acquire),
-            &chunk[..CHUNK_HEAD + event.len()],
-        )
-    };
-}
-
-/// Writes every thread's buffer; `close` makes later events unbuffered
-/// (process exit), otherwise buffering resumes (exec that may fail).
+/// Writes every thread's batch; `close` makes later events unbatched.
 unsafe fn flush_all(close: bool) {
-    let mut b = BUFFERS.load(Ordering::Acquire);
+    let mut b = BATCHES.load(Ordering::Acquire);
     while !b.is_null() {
-        // SAFETY: buffers are never freed.
+        // SAFETY: batches are never freed.
         unsafe {
             let mut spins = 0u32;
             let acquired = loop {
@@ -660,67 +874,6 @@ unsafe fn flush_all(close: bool) {
     }
 }
 
-/// Appends /proc/self/maps as one chunk (the decoder keeps the last).
-unsafe fn write_maps() {
-    const CAP: usize = 4 << 20;
-    // SAFETY: private anonymous mapping for the copy, freed below; the
-    // file is read with raw syscalls.
-    unsafe {
-        let p = libc::mmap(
-            null_mut(),
-            CAP,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        );
-        if p == libc::MAP_FAILED {
-            return;
-        }
-        let buf = core::slice::from_raw_parts_mut(p as *mut u8, CAP);
-        let fd = libc::syscall(
-            libc::SYS_openat,
-            libc::AT_FDCWD as core::ffi::c_long,
-            c"/proc/self/maps".as_ptr(),
-            (libc::O_RDONLY | libc::O_CLOEXEC) as core::ffi::c_long,
-        ) as c_int;
-        if fd >= 0 {
-            let mut len = CHUNK_HEAD;
-            while len < CAP {
-                let n = libc::read(fd, buf[len..].as_mut_ptr().cast(), CAP - len);
-                if n <= 0 {
-                    break;
-                }
-                len += n as usize;
-            }
-            libc::syscall(libc::SYS_close, fd as core::ffi::c_long);
-            buf[0..4].copy_from_slice(&TAG_MAPS);
-            buf[4..8].copy_from_slice(&((len - CHUNK_HEAD) as u32).to_le_bytes());
-            write_all(OUT_FD.load(Ordering::Acquire), &buf[..len]);
-        }
-        libc::munmap(p, CAP);
-    }
-}
-
-/// Everything written, maps appended: before the image goes away.
-unsafe fn finish(close: bool) {
-    if STATE.load(Ordering::Acquire) != READY {
-        return;
-    }
-    set_guard(true);
-    // SAFETY: flushing our buffers to our descriptor.
-    unsafe {
-        flush_all(close);
-        write_maps();
-    }
-    set_guard(false);
-}
-
-extern "C" fn at_exit() {
-    // SAFETY: runs from the ELF destructors at exit.
-    unsafe { finish(true) };
-}
-
 #[used]
 #[unsafe(link_section = ".fini_array")]
 static FINI: extern "C" fn() = at_exit;
@@ -736,18 +889,74 @@ extern "C" fn at_load() {
 #[used]
 #[unsafe(link_section = ".init_array")]
 static INIT: extern "C" fn() = at_load;
-
 // ---------------------------------------------------------------------
 // Events
 
-fn now_ms() -> u32 {
+/// CLOCK_MONOTONIC in nanoseconds (vDSO, no allocation).
+fn mono_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
-    // SAFETY: valid timespec pointer (vDSO, no allocation).
+    // SAFETY: valid timespec pointer.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ((ts.tv_sec as u64 % 86_400) * 1000 + ts.tv_nsec as u64 / 1_000_000) as u32
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn ms_of_day(ns: u64) -> u32 {
+    (ns / 1_000_000 % 86_400_000) as u32
+}
+
+/// The event timestamp: CLOCK_MONOTONIC milliseconds modulo 24 h. Reading
+/// the clock is a good part of an event's cost, so where the stream's
+/// clock is the TSC (tracekit-posix checked it is constant and
+/// non-stop), each thread reads the clock only every ~50 ms and
+/// extrapolates with the TSC in between, at a rate measured once over the
+/// first 20 ms of the image.
+#[inline(always)]
+fn now_ms() -> u32 {
+    let rate = TSC_RATE.load(Ordering::Relaxed);
+    if rate != 0 {
+        if let Some(s) = slot() {
+            let t = producer::raw_now(producer::CLOCK_TSC);
+            let base = s.anchor_tsc.load(Ordering::Relaxed);
+            let dt = t.wrapping_sub(base);
+            if base != 0 && dt < TSC_REANCHOR.load(Ordering::Relaxed) {
+                let ns = s.anchor_ns.load(Ordering::Relaxed)
+                    + ((dt as u128 * rate as u128) >> 32) as u64;
+                return ms_of_day(ns);
+            }
+            let ns = mono_ns();
+            s.anchor_ns.store(ns, Ordering::Relaxed);
+            s.anchor_tsc
+                .store(producer::raw_now(producer::CLOCK_TSC), Ordering::Relaxed);
+            return ms_of_day(ns);
+        }
+    }
+    now_ms_slow()
+}
+
+#[cold]
+fn now_ms_slow() -> u32 {
+    let ns = mono_ns();
+    if CLOCK_KIND.load(Ordering::Relaxed) == producer::CLOCK_TSC {
+        let t = producer::raw_now(producer::CLOCK_TSC);
+        let (t0, ns0) = (
+            CAL_TSC.load(Ordering::Relaxed),
+            CAL_NS.load(Ordering::Relaxed),
+        );
+        if t0 != 0 && ns > ns0 + 20_000_000 && t > t0 {
+            // ns per tick, 32.32 fixed point.
+            let rate = (((ns - ns0) as u128) << 32) / (t - t0) as u128;
+            if rate > 0 && rate < (1u128 << 40) {
+                // Re-anchor each thread after ~50 ms of ticks.
+                let ticks = (50_000_000u128 << 32) / rate;
+                TSC_REANCHOR.store(ticks as u64, Ordering::Relaxed);
+                TSC_RATE.store(rate as u64, Ordering::Relaxed);
+            }
+        }
+    }
+    ms_of_day(ns)
 }
 
 #[inline(always)]
@@ -784,11 +993,13 @@ fn stack_bounds() -> (usize, usize) {
 
 /// Return addresses: the caller's, then the frame-pointer chain.
 #[inline(always)]
-unsafe fn walk(ret: usize, mut fp: usize, depth: usize, out: &mut [u64; MAX_DEPTH]) -> usize {
+unsafe fn walk(ret: usize, mut fp: usize, depth: usize, out: *mut u64) -> usize {
+    let depth = depth.min(MAX_DEPTH);
     if depth == 0 {
         return 0;
     }
-    out[0] = ret as u64;
+    // SAFETY (here and below): `out` has room for MAX_DEPTH entries.
+    unsafe { out.write(ret as u64) };
     let mut n = 1;
     let here = &n as *const usize as usize;
     let (lo, hi) = stack_bounds();
@@ -806,7 +1017,8 @@ unsafe fn walk(ret: usize, mut fp: usize, depth: usize, out: &mut [u64; MAX_DEPT
         if r < 4096 {
             break;
         }
-        out[n] = r as u64;
+        // SAFETY: n < depth <= MAX_DEPTH.
+        unsafe { out.add(n).write(r as u64) };
         n += 1;
         if next <= fp {
             break;
@@ -829,14 +1041,22 @@ fn record(
     bt: bool,
 ) {
     set_guard(true);
-    let mut frames = [0u64; MAX_DEPTH];
+    // Left uninitialised: only the frames walked are written and sent.
+    let mut frames = core::mem::MaybeUninit::<[u64; MAX_DEPTH]>::uninit();
     let n = if bt {
-        // SAFETY: bounded walk over our own stack.
-        unsafe { walk(ret, fp, DEPTH.load(Ordering::Relaxed), &mut frames) }
+        // SAFETY: bounded walk over our own stack into our array.
+        unsafe {
+            walk(
+                ret,
+                fp,
+                DEPTH.load(Ordering::Relaxed),
+                frames.as_mut_ptr().cast(),
+            )
+        }
     } else {
         0
     };
-    let mut ev = [0u8; EVENT_FIXED + 8 * MAX_DEPTH];
+    let mut ev = [0u8; EVENT_FIXED];
     ev[0] = kind;
     ev[1] = res;
     ev[2] = func;
@@ -845,11 +1065,12 @@ fn record(
     ev[8..16].copy_from_slice(&seq.to_le_bytes());
     ev[16..24].copy_from_slice(&size.to_le_bytes());
     ev[24..32].copy_from_slice(&id.to_le_bytes());
-    for (i, f) in frames[..n].iter().enumerate() {
-        ev[EVENT_FIXED + 8 * i..EVENT_FIXED + 8 * i + 8].copy_from_slice(&f.to_le_bytes());
-    }
-    // SAFETY: appending our event.
-    unsafe { append(&ev[..EVENT_FIXED + 8 * n]) };
+    // Frames are little-endian u64s already on x86_64: the stream copies
+    // them straight from the array.
+    // SAFETY: walk initialised the first n entries of `frames`.
+    let frame_bytes = unsafe { core::slice::from_raw_parts(frames.as_ptr().cast::<u8>(), 8 * n) };
+    // SAFETY: our own batch.
+    unsafe { append(&ev, frame_bytes) };
     set_guard(false);
 }
 
@@ -1224,11 +1445,6 @@ fd_hook!(h_memfd, R_MEMFD, c"memfd_create", MemfdFn, F_MEMFD, (name: *const c_ch
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn close(fd: c_int) -> c_int {
     let f = real!(R_CLOSE, c"close", IntFn);
-    if fd >= 0 && fd == OUT_FD.load(Ordering::Acquire) {
-        // The recorder's own file: a program closing "all" descriptors
-        // must not end the recording. Report success.
-        return 0;
-    }
     let on = enabled(MODULE_FILE);
     let seq = if on { take_seq() } else { 0 };
     // SAFETY: the real close.

@@ -7,6 +7,13 @@
 #[path = "../src/wire.rs"]
 mod wire;
 
+// The stream layout and its no_std writer, compiled from tracekit-posix's
+// source (they need only `core`).
+#[path = "../../tracekit-posix/src/consts.rs"]
+mod consts;
+#[path = "../../tracekit-posix/src/producer.rs"]
+mod producer;
+
 mod libc;
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]

@@ -28,10 +28,13 @@ pub const EINTR: c_int = 4;
 pub const EBADF: c_int = 9;
 pub const EEXIST: c_int = 17;
 pub const F_DUPFD_CLOEXEC: c_int = 1030;
+pub const MAP_SHARED: c_int = 0x01;
 pub const MAP_PRIVATE: c_int = 0x02;
 pub const MAP_ANONYMOUS: c_int = 0x20;
 pub const MAP_FAILED: *mut c_void = !0usize as *mut c_void;
 pub const O_RDONLY: c_int = 0;
+pub const O_RDWR: c_int = 0o2;
+pub const SEEK_END: c_int = 2;
 pub const O_WRONLY: c_int = 0o1;
 pub const O_CREAT: c_int = 0o100;
 pub const O_EXCL: c_int = 0o200;
@@ -41,12 +44,17 @@ pub const PROT_READ: c_int = 1;
 pub const PROT_WRITE: c_int = 2;
 pub const RTLD_NEXT: *mut c_void = -1isize as *mut c_void;
 pub const SYS_close: c_long = 3;
+pub const SYS_lseek: c_long = 8;
+pub const SYS_sched_yield: c_long = 24;
+pub const SYS_nanosleep: c_long = 35;
 pub const SYS_openat: c_long = 257;
 
 #[link(name = "c")]
 unsafe extern "C" {
     pub fn __errno_location() -> *mut c_int;
     pub fn abort() -> !;
+    // producer.rs declares it with `*mut [i64; 2]`: the same C ABI.
+    #[allow(clashing_extern_declarations)]
     pub fn clock_gettime(clock: c_int, ts: *mut timespec) -> c_int;
     pub fn dlsym(handle: *mut c_void, name: *const c_char) -> *mut c_void;
     pub fn fcntl(fd: c_int, cmd: c_int, ...) -> c_int;

@@ -1,5 +1,8 @@
-//! Layout of the recorder's output, shared by the shim (compiled on its
-//! own, see build.rs) and the decoder.
+//! The recorder's layouts, shared by the shim (compiled on its own, see
+//! build.rs) and the recorder: the events and metadata the shim writes into
+//! the POSIX trace stream, and the chunks of the per-image files the
+//! recorder splits the stream into (header, events sorted by number, maps)
+//! for the decoder.
 
 /// Chunk tags (little-endian u32 of the ASCII text).
 pub const TAG_HEADER: [u8; 4] = *b"TKHD";
@@ -58,3 +61,33 @@ pub const FUNCTIONS: &[&str] = &[
 pub const HEADER_FIXED: usize = 32;
 pub const MODULE_MEMORY: u32 = 1;
 pub const MODULE_FILE: u32 = 2;
+
+/// The environment variable naming the POSIX trace stream (a
+/// `tracekit-posix` stream file for all processes) the shim writes into.
+pub const STREAM_ENV: &str = "TRACEKIT_RTRACE_STREAM";
+/// The user event type of allocation events: the payload is one or more
+/// whole events of the layout above (`EVENT_FIXED + 8 * nframes` bytes
+/// each), all of one thread in the order it recorded them; the stream's
+/// slot header carries the pid and thread.
+pub const STREAM_EVENT: &[u8] = b"tracekit.rtrace.event";
+/// The user event type of the per-image metadata (the header and the
+/// memory maps), sent in fragments: `META_HEAD` bytes (kind, serial,
+/// offset, total: u32 little-endian each) before each piece.
+pub const STREAM_META: &[u8] = b"tracekit.rtrace.meta";
+pub const META_HEAD: usize = 16;
+/// `kind` of a metadata record: the header chunk's payload (starts an
+/// image of the slot's pid), or the text of `/proc/self/maps`.
+pub const META_HEADER: u32 = 1;
+pub const META_MAPS: u32 = 2;
+/// The stream's max data size for `depth` frames: the shim gathers a
+/// thread's events and writes up to this many bytes of them as one stream
+/// event (whole events, concatenated), so one event of the deepest
+/// backtrace always fits; metadata pieces are this size minus `META_HEAD`.
+pub const fn stream_max_data(depth: usize) -> usize {
+    let ev = EVENT_FIXED + 8 * depth;
+    if ev > 4096 {
+        ev
+    } else {
+        4096
+    }
+}

@@ -229,9 +229,20 @@ pub(crate) fn format_call(
 
 /// Appends a bare frame line `\t0x<addr>\n`.
 pub(crate) fn format_frame(line: &mut Vec<u8>, addr: u64) {
-    line.extend_from_slice(b"\t0x");
-    push_hex(line, addr);
-    line.push(b'\n');
+    // Frames are most of a recording's lines: build the line in a fixed
+    // buffer and append it with one fixed-size copy (no memcpy call).
+    let mut buf = [0u8; 20];
+    buf[..3].copy_from_slice(b"\t0x");
+    let n = write_hex(&mut buf[3..19], addr);
+    buf[3 + n] = b'\n';
+    line.reserve(buf.len());
+    let len = line.len();
+    // SAFETY: `reserve` made room for 20 more bytes; all 20 are copied,
+    // the first 4 + n <= 20 of them are kept.
+    unsafe {
+        std::ptr::copy_nonoverlapping(buf.as_ptr(), line.as_mut_ptr().add(len), buf.len());
+        line.set_len(len + 4 + n);
+    }
 }
 
 fn push_dec(out: &mut Vec<u8>, v: i64) {

@@ -1,6 +1,8 @@
 //! Decoding what the LD_PRELOAD recorder (`tracekit-rtrace-preload`)
-//! writes — chunks of fixed-layout binary events, a header and the final
-//! memory maps — into the sp-rtrace text protocol.
+//! records — fixed-layout binary events, a header and the memory maps,
+//! which travel through a POSIX trace stream and are split into one file
+//! of chunks per process image by [`capture`] — into the sp-rtrace text
+//! protocol.
 //!
 //! Events arrive in per-thread chunks; each carries a number from one
 //! process-wide counter, so a min-heap restores the global order with
@@ -17,6 +19,8 @@ use crate::record::{format_call, format_frame, CallKind, Header, HeaderField};
 pub use tracekit_rtrace_preload::wire;
 
 use wire::*;
+
+pub mod capture;
 
 /// What the recording's header chunk says.
 #[derive(Debug, Clone, Default)]
@@ -323,6 +327,15 @@ pub fn decode<W: Write>(data: &[u8], mut out: W) -> Result<(RecordingInfo, Decod
                 next = skip_to;
             }
         }
+    }
+    if stats.lost > 0 {
+        // Never silently: the trace says it is incomplete.
+        writeln!(
+            out,
+            "## tracekit: {} event(s) of this process were lost while recording",
+            stats.lost
+        )
+        .map_err(io)?;
     }
     out.flush().map_err(io)?;
     Ok((info, stats))

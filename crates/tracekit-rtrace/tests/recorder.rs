@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use tracekit_rtrace::postproc::{self, Options};
+use tracekit_rtrace::recording::capture::Capture;
 use tracekit_rtrace::report;
 
 const PROGRAM: &str = r#"
@@ -154,19 +155,33 @@ fn records_known_leaks_exactly() {
     let so = shim(tmp.path());
     let rec = tmp.path().join("rec");
     std::fs::create_dir(&rec).unwrap();
+    // The recorder's side: a POSIX trace stream, read while the program runs.
+    let capture = Capture::start(&rec, 10).unwrap();
     let status = Command::new(&exe)
         .env("LD_PRELOAD", &so)
-        .env("TRACEKIT_RTRACE_DIR", &rec)
-        .env("TRACEKIT_RTRACE_MODULES", "memory,file")
+        .envs(capture.env("memory,file"))
         .status()
         .unwrap();
     assert!(status.success(), "the traced program failed: {status:?}");
+    let (images, stats) = capture.finish().unwrap();
+    assert_eq!(
+        (
+            stats.orphan_events,
+            stats.damaged_events,
+            stats.incomplete_meta
+        ),
+        (0, 0, 0),
+        "{stats:?}"
+    );
 
     let mut files: Vec<PathBuf> = std::fs::read_dir(&rec)
         .unwrap()
         .map(|e| e.unwrap().path())
         .collect();
     files.sort();
+    let mut listed: Vec<PathBuf> = images.iter().map(|i| i.path.clone()).collect();
+    listed.sort();
+    assert_eq!(files, listed);
     // main (pid P, image 0), the first fork child (its own file), the
     // second child before exec (image 0) and its exec'd image (image 1).
     assert_eq!(files.len(), 4, "{files:?}");
@@ -224,8 +239,8 @@ fn records_known_leaks_exactly() {
         .find(|r| r.text.contains("malloc<memory>(5) = 0x"))
         .expect("child recording");
     assert!(leaks(child, "memory").0 >= 1);
-    // Events buffered when execl (variadic, reaching execve inside libc)
-    // replaced the image were written out first.
+    // Events made just before execl (variadic, reaching execve inside
+    // libc) replaced the image belong to the pre-exec image.
     assert!(
         decoded
             .iter()

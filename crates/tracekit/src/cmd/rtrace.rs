@@ -33,7 +33,9 @@ Preloads tracekit's recorder (built into this executable, or the library
 named by $TRACEKIT_PRELOAD_LIB) into CMD and its children. Each process
 image gets its own trace: the command's is OUT; the others (fork children,
 exec'd programs) are written beside it as OUT.<pid>-<n>.rtrace. The exit
-status is the command's. Leaks can be listed with `tracekit report OUT`.
+status is the command's. Events travel through a POSIX trace stream in
+/dev/shm that tracekit reads while CMD runs (a full stream makes CMD wait,
+nothing is dropped silently). Leaks can be listed with `tracekit report OUT`.
 
 Examples:
   tracekit record mem -o app.rtrace -- ./app --flag
@@ -218,17 +220,40 @@ pub fn record_mem(a: RecordArgs) -> Result<ExitCode> {
         }
         _ => lib.clone().into_os_string(),
     };
+    let result = record_into(&dir, preload, &a);
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+/// Runs the command with the shim writing into a POSIX trace stream that
+/// a reader thread splits into per-image files in `dir`, then converts
+/// them.
+fn record_into(dir: &Path, preload: std::ffi::OsString, a: &RecordArgs) -> Result<ExitCode> {
+    use tracekit_rtrace::recording::capture::Capture;
+    let capture = Capture::start(dir, a.backtrace_depth)
+        .with_context(|| "cannot set up the recorder's trace stream".to_string())?;
     let status = std::process::Command::new(&a.command[0])
         .args(&a.command[1..])
         .env("LD_PRELOAD", preload)
-        .env("TRACEKIT_RTRACE_DIR", &dir)
-        .env("TRACEKIT_RTRACE_DEPTH", a.backtrace_depth.to_string())
-        .env("TRACEKIT_RTRACE_MODULES", &a.modules)
+        .envs(capture.env(&a.modules))
         .status()
-        .with_context(|| format!("cannot run {}", a.command[0].to_string_lossy()));
-    let result = status.and_then(|status| convert_recordings(&dir, &a, status));
-    let _ = std::fs::remove_dir_all(&dir);
-    result
+        .with_context(|| format!("cannot run {}", a.command[0].to_string_lossy()))?;
+    let (_, stats) = capture
+        .finish()
+        .with_context(|| "reading the recorder's trace stream".to_string())?;
+    if stats.refused_writes > 0 {
+        eprintln!(
+            "tracekit: the trace stream was full {} time(s); the program waited for the recorder",
+            stats.refused_writes
+        );
+    }
+    if stats.orphan_events + stats.damaged_events + stats.incomplete_meta > 0 {
+        eprintln!(
+            "tracekit: warning: {} event(s) of processes whose header was lost, {} damaged event(s), {} incomplete header/maps record(s): not in the traces",
+            stats.orphan_events, stats.damaged_events, stats.incomplete_meta
+        );
+    }
+    convert_recordings(dir, a, status)
 }
 
 fn convert_recordings(

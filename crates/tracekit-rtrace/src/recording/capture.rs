@@ -1,0 +1,539 @@
+//! The recorder's end of the transport: the POSIX trace stream the shim
+//! (`tracekit-rtrace-preload`) writes into, read while the traced command
+//! runs and split into one recorder file per process image.
+//!
+//! The recorder is the stream's controller (`tracekit_posix::api`): it
+//! creates an UNTIL_FULL stream for all processes in `/dev/shm`, registers
+//! the event types [`STREAM_EVENT`] and [`STREAM_META`], starts it and
+//! names it in [`STREAM_ENV`] for the command. A thread drains it
+//! continuously with the getnext functions:
+//! * a *meta* record (reassembled from its fragments, keyed by pid and the
+//!   image's serial) of kind [`META_HEADER`] starts a new image of the
+//!   slot's pid — `<pid>-<n>.tkrt`, n counting the images of that pid
+//!   (fork children are new pids, exec starts image n+1) — and becomes its
+//!   header chunk; [`META_MAPS`] becomes a maps chunk (the shim sends the
+//!   maps when an image starts and again when it exits or execs; the
+//!   decoder keeps the last, so a process killed by a signal keeps those of
+//!   its start);
+//! * an *event* (a batch of one thread's allocation events, see
+//!   [`STREAM_EVENT`]) goes to the current image of its pid, into a buffer
+//!   of its thread, written as an events chunk when it grows large and at
+//!   the end: each chunk holds one thread's events sorted by number, which
+//!   is what [`super::decode`] merges.
+//!
+//! The files keep the layout the decoder reads, so the text output does
+//! not depend on the transport. Nothing is dropped silently: events of a
+//! pid without a header, damaged events and incomplete metadata are
+//! counted in [`CaptureStats`]; events the shim had to give up show as
+//! gaps in the event numbers, which the decoder counts per image.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use tracekit_posix::api;
+use tracekit_posix::consts::POSIX_TRACE_UNTIL_FULL;
+use tracekit_posix::TraceAttr;
+
+use super::wire::*;
+use crate::fxhash::FxHashMap as HashMap;
+
+/// Stream size: 8 MiB of slots per lane (tracekit-posix gives each
+/// writing thread's lane this many; pages are touched only when used).
+/// With 4 KiB batches of about 36 events (depth 10) a lane holds some
+/// 70,000 events, tens of milliseconds of a thread allocating flat out,
+/// while the reader drains continuously; beyond that the shim waits for
+/// room. Larger rings only cost page faults (every page is touched once a
+/// ring wraps).
+pub const STREAM_SIZE: u64 = 8 << 20;
+/// A thread's buffered events are written as one chunk at this size.
+const FLUSH_AT: usize = 64 << 10;
+/// A metadata record larger than this is refused as damaged (the maps
+/// snapshot the shim reads is at most 4 MiB).
+const MAX_META: usize = 8 << 20;
+/// After the command has ended: how long the stream must stay empty before
+/// the reader stops (longer than the time after which a slot whose writer
+/// died mid-write is skipped).
+const QUIET_AT_END: Duration = Duration::from_millis(150);
+
+/// One recorded process image.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Image {
+    pub pid: i32,
+    /// Counts the images of one pid (exec starts the next).
+    pub n: u32,
+    pub path: PathBuf,
+}
+
+/// What the transport saw.
+#[derive(Debug, Clone, Default)]
+pub struct CaptureStats {
+    /// Allocation events read.
+    pub events: u64,
+    /// Events of a pid whose header never arrived (they cannot be placed).
+    pub orphan_events: u64,
+    /// Stream events whose length did not match their events' frame
+    /// counts (the whole events before the damage are kept).
+    pub damaged_events: u64,
+    /// Metadata records left incomplete (a piece lost) or damaged.
+    pub incomplete_meta: u64,
+    /// Writes the stream refused because it was full. The shim then waits
+    /// for the reader and retries; an event it finally gave up shows as a
+    /// gap in its image's event numbers.
+    pub refused_writes: u64,
+}
+
+/// A stream being recorded into: create it with [`Capture::start`], run
+/// the command with [`Capture::env`], then [`Capture::finish`].
+pub struct Capture {
+    trid: api::TraceId,
+    path: PathBuf,
+    depth: usize,
+    done: Arc<AtomicBool>,
+    reader: Option<JoinHandle<io::Result<Demux>>>,
+}
+
+fn errno(what: &str, e: api::Errno) -> io::Error {
+    let os = io::Error::from_raw_os_error(e);
+    io::Error::new(os.kind(), format!("{what}: {os}"))
+}
+
+impl Capture {
+    /// Creates and starts the stream for backtraces of up to `depth`
+    /// frames and starts the reader, which writes the image files to `dir`.
+    pub fn start(dir: &Path, depth: usize) -> io::Result<Capture> {
+        let mut attr = TraceAttr::default();
+        attr.set_stream_policy(POSIX_TRACE_UNTIL_FULL);
+        attr.set_max_data_size(stream_max_data(depth) as u64);
+        attr.stream_size = STREAM_SIZE;
+        let trid = api::create(api::POSIX_TRACE_ALLPROC, Some(&attr), None)
+            .map_err(|e| errno("creating the recorder's trace stream", e))?;
+        let mut capture = Capture {
+            trid,
+            path: PathBuf::new(),
+            depth,
+            done: Arc::new(AtomicBool::new(false)),
+            reader: None,
+        };
+        let event_id = api::trid_eventid_open(trid, STREAM_EVENT)
+            .map_err(|e| errno("registering the allocation event type", e))?;
+        let meta_id = api::trid_eventid_open(trid, STREAM_META)
+            .map_err(|e| errno("registering the metadata event type", e))?;
+        api::start(trid).map_err(|e| errno("starting the recorder's trace stream", e))?;
+        capture.path =
+            api::stream_path(trid).map_err(|e| errno("naming the recorder's trace stream", e))?;
+        let demux = Demux::new(dir.to_path_buf(), event_id, meta_id);
+        let done = capture.done.clone();
+        let reader = std::thread::Builder::new()
+            .name("rtrace-reader".into())
+            .spawn(move || demux.run(trid, &done))?;
+        capture.reader = Some(reader);
+        Ok(capture)
+    }
+
+    /// The variables the traced command needs (besides `LD_PRELOAD`).
+    pub fn env(&self, modules: &str) -> Vec<(&'static str, std::ffi::OsString)> {
+        vec![
+            (STREAM_ENV, self.path.clone().into_os_string()),
+            ("TRACEKIT_RTRACE_DEPTH", self.depth.to_string().into()),
+            ("TRACEKIT_RTRACE_MODULES", modules.into()),
+        ]
+    }
+
+    /// Call when the command has ended: reads what is left, writes every
+    /// buffered event and shuts the stream down. Returns the images (oldest
+    /// process first, images in order) and the transport's counts.
+    pub fn finish(mut self) -> io::Result<(Vec<Image>, CaptureStats)> {
+        self.done.store(true, Ordering::Release);
+        let demux = match self.reader.take().map(|r| r.join()) {
+            Some(Ok(r)) => r?,
+            _ => return Err(io::Error::other("the trace stream's reader failed")),
+        };
+        let refused = api::lost_events(self.trid).unwrap_or(0);
+        let mut stats = demux.stats;
+        stats.refused_writes = refused;
+        let mut images = demux.images;
+        images.sort_by_key(|i| (i.pid, i.n));
+        Ok((images, stats))
+    }
+}
+
+impl Drop for Capture {
+    fn drop(&mut self) {
+        self.done.store(true, Ordering::Release);
+        if let Some(r) = self.reader.take() {
+            let _ = r.join();
+        }
+        // Also removes the stream's /dev/shm file.
+        let _ = api::shutdown(self.trid);
+    }
+}
+
+/// The image currently recorded for one pid.
+struct Current {
+    image: usize,
+    /// Each thread's events not yet written (in the order written, which
+    /// for one thread is the order of their numbers).
+    threads: HashMap<u64, Vec<u8>>,
+}
+
+/// Splits the stream into image files.
+struct Demux {
+    dir: PathBuf,
+    event_id: u32,
+    meta_id: u32,
+    images: Vec<Image>,
+    current: HashMap<i32, Current>,
+    /// Metadata records being reassembled: (pid, serial) -> (kind, bytes).
+    partial: HashMap<(i32, u32), (u32, Vec<u8>)>,
+    stats: CaptureStats,
+    scratch: Vec<u8>,
+}
+
+impl Demux {
+    fn new(dir: PathBuf, event_id: u32, meta_id: u32) -> Demux {
+        Demux {
+            dir,
+            event_id,
+            meta_id,
+            images: Vec::new(),
+            current: HashMap::default(),
+            partial: HashMap::default(),
+            stats: CaptureStats::default(),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Reads the stream until the command has ended and it stayed empty
+    /// for [`QUIET_AT_END`], then writes what is buffered.
+    fn run(mut self, trid: api::TraceId, done: &AtomicBool) -> io::Result<Demux> {
+        let mut buf = vec![0u8; 64 << 10];
+        let mut quiet_since: Option<Instant> = None;
+        loop {
+            let finishing = done.load(Ordering::Acquire);
+            match api::getnext_event(trid, &mut buf, api::Wait::Never) {
+                Ok(Some(ev)) => {
+                    quiet_since = None;
+                    self.take(
+                        ev.info.event_id,
+                        ev.info.pid,
+                        ev.info.thread,
+                        &buf[..ev.data_len],
+                    )?;
+                }
+                Ok(None) if finishing => {
+                    let since = *quiet_since.get_or_insert_with(Instant::now);
+                    if since.elapsed() >= QUIET_AT_END {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                // Empty: the ring holds far more than a few milliseconds of
+                // events, so poll calmly (at most 500 wake-ups a second).
+                Ok(None) => std::thread::sleep(Duration::from_millis(2)),
+                Err(libc::EINTR) => {}
+                Err(e) => return Err(errno("reading the recorder's trace stream", e)),
+            }
+        }
+        self.stats.incomplete_meta += self.partial.len() as u64;
+        self.partial.clear();
+        let pids: Vec<i32> = self.current.keys().copied().collect();
+        for pid in pids {
+            self.end_image(pid)?;
+        }
+        Ok(self)
+    }
+
+    fn take(&mut self, id: u32, pid: i32, thread: u64, data: &[u8]) -> io::Result<()> {
+        if id == self.event_id {
+            self.event(pid, thread, data)
+        } else if id == self.meta_id {
+            self.fragment(pid, data)
+        } else {
+            // System events (start, stop after a full stream): nothing to keep.
+            Ok(())
+        }
+    }
+
+    /// A batch: whole events of one thread, concatenated.
+    fn event(&mut self, pid: i32, thread: u64, data: &[u8]) -> io::Result<()> {
+        // The whole events at the front; a damaged length ends the batch.
+        let mut whole = 0;
+        let mut count = 0u64;
+        while whole + EVENT_FIXED <= data.len() {
+            let len = EVENT_FIXED + 8 * data[whole + 3] as usize;
+            if whole + len > data.len() {
+                break;
+            }
+            whole += len;
+            count += 1;
+        }
+        if whole < data.len() {
+            self.stats.damaged_events += 1;
+        }
+        let Some(cur) = self.current.get_mut(&pid) else {
+            self.stats.orphan_events += count;
+            return Ok(());
+        };
+        self.stats.events += count;
+        let buf = cur.threads.entry(thread).or_default();
+        buf.extend_from_slice(&data[..whole]);
+        if buf.len() >= FLUSH_AT {
+            let path = &self.images[cur.image].path;
+            let mut f = OpenOptions::new().append(true).open(path)?;
+            write_events(&mut f, buf, &mut self.scratch)?;
+            buf.clear();
+        }
+        Ok(())
+    }
+
+    fn fragment(&mut self, pid: i32, data: &[u8]) -> io::Result<()> {
+        let word = |i: usize| {
+            data.get(i * 4..i * 4 + 4)
+                .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        };
+        let (Some(kind), Some(serial), Some(off), Some(total)) =
+            (word(0), word(1), word(2), word(3))
+        else {
+            self.stats.incomplete_meta += 1;
+            return Ok(());
+        };
+        let (off, total) = (off as usize, total as usize);
+        let piece = &data[META_HEAD..];
+        if total > MAX_META || off + piece.len() > total {
+            self.stats.incomplete_meta += 1;
+            return Ok(());
+        }
+        let key = (pid, serial);
+        let record = if off == 0 {
+            if self.partial.remove(&key).is_some() {
+                self.stats.incomplete_meta += 1;
+            }
+            if piece.len() == total {
+                piece.to_vec()
+            } else {
+                let mut buf = Vec::with_capacity(total);
+                buf.extend_from_slice(piece);
+                self.partial.insert(key, (kind, buf));
+                return Ok(());
+            }
+        } else {
+            match self.partial.get_mut(&key) {
+                Some((k, buf)) if *k == kind && buf.len() == off => {
+                    buf.extend_from_slice(piece);
+                    if buf.len() < total {
+                        return Ok(());
+                    }
+                    match self.partial.remove(&key) {
+                        Some((_, buf)) => buf,
+                        None => return Ok(()),
+                    }
+                }
+                _ => {
+                    // A piece of a record whose start was lost.
+                    self.stats.incomplete_meta += 1;
+                    return Ok(());
+                }
+            }
+        };
+        self.meta(pid, kind, &record)
+    }
+
+    fn meta(&mut self, pid: i32, kind: u32, record: &[u8]) -> io::Result<()> {
+        match kind {
+            META_HEADER => {
+                let n = match self.current.contains_key(&pid) {
+                    true => {
+                        let n = self.images[self.current[&pid].image].n + 1;
+                        self.end_image(pid)?;
+                        n
+                    }
+                    false => self
+                        .images
+                        .iter()
+                        .filter(|i| i.pid == pid)
+                        .map(|i| i.n + 1)
+                        .max()
+                        .unwrap_or(0),
+                };
+                let path = self.dir.join(format!("{pid}-{n}.tkrt"));
+                let mut f = File::create(&path)?;
+                write_chunk(&mut f, TAG_HEADER, record)?;
+                self.images.push(Image { pid, n, path });
+                self.current.insert(
+                    pid,
+                    Current {
+                        image: self.images.len() - 1,
+                        threads: HashMap::default(),
+                    },
+                );
+                Ok(())
+            }
+            META_MAPS => match self.current.get(&pid) {
+                Some(cur) => append_chunk(&self.images[cur.image].path, TAG_MAPS, record),
+                None => {
+                    self.stats.incomplete_meta += 1;
+                    Ok(())
+                }
+            },
+            _ => {
+                self.stats.incomplete_meta += 1;
+                Ok(())
+            }
+        }
+    }
+
+    /// Writes the image's buffered events; later events of the pid belong
+    /// to its next image.
+    fn end_image(&mut self, pid: i32) -> io::Result<()> {
+        let Some(cur) = self.current.remove(&pid) else {
+            return Ok(());
+        };
+        let path = &self.images[cur.image].path;
+        let mut f = OpenOptions::new().append(true).open(path)?;
+        for buf in cur.threads.values().filter(|b| !b.is_empty()) {
+            write_events(&mut f, buf, &mut self.scratch)?;
+        }
+        Ok(())
+    }
+}
+
+/// Writes one thread's events as a chunk in the order of their numbers.
+/// A thread records them almost in that order, but not quite: a release
+/// takes its number before the real call and is written after it, so the
+/// events of calls made inside (fclose freeing its buffers) come first.
+fn write_events(f: &mut File, buf: &[u8], scratch: &mut Vec<u8>) -> io::Result<()> {
+    let mut index: Vec<(u64, usize, usize)> = Vec::with_capacity(buf.len() / EVENT_FIXED);
+    let mut at = 0;
+    let mut sorted = true;
+    while at + EVENT_FIXED <= buf.len() {
+        let len = EVENT_FIXED + 8 * buf[at + 3] as usize;
+        let mut seq = [0u8; 8];
+        seq.copy_from_slice(&buf[at + 8..at + 16]);
+        let seq = u64::from_le_bytes(seq);
+        sorted &= index.last().is_none_or(|l| l.0 < seq);
+        index.push((seq, at, len));
+        at += len;
+    }
+    if sorted {
+        return write_chunk(f, TAG_EVENTS, buf);
+    }
+    index.sort_by_key(|e| e.0);
+    scratch.clear();
+    for (_, at, len) in index {
+        scratch.extend_from_slice(&buf[at..at + len]);
+    }
+    write_chunk(f, TAG_EVENTS, scratch)
+}
+
+fn write_chunk(f: &mut File, tag: [u8; 4], payload: &[u8]) -> io::Result<()> {
+    let mut head = [0u8; 8];
+    head[..4].copy_from_slice(&tag);
+    head[4..].copy_from_slice(&(payload.len() as u32).to_le_bytes());
+    f.write_all(&head)?;
+    f.write_all(payload)
+}
+
+fn append_chunk(path: &Path, tag: [u8; 4], payload: &[u8]) -> io::Result<()> {
+    let mut f = OpenOptions::new().append(true).open(path)?;
+    write_chunk(&mut f, tag, payload)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(kind: u32, serial: u32, off: usize, total: usize, piece: &[u8]) -> Vec<u8> {
+        let mut v = Vec::new();
+        for w in [kind, serial, off as u32, total as u32] {
+            v.extend_from_slice(&w.to_le_bytes());
+        }
+        v.extend_from_slice(piece);
+        v
+    }
+
+    fn event(seq: u64, frames: &[u64]) -> Vec<u8> {
+        let mut e = vec![0u8; EVENT_FIXED];
+        e[0] = KIND_ALLOC;
+        e[3] = frames.len() as u8;
+        e[8..16].copy_from_slice(&seq.to_le_bytes());
+        e[16..24].copy_from_slice(&8u64.to_le_bytes());
+        e[24..32].copy_from_slice(&(0x1000 + seq).to_le_bytes());
+        for f in frames {
+            e.extend_from_slice(&f.to_le_bytes());
+        }
+        e
+    }
+
+    fn header(pid: u32) -> Vec<u8> {
+        let mut h = vec![0u8; HEADER_FIXED];
+        h[0..4].copy_from_slice(&pid.to_le_bytes());
+        h[24..28].copy_from_slice(&4u32.to_le_bytes());
+        h[28..32].copy_from_slice(&MODULE_MEMORY.to_le_bytes());
+        h.extend_from_slice(b"/bin/prog");
+        h
+    }
+
+    /// Images split by pid and by header (exec), fragments reassembled,
+    /// threads interleaved: the files decode to the events in number order.
+    #[test]
+    fn demux_splits_images_and_keeps_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut d = Demux::new(dir.path().to_path_buf(), 1024, 1025);
+        let h = header(7);
+        d.take(1025, 7, 1, &meta(META_HEADER, 0, 0, h.len(), &h[..10]))
+            .unwrap();
+        // An event before its image's header is complete has no image.
+        d.take(1024, 8, 1, &event(0, &[])).unwrap();
+        d.take(1025, 7, 1, &meta(META_HEADER, 0, 10, h.len(), &h[10..]))
+            .unwrap();
+        // Thread 2 writes number 2 before 1 (a release whose real call
+        // allocated inside).
+        let mut batch = event(2, &[]);
+        batch.extend_from_slice(&event(1, &[0x10]));
+        d.take(1024, 7, 2, &batch).unwrap();
+        d.take(1024, 7, 1, &event(0, &[0x20, 0x30])).unwrap();
+        d.take(1024, 7, 2, &event(9, &[])[..EVENT_FIXED - 1])
+            .unwrap();
+        let maps = b"00400000-00401000 r-xp 00000000 08:01 1 /bin/prog\n";
+        d.take(1025, 7, 1, &meta(META_MAPS, 1, 0, maps.len(), maps))
+            .unwrap();
+        // exec: a new header for the same pid starts image 1.
+        d.take(1025, 7, 1, &meta(META_HEADER, 0, 0, h.len(), &h))
+            .unwrap();
+        d.take(1024, 7, 1, &event(0, &[])).unwrap();
+        // A lost first piece: counted.
+        d.take(1025, 7, 1, &meta(META_MAPS, 5, 4, 8, b"abcd"))
+            .unwrap();
+        d.stats.incomplete_meta += d.partial.len() as u64;
+        for pid in d.current.keys().copied().collect::<Vec<_>>() {
+            d.end_image(pid).unwrap();
+        }
+        assert_eq!(d.stats.orphan_events, 1);
+        assert_eq!(d.stats.damaged_events, 1);
+        assert_eq!(d.stats.incomplete_meta, 1);
+        assert_eq!(d.stats.events, 4);
+        let names: Vec<_> = d.images.iter().map(|i| (i.pid, i.n)).collect();
+        assert_eq!(names, vec![(7, 0), (7, 1)]);
+        let mut text = Vec::new();
+        let (info, stats) = crate::recording::decode_file(&d.images[0].path, &mut text).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert_eq!(info.executable, "/bin/prog");
+        assert_eq!((stats.allocs, stats.lost), (3, 0), "{text}");
+        assert!(
+            text.contains(": /bin/prog => 0x400000-0x401000\n"),
+            "{text}"
+        );
+        let calls: Vec<&str> = text.lines().filter(|l| l.contains(") = 0x")).collect();
+        assert_eq!(calls.len(), 3, "{text}");
+        for (i, c) in calls.iter().enumerate() {
+            assert!(c.starts_with(&format!("{}. ", i + 1)), "{text}");
+            assert!(c.ends_with(&format!("= 0x100{i}")), "{text}");
+        }
+        assert!(text.contains("= 0x1000\n\t0x20\n\t0x30\n\n"), "{text}");
+    }
+}
