@@ -128,7 +128,12 @@ pub fn stack<W: Write + ?Sized>(
     let mut warnings = Warnings::default();
     for trace in traces {
         warnings.extend(trace.warnings.clone());
-        warnings.extend(trace.try_for_each(|r| trie.add(r))?);
+        if trace.header.kind == crate::LogKind::Fdr {
+            let workers = crate::trace::worker_count();
+            warnings.extend(trie.add_fdr_parallel(trace, workers, workers)?);
+        } else {
+            warnings.extend(trace.try_for_each(|r| trie.add(r))?);
+        }
     }
     warnings.extend(trie.finish_warnings());
     if trie.is_empty() {

@@ -434,3 +434,343 @@ impl StackTrie {
         writeln!(out)
     }
 }
+
+/// A node of one segment's trie. Its parent is a node of the segment or,
+/// for a call opened on the segment's empty stack, the call that was
+/// innermost in the whole trace then (known only at the merge).
+#[derive(Default)]
+struct LocalNode {
+    func_id: i32,
+    callees: Vec<u32>,
+    callee_ids: Vec<i32>,
+    terminal_count: u64,
+    terminal_sum: u64,
+    intermediate_count: u64,
+    intermediate_sum: u64,
+}
+
+/// An exit that reached below the segment's own stack (or found it empty):
+/// the merge applies it to the calls opened before the segment.
+struct DeferredExit {
+    func_id: i32,
+    tsc: u64,
+    /// The segment's own calls were open (and are closed already): the
+    /// deepest call of the whole stack was one of them.
+    had_local: bool,
+    /// Whether the function record before was an exit; `None`: it lies in
+    /// an earlier segment.
+    was_last_exit: Option<bool>,
+}
+
+/// One segment's share of `stack`.
+struct StackPart {
+    tid: u32,
+    nodes: Vec<LocalNode>,
+    /// `contexts[i]`: the segment's roots opened after `i` deferred exits.
+    contexts: Vec<Vec<u32>>,
+    deferred: Vec<DeferredExit>,
+    /// Calls still open at the segment's end, innermost last.
+    open: Vec<(u32, u64)>,
+    /// Whether the segment's last function record was an exit (`None`: it
+    /// has none).
+    last_was_exit: Option<bool>,
+    error: Option<Error>,
+    warnings: Warnings,
+}
+
+fn stack_segment(trace: &crate::Trace<'_>, segment: &crate::trace::Segment) -> StackPart {
+    let tid = trace.threads[segment.thread].tid as u32;
+    let mut nodes: Vec<LocalNode> = Vec::new();
+    let mut contexts: Vec<Vec<u32>> = vec![Vec::new()];
+    let mut deferred: Vec<DeferredExit> = Vec::new();
+    // (node, entry tsc, function id) of the segment's open calls.
+    let mut open: Vec<(u32, u64, i32)> = Vec::new();
+    let mut last_was_exit: Option<bool> = None;
+    let mut cursor = trace.segment_cursor(segment);
+    let res = cursor.drive_functions(&mut |kind, func_id, tsc| {
+        if kind.is_entry() {
+            last_was_exit = Some(false);
+            let siblings = open.last().map(|&(top, _, _)| top);
+            let found = match siblings {
+                None => contexts
+                    .last()
+                    .and_then(|roots| {
+                        roots
+                            .iter()
+                            .find(|&&n| nodes[n as usize].func_id == func_id)
+                    })
+                    .copied(),
+                Some(top) => {
+                    let t = &nodes[top as usize];
+                    t.callee_ids
+                        .iter()
+                        .position(|&f| f == func_id)
+                        .map(|i| t.callees[i])
+                }
+            };
+            let node = match found {
+                Some(n) => n,
+                None => {
+                    let n = nodes.len() as u32;
+                    nodes.push(LocalNode {
+                        func_id,
+                        ..Default::default()
+                    });
+                    match siblings {
+                        None => {
+                            if let Some(roots) = contexts.last_mut() {
+                                roots.push(n);
+                            }
+                        }
+                        Some(top) => {
+                            let t = &mut nodes[top as usize];
+                            t.callees.push(n);
+                            t.callee_ids.push(func_id);
+                        }
+                    }
+                    n
+                }
+            };
+            open.push((node, tsc, func_id));
+            return Ok(());
+        }
+        let was = last_was_exit;
+        last_was_exit = Some(true);
+        let matched = open.iter().rposition(|&(_, _, f)| f == func_id);
+        let had_local = !open.is_empty();
+        if let Some(last) = open.len().checked_sub(1) {
+            let from = matched.unwrap_or(0);
+            for &(n, start, _) in &open[from..last] {
+                let node = &mut nodes[n as usize];
+                node.intermediate_count += 1;
+                node.intermediate_sum = node.intermediate_sum.wrapping_add(start.abs_diff(tsc));
+            }
+            let (deepest, start, _) = open[last];
+            let d = start.abs_diff(tsc);
+            let node = &mut nodes[deepest as usize];
+            // `was` is known: the open call came before in this segment.
+            if was == Some(true) {
+                node.intermediate_count += 1;
+                node.intermediate_sum = node.intermediate_sum.wrapping_add(d);
+            } else {
+                node.terminal_count += 1;
+                node.terminal_sum = node.terminal_sum.wrapping_add(d);
+            }
+            open.truncate(from);
+        }
+        if matched.is_none() {
+            deferred.push(DeferredExit {
+                func_id,
+                tsc,
+                had_local,
+                was_last_exit: was,
+            });
+            contexts.push(Vec::new());
+        }
+        Ok(())
+    });
+    StackPart {
+        tid,
+        nodes,
+        contexts,
+        deferred,
+        open: open.into_iter().map(|(n, t, _)| (n, t)).collect(),
+        last_was_exit,
+        error: res.err(),
+        warnings: std::mem::take(&mut cursor.warnings),
+    }
+}
+
+impl StackTrie {
+    /// Adds the records of an FDR trace like [`StackTrie::add`] in load
+    /// order, the load order cut into `parts` parts built on `workers`
+    /// threads: each part builds a trie from an empty stack, deferring the
+    /// exits that reach below it; the merge grafts the parts' tries, in
+    /// order, onto the calls open then and replays the deferred exits.
+    /// Returns the warnings of the record streams.
+    pub fn add_fdr_parallel(
+        &mut self,
+        trace: &crate::Trace<'_>,
+        workers: usize,
+        parts: usize,
+    ) -> Result<Warnings> {
+        let cut = trace.split_load_order(parts.max(1));
+        let workers = workers.clamp(1, cut.len().max(1));
+        let per = cut.len().div_ceil(workers).max(1);
+        let results: Vec<Vec<StackPart>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = cut
+                .chunks(per)
+                .map(|group| {
+                    scope.spawn(move || {
+                        group
+                            .iter()
+                            .flatten()
+                            .map(|s| stack_segment(trace, s))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        });
+        let mut warnings = Warnings::default();
+        for part in results.into_iter().flatten() {
+            self.merge_part(part, &mut warnings)?;
+        }
+        Ok(warnings)
+    }
+
+    fn stack_slot(&mut self, tid: u32) -> usize {
+        let n = self.stacks.len();
+        let i = *self.stack_index.entry(tid).or_insert(n);
+        if i == n {
+            self.stacks.push(Vec::new());
+        }
+        self.last_thread = Some((tid, i));
+        i
+    }
+
+    fn merge_part(&mut self, mut part: StackPart, warnings: &mut Warnings) -> Result<()> {
+        let slot = self.stack_slot(part.tid);
+        let mut stack = std::mem::take(&mut self.stacks[slot]);
+        let res = self.merge_part_on(&part, &mut stack);
+        self.stacks[slot] = stack;
+        res?;
+        // A decoding error ends the stream after the records before it.
+        if let Some(e) = part.error.take() {
+            return Err(e);
+        }
+        if let Some(w) = part.last_was_exit {
+            self.was_last_exit = w;
+        }
+        warnings.extend(part.warnings);
+        Ok(())
+    }
+
+    fn merge_part_on(
+        &mut self,
+        part: &StackPart,
+        stack: &mut Vec<(usize, u64, i32)>,
+    ) -> Result<()> {
+        let mut map = vec![usize::MAX; part.nodes.len()];
+        for (i, roots) in part.contexts.iter().enumerate() {
+            let parent = stack.last().map(|&(n, _, _)| n);
+            for &root in roots {
+                self.graft(&part.nodes, root, parent, part.tid, &mut map);
+            }
+            let Some(d) = part.deferred.get(i) else {
+                continue;
+            };
+            let was_last_exit = d.was_last_exit.unwrap_or(self.was_last_exit);
+            if stack.is_empty() && !d.had_local {
+                self.orphan_exits += 1;
+                continue;
+            }
+            let matched = stack.iter().rposition(|&(_, _, f)| f == d.func_id);
+            if let Some(last) = stack.len().checked_sub(1) {
+                let from = matched.unwrap_or(0);
+                // The deepest open call was the segment's own (already
+                // accounted) or this one.
+                let upto = if d.had_local { last + 1 } else { last };
+                for &(n, tsc, _) in &stack[from..upto] {
+                    let node = &mut self.nodes[n];
+                    node.intermediate_count += 1;
+                    node.intermediate_sum = node.intermediate_sum.wrapping_add(tsc.abs_diff(d.tsc));
+                }
+                if !d.had_local {
+                    let (deepest, tsc, _) = stack[last];
+                    let dur = tsc.abs_diff(d.tsc);
+                    let node = &mut self.nodes[deepest];
+                    if was_last_exit {
+                        node.intermediate_count += 1;
+                        node.intermediate_sum = node.intermediate_sum.wrapping_add(dur);
+                    } else {
+                        node.terminal_count += 1;
+                        node.terminal_sum = node.terminal_sum.wrapping_add(dur);
+                    }
+                }
+                stack.truncate(from);
+            }
+            if matched.is_none() {
+                if !self.keep_going {
+                    return Err(Error::malformed(
+                        Position::Unknown,
+                        format!(
+                            "thread {}: exit of function {} at tsc {} has no matching entry on the stack (use -k to keep going)",
+                            part.tid, d.func_id, d.tsc
+                        ),
+                    ));
+                }
+                self.unmatched += 1;
+            }
+        }
+        if part.error.is_some() {
+            return Ok(());
+        }
+        for &(n, tsc) in &part.open {
+            let local = n as usize;
+            stack.push((map[local], tsc, part.nodes[local].func_id));
+        }
+        Ok(())
+    }
+
+    /// Adds the segment's subtrie at `root` under `parent` (a thread root
+    /// when `None`), matching nodes by function like [`StackTrie::add`]
+    /// would have, callees in the order they were first called.
+    fn graft(
+        &mut self,
+        local: &[LocalNode],
+        root: u32,
+        parent: Option<usize>,
+        tid: u32,
+        map: &mut [usize],
+    ) {
+        let mut todo: Vec<(u32, Option<usize>)> = vec![(root, parent)];
+        while let Some((l, p)) = todo.pop() {
+            let ln = &local[l as usize];
+            let g = match p {
+                None => {
+                    self.thread_roots(tid);
+                    let nodes = &self.nodes;
+                    let found = self.roots.get(&tid).and_then(|roots| {
+                        roots
+                            .iter()
+                            .copied()
+                            .find(|&n| nodes[n].func_id == ln.func_id)
+                    });
+                    match found {
+                        Some(n) => n,
+                        None => {
+                            let n = self.new_node(ln.func_id, None);
+                            self.thread_roots(tid).push(n);
+                            n
+                        }
+                    }
+                }
+                Some(p) => {
+                    let t = &self.nodes[p];
+                    match t.callee_ids.iter().position(|&f| f == ln.func_id) {
+                        Some(i) => t.callees[i],
+                        None => {
+                            let n = self.new_node(ln.func_id, Some(p));
+                            self.nodes[p].callees.push(n);
+                            self.nodes[p].callee_ids.push(ln.func_id);
+                            n
+                        }
+                    }
+                }
+            };
+            let node = &mut self.nodes[g];
+            node.terminal_count += ln.terminal_count;
+            node.terminal_sum = node.terminal_sum.wrapping_add(ln.terminal_sum);
+            node.intermediate_count += ln.intermediate_count;
+            node.intermediate_sum = node.intermediate_sum.wrapping_add(ln.intermediate_sum);
+            map[l as usize] = g;
+            for &c in ln.callees.iter().rev() {
+                todo.push((c, Some(g)));
+            }
+        }
+    }
+}

@@ -130,9 +130,11 @@ fn synthetic(seed: u64, threads: u32, noise: bool) -> Vec<u8> {
             tsc += 1 + rand(500);
             let r = rand(100);
             if noise && r < 2 {
-                push(RecordKind::Exit, 1 + rand(8) as i32, tsc);
+                push(RecordKind::Exit, [1, 65, 129, 9][rand(4) as usize], tsc);
             } else if stack.is_empty() || (r < 52 && stack.len() < 12) {
-                let f = 1 + rand(8) as i32;
+                // Ids that share DenseMap buckets: row order then
+                // depends on the order functions got their first latency.
+                let f = [1, 65, 129, 2, 66, 3, 200, 7][rand(8) as usize];
                 stack.push(f);
                 let kind = if r % 7 == 0 {
                     RecordKind::EnterArg
@@ -194,6 +196,85 @@ fn parallel_account_equals_sequential_on_tiny_buffers() {
                 let got = account::account_fdr_parallel(&trace, keep_going, 2, parts)
                     .map(|(rows, w)| (rows, messages(&w)))
                     .map_err(|e| e.to_string());
+                assert_eq!(got, want, "seed {seed} -k={keep_going} parts={parts}");
+            }
+        }
+    }
+}
+
+/// Every `stack` output of a trie (reports, per thread, merged threads,
+/// flame lines by time and count) and the warnings, as one text.
+fn stack_outputs(
+    trace: &Trace<'_>,
+    keep_going: bool,
+    parallel: Option<(usize, usize)>,
+) -> Result<String, String> {
+    use tracekit_xray::stack::{Aggregation, StackTrie};
+    let names = tracekit_xray::names::FunctionNames::none();
+    let mut trie = StackTrie::new(keep_going);
+    let mut w = match parallel {
+        None => trace.try_for_each(|r| trie.add(r)),
+        Some((workers, parts)) => trie.add_fdr_parallel(trace, workers, parts),
+    }
+    .map_err(|e| e.to_string())?;
+    w.extend(trie.finish_warnings());
+    let mut out = Vec::new();
+    for m in messages(&w) {
+        out.extend_from_slice(m.as_bytes());
+        out.push(b'\n');
+    }
+    let roots = trie.all_roots();
+    trie.write_report(&mut out, &names, &roots).unwrap();
+    for (tid, roots) in trie.threads() {
+        trie.write_report(&mut out, &names, &roots).unwrap();
+        for agg in [Aggregation::Time, Aggregation::Count] {
+            trie.write_flame(&mut out, &names, &roots, Some(tid), agg)
+                .unwrap();
+        }
+    }
+    let merged = trie.merge_across_threads();
+    trie.write_report(&mut out, &names, &merged).unwrap();
+    trie.write_flame(&mut out, &names, &merged, None, Aggregation::Time)
+        .unwrap();
+    Ok(String::from_utf8(out).unwrap())
+}
+
+#[test]
+fn parallel_stack_equals_sequential() {
+    let mut compared = 0;
+    for (path, data) in fdr_traces() {
+        let trace = Trace::open(&data).unwrap();
+        for keep_going in [false, true] {
+            let want = stack_outputs(&trace, keep_going, None);
+            for parts in 1..=trace.blocks.len().min(12) {
+                for workers in [1, 2, 3] {
+                    let got = stack_outputs(&trace, keep_going, Some((workers, parts)));
+                    assert_eq!(
+                        got,
+                        want,
+                        "{}: -k={keep_going} parts={parts} workers={workers}",
+                        path.display()
+                    );
+                    compared += 1;
+                }
+            }
+        }
+    }
+    assert!(compared > 100, "{compared} comparisons");
+}
+
+#[test]
+fn parallel_stack_equals_sequential_on_tiny_buffers() {
+    for (seed, threads, noise) in [(1, 1, false), (2, 3, false), (3, 1, true), (4, 3, true)] {
+        let data = synthetic(seed, threads, noise);
+        let trace = Trace::open(&data).unwrap();
+        for keep_going in [false, true] {
+            let want = stack_outputs(&trace, keep_going, None);
+            if !noise {
+                assert!(want.is_ok(), "clean synthetic trace fails: {want:?}");
+            }
+            for parts in [1, 2, 3, 5, 17, trace.blocks.len()] {
+                let got = stack_outputs(&trace, keep_going, Some((2, parts)));
                 assert_eq!(got, want, "seed {seed} -k={keep_going} parts={parts}");
             }
         }
