@@ -494,8 +494,11 @@ fn send_as(id: u32, parts: &[&[u8]], thread: u64) -> bool {
     // SAFETY: `h` is a valid stream mapping (checked by map_stream).
     match unsafe { producer::write_event(h, id, parts, pid, thread, ticks) } {
         Outcome::Written => true,
-        Outcome::NotAdmitted => false,
-        Outcome::Lost { .. } => send_after_wait(h, id, parts, pid, thread),
+        // Not admitted: the stream is not running. The recorder never
+        // filters or stops it before shutting it down, so this is the
+        // moment of its restart after a full stream (auto-stop flag
+        // already cleared, running not yet set): wait like for room.
+        Outcome::NotAdmitted | Outcome::Lost { .. } => send_after_wait(h, id, parts, pid, thread),
     }
 }
 
@@ -512,21 +515,19 @@ fn send_after_wait(h: &OpaqueHeader, id: u32, parts: &[&[u8]], pid: i32, thread:
     let mut written = false;
     let mut spins = 0u32;
     while !READER_GONE.load(Ordering::Relaxed) {
+        if h.shutdown.load(Ordering::Acquire) != 0 {
+            // The recorder has finished: nothing to wait for.
+            break;
+        }
         if h.running.0.load(Ordering::Acquire) == running {
             let ticks = producer::raw_now(CLOCK_KIND.load(Ordering::Relaxed));
             // SAFETY: as in `send`.
-            match unsafe { producer::write_event(h, id, parts, pid, thread, ticks) } {
-                Outcome::Written => {
-                    written = true;
-                    break;
-                }
-                Outcome::NotAdmitted => break,
-                Outcome::Lost { .. } => {}
+            if let Outcome::Written =
+                unsafe { producer::write_event(h, id, parts, pid, thread, ticks) }
+            {
+                written = true;
+                break;
             }
-        } else if h.auto_stopped.load(Ordering::Acquire) == 0 {
-            // Stopped or shut down by the recorder, not full: nothing to
-            // wait for.
-            break;
         }
         if now_ns().wrapping_sub(start) > WAIT_LIMIT_NS {
             READER_GONE.store(true, Ordering::Relaxed);

@@ -294,3 +294,132 @@ fn records_known_leaks_exactly() {
         eprintln!("valgrind not installed: memcheck comparison skipped");
     }
 }
+
+const STORM: &str = r#"
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void *volatile sink;
+
+static void *worker(void *arg) {
+    (void)arg;
+    for (int i = 0; i < 50000; i++) {
+        char *volatile p = malloc(8 + i % 200);
+        free(p);
+    }
+    char *volatile leak = malloc(3);   /* leak: one per thread */
+    (void)leak;
+    return NULL;
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "crash") == 0) {
+        for (int i = 0; i < 1000; i++) sink = malloc(64);  /* 1000 leaks */
+        raise(SIGKILL);
+    }
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++) pthread_create(&t[i], NULL, worker, NULL);
+    for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
+    return 0;
+}
+"#;
+
+fn build(dir: &Path, name: &str, src: &str) -> PathBuf {
+    let c = dir.join(format!("{name}.c"));
+    std::fs::write(&c, src).unwrap();
+    let exe = dir.join(name);
+    let status = Command::new("cc")
+        .args(["-O0", "-g", "-fno-omit-frame-pointer", "-pthread", "-o"])
+        .arg(&exe)
+        .arg(&c)
+        .status()
+        .expect("a C compiler (cc) is needed for this test");
+    assert!(status.success());
+    exe
+}
+
+/// A stream far too small for four threads allocating flat out: it fills
+/// again and again, the shim waits for the reader instead of dropping, and
+/// every event arrives.
+#[test]
+fn a_full_stream_makes_writers_wait_not_lose() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = build(tmp.path(), "storm", STORM);
+    let so = shim(tmp.path());
+    let rec = tmp.path().join("rec");
+    std::fs::create_dir(&rec).unwrap();
+    // 64 KiB per lane: 15 batches of 4 KiB.
+    let capture = Capture::start_sized(&rec, 10, 64 << 10).unwrap();
+    let status = Command::new(&exe)
+        .env("LD_PRELOAD", &so)
+        .envs(capture.env("memory"))
+        .status()
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+    let (images, stats) = capture.finish().unwrap();
+    assert!(
+        stats.refused_writes > 0,
+        "the stream never filled: {stats:?}"
+    );
+    assert_eq!(images.len(), 1);
+    let mut text = Vec::new();
+    let (_, d) = tracekit_rtrace::recording::decode_file(&images[0].path, &mut text).unwrap();
+    assert_eq!(d.lost, 0, "{stats:?}");
+    let report = report::analyse(&text[..], 10, false).unwrap();
+    let mem = report
+        .resources
+        .iter()
+        .find(|s| s.name == "memory")
+        .unwrap();
+    // 4 x 50,000 pairs plus one leak per thread (and whatever libc and
+    // pthread_create allocate on their own).
+    assert!(mem.allocs >= 200_004, "{}", mem.allocs);
+    assert!(mem.leaked_blocks >= 4);
+    let own: u64 = report
+        .leaks
+        .iter()
+        .filter(|l| l.bytes == 3 * l.blocks as i64)
+        .map(|l| l.blocks)
+        .sum();
+    assert_eq!(own, 4, "{:#?}", report.leaks);
+}
+
+/// A process killed by SIGKILL: what it sent before is there (header, the
+/// maps of its start, all but the batch it was filling); the recorder
+/// does not hang on it.
+#[test]
+fn a_killed_process_keeps_what_it_sent() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = build(tmp.path(), "storm", STORM);
+    let so = shim(tmp.path());
+    let rec = tmp.path().join("rec");
+    std::fs::create_dir(&rec).unwrap();
+    let capture = Capture::start(&rec, 10).unwrap();
+    let status = Command::new(&exe)
+        .arg("crash")
+        .env("LD_PRELOAD", &so)
+        .envs(capture.env("memory"))
+        .status()
+        .unwrap();
+    assert!(!status.success());
+    let (images, _) = capture.finish().unwrap();
+    assert_eq!(images.len(), 1);
+    let mut text = Vec::new();
+    let (_, d) = tracekit_rtrace::recording::decode_file(&images[0].path, &mut text).unwrap();
+    let text = String::from_utf8(text).unwrap();
+    let exe_name = exe.display().to_string();
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with(": ") && l.contains(&exe_name)),
+        "no maps of the program: {text}"
+    );
+    let leaked_64 = text.matches("malloc(64) = 0x").count();
+    // A 4 KiB batch holds at most 4096 / (32 + 8 * 3) = 73 such events.
+    assert!(
+        (1000 - 73..=1000).contains(&leaked_64),
+        "{leaked_64} of 1000 allocations arrived ({} allocs decoded)",
+        d.allocs
+    );
+}

@@ -106,10 +106,16 @@ impl Capture {
     /// Creates and starts the stream for backtraces of up to `depth`
     /// frames and starts the reader, which writes the image files to `dir`.
     pub fn start(dir: &Path, depth: usize) -> io::Result<Capture> {
+        Capture::start_sized(dir, depth, STREAM_SIZE)
+    }
+
+    /// [`Capture::start`] with a stream of `stream_size` bytes (per lane;
+    /// tests use a tiny one to make the shim wait for room).
+    pub fn start_sized(dir: &Path, depth: usize, stream_size: u64) -> io::Result<Capture> {
         let mut attr = TraceAttr::default();
         attr.set_stream_policy(POSIX_TRACE_UNTIL_FULL);
         attr.set_max_data_size(stream_max_data(depth) as u64);
-        attr.stream_size = STREAM_SIZE;
+        attr.stream_size = stream_size;
         let trid = api::create(api::POSIX_TRACE_ALLPROC, Some(&attr), None)
             .map_err(|e| errno("creating the recorder's trace stream", e))?;
         let mut capture = Capture {
