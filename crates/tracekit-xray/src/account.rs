@@ -611,6 +611,56 @@ struct WorkerPart {
     segments: Vec<SegmentPart>,
 }
 
+/// The per-record work of a segment (see [`account_worker`]).
+struct SegmentSink<'w> {
+    store: &'w mut Store,
+    firsts: &'w mut Vec<(i32, LoadPos)>,
+    open: Vec<(i32, u64)>,
+    deferred: Vec<(i32, u64, LoadPos)>,
+    skipped: u64,
+    pos: LoadPos,
+    tid: u32,
+    keep_going: bool,
+}
+
+impl crate::record::FunctionSink for SegmentSink<'_> {
+    #[inline(always)]
+    fn function(&mut self, kind: crate::RecordKind, id: i32, tsc: u64) -> Result<()> {
+        self.pos += 1;
+        if kind.is_entry() {
+            self.open.push((id, tsc));
+            return Ok(());
+        }
+        if let Some(&(top, start)) = self.open.last() {
+            if top == id {
+                self.open.pop();
+                if self.store.push(id, tsc.abs_diff(start)) {
+                    self.firsts.push((id, self.pos));
+                }
+                return Ok(());
+            }
+        }
+        self.other_exit(id, tsc)
+    }
+}
+
+impl SegmentSink<'_> {
+    /// An exit that does not close the segment's innermost open call.
+    #[cold]
+    fn other_exit(&mut self, id: i32, tsc: u64) -> Result<()> {
+        match self.open.last() {
+            None => self.deferred.push((id, tsc, self.pos)),
+            Some(&(top, _)) => {
+                if !self.keep_going {
+                    return Err(mismatch(self.tid, id, tsc, top));
+                }
+                self.skipped += 1;
+            }
+        }
+        Ok(())
+    }
+}
+
 fn account_worker(
     trace: &crate::Trace<'_>,
     segments: &[(usize, crate::trace::Segment)],
@@ -621,39 +671,23 @@ fn account_worker(
     let mut parts = Vec::new();
     for (index, segment) in segments {
         let tid = trace.threads[segment.thread].tid as u32;
-        let mut open: Vec<(i32, u64)> = Vec::new();
-        let mut deferred = Vec::new();
-        let mut skipped = 0u64;
-        let mut pos: LoadPos = (*index as u64) << 40;
+        let mut sink = SegmentSink {
+            store: &mut store,
+            firsts: &mut firsts,
+            open: Vec::new(),
+            deferred: Vec::new(),
+            skipped: 0,
+            pos: (*index as u64) << 40,
+            tid,
+            keep_going,
+        };
         let mut cursor = trace.segment_cursor(segment);
-        let res = cursor.drive_functions(&mut |kind, id, tsc| {
-            pos += 1;
-            if kind.is_entry() {
-                open.push((id, tsc));
-                return Ok(());
-            }
-            match open.last() {
-                Some(&(top, start)) if top == id => {
-                    open.pop();
-                    if store.push(id, tsc.abs_diff(start)) {
-                        firsts.push((id, pos));
-                    }
-                }
-                None => deferred.push((id, tsc, pos)),
-                Some(&(top, _)) => {
-                    if !keep_going {
-                        return Err(mismatch(tid, id, tsc, top));
-                    }
-                    skipped += 1;
-                }
-            }
-            Ok(())
-        });
+        let res = cursor.drive_functions(&mut sink);
         parts.push(SegmentPart {
             tid,
-            deferred,
-            open,
-            skipped,
+            deferred: sink.deferred,
+            open: sink.open,
+            skipped: sink.skipped,
             error: res.err(),
             warnings: std::mem::take(&mut cursor.warnings),
         });

@@ -232,7 +232,7 @@ impl<'a> FdrReader<'a> {
         f: &mut F,
     ) -> Result<()>
     where
-        F: FnMut(crate::record::RecordKind, i32, u64) -> Result<()>,
+        F: crate::record::FunctionSink,
     {
         if self.in_garbage || self.pos >= self.end {
             return Ok(());
@@ -564,7 +564,7 @@ fn function_run<const BIG: bool, F>(
     f: &mut F,
 ) -> (usize, Result<()>)
 where
-    F: FnMut(crate::record::RecordKind, i32, u64) -> Result<()>,
+    F: crate::record::FunctionSink,
 {
     use crate::record::RecordKind;
     const CALL_ARGUMENT: u8 = (kind::CALL_ARGUMENT << 1) | 1;
@@ -602,7 +602,7 @@ where
             pos += 16;
             kind = RecordKind::EnterArg;
         }
-        if let Err(e) = f(kind, (w0 >> 4) as i32, tsc) {
+        if let Err(e) = f.function(kind, (w0 >> 4) as i32, tsc) {
             res = Err(e);
             break;
         }

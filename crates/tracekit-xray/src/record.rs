@@ -53,3 +53,16 @@ pub struct Record<'a> {
     /// Event payload (empty for function records).
     pub data: &'a [u8],
 }
+
+/// A consumer of function records only (`account`, `stack`): called with
+/// each one's kind, function id and timestamp, in a thread's order.
+pub trait FunctionSink {
+    fn function(&mut self, kind: RecordKind, func_id: i32, tsc: u64) -> tracekit_core::Result<()>;
+}
+
+impl<F: FnMut(RecordKind, i32, u64) -> tracekit_core::Result<()>> FunctionSink for F {
+    #[inline(always)]
+    fn function(&mut self, kind: RecordKind, func_id: i32, tsc: u64) -> tracekit_core::Result<()> {
+        self(kind, func_id, tsc)
+    }
+}

@@ -478,76 +478,115 @@ struct StackPart {
     warnings: Warnings,
 }
 
-fn stack_segment(trace: &crate::Trace<'_>, segment: &crate::trace::Segment) -> StackPart {
-    let tid = trace.threads[segment.thread].tid as u32;
-    let mut nodes: Vec<LocalNode> = Vec::new();
-    let mut contexts: Vec<Vec<u32>> = vec![Vec::new()];
-    let mut deferred: Vec<DeferredExit> = Vec::new();
-    // (node, entry tsc, function id) of the segment's open calls.
-    let mut open: Vec<(u32, u64, i32)> = Vec::new();
-    let mut last_was_exit: Option<bool> = None;
-    let mut cursor = trace.segment_cursor(segment);
-    let res = cursor.drive_functions(&mut |kind, func_id, tsc| {
+/// The per-record work of [`stack_segment`].
+struct SegmentTrie {
+    nodes: Vec<LocalNode>,
+    contexts: Vec<Vec<u32>>,
+    deferred: Vec<DeferredExit>,
+    /// (node, entry tsc, function id) of the segment's open calls.
+    open: Vec<(u32, u64, i32)>,
+    last_was_exit: Option<bool>,
+}
+
+impl crate::record::FunctionSink for SegmentTrie {
+    #[inline(always)]
+    fn function(&mut self, kind: crate::RecordKind, func_id: i32, tsc: u64) -> Result<()> {
         if kind.is_entry() {
-            last_was_exit = Some(false);
-            let siblings = open.last().map(|&(top, _, _)| top);
-            let found = match siblings {
-                None => contexts
-                    .last()
-                    .and_then(|roots| {
-                        roots
-                            .iter()
-                            .find(|&&n| nodes[n as usize].func_id == func_id)
-                    })
-                    .copied(),
-                Some(top) => {
-                    let t = &nodes[top as usize];
-                    t.callee_ids
-                        .iter()
-                        .position(|&f| f == func_id)
-                        .map(|i| t.callees[i])
-                }
-            };
-            let node = match found {
-                Some(n) => n,
-                None => {
-                    let n = nodes.len() as u32;
-                    nodes.push(LocalNode {
-                        func_id,
-                        ..Default::default()
-                    });
-                    match siblings {
-                        None => {
-                            if let Some(roots) = contexts.last_mut() {
-                                roots.push(n);
-                            }
-                        }
-                        Some(top) => {
-                            let t = &mut nodes[top as usize];
-                            t.callees.push(n);
-                            t.callee_ids.push(func_id);
-                        }
+            self.last_was_exit = Some(false);
+            let node = match self.open.last() {
+                Some(&(top, _, _)) => {
+                    let t = &self.nodes[top as usize];
+                    match t.callee_ids.iter().position(|&f| f == func_id) {
+                        Some(i) => t.callees[i],
+                        None => self.new_callee(Some(top), func_id),
                     }
-                    n
                 }
+                None => self.root(func_id),
             };
-            open.push((node, tsc, func_id));
+            self.open.push((node, tsc, func_id));
             return Ok(());
         }
-        let was = last_was_exit;
-        last_was_exit = Some(true);
+        let was = self.last_was_exit;
+        self.last_was_exit = Some(true);
+        if let Some(&(deepest, start, f)) = self.open.last() {
+            if f == func_id {
+                // The common case: the innermost call returns.
+                self.open.pop();
+                let node = &mut self.nodes[deepest as usize];
+                let d = start.abs_diff(tsc);
+                if was == Some(true) {
+                    node.intermediate_count += 1;
+                    node.intermediate_sum = node.intermediate_sum.wrapping_add(d);
+                } else {
+                    node.terminal_count += 1;
+                    node.terminal_sum = node.terminal_sum.wrapping_add(d);
+                }
+                return Ok(());
+            }
+        }
+        self.unwind(func_id, tsc, was);
+        Ok(())
+    }
+}
+
+impl SegmentTrie {
+    #[cold]
+    fn new_callee(&mut self, parent: Option<u32>, func_id: i32) -> u32 {
+        let n = self.nodes.len() as u32;
+        self.nodes.push(LocalNode {
+            func_id,
+            ..Default::default()
+        });
+        match parent {
+            None => {
+                if let Some(roots) = self.contexts.last_mut() {
+                    roots.push(n);
+                }
+            }
+            Some(top) => {
+                let t = &mut self.nodes[top as usize];
+                t.callees.push(n);
+                t.callee_ids.push(func_id);
+            }
+        }
+        n
+    }
+
+    /// The node of a call opened on the segment's empty stack.
+    fn root(&mut self, func_id: i32) -> u32 {
+        let nodes = &self.nodes;
+        let found = self
+            .contexts
+            .last()
+            .and_then(|roots| {
+                roots
+                    .iter()
+                    .find(|&&n| nodes[n as usize].func_id == func_id)
+            })
+            .copied();
+        match found {
+            Some(n) => n,
+            None => self.new_callee(None, func_id),
+        }
+    }
+
+    /// An exit of another than the innermost call: the calls inside it
+    /// return too; deferred when it reaches below the segment.
+    #[cold]
+    fn unwind(&mut self, func_id: i32, tsc: u64, was: Option<bool>) {
+        let open = &mut self.open;
         let matched = open.iter().rposition(|&(_, _, f)| f == func_id);
         let had_local = !open.is_empty();
         if let Some(last) = open.len().checked_sub(1) {
             let from = matched.unwrap_or(0);
             for &(n, start, _) in &open[from..last] {
-                let node = &mut nodes[n as usize];
+                let node = &mut self.nodes[n as usize];
                 node.intermediate_count += 1;
                 node.intermediate_sum = node.intermediate_sum.wrapping_add(start.abs_diff(tsc));
             }
             let (deepest, start, _) = open[last];
             let d = start.abs_diff(tsc);
-            let node = &mut nodes[deepest as usize];
+            let node = &mut self.nodes[deepest as usize];
             // `was` is known: the open call came before in this segment.
             if was == Some(true) {
                 node.intermediate_count += 1;
@@ -559,23 +598,34 @@ fn stack_segment(trace: &crate::Trace<'_>, segment: &crate::trace::Segment) -> S
             open.truncate(from);
         }
         if matched.is_none() {
-            deferred.push(DeferredExit {
+            self.deferred.push(DeferredExit {
                 func_id,
                 tsc,
                 had_local,
                 was_last_exit: was,
             });
-            contexts.push(Vec::new());
+            self.contexts.push(Vec::new());
         }
-        Ok(())
-    });
+    }
+}
+
+fn stack_segment(trace: &crate::Trace<'_>, segment: &crate::trace::Segment) -> StackPart {
+    let mut sink = SegmentTrie {
+        nodes: Vec::new(),
+        contexts: vec![Vec::new()],
+        deferred: Vec::new(),
+        open: Vec::new(),
+        last_was_exit: None,
+    };
+    let mut cursor = trace.segment_cursor(segment);
+    let res = cursor.drive_functions(&mut sink);
     StackPart {
-        tid,
-        nodes,
-        contexts,
-        deferred,
-        open: open.into_iter().map(|(n, t, _)| (n, t)).collect(),
-        last_was_exit,
+        tid: trace.threads[segment.thread].tid as u32,
+        nodes: sink.nodes,
+        contexts: sink.contexts,
+        deferred: sink.deferred,
+        open: sink.open.into_iter().map(|(n, t, _)| (n, t)).collect(),
+        last_was_exit: sink.last_was_exit,
         error: res.err(),
         warnings: std::mem::take(&mut cursor.warnings),
     }

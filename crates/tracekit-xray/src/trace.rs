@@ -506,7 +506,7 @@ impl<'a> ThreadCursor<'a> {
     /// common plain function records.
     pub fn drive_functions<F>(&mut self, f: &mut F) -> Result<()>
     where
-        F: FnMut(RecordKind, i32, u64) -> Result<()>,
+        F: crate::record::FunctionSink,
     {
         loop {
             if self.have_cpu {
@@ -518,7 +518,7 @@ impl<'a> ThreadCursor<'a> {
                 }
             }
             match self.next() {
-                Some(Ok(r)) if !r.kind.is_event() => f(r.kind, r.func_id, r.tsc)?,
+                Some(Ok(r)) if !r.kind.is_event() => f.function(r.kind, r.func_id, r.tsc)?,
                 Some(Ok(_)) => {}
                 Some(Err(e)) => return Err(e),
                 None => return Ok(()),
