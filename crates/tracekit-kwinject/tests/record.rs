@@ -225,3 +225,25 @@ fn preload_reassembles_large_records() {
     assert_eq!(t.processes.len(), 1);
     assert_eq!(t.processes[0].args, ["/bin/echo", big.as_str()]);
 }
+
+/// A subshell that never execs (its fork reported by its parent) still
+/// links the programs it starts to the shell above it.
+#[test]
+fn preload_links_children_of_subshells() {
+    let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let (exit, asm) = record(
+        Method::Preload,
+        &sh("( /bin/true; /bin/echo x >/dev/null; (/bin/true; /bin/true) ); /bin/true"),
+        tmp.path(),
+    );
+    assert_eq!(exit, Some(Exit::Code(0)));
+    let bytes = asm.write(Vec::new()).unwrap();
+    let t = Trace::read(&bytes[..]).unwrap();
+    let names: Vec<&str> = t.processes.iter().map(|p| p.program_name()).collect();
+    assert_eq!(names, ["sh", "true", "echo", "true", "true", "true"]);
+    let root = t.processes[0].id;
+    for p in &t.processes[1..] {
+        assert_eq!(p.parent_id, Some(root), "{names:?}: {p:?}");
+    }
+}

@@ -9,7 +9,7 @@
 
 use core::ffi::{c_char, c_int, c_void};
 use core::ptr::{null, null_mut};
-use core::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed};
+use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 #[allow(dead_code)]
 #[path = "../../tracekit-posix/src/consts.rs"]
@@ -105,8 +105,6 @@ static LIB: AtomicUsize = AtomicUsize::new(0);
 /// The mapped stream (null: not recording) and our event type in it.
 static mut STREAM: *const OpaqueHeader = null();
 static mut EVENT_ID: u32 = 0;
-/// Numbers this process's records (with the pid: a record's identity).
-static SERIAL: AtomicU32 = AtomicU32::new(0);
 
 unsafe fn strlen(s: *const c_char) -> usize {
     let mut n = 0;
@@ -201,6 +199,8 @@ struct Fragments {
     /// Record bytes per fragment.
     room: usize,
     clock: u32,
+    /// The stream time every fragment carries, when the caller gave one.
+    stamp: Option<u64>,
     thread: u64,
     refused: bool,
     /// Fragment header then up to `room` record bytes; only
@@ -211,25 +211,31 @@ struct Fragments {
 impl Fragments {
     /// `None` when not recording.
     unsafe fn new(pid: pid_t, total: usize) -> Option<Fragments> {
+        Self::stamped(pid, total, None)
+    }
+
+    /// With `stamp`, every fragment carries that stream time instead of
+    /// the time it is written.
+    unsafe fn stamped(pid: pid_t, total: usize, stamp: Option<u64>) -> Option<Fragments> {
         if STREAM.is_null() {
             return None;
         }
         let h = &*STREAM;
         let room = (h.max_data_size as usize - FRAGMENT_HEADER).min(STAGE - FRAGMENT_HEADER);
+        let clock = clock_kind(h);
         Some(Fragments {
             stream: STREAM,
             pid,
-            serial: SERIAL.fetch_add(1, Relaxed),
             total,
             sent: 0,
             staged: 0,
             room,
-            clock: u32::from_ne_bytes([
-                h.calibration.0[0],
-                h.calibration.0[1],
-                h.calibration.0[2],
-                h.calibration.0[3],
-            ]),
+            // The record's identity with pid and thread: its start time
+            // (no counter in our memory, whose page every fork would
+            // make parent and child copy on their next record).
+            serial: stamp.unwrap_or_else(|| producer::raw_now(clock)) as u32,
+            clock,
+            stamp,
             thread: pthread_self(),
             refused: false,
             stage: core::mem::MaybeUninit::uninit(),
@@ -278,7 +284,7 @@ impl Fragments {
         core::ptr::copy_nonoverlapping(head.as_ptr(), base, FRAGMENT_HEADER);
         // SAFETY: the first FRAGMENT_HEADER + staged bytes were written above and in put().
         let event = core::slice::from_raw_parts(base, FRAGMENT_HEADER + self.staged);
-        let ticks = producer::raw_now(self.clock);
+        let ticks = self.stamp.unwrap_or_else(|| producer::raw_now(self.clock));
         let out = producer::write_event(
             &*self.stream,
             EVENT_ID,
@@ -293,10 +299,21 @@ impl Fragments {
     }
 }
 
-/// Writes one small record; `errno` is left as it was.
-unsafe fn emit(pid: pid_t, rec: &[u8]) {
+/// The raw clock of the stream (the first word of its calibration).
+fn clock_kind(h: &OpaqueHeader) -> u32 {
+    u32::from_ne_bytes([
+        h.calibration.0[0],
+        h.calibration.0[1],
+        h.calibration.0[2],
+        h.calibration.0[3],
+    ])
+}
+
+/// Writes one small record, at stream time `stamp` if given; `errno` is
+/// left as it was.
+unsafe fn emit(pid: pid_t, rec: &[u8], stamp: Option<u64>) {
     let errno = *__errno_location();
-    if let Some(mut f) = Fragments::new(pid, rec.len()) {
+    if let Some(mut f) = Fragments::stamped(pid, rec.len(), stamp) {
         f.put(rec);
         f.flush();
     }
@@ -313,11 +330,12 @@ fn header(buf: &mut [u8], len: usize, kind: u32, pid: i32, other: i32, count: u3
     buf[24..32].copy_from_slice(&t.to_ne_bytes());
 }
 
-/// A fork or reaped record, sent by process `me`.
-unsafe fn emit_small(me: pid_t, kind: u32, pid: i32, other: i32) {
+/// A fork or reaped record, sent by process `me`, taken at `time_us`
+/// (stream time `stamp` if given).
+unsafe fn emit_small(me: pid_t, kind: u32, pid: i32, other: i32, time_us: u64, stamp: Option<u64>) {
     let mut rec = [0u8; HEADER];
-    header(&mut rec, HEADER, kind, pid, other, 0, now_us());
-    emit(me, &rec);
+    header(&mut rec, HEADER, kind, pid, other, 0, time_us);
+    emit(me, &rec, stamp);
 }
 
 /// Runs first in every process that loads the shim.
@@ -471,30 +489,90 @@ unsafe fn send_exec(
     out.flush();
 }
 
-/// The next definition of a hooked function, looked up on first use only
-/// (`dlsym` searches every loaded object under the loader's lock).
+/// The libc functions the hooks call on to, by name.
+const NEXT_NAMES: [&[u8]; 7] = [
+    b"execve\0",
+    b"execvpe\0",
+    b"fork\0",
+    b"posix_spawn\0",
+    b"posix_spawnp\0",
+    b"wait4\0",
+    b"waitpid\0",
+];
+/// Their addresses (0: not looked up yet; 1: not found).
+static NEXT: [AtomicUsize; NEXT_NAMES.len()] = [const { AtomicUsize::new(0) }; NEXT_NAMES.len()];
+
+/// Looks all of [`NEXT_NAMES`] up at once, on the first call of any hook:
+/// a fork child then inherits them resolved. (`dlsym` itself is cheap, but
+/// in a fork child it writes to the loader's pages, and copying those costs
+/// a dozen page faults per child.)
+#[cold]
+unsafe fn resolve_next() {
+    for (name, slot) in NEXT_NAMES.iter().zip(NEXT.iter()) {
+        if slot.load(Relaxed) == 0 {
+            let f = dlsym(RTLD_NEXT, name.as_ptr().cast()) as usize;
+            slot.store(if f == 0 { 1 } else { f }, Relaxed);
+        }
+    }
+    if propagate() {
+        lib();
+    }
+}
+
+/// The next definition of a hooked function.
 macro_rules! real {
     ($name:literal, $ty:ty) => {{
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let mut f = NEXT.load(Relaxed);
-        if f == 0 {
-            f = dlsym(RTLD_NEXT, concat!($name, "\0").as_ptr().cast()) as usize;
-            if f == 0 {
-                abort();
+        const I: usize = {
+            let mut i = 0;
+            while !eq_name(NEXT_NAMES[i], $name) {
+                i += 1;
             }
-            NEXT.store(f, Relaxed);
+            i
+        };
+        let mut f = NEXT[I].load(Relaxed);
+        if f == 0 {
+            resolve_next();
+            f = NEXT[I].load(Relaxed);
+        }
+        if f <= 1 {
+            abort();
         }
         core::mem::transmute::<usize, $ty>(f)
     }};
 }
 
+/// `with_nul` is `name` plus a NUL (for the compile-time index in `real!`).
+const fn eq_name(with_nul: &[u8], name: &str) -> bool {
+    let name = name.as_bytes();
+    if with_nul.len() != name.len() + 1 {
+        return false;
+    }
+    let mut i = 0;
+    while i < name.len() {
+        if with_nul[i] != name[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn fork() -> pid_t {
     let real = real!("fork", unsafe extern "C" fn() -> pid_t);
+    // The parent reports the fork, stamped with a time taken before it:
+    // the recorder, which orders records by time, sees it before anything
+    // the child reports, and the child pays nothing (every page a fork
+    // child touches first costs it a page fault).
+    let before = if active() {
+        Some((producer::raw_now(clock_kind(&*STREAM)), now_us()))
+    } else {
+        None
+    };
     let r = real();
-    if r == 0 && active() {
+    if let (true, Some((stamp, time))) = (r > 0, before) {
         let me = getpid();
-        emit_small(me, KIND_FORK, me, getppid());
+        emit_small(me, KIND_FORK, r, me, time, Some(stamp));
     }
     r
 }
@@ -504,7 +582,7 @@ unsafe fn reaped(pid: pid_t, status: c_int) {
     let exited = status & 0x7f == 0;
     let signalled = ((status & 0x7f) + 1) as i8 >> 1 > 0;
     if pid > 0 && active() && (exited || signalled) {
-        emit_small(getpid(), KIND_REAPED, pid, status);
+        emit_small(getpid(), KIND_REAPED, pid, status, now_us(), None);
     }
 }
 
@@ -607,15 +685,54 @@ unsafe fn env_is_complete(envp: *const *const c_char) -> bool {
     let mut preload_ok = false;
     let mut n = 0;
     while !(*envp.add(n)).is_null() {
-        let e = bytes(*envp.add(n));
-        if e.starts_with(OUT_VAR) {
+        let e = *envp.add(n);
+        if after_prefix(e, OUT_VAR).is_some() {
             has_out = true;
-        } else if let Some(list) = e.strip_prefix(PRELOAD_VAR) {
-            preload_ok = list.split(|&c| c == b':' || c == b' ').any(|p| p == lib);
+        } else if let Some(list) = after_prefix(e, PRELOAD_VAR) {
+            preload_ok = list_has(list, lib);
         }
         n += 1;
     }
     (has_out && preload_ok) || n + 2 >= MAX_ENV
+}
+
+// The checks below run on every exec, often in a fork child, where each
+// first use of a libc function (strlen, memcmp) faults its page in; so they
+// walk the C strings byte by byte themselves.
+
+/// The rest of C string `s` after `prefix`, if it starts with it.
+unsafe fn after_prefix(s: *const c_char, prefix: &[u8]) -> Option<*const c_char> {
+    for (i, &b) in prefix.iter().enumerate() {
+        if *s.add(i) as u8 != b {
+            return None;
+        }
+    }
+    Some(s.add(prefix.len()))
+}
+
+/// Is `item` one of the entries of the `:`- or space-separated C string `list`?
+unsafe fn list_has(list: *const c_char, item: &[u8]) -> bool {
+    let mut at = list;
+    loop {
+        let mut i = 0;
+        while i < item.len() && *at.add(i) as u8 == item[i] {
+            i += 1;
+        }
+        let end = *at.add(i) as u8;
+        if i == item.len() && matches!(end, 0 | b':' | b' ') {
+            return true;
+        }
+        // Skip to the next entry.
+        let mut j = i;
+        loop {
+            match *at.add(j) as u8 {
+                0 => return false,
+                b':' | b' ' => break,
+                _ => j += 1,
+            }
+        }
+        at = at.add(j + 1);
+    }
 }
 
 /// The copy: on the stack (this may run in a vfork child, which must not

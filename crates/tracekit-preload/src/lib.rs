@@ -16,8 +16,10 @@
 //!   whole environment. A constructor sees every way a program can be
 //!   started (`execve`, `execveat`, `fexecve`, `execv*`/`execl*`,
 //!   `posix_spawn*`, `vfork`+exec, `system`, `popen`);
-//! * `fork` reports a *fork* record in the child, so a subshell that never
-//!   execs still links its children to their parent;
+//! * `fork` reports a *fork* record from the parent, stamped with a time
+//!   taken before the fork (so it sorts before anything the child reports,
+//!   and the child pays nothing): a subshell that never execs still links
+//!   its children to their parent;
 //! * `waitpid`, `wait4`, `wait3` and `wait` report a *reaped* record (child pid, wait
 //!   status, time) when a child has ended: exit status and end time;
 //! * `execve`, `execvpe`, `posix_spawn`, `posix_spawnp` called with an
@@ -28,7 +30,7 @@
 //! Records are written into the stream's shared-memory ring with
 //! `tracekit_posix::producer` (its source is compiled into the shim: it
 //! needs only `core`), as events of at most the stream's max-data-size,
-//! each behind a fragment header (pid, per-process serial, offset, total)
+//! each behind a fragment header (pid, serial: the low bits of the record's start time, offset, total)
 //! that the recorder uses to reassemble larger records. No system call per
 //! record; mapping the stream costs `open`, `lseek`, `mmap` and `close` once
 //! per process (no descriptor stays open for the program to see). A full

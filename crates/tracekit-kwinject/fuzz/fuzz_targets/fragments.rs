@@ -12,7 +12,7 @@ fuzz_target!(|data: &[u8]| {
     let mut rest = data;
     while let Some((&n, tail)) = rest.split_first() {
         let n = (n as usize).min(tail.len());
-        r.fragment(&tail[..n], &mut w);
+        r.fragment(0, 0, &tail[..n], &mut w);
         rest = &tail[n..];
     }
     let (records, _incomplete) = r.finish();

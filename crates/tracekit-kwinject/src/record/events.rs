@@ -11,7 +11,7 @@
 //! |---|---|---|
 //! | 0 | u32 | magic `0x544B5231` |
 //! | 4 | u32 | record length in bytes, header included |
-//! | 8 | u32 | kind: 1 exec, 2 fork (in the child), 3 reaped (in the parent) |
+//! | 8 | u32 | kind: 1 exec, 2 fork (pid: the child; written by the parent, stamped before the fork), 3 reaped (in the parent) |
 //! | 12 | i32 | pid (reaped: the child's pid) |
 //! | 16 | i32 | exec, fork: parent pid; reaped: the wait status |
 //! | 20 | u32 | exec: argc; else 0 |

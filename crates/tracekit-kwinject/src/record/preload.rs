@@ -76,21 +76,31 @@ const STREAM_SIZE: u64 = 64 << 20;
 /// bounded by the kernel's limit of a few MiB).
 const MAX_RECORD: usize = 64 << 20;
 
+/// A record's writer (pid, thread) and serial.
+type RecordKey = (i32, u64, u32);
+/// Where a record goes: stream time of its first piece, then arrival.
+type Order = (i64, u64);
+
 /// Puts records split over several events back together. A writer sends
-/// the pieces of one record in order; records of different processes
-/// interleave. Completed records keep the order of their first piece.
+/// the pieces of one record in order; records of different processes and
+/// threads interleave. A record is known by its writer's pid and thread
+/// (the stream event's) and the serial of its fragment header (the shim
+/// uses the low bits of the record's start time). Completed records are
+/// ordered by the stream time of their first piece (the order things
+/// happened: a fork record is stamped before the fork), then by arrival.
 #[derive(Default)]
 pub struct Reassembler {
-    partial: HashMap<(i32, u32), (u64, Vec<u8>)>,
-    complete: Vec<(u64, Vec<u8>)>,
+    partial: HashMap<RecordKey, (Order, Vec<u8>)>,
+    complete: Vec<(Order, Vec<u8>)>,
     seen: u64,
     /// Fragments that fit no record (a lost piece before them).
     pub orphans: u64,
 }
 
 impl Reassembler {
-    /// Takes one event payload; `warnings` hears of damaged fragments.
-    pub fn fragment(&mut self, data: &[u8], warnings: &mut Warnings) {
+    /// Takes one event payload written by thread `thread` at stream time
+    /// `time_ns`; `warnings` hears of damaged fragments.
+    pub fn fragment(&mut self, thread: u64, time_ns: i64, data: &[u8], warnings: &mut Warnings) {
         self.seen += 1;
         let word = |i: usize| {
             data.get(i * 4..i * 4 + 4)
@@ -117,18 +127,18 @@ impl Reassembler {
             );
             return;
         }
-        let key = (pid, serial);
+        let key = (pid, thread, serial);
         if off == 0 {
             if self.partial.remove(&key).is_some() {
                 self.orphans += 1;
             }
             if piece.len() == total {
-                self.complete.push((self.seen, piece.to_vec()));
+                self.complete.push(((time_ns, self.seen), piece.to_vec()));
                 return;
             }
             let mut buf = Vec::with_capacity(total);
             buf.extend_from_slice(piece);
-            self.partial.insert(key, (self.seen, buf));
+            self.partial.insert(key, ((time_ns, self.seen), buf));
             return;
         }
         match self.partial.get_mut(&key) {
@@ -196,7 +206,12 @@ fn drain(trid: api::TraceId, id: u32, done: &AtomicBool, warnings: &mut Warnings
         match api::getnext_event(trid, &mut buf, api::Wait::Never) {
             Ok(Some(ev)) => {
                 if ev.info.event_id == id {
-                    asm.fragment(&buf[..ev.data_len], warnings);
+                    asm.fragment(
+                        ev.info.thread,
+                        ev.info.timestamp_ns,
+                        &buf[..ev.data_len],
+                        warnings,
+                    );
                 }
             }
             Ok(None) if finishing => break,
@@ -364,13 +379,35 @@ mod tests {
     fn interleaved_fragments_are_reassembled_in_start_order() {
         let mut r = Reassembler::default();
         let mut w = Warnings::default();
-        r.fragment(&frag(1, 0, 0, 6, b"abc"), &mut w);
-        r.fragment(&frag(2, 0, 0, 2, b"xy"), &mut w);
-        r.fragment(&frag(1, 0, 3, 6, b"def"), &mut w);
+        r.fragment(0, 0, &frag(1, 0, 0, 6, b"abc"), &mut w);
+        r.fragment(0, 0, &frag(2, 0, 0, 2, b"xy"), &mut w);
+        r.fragment(0, 0, &frag(1, 0, 3, 6, b"def"), &mut w);
+        // Same pid and serial, another thread: another record.
+        r.fragment(7, 0, &frag(1, 0, 0, 4, b"thr"), &mut w);
+        r.fragment(7, 0, &frag(1, 0, 3, 4, b"d"), &mut w);
         let (records, incomplete) = r.finish();
-        assert_eq!(records, vec![b"abcdef".to_vec(), b"xy".to_vec()]);
+        assert_eq!(
+            records,
+            vec![b"abcdef".to_vec(), b"xy".to_vec(), b"thrd".to_vec()]
+        );
         assert_eq!(incomplete, 0);
         assert!(w.is_empty());
+    }
+
+    #[test]
+    fn records_are_ordered_by_the_time_of_their_first_piece() {
+        let mut r = Reassembler::default();
+        let mut w = Warnings::default();
+        // A child's record arrives before its parent's fork record, which
+        // was stamped before the fork.
+        r.fragment(0, 200, &frag(9, 1, 0, 5, b"child"), &mut w);
+        r.fragment(0, 100, &frag(8, 1, 0, 4, b"fork"), &mut w);
+        r.fragment(0, 300, &frag(8, 2, 0, 4, b"late"), &mut w);
+        let (records, _) = r.finish();
+        assert_eq!(
+            records,
+            vec![b"fork".to_vec(), b"child".to_vec(), b"late".to_vec()]
+        );
     }
 
     #[test]
@@ -378,10 +415,10 @@ mod tests {
         let mut r = Reassembler::default();
         let mut w = Warnings::default();
         // pid 1 lost its middle piece; pid 2 lost its first one.
-        r.fragment(&frag(1, 0, 0, 9, b"abc"), &mut w);
-        r.fragment(&frag(1, 0, 6, 9, b"ghi"), &mut w);
-        r.fragment(&frag(2, 5, 2, 4, b"zz"), &mut w);
-        r.fragment(&frag(3, 0, 0, 1, b"k"), &mut w);
+        r.fragment(0, 0, &frag(1, 0, 0, 9, b"abc"), &mut w);
+        r.fragment(0, 0, &frag(1, 0, 6, 9, b"ghi"), &mut w);
+        r.fragment(0, 0, &frag(2, 5, 2, 4, b"zz"), &mut w);
+        r.fragment(0, 0, &frag(3, 0, 0, 1, b"k"), &mut w);
         let (records, incomplete) = r.finish();
         assert_eq!(records, vec![b"k".to_vec()]);
         assert_eq!(incomplete, 3);
@@ -392,9 +429,9 @@ mod tests {
     fn damaged_fragments_are_warned_about() {
         let mut r = Reassembler::default();
         let mut w = Warnings::default();
-        r.fragment(b"short", &mut w);
-        r.fragment(&frag(1, 0, 4, 5, b"ab"), &mut w);
-        r.fragment(&frag(1, 0, 0, usize::MAX >> 32, b""), &mut w);
+        r.fragment(0, 0, b"short", &mut w);
+        r.fragment(0, 0, &frag(1, 0, 4, 5, b"ab"), &mut w);
+        r.fragment(0, 0, &frag(1, 0, 0, usize::MAX >> 32, b""), &mut w);
         assert_eq!(w.total(), 3);
         assert_eq!(r.finish().0.len(), 0);
     }
