@@ -320,23 +320,41 @@ pub fn convert_chrome<W: Write>(
     };
     let base = earliest_tsc(trace);
     let us = |tsc: u64| (tsc.wrapping_sub(base)) as i64 as f64 * 1e6 / freq;
-    let mut w = ChromeWriter::new(out).map_err(io)?;
+    let mut w = ChromeWriter::new(Batched::new(out)).map_err(io)?;
     let mut warnings = trace.warnings.clone();
+    // Per thread: open calls and (pid, last timestamp). The thread being
+    // read is kept out of the maps (records come thread by thread in FDR
+    // logs) and put back when another one starts.
     let mut stacks: crate::fxhash::FxMap<u32, Vec<i32>> = Default::default();
     let mut last: crate::fxhash::FxMap<u32, (u32, u64)> = Default::default();
     let mut named: crate::fxhash::FxSet<(u32, u32)> = Default::default();
+    let mut current: Option<(u32, u32)> = None;
+    let mut stack: Vec<i32> = Vec::new();
+    let mut last_tsc = 0u64;
+    let mut name_cache: Vec<Option<std::rc::Rc<str>>> = Vec::new();
     let mut orphans = 0u64;
-    let mut records = trace.records();
     let mut arg_text = String::new();
-    for r in records.by_ref() {
-        let r = r?;
-        let (pid, tid) = (i64::from(r.pid), i64::from(r.tid));
-        if named.insert((r.pid, r.tid)) {
-            w.thread_name(pid, tid, format!("thread {}", r.tid).as_bytes())
+    let res = trace.try_for_each(|r| {
+        if current != Some((r.pid, r.tid)) {
+            if let Some((pid, tid)) = current {
+                last.insert(tid, (pid, last_tsc));
+                if let Some(s) = stacks.get_mut(&tid) {
+                    std::mem::swap(s, &mut stack);
+                }
+            }
+            current = Some((r.pid, r.tid));
+            if named.insert((r.pid, r.tid)) {
+                w.thread_name(
+                    i64::from(r.pid),
+                    i64::from(r.tid),
+                    format!("thread {}", r.tid).as_bytes(),
+                )
                 .map_err(io)?;
+            }
+            stack = std::mem::take(stacks.entry(r.tid).or_default());
         }
-        last.insert(r.tid, (r.pid, r.tsc));
-        let stack = stacks.entry(r.tid).or_default();
+        last_tsc = r.tsc;
+        let (pid, tid) = (i64::from(r.pid), i64::from(r.tid));
         if r.kind.is_event() {
             let what: &[u8] = if r.kind == crate::RecordKind::TypedEvent {
                 b"typed-event"
@@ -344,34 +362,45 @@ pub fn convert_chrome<W: Write>(
                 b"custom-event"
             };
             let data = String::from_utf8_lossy(r.data);
-            w.instant(
-                pid,
-                tid,
-                us(r.tsc),
-                what,
-                b"xray",
-                Scope::Thread,
-                &[
-                    ("data", Arg::Str(data.as_bytes())),
-                    ("type", Arg::Int(i64::from(r.record_type))),
-                ],
-            )
-            .map_err(io)?;
-            continue;
+            return w
+                .instant(
+                    pid,
+                    tid,
+                    us(r.tsc),
+                    what,
+                    b"xray",
+                    Scope::Thread,
+                    &[
+                        ("data", Arg::Str(data.as_bytes())),
+                        ("type", Arg::Int(i64::from(r.record_type))),
+                    ],
+                )
+                .map_err(io);
         }
         if r.kind.is_entry() {
-            let name = names.symbol_or_number(r.func_id);
+            let name = match usize::try_from(r.func_id) {
+                Ok(i) if i < 1 << 16 => {
+                    if i >= name_cache.len() {
+                        name_cache.resize(i + 1, None);
+                    }
+                    name_cache[i]
+                        .get_or_insert_with(|| names.symbol_or_number(r.func_id))
+                        .clone()
+                }
+                _ => names.symbol_or_number(r.func_id),
+            };
             if r.args.is_empty() {
                 w.begin(pid, tid, us(r.tsc), name.as_bytes(), b"", &[])
                     .map_err(io)?;
             } else {
+                use std::fmt::Write as _;
                 arg_text.clear();
                 arg_text.push('[');
                 for (i, a) in r.args.iter().enumerate() {
                     if i > 0 {
                         arg_text.push(',');
                     }
-                    arg_text.push_str(&a.to_string());
+                    let _ = write!(arg_text, "{a}");
                 }
                 arg_text.push(']');
                 w.begin(
@@ -385,19 +414,27 @@ pub fn convert_chrome<W: Write>(
                 .map_err(io)?;
             }
             stack.push(r.func_id);
-            continue;
+            return Ok(());
         }
         match stack.iter().rposition(|&f| f == r.func_id) {
             None => orphans += 1,
             Some(at) => {
+                let ts = us(r.tsc);
                 while stack.len() > at {
                     stack.pop();
-                    w.end(pid, tid, us(r.tsc), &[]).map_err(io)?;
+                    w.end(pid, tid, ts, &[]).map_err(io)?;
                 }
             }
         }
+        Ok(())
+    });
+    if let Some((pid, tid)) = current {
+        last.insert(tid, (pid, last_tsc));
+        if let Some(s) = stacks.get_mut(&tid) {
+            std::mem::swap(s, &mut stack);
+        }
     }
-    warnings.extend(records.warnings());
+    warnings.extend(res?);
     let mut unfinished = 0u64;
     for (tid, stack) in stacks {
         if let Some(&(pid, tsc)) = last.get(&tid) {
@@ -422,6 +459,60 @@ pub fn convert_chrome<W: Write>(
     }
     w.finish().map_err(io)?;
     Ok(warnings)
+}
+
+/// Collects small writes in a large buffer handed to `inner` in one
+/// piece (the Chrome writer writes a dozen pieces per event; through a
+/// `Box<dyn Write>` each was a call). Flushes what it holds when dropped,
+/// so output before an error stays written.
+struct Batched<W: Write> {
+    inner: W,
+    buf: Vec<u8>,
+}
+
+impl<W: Write> Batched<W> {
+    const FLUSH_AT: usize = 1 << 20;
+
+    fn new(inner: W) -> Self {
+        Batched {
+            inner,
+            buf: Vec::with_capacity(Self::FLUSH_AT + 4096),
+        }
+    }
+
+    fn drain(&mut self) -> std::io::Result<()> {
+        let r = self.inner.write_all(&self.buf);
+        self.buf.clear();
+        r
+    }
+}
+
+impl<W: Write> Write for Batched<W> {
+    #[inline]
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.write_all(b)?;
+        Ok(b.len())
+    }
+
+    #[inline]
+    fn write_all(&mut self, b: &[u8]) -> std::io::Result<()> {
+        self.buf.extend_from_slice(b);
+        if self.buf.len() >= Self::FLUSH_AT {
+            self.drain()?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.drain()?;
+        self.inner.flush()
+    }
+}
+
+impl<W: Write> Drop for Batched<W> {
+    fn drop(&mut self) {
+        let _ = self.drain();
+    }
 }
 
 /// The smallest timestamp of the trace, cheaply (block starts for FDR, a
