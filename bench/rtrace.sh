@@ -6,6 +6,12 @@
 #   usage: bench/rtrace.sh [DIR]      (default ./bench-data; writes DIR/rtrace-tk/)
 #   env:   N=2000000 allocations, T=4 threads, TRACEKIT=path/to/tracekit (release)
 #          SKIP_PEERS=1 to run only plain and tracekit
+#          TRACEKIT_BASE=path/to/other/tracekit adds a row for a second build
+#          (before/after comparisons of the recorder on the same machine)
+#
+# `record mem` time includes everything: the shim in the program, the
+# recorder's thread reading the POSIX trace stream while it runs, and the
+# conversion to the text protocol afterwards.
 set -u
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 D=${1:-./bench-data}/rtrace-tk
@@ -33,6 +39,9 @@ cpu() {  # cpu NAME CMD... : runs, prints "NAME user+sys", keeps the time -v rep
   # The whole `record mem`: the traced program plus the conversion of its
   # binary events to the text protocol afterwards.
   cpu tracekit "$TK" record mem -o "$D/tk.rtrace" -- "$D/alloc_bench" "$N" "$T"
+  if [ -n "${TRACEKIT_BASE:-}" ]; then
+    cpu tracekit_base "$TRACEKIT_BASE" record mem -o "$D/tk_base.rtrace" -- "$D/alloc_bench" "$N" "$T"
+  fi
   if [ "${SKIP_PEERS:-0}" != 1 ]; then
     cpu heaptrack heaptrack -o "$D/ht" "$D/alloc_bench" "$N" "$T"
     cpu heaptrack_raw heaptrack -r -o "$D/htraw" "$D/alloc_bench" "$N" "$T"
@@ -71,12 +80,12 @@ plain = rows["plain"][0]
 print()
 print(f"{'configuration':<16} {'CPU s':>7} {'wall s':>7} {'max RSS MB':>10} {'added CPU/alloc':>16} {'vs tracekit':>12}")
 tk = rows["tracekit"][0] - plain
-for name in ("plain", "tracekit", "heaptrack", "heaptrack_raw", "memcheck"):
+for name in ("plain", "tracekit", "tracekit_base", "heaptrack", "heaptrack_raw", "memcheck"):
     if name not in rows: continue
     if name.startswith("fd_"): continue
     c, w, r = rows[name]
     add = (c - plain) / n * 1e6
-    ratio = f"{(c - plain) / tk:.1f}x" if name not in ("plain", "tracekit") and tk > 0 else ""
+    ratio = f"{(c - plain) / tk:.2f}x" if name not in ("plain", "tracekit") and tk > 0 else ""
     print(f"{name:<16} {c:7.2f} {w:7.2f} {r/1024:10.1f} {add if name != 'plain' else 0:13.3f} us {ratio:>12}")
 def inprog(name):
     try:
@@ -87,7 +96,7 @@ def inprog(name):
 base = inprog("plain")
 print()
 print("in-program ns per allocation (wall, noisy on shared machines):")
-for name in ("plain", "tracekit", "heaptrack", "heaptrack_raw", "memcheck"):
+for name in ("plain", "tracekit", "tracekit_base", "heaptrack", "heaptrack_raw", "memcheck"):
     v = inprog(name)
     if v is not None and base:
         print(f"  {name:<14} {v:9.1f} ns  (+{v - base:.1f} ns, {v / base:.1f}x)")
@@ -95,6 +104,9 @@ size = os.path.getsize(os.path.join(d, "tk.rtrace"))
 for name in ("postproc_leaks", "postproc_plain", "report"):
     c, w, r = rows[name]
     print(f"{name:<16} {c:7.2f} {w:7.2f} {r/1024:10.1f}   {size/1e6/c:8.0f} MB/s per CPU-second ({size/1e6:.0f} MB text)")
+# What the recorder said (stream full and waited, events lost).
+for l in open(os.path.join(d, "tracekit.err")):
+    print("record mem:", l.rstrip())
 leak = open(os.path.join(d, "tk.leaks")).read()
 m = re.findall(r"# (\d+) block\(s\) leaked with total size of (\d+) bytes", leak)
 print("tracekit never freed:", m)

@@ -729,7 +729,9 @@ extern "C" fn at_exit() {
 // reader's per-event work off the allocation path. A process killed by a
 // signal loses at most the batch each thread was filling.
 
-const BATCH_CAP: usize = 16 * 1024;
+/// The stream's max data size is 4 KiB (`wire::stream_max_data`) for every
+/// depth up to 64; a larger one is used only up to this.
+const BATCH_CAP: usize = 4096;
 
 const OPEN: u32 = 0;
 const BUSY: u32 = 1;
