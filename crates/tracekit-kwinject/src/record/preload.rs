@@ -197,7 +197,11 @@ fn create_stream() -> io::Result<(Stream, u32, PathBuf)> {
     Ok((stream, id, path))
 }
 
-/// Drains the stream until `done` was set before a read found it empty.
+/// How long the reader sleeps when the stream is empty.
+const POLL: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// Drains the stream until `done` was set before a read found it empty
+/// (whoever sets it unparks the reader).
 fn drain(trid: api::TraceId, id: u32, done: &AtomicBool, warnings: &mut Warnings) -> Reassembler {
     let mut asm = Reassembler::default();
     let mut buf = vec![0u8; 16 << 10];
@@ -215,10 +219,11 @@ fn drain(trid: api::TraceId, id: u32, done: &AtomicBool, warnings: &mut Warnings
                 }
             }
             Ok(None) if finishing => break,
-            // Empty: the ring holds far more than a build writes in a few
-            // milliseconds, so poll calmly; waking often would take CPU
-            // from the build (2 ms: at most 500 wake-ups a second).
-            Ok(None) => std::thread::sleep(std::time::Duration::from_millis(2)),
+            // Empty: each lane holds far more than a build writes in a
+            // second, so poll calmly: every wake-up costs CPU the build
+            // could use (tens of microseconds in a VM; at 2 ms that was a
+            // third of the recorder's CPU). The end of the build unparks us.
+            Ok(None) => std::thread::park_timeout(POLL),
             Err(libc::EINTR) => {}
             Err(e) => {
                 warnings.push(
@@ -282,6 +287,7 @@ pub fn record(
         let reader = scope.spawn(|| drain(stream.0, event_id, &done, &mut reader_warnings));
         let waited = wait_build(&mut command);
         done.store(true, Ordering::Release);
+        reader.thread().unpark();
         let reassembler = reader.join();
         (waited, reassembler)
     });
