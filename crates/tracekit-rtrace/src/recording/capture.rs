@@ -179,6 +179,26 @@ impl Drop for Capture {
     }
 }
 
+/// Splits a sequence of stream events — `(event type, pid, thread,
+/// payload)`, as read from a stream or a POSIX trace log holding the
+/// shim's two event types — into image files in `dir`, like the reader
+/// thread of [`Capture`] does.
+pub fn split<'a>(
+    dir: &Path,
+    event_id: u32,
+    meta_id: u32,
+    events: impl IntoIterator<Item = (u32, i32, u64, &'a [u8])>,
+) -> io::Result<(Vec<Image>, CaptureStats)> {
+    let mut d = Demux::new(dir.to_path_buf(), event_id, meta_id);
+    for (id, pid, thread, data) in events {
+        d.take(id, pid, thread, data)?;
+    }
+    d.end_all()?;
+    let mut images = d.images;
+    images.sort_by_key(|i| (i.pid, i.n));
+    Ok((images, d.stats))
+}
+
 /// The image currently recorded for one pid.
 struct Current {
     image: usize,
@@ -245,13 +265,19 @@ impl Demux {
                 Err(e) => return Err(errno("reading the recorder's trace stream", e)),
             }
         }
+        self.end_all()?;
+        Ok(self)
+    }
+
+    /// Counts unfinished metadata and writes every image's buffered events.
+    fn end_all(&mut self) -> io::Result<()> {
         self.stats.incomplete_meta += self.partial.len() as u64;
         self.partial.clear();
         let pids: Vec<i32> = self.current.keys().copied().collect();
         for pid in pids {
             self.end_image(pid)?;
         }
-        Ok(self)
+        Ok(())
     }
 
     fn take(&mut self, id: u32, pid: i32, thread: u64, data: &[u8]) -> io::Result<()> {
@@ -515,10 +541,7 @@ mod tests {
         // A lost first piece: counted.
         d.take(1025, 7, 1, &meta(META_MAPS, 5, 4, 8, b"abcd"))
             .unwrap();
-        d.stats.incomplete_meta += d.partial.len() as u64;
-        for pid in d.current.keys().copied().collect::<Vec<_>>() {
-            d.end_image(pid).unwrap();
-        }
+        d.end_all().unwrap();
         assert_eq!(d.stats.orphan_events, 1);
         assert_eq!(d.stats.damaged_events, 1);
         assert_eq!(d.stats.incomplete_meta, 1);
