@@ -24,6 +24,88 @@ pub struct TraceEventWriter<W: Write> {
     cursors: HashMap<u32, Option<usize>>,
     written: u64,
     line: Vec<u8>,
+    names: NameCache,
+}
+
+/// Function names by id, asked for once each (the namer allocates).
+#[derive(Default)]
+struct NameCache {
+    dense: Vec<Option<Box<str>>>,
+    sparse: HashMap<i32, Box<str>>,
+}
+
+impl NameCache {
+    const DENSE: usize = 1 << 20;
+
+    #[inline]
+    fn fill(&mut self, id: i32, name: &mut dyn FnMut(i32) -> String) {
+        match usize::try_from(id) {
+            Ok(i) if i < Self::DENSE => {
+                if i >= self.dense.len() {
+                    self.dense.resize(i + 1, None);
+                }
+                if self.dense[i].is_none() {
+                    self.dense[i] = Some(name(id).into_boxed_str());
+                }
+            }
+            _ => {
+                self.sparse
+                    .entry(id)
+                    .or_insert_with(|| name(id).into_boxed_str());
+            }
+        }
+    }
+
+    /// The name `fill` stored (empty if it was not called for `id`).
+    #[inline]
+    fn get(&self, id: i32) -> &str {
+        let found = match usize::try_from(id) {
+            Ok(i) if i < Self::DENSE => self.dense.get(i).and_then(|n| n.as_deref()),
+            _ => self.sparse.get(&id).map(|n| &**n),
+        };
+        found.unwrap_or("")
+    }
+}
+
+/// Appends `v` with `digits` decimals exactly as `format!("{v:.digits$}")`
+/// does (the binary value's decimal expansion rounded half to even), in
+/// integer arithmetic where the value allows, else through `format!`.
+fn push_fixed(out: &mut Vec<u8>, v: f64, digits: u32) {
+    use std::io::Write as _;
+    let bits = v.to_bits();
+    let exp_bits = ((bits >> 52) & 0x7ff) as i32;
+    let frac = bits & ((1u64 << 52) - 1);
+    // Positive normal numbers below 2^53 with a fractional part (the
+    // timestamps): v = mant * 2^-shift with 0 < shift <= 52 + 1022.
+    if bits >> 63 == 0 && exp_bits != 0 && exp_bits != 0x7ff {
+        let mant = u128::from(frac | (1u64 << 52));
+        let shift = 1075 - exp_bits; // v = mant / 2^shift
+        if (1..=100).contains(&shift) {
+            let scale = 10u128.pow(digits);
+            let scaled = mant * scale; // < 2^67
+            let q = scaled >> shift;
+            let rem = scaled - (q << shift);
+            let half = 1u128 << (shift - 1);
+            let q = if rem > half || (rem == half && q & 1 == 1) {
+                q + 1
+            } else {
+                q
+            };
+            let int = q / scale;
+            let dec = (q % scale) as u64;
+            let mut num = itoa::Buffer::new();
+            match u64::try_from(int) {
+                Ok(i) => out.extend_from_slice(num.format(i).as_bytes()),
+                Err(_) => out.extend_from_slice(num.format(int).as_bytes()),
+            }
+            out.push(b'.');
+            let d = num.format(dec).as_bytes();
+            out.extend(std::iter::repeat_n(b'0', digits as usize - d.len()));
+            out.extend_from_slice(d);
+            return;
+        }
+    }
+    let _ = write!(out, "{v:.prec$}", prec = digits as usize);
 }
 
 impl<W: Write> TraceEventWriter<W> {
@@ -37,6 +119,7 @@ impl<W: Write> TraceEventWriter<W> {
             cursors: HashMap::default(),
             written: 0,
             line: Vec::with_capacity(256),
+            names: NameCache::default(),
         })
     }
 
@@ -65,7 +148,7 @@ impl<W: Write> TraceEventWriter<W> {
         n
     }
 
-    fn event(&mut self, name: &str, ph: &str, r: &Record<'_>, frame: usize) -> io::Result<()> {
+    fn event(&mut self, func_id: i32, ph: &str, r: &Record<'_>, frame: usize) -> io::Result<()> {
         let l = &mut self.line;
         l.clear();
         if self.written > 0 {
@@ -73,19 +156,25 @@ impl<W: Write> TraceEventWriter<W> {
         }
         self.written += 1;
         let ts = 1_000_000f64 / self.header.cycle_frequency as f64 * r.tsc as f64;
+        let mut num = itoa::Buffer::new();
+        l.extend_from_slice(b"    { \"name\" : \"");
+        l.extend_from_slice(self.names.get(func_id).as_bytes());
+        l.extend_from_slice(b"\", \"ph\" : \"");
+        l.extend_from_slice(ph.as_bytes());
+        l.extend_from_slice(b"\", \"tid\" : \"");
+        l.extend_from_slice(num.format(r.tid).as_bytes());
         if self.header.version >= 3 {
-            let _ = write!(
-                l,
-                "    {{ \"name\" : \"{name}\", \"ph\" : \"{ph}\", \"tid\" : \"{}\", \"pid\" : \"{}\", \"ts\" : \"{ts:.4}\", \"sf\" : \"{frame}\" }}",
-                r.tid, r.pid
-            );
+            l.extend_from_slice(b"\", \"pid\" : \"");
+            l.extend_from_slice(num.format(r.pid).as_bytes());
+            l.extend_from_slice(b"\", \"ts\" : \"");
+            push_fixed(l, ts, 4);
         } else {
-            let _ = write!(
-                l,
-                "    {{ \"name\" : \"{name}\", \"ph\" : \"{ph}\", \"tid\" : \"{}\", \"pid\" : \"1\", \"ts\" : \"{ts:.3}\", \"sf\" : \"{frame}\" }}",
-                r.tid
-            );
+            l.extend_from_slice(b"\", \"pid\" : \"1\", \"ts\" : \"");
+            push_fixed(l, ts, 3);
         }
+        l.extend_from_slice(b"\", \"sf\" : \"");
+        l.extend_from_slice(num.format(frame).as_bytes());
+        l.extend_from_slice(b"\" }");
         self.out.write_all(l)
     }
 
@@ -98,20 +187,20 @@ impl<W: Write> TraceEventWriter<W> {
         if r.kind.is_event() {
             return Ok(());
         }
+        self.names.fill(r.func_id, name);
         let cursor = self.cursors.get(&r.tid).copied().flatten();
         if r.kind.is_entry() {
             let n = self.child(cursor, r.func_id);
             self.cursors.insert(r.tid, Some(n));
-            let nm = name(r.func_id);
-            return self.event(&nm, "B", r, n);
+            return self.event(r.func_id, "B", r, n);
         }
         let Some(mut cur) = cursor else {
             return Ok(());
         };
         loop {
             let f = self.frames[cur].func_id;
-            let nm = name(f);
-            self.event(&nm, "E", r, cur)?;
+            self.names.fill(f, name);
+            self.event(f, "E", r, cur)?;
             let parent = self.frames[cur].parent;
             if f == r.func_id || parent.is_none() {
                 self.cursors.insert(r.tid, parent);
@@ -142,5 +231,37 @@ impl<W: Write> TraceEventWriter<W> {
         }
         self.out.write_all(b"\n  }\n}\n")?;
         Ok(self.out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::push_fixed;
+
+    #[test]
+    fn fixed_decimals_equal_std_formatting() {
+        let mut state = 99u64;
+        let mut values = vec![
+            0.0, 0.5, 1.5, 2.5, 0.00005, 0.00015, 0.12345, 1e-9, 123.45675, 1e15, 3e17, 7.0,
+        ];
+        for _ in 0..200_000 {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let tsc = state >> (state % 40);
+            values.push(1_000_000f64 / 2_500_000_000f64 * tsc as f64);
+            values.push(f64::from_bits(state >> 2));
+            // Exact ties at the last digit.
+            values.push((tsc % 1_000_000) as f64 / 16.0 + 0.00005);
+            values.push((tsc % 1_000_000) as f64 / 32.0);
+        }
+        for v in values {
+            for digits in [3u32, 4] {
+                let mut got = Vec::new();
+                push_fixed(&mut got, v, digits);
+                let want = format!("{v:.prec$}", prec = digits as usize);
+                assert_eq!(String::from_utf8(got).unwrap(), want, "{v:e}");
+            }
+        }
     }
 }
