@@ -748,10 +748,7 @@ struct Batch {
     data: [u8; BATCH_CAP],
 }
 
-unsafe fn my_batch() -> *mut Batch {
-    let Some(slot) = slot() else {
-        return null_mut();
-    };
+unsafe fn my_batch(slot: &Slot) -> *mut Batch {
     let b = slot.batch.load(Ordering::Relaxed);
     if !b.is_null() {
         return b;
@@ -803,11 +800,12 @@ unsafe fn flush_locked(b: *mut Batch) {
     }
 }
 
-/// Adds one event (its fixed part and its frames) to this thread's batch.
-unsafe fn append(fixed: &[u8], frames: &[u8]) {
+/// Adds one event (its fixed part and its frames) to the batch of the
+/// thread of `slot`.
+unsafe fn append(slot: &Slot, fixed: &[u8], frames: &[u8]) {
     let total = fixed.len() + frames.len();
     // SAFETY: batch from our own mapping.
-    let b = unsafe { my_batch() };
+    let b = unsafe { my_batch(slot) };
     if b.is_null() {
         send(EVENT_ID.load(Ordering::Relaxed), &[fixed, frames]);
         return;
@@ -916,27 +914,32 @@ fn ms_of_day(ns: u64) -> u32 {
 /// non-stop), each thread reads the clock only every ~50 ms and
 /// extrapolates with the TSC in between, at a rate measured once over the
 /// first 20 ms of the image.
-#[inline(always)]
 fn now_ms() -> u32 {
-    let rate = TSC_RATE.load(Ordering::Relaxed);
-    if rate != 0 {
-        if let Some(s) = slot() {
-            let t = producer::raw_now(producer::CLOCK_TSC);
-            let base = s.anchor_tsc.load(Ordering::Relaxed);
-            let dt = t.wrapping_sub(base);
-            if base != 0 && dt < TSC_REANCHOR.load(Ordering::Relaxed) {
-                let ns = s.anchor_ns.load(Ordering::Relaxed)
-                    + ((dt as u128 * rate as u128) >> 32) as u64;
-                return ms_of_day(ns);
-            }
-            let ns = mono_ns();
-            s.anchor_ns.store(ns, Ordering::Relaxed);
-            s.anchor_tsc
-                .store(producer::raw_now(producer::CLOCK_TSC), Ordering::Relaxed);
-            return ms_of_day(ns);
-        }
+    match slot() {
+        Some(s) => now_ms_in(s),
+        None => now_ms_slow(),
     }
-    now_ms_slow()
+}
+
+/// [`now_ms`] for the thread of `s`.
+#[inline(always)]
+fn now_ms_in(s: &Slot) -> u32 {
+    let rate = TSC_RATE.load(Ordering::Relaxed);
+    if rate == 0 {
+        return now_ms_slow();
+    }
+    let t = producer::raw_now(producer::CLOCK_TSC);
+    let base = s.anchor_tsc.load(Ordering::Relaxed);
+    let dt = t.wrapping_sub(base);
+    if base != 0 && dt < TSC_REANCHOR.load(Ordering::Relaxed) {
+        let ns = s.anchor_ns.load(Ordering::Relaxed) + ((dt as u128 * rate as u128) >> 32) as u64;
+        return ms_of_day(ns);
+    }
+    let ns = mono_ns();
+    s.anchor_ns.store(ns, Ordering::Relaxed);
+    s.anchor_tsc
+        .store(producer::raw_now(producer::CLOCK_TSC), Ordering::Relaxed);
+    ms_of_day(ns)
 }
 
 #[cold]
@@ -967,10 +970,7 @@ fn take_seq() -> u64 {
     SEQ.fetch_add(1, Ordering::Relaxed)
 }
 
-fn stack_bounds() -> (usize, usize) {
-    let Some(slot) = slot() else {
-        return (1, 1);
-    };
+fn stack_bounds(slot: &Slot) -> (usize, usize) {
     let lo = slot.lo.load(Ordering::Relaxed);
     if lo != 0 {
         return (lo, slot.hi.load(Ordering::Relaxed));
@@ -996,7 +996,7 @@ fn stack_bounds() -> (usize, usize) {
 
 /// Return addresses: the caller's, then the frame-pointer chain.
 #[inline(always)]
-unsafe fn walk(ret: usize, mut fp: usize, depth: usize, out: *mut u64) -> usize {
+unsafe fn walk(slot: &Slot, ret: usize, mut fp: usize, depth: usize, out: *mut u64) -> usize {
     let depth = depth.min(MAX_DEPTH);
     if depth == 0 {
         return 0;
@@ -1005,7 +1005,7 @@ unsafe fn walk(ret: usize, mut fp: usize, depth: usize, out: *mut u64) -> usize 
     unsafe { out.write(ret as u64) };
     let mut n = 1;
     let here = &n as *const usize as usize;
-    let (lo, hi) = stack_bounds();
+    let (lo, hi) = stack_bounds(slot);
     // Only walk when we are on the thread's own stack (not a signal
     // stack) and the chain stays inside it, going up.
     if here < lo || here >= hi {
@@ -1043,13 +1043,19 @@ fn record(
     fp: usize,
     bt: bool,
 ) {
-    set_guard(true);
+    // One look-up of this thread's slot for the whole event. (No slot:
+    // `enabled` said no, so there is nothing to record.)
+    let Some(slot) = slot() else {
+        return;
+    };
+    slot.guard.store(true, Ordering::Relaxed);
     // Left uninitialised: only the frames walked are written and sent.
     let mut frames = core::mem::MaybeUninit::<[u64; MAX_DEPTH]>::uninit();
     let n = if bt {
         // SAFETY: bounded walk over our own stack into our array.
         unsafe {
             walk(
+                slot,
                 ret,
                 fp,
                 DEPTH.load(Ordering::Relaxed),
@@ -1064,7 +1070,7 @@ fn record(
     ev[1] = res;
     ev[2] = func;
     ev[3] = n as u8;
-    ev[4..8].copy_from_slice(&now_ms().to_le_bytes());
+    ev[4..8].copy_from_slice(&now_ms_in(slot).to_le_bytes());
     ev[8..16].copy_from_slice(&seq.to_le_bytes());
     ev[16..24].copy_from_slice(&size.to_le_bytes());
     ev[24..32].copy_from_slice(&id.to_le_bytes());
@@ -1073,8 +1079,8 @@ fn record(
     // SAFETY: walk initialised the first n entries of `frames`.
     let frame_bytes = unsafe { core::slice::from_raw_parts(frames.as_ptr().cast::<u8>(), 8 * n) };
     // SAFETY: our own batch.
-    unsafe { append(&ev, frame_bytes) };
-    set_guard(false);
+    unsafe { append(slot, &ev, frame_bytes) };
+    slot.guard.store(false, Ordering::Relaxed);
 }
 
 fn void(seq: u64) {
