@@ -239,11 +239,13 @@ impl Demux {
     fn run(mut self, trid: api::TraceId, done: &AtomicBool) -> io::Result<Demux> {
         let mut buf = vec![0u8; 64 << 10];
         let mut quiet_since: Option<Instant> = None;
+        let mut nap_ms = 1;
         loop {
             let finishing = done.load(Ordering::Acquire);
             match api::getnext_event(trid, &mut buf, api::Wait::Never) {
                 Ok(Some(ev)) => {
                     quiet_since = None;
+                    nap_ms = 1;
                     self.take(
                         ev.info.event_id,
                         ev.info.pid,
@@ -258,9 +260,13 @@ impl Demux {
                     }
                     std::thread::sleep(Duration::from_millis(2));
                 }
-                // Empty: the ring holds far more than a few milliseconds of
-                // events, so poll calmly (at most 500 wake-ups a second).
-                Ok(None) => std::thread::sleep(Duration::from_millis(2)),
+                // Empty: the ring holds tens of milliseconds of events, so
+                // poll calmly, backing off from 1 to 8 ms while the program
+                // is quiet (an idle program costs ~125 wake-ups a second).
+                Ok(None) => {
+                    std::thread::sleep(Duration::from_millis(nap_ms));
+                    nap_ms = (nap_ms * 2).min(8);
+                }
                 Err(libc::EINTR) => {}
                 Err(e) => return Err(errno("reading the recorder's trace stream", e)),
             }
