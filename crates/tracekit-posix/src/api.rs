@@ -33,6 +33,7 @@ pub type TraceId = u64;
 pub const POSIX_TRACE_ALLPROC: i32 = -1;
 /// How long a reserved slot may stay incomplete before the reader decides
 /// its writer died and skips it.
+const RECALIBRATE_EVERY: u32 = 4096;
 const STUCK_SLOT: Duration = Duration::from_millis(100);
 
 /// What a read returns: the event and how many payload bytes were copied.
@@ -49,6 +50,11 @@ struct Consumer {
     busy: Option<(shm::SlotRef, Instant)>,
     cal: Calibration,
     cal_at: Instant,
+    /// Events converted since the calibration was last checked: the
+    /// clock is read once per [`RECALIBRATE_EVERY`] events, not per event.
+    since_check: u32,
+    /// Payload of the event being handed out (kept: no allocation per read).
+    out: Vec<u8>,
 }
 
 enum Next {
@@ -69,13 +75,19 @@ impl Consumer {
             busy: None,
             cal: view.header().calibration,
             cal_at: Instant::now(),
+            since_check: 0,
+            out: Vec::with_capacity(view.header().slot_data as usize),
         }
     }
 
     fn ticks_to_ns(&mut self, ticks: u64) -> i64 {
-        if self.cal_at.elapsed() > Duration::from_secs(1) {
-            self.cal = self.cal.refined();
-            self.cal_at = Instant::now();
+        self.since_check = self.since_check.saturating_add(1);
+        if self.since_check >= RECALIBRATE_EVERY {
+            self.since_check = 0;
+            if self.cal_at.elapsed() > Duration::from_secs(1) {
+                self.cal = self.cal.refined();
+                self.cal_at = Instant::now();
+            }
         }
         self.cal.to_ns(ticks)
     }
@@ -134,6 +146,8 @@ impl Consumer {
                     }
                 },
                 Take::Empty => {
+                    // Idle: let the next event check the calibration.
+                    self.since_check = RECALIBRATE_EVERY;
                     let h = view.header();
                     if h.auto_stopped.load(Acquire) != 0 && h.shutdown.load(Acquire) == 0 {
                         // Drained after an automatic stop: report it, then
@@ -954,7 +968,6 @@ pub fn getnext_event(
 }
 
 fn read_active(a: &Active, buf: &mut [u8], wait: Wait) -> Result<Option<ReadEvent>, Errno> {
-    let mut data = Vec::new();
     let mut sleep_us = 1u64;
     let mut validated = false;
     loop {
@@ -963,8 +976,15 @@ fn read_active(a: &Active, buf: &mut [u8], wait: Wait) -> Result<Option<ReadEven
             if a.closed.load(Acquire) {
                 return Err(libc::EINVAL);
             }
-            if let Next::Event(info) = c.next(&a.view, &mut data) {
-                return Ok(Some(copy_out(info, &data, buf)));
+            let mut data = std::mem::take(&mut c.out);
+            let next = c.next(&a.view, &mut data);
+            let got = match next {
+                Next::Event(info) => Some(copy_out(info, &data, buf)),
+                _ => None,
+            };
+            c.out = data;
+            if got.is_some() {
+                return Ok(got);
             }
         }
         match wait {
