@@ -66,13 +66,15 @@ timed() {
 
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 
-echo "== micro: $N x fork+exec of /bin/true, $REPS repetitions: $VARIANTS"
+load() { cut -d' ' -f1-3 /proc/loadavg; }
+echo "== micro: $N x fork+exec of /bin/true, $REPS repetitions: $VARIANTS (load average $(load))"
 for v in $VARIANTS; do rm -rf "$DATA/micro/$v"; mkdir -p "$DATA/micro/$v"; done
 for rep in $(seq "$REPS"); do
     for v in $VARIANTS; do
         timed "$v" "$DATA/micro/$v" micro bash -c "for i in \$(seq $N); do /bin/true; done"
     done
 done
+echo "   load average after: $(load)"
 plain_wall=$(cut -d' ' -f1 "$DATA/micro/plain/micro.time" | median)
 plain_cpu=$(awk '{print $2+$3}' "$DATA/micro/plain/micro.time" | median)
 printf '\n| variant | wall s | ratio | us per exec | added us per exec | added CPU us per exec |\n|---|---|---|---|---|---|\n'
@@ -101,7 +103,7 @@ if [ ! -f "$ORIG" ]; then
 fi
 echo "ce5e03e519f637e1f814011ace35c4f87b33c0bbabeec35baf5fbd3479e91956  $ORIG" | sha256sum -c --quiet
 
-echo; echo "== gzip 1.12: ./configure + make -j2, $REPS repetitions: $VARIANTS"
+echo; echo "== gzip 1.12: ./configure + make -j2, $REPS repetitions: $VARIANTS (load average $(load))"
 for v in $VARIANTS; do rm -rf "$DATA/gzip/$v"; mkdir -p "$DATA/gzip/$v"; done
 for rep in $(seq "$REPS"); do
     for v in $VARIANTS; do
@@ -114,18 +116,24 @@ for rep in $(seq "$REPS"); do
             "$(tail -1 "$d/configure.time" | cut -d' ' -f1)" "$(tail -1 "$d/make.time" | cut -d' ' -f1)"
     done
 done
+echo "   load average after: $(load)"
 pc=$(cut -d' ' -f1 "$DATA/gzip/plain/configure.time" | median)
 pm=$(cut -d' ' -f1 "$DATA/gzip/plain/make.time" | median)
-printf '\n| variant | configure wall s | ratio | make -j2 wall s | ratio | total | ratio | compile entries (make) |\n|---|---|---|---|---|---|---|---|\n'
+# CPU (user+sys of the tracer and everything it waited for), per repetition
+# configure + make, median: steadier than wall time on a shared machine.
+cpu_total() { paste -d' ' "$1/configure.time" "$1/make.time" | awk '{print $2+$3+$5+$6}' | median; }
+pcpu=$(cpu_total "$DATA/gzip/plain")
+printf '\n| variant | configure wall s | ratio | make -j2 wall s | ratio | total | ratio | total CPU s | ratio | compile entries (make) |\n|---|---|---|---|---|---|---|---|---|---|\n'
 for v in $VARIANTS; do
     c=$(cut -d' ' -f1 "$DATA/gzip/$v/configure.time" | median)
     m=$(cut -d' ' -f1 "$DATA/gzip/$v/make.time" | median)
+    cpu=$(cpu_total "$DATA/gzip/$v")
     e=-
     case $v in
         tracekit-*) (cd "$DATA/gzip/$v/src/gzip-1.12" && "$TK" build spec "$DATA/gzip/$v/make.trace" -o "$DATA/gzip/$v/cdb.json" 2>/dev/null) &&
             e=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))' "$DATA/gzip/$v/cdb.json") ;;
         bear) e=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))' "$DATA/gzip/$v/make.cdb.json" 2>/dev/null || echo -) ;;
     esac
-    awk -v v="$v" -v c="$c" -v m="$m" -v pc="$pc" -v pm="$pm" -v e="$e" 'BEGIN {
-        printf "| %s | %.2f | %.2fx | %.2f | %.2fx | %.2f | %.2fx | %s |\n", v, c, c/pc, m, m/pm, c+m, (c+m)/(pc+pm), e }'
+    awk -v v="$v" -v c="$c" -v m="$m" -v pc="$pc" -v pm="$pm" -v e="$e" -v cpu="$cpu" -v pcpu="$pcpu" 'BEGIN {
+        printf "| %s | %.2f | %.2fx | %.2f | %.2fx | %.2f | %.2fx | %.2f | %.2fx | %s |\n", v, c, c/pc, m, m/pm, c+m, (c+m)/(pc+pm), cpu, cpu/pcpu, e }'
 done
