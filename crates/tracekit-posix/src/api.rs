@@ -17,6 +17,7 @@ use crate::clock::Calibration;
 use crate::consts::*;
 use crate::eventset::EventSet;
 use crate::log::{EventInfo, LogReader, LogWriter, Status};
+use crate::producer::AUTO_SUSPENDED;
 use crate::shm::{self, RawEvent, Region, StreamView, Take};
 use crate::traced;
 
@@ -149,14 +150,21 @@ impl Consumer {
                     // Idle: let the next event check the calibration.
                     self.since_check = RECALIBRATE_EVERY;
                     let h = view.header();
-                    if h.auto_stopped.load(Acquire) != 0 && h.shutdown.load(Acquire) == 0 {
+                    if h.running.0.load(Acquire) == AUTO_SUSPENDED && h.shutdown.load(Acquire) == 0
+                    {
                         // Drained after an automatic stop: report it, then
-                        // restart the stream with a START event.
+                        // restart the stream with a START event (unless the
+                        // controller stopped it meanwhile).
                         let ts = crate::clock::realtime_ns();
                         h.full.store(POSIX_TRACE_NOT_FULL as u32, Relaxed);
-                        h.auto_stopped.store(0, Relaxed);
                         view.record_system(POSIX_TRACE_START, &view.filter().to_bytes(), 0, 0);
-                        h.running.0.store(POSIX_TRACE_RUNNING as u32, Release);
+                        let _ = h.running.0.compare_exchange(
+                            AUTO_SUSPENDED,
+                            POSIX_TRACE_RUNNING as u32,
+                            AcqRel,
+                            Relaxed,
+                        );
+                        h.auto_stopped.store(0, Relaxed);
                         data.clear();
                         data.extend_from_slice(&1i32.to_ne_bytes());
                         return Next::Event(EventInfo {
@@ -476,7 +484,7 @@ fn flusher(a: Arc<Active>) {
         }
         let requested = a.flush_requested.swap(0, AcqRel) != 0;
         let auto = h.stream_policy == POSIX_TRACE_FLUSH
-            && (h.auto_stopped.load(Acquire) != 0 || a.view.fill() * 2 >= h.slot_count);
+            && (h.running.0.load(Acquire) == AUTO_SUSPENDED || a.view.fill() * 2 >= h.slot_count);
         if requested || auto {
             do_flush(&a);
         } else {
@@ -485,10 +493,20 @@ fn flusher(a: Arc<Active>) {
     }
 }
 
+/// The stream state as the standard names it (an automatic suspension
+/// is POSIX_TRACE_SUSPENDED).
+pub(crate) fn reported_running(h: &shm::StreamHeader) -> i32 {
+    if h.running.0.load(Acquire) == POSIX_TRACE_RUNNING as u32 {
+        POSIX_TRACE_RUNNING
+    } else {
+        POSIX_TRACE_SUSPENDED
+    }
+}
+
 fn stream_status(a: &Active) -> Status {
     let h = a.view.header();
     Status {
-        stream_status: h.running.0.load(Acquire) as i32,
+        stream_status: reported_running(h),
         stream_full_status: h.full.load(Acquire) as i32,
         stream_overrun_status: h.overrun.load(Acquire) as i32,
         stream_flush_status: a.flush_status.load(Acquire),
@@ -645,16 +663,11 @@ pub fn stop(trid: TraceId) -> Result<(), Errno> {
 
 fn stop_active(a: &Active) {
     let h = a.view.header();
-    if h.running
-        .0
-        .compare_exchange(
-            POSIX_TRACE_RUNNING as u32,
-            POSIX_TRACE_SUSPENDED as u32,
-            AcqRel,
-            Relaxed,
-        )
-        .is_ok()
-    {
+    // Running, or suspended only because it was full: now stopped by the
+    // controller (a full stream must not restart itself after this).
+    let was = h.running.0.swap(POSIX_TRACE_SUSPENDED as u32, AcqRel);
+    h.auto_stopped.store(0, Relaxed);
+    if was != POSIX_TRACE_SUSPENDED as u32 {
         a.view.record_system(
             POSIX_TRACE_STOP,
             &0i32.to_ne_bytes(),
@@ -676,10 +689,12 @@ pub fn clear(trid: TraceId) -> Result<(), Errno> {
     c.busy = None;
     h.full.store(POSIX_TRACE_NOT_FULL as u32, Relaxed);
     h.overrun.store(POSIX_TRACE_NO_OVERRUN as u32, Relaxed);
-    if h.auto_stopped.swap(0, AcqRel) != 0 {
-        // Stopped only because it was full: it is not full any more.
-        h.running.0.store(POSIX_TRACE_RUNNING as u32, Release);
-    }
+    // Stopped only because it was full: it is not full any more.
+    let _ =
+        h.running
+            .0
+            .compare_exchange(AUTO_SUSPENDED, POSIX_TRACE_RUNNING as u32, AcqRel, Relaxed);
+    h.auto_stopped.store(0, Relaxed);
     if let Some(w) = log.as_mut() {
         w.clear()
             .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;

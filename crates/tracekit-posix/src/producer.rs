@@ -27,6 +27,11 @@ pub const STREAM_VERSION: u32 = 2;
 pub const MAX_LANES: usize = 16;
 /// Bytes before the first slot's payload.
 pub const SLOT_HEADER: usize = core::mem::size_of::<SlotHeader>();
+/// `running` of a stream that UNTIL_FULL/FLUSH suspended because it
+/// filled up: events refused meanwhile are counted as lost, and the
+/// consumer restarts the stream once it has drained it. Reported as
+/// POSIX_TRACE_SUSPENDED.
+pub const AUTO_SUSPENDED: u32 = 0x100 | POSIX_TRACE_SUSPENDED as u32;
 /// Number of 64-bit words in an event set: one bit per identifier below
 /// [`EVENT_ID_END`].
 pub const EVENTSET_WORDS: usize = (EVENT_ID_END as usize).div_ceil(64);
@@ -97,10 +102,13 @@ pub struct StreamHeaderOf<A, C> {
     pub creator_pid: i32,
     pub attr: A,
     pub calibration: C,
-    /// POSIX_TRACE_RUNNING or POSIX_TRACE_SUSPENDED.
+    /// POSIX_TRACE_RUNNING, POSIX_TRACE_SUSPENDED, or [`AUTO_SUSPENDED`]
+    /// (one word, so that a writer never sees a half-made transition
+    /// between "stopped by the controller" and "stopped because full").
     pub running: Padded<AtomicU32>,
     pub full: AtomicU32,
-    /// Suspended by UNTIL_FULL/FLUSH because the stream filled up.
+    /// Set by the writer that suspends a full stream, cleared when it runs
+    /// again: informational only, the `running` word is the truth.
     pub auto_stopped: AtomicU32,
     pub overrun: AtomicU32,
     pub shutdown: AtomicU32,
@@ -244,8 +252,9 @@ pub unsafe fn write_event<A, C>(
     thread: u64,
     ticks: u64,
 ) -> Outcome {
-    if h.running.0.load(Relaxed) != POSIX_TRACE_RUNNING as u32 {
-        if h.auto_stopped.load(Relaxed) != 0 {
+    let running = h.running.0.load(Relaxed);
+    if running != POSIX_TRACE_RUNNING as u32 {
+        if running == AUTO_SUSPENDED {
             note_lost(h);
             return Outcome::Lost {
                 wake_flusher: false,
@@ -319,7 +328,7 @@ pub fn reserve<A, C>(h: &StreamHeaderOf<A, C>, lane: usize) -> Result<u64, Full>
             h.auto_stopped.store(1, Relaxed);
             let _ = h.running.0.compare_exchange(
                 POSIX_TRACE_RUNNING as u32,
-                POSIX_TRACE_SUSPENDED as u32,
+                AUTO_SUSPENDED,
                 Release,
                 Relaxed,
             );

@@ -334,8 +334,9 @@ impl StreamView {
     #[inline(always)]
     pub fn admits(&self, id: u32) -> bool {
         let h = self.header();
-        if h.running.0.load(Relaxed) != POSIX_TRACE_RUNNING as u32 {
-            if h.auto_stopped.load(Relaxed) != 0 {
+        let running = h.running.0.load(Relaxed);
+        if running != POSIX_TRACE_RUNNING as u32 {
+            if running == crate::producer::AUTO_SUSPENDED {
                 self.note_lost(1);
             }
             return false;

@@ -495,9 +495,8 @@ fn send_as(id: u32, parts: &[&[u8]], thread: u64) -> bool {
     match unsafe { producer::write_event(h, id, parts, pid, thread, ticks) } {
         Outcome::Written => true,
         // Not admitted: the stream is not running. The recorder never
-        // filters or stops it before shutting it down, so this is the
-        // moment of its restart after a full stream (auto-stop flag
-        // already cleared, running not yet set): wait like for room.
+        // filters or stops it before shutting it down, so this is a stream
+        // suspended because it was full: wait like for room.
         Outcome::NotAdmitted | Outcome::Lost { .. } => send_after_wait(h, id, parts, pid, thread),
     }
 }

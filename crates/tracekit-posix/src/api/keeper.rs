@@ -194,16 +194,7 @@ fn complete(
     // SAFETY: getpid has no preconditions.
     let me = unsafe { libc::getpid() };
     let h = view.header();
-    if h.running
-        .0
-        .compare_exchange(
-            POSIX_TRACE_RUNNING as u32,
-            POSIX_TRACE_SUSPENDED as u32,
-            AcqRel,
-            Relaxed,
-        )
-        .is_ok()
-    {
+    if h.running.0.swap(POSIX_TRACE_SUSPENDED as u32, AcqRel) != POSIX_TRACE_SUSPENDED as u32 {
         view.record_system(POSIX_TRACE_STOP, &0i32.to_ne_bytes(), me, 0);
     }
     if let Some(fd) = log_fd {
@@ -214,7 +205,7 @@ fn complete(
                 let mut c = Consumer::new(&view);
                 let err = copy_stream(view, &mut c, &mut w, me, 0);
                 let status = Status {
-                    stream_status: h.running.0.load(Acquire) as i32,
+                    stream_status: super::reported_running(h),
                     stream_full_status: h.full.load(Acquire) as i32,
                     stream_overrun_status: h.overrun.load(Acquire) as i32,
                     stream_flush_status: POSIX_TRACE_NOT_FLUSHING,
