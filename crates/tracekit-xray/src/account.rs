@@ -601,6 +601,8 @@ struct SegmentPart {
     skipped: u64,
     error: Option<Error>,
     warnings: Warnings,
+    /// See [`crate::trace::ThreadCursor::tid_switched`].
+    tid_switched: bool,
 }
 
 /// One worker's share: the durations of all its segments.
@@ -690,6 +692,7 @@ fn account_worker(
             skipped: sink.skipped,
             error: res.err(),
             warnings: std::mem::take(&mut cursor.warnings),
+            tid_switched: cursor.tid_switched,
         });
     }
     WorkerPart {
@@ -743,6 +746,24 @@ pub fn account_fdr_parallel(
             .collect()
     });
 
+    if results
+        .iter()
+        .flat_map(|w| &w.segments)
+        .any(|p| p.tid_switched)
+    {
+        // Damaged input whose records change threads inside a block: the
+        // parts' per-thread stacks would not be llvm-xray's.
+        drop(results);
+        let mut acc = Accountant::new(AccountOptions {
+            keep_going,
+            deduce_sibling_calls: false,
+            recursive_calls_only: false,
+        });
+        let mut warnings = trace.try_for_each(|r| acc.add(r))?;
+        let (rows, w) = acc.rows(trace.header.cycle_frequency);
+        warnings.extend(w);
+        return Ok((rows, warnings));
+    }
     let mut warnings = Warnings::default();
     let mut stacks: HashMap<u32, Vec<(i32, u64)>> = HashMap::default();
     let mut replayed = Store::default();

@@ -11,6 +11,13 @@
 //! **Architecture Invariant:** readers work on a byte slice (a memory map)
 //! and keep per-thread state only; memory is bounded by threads × stack
 //! depth (plus one small entry per FDR buffer), never by the record count.
+//!
+//! **Architecture Invariant:** `account` and `stack` on FDR logs run on all
+//! cores ([`trace::Trace::split_load_order`] cuts llvm-xray's load order at
+//! buffer boundaries; each part starts from an empty stack and defers the
+//! exits that reach below it; an in-order merge replays them) and give
+//! exactly what the sequential [`account::Accountant`] / [`stack::StackTrie`]
+//! give fed in load order (`tests/parallel.rs`, the fuzz target).
 
 pub mod account;
 pub mod basic;

@@ -476,6 +476,8 @@ struct StackPart {
     last_was_exit: Option<bool>,
     error: Option<Error>,
     warnings: Warnings,
+    /// See [`crate::trace::ThreadCursor::tid_switched`].
+    tid_switched: bool,
 }
 
 /// The per-record work of [`stack_segment`].
@@ -628,6 +630,7 @@ fn stack_segment(trace: &crate::Trace<'_>, segment: &crate::trace::Segment) -> S
         last_was_exit: sink.last_was_exit,
         error: res.err(),
         warnings: std::mem::take(&mut cursor.warnings),
+        tid_switched: cursor.tid_switched,
     }
 }
 
@@ -665,6 +668,11 @@ impl StackTrie {
                 .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
                 .collect()
         });
+        if results.iter().flatten().any(|p| p.tid_switched) {
+            // Damaged input whose records change threads inside a block.
+            drop(results);
+            return trace.try_for_each(|r| self.add(r));
+        }
         let mut warnings = Warnings::default();
         for part in results.into_iter().flatten() {
             self.merge_part(part, &mut warnings)?;

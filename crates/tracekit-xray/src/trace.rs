@@ -399,6 +399,10 @@ pub struct ThreadCursor<'a> {
     failed: bool,
     dropped_before_cpu: u64,
     release: Option<Release<'a>>,
+    /// A NewBuffer record named another thread than the one the block
+    /// index grouped the block under (damaged input): the records do not
+    /// all carry the thread's id.
+    pub tid_switched: bool,
     pub warnings: Warnings,
 }
 
@@ -431,6 +435,7 @@ impl<'a> ThreadCursor<'a> {
             failed: false,
             dropped_before_cpu: 0,
             release: trace.release,
+            tid_switched: false,
             warnings: Warnings::default(),
         }
     }
@@ -611,6 +616,9 @@ impl<'a> Iterator for ThreadCursor<'a> {
             }
             let emitted = match raw.record {
                 FdrRecord::NewBuffer { tid } => {
+                    if tid as u32 != self.tid {
+                        self.tid_switched = true;
+                    }
                     self.tid = tid as u32;
                     if self.header.version == 2 {
                         self.pid = tid as u32;

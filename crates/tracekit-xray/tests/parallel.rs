@@ -29,6 +29,12 @@ fn fdr_traces() -> Vec<(PathBuf, Vec<u8>)> {
         )),
         &mut files,
     );
+    // Our own inputs: fuzzer finds (a block whose NewBuffer records name
+    // two threads).
+    xray_files(
+        Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data")),
+        &mut files,
+    );
     files.sort();
     let mut out = Vec::new();
     for f in files {
