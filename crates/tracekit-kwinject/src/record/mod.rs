@@ -109,6 +109,11 @@ impl Assembler {
         }
     }
 
+    /// Our shim's path, taken out of `LD_PRELOAD` in records.
+    pub fn preload_lib(&self) -> Option<&str> {
+        self.preload_lib.as_deref()
+    }
+
     pub fn root(&mut self, pid: i32) {
         self.parent_of.insert(pid, -1);
     }
@@ -118,7 +123,22 @@ impl Assembler {
         self.parent_of.insert(child, owner);
     }
 
-    pub fn exec(&mut self, mut ev: ExecEvent) {
+    pub fn exec(&mut self, ev: ExecEvent) {
+        let p = PreparedExec::new(ev, self.preload_lib.as_deref());
+        self.exec_prepared(p);
+    }
+
+    /// An exec whose own text was converted beforehand (possibly on another
+    /// thread, while the build ran); links it to its parent.
+    pub fn exec_prepared(&mut self, p: PreparedExec) {
+        let PreparedExec {
+            ev,
+            all_utf8,
+            cwd,
+            executable,
+            args,
+            env,
+        } = p;
         if let Some(&i) = self.latest.get(&ev.pid) {
             let r = &mut self.records[i];
             if r.end_us.is_none() {
@@ -130,17 +150,6 @@ impl Assembler {
             None => self.owner(ev.ppid).unwrap_or(-1),
         };
         self.parent_of.insert(ev.pid, parent_id);
-        let all_utf8 = std::str::from_utf8(&ev.cwd).is_ok()
-            && std::str::from_utf8(&ev.executable).is_ok()
-            && ev.argv.iter().all(|a| std::str::from_utf8(a).is_ok())
-            && ev.env.iter().all(|a| std::str::from_utf8(a).is_ok());
-        let conv = |b: &[u8]| -> String {
-            if all_utf8 {
-                String::from_utf8_lossy(b).into_owned()
-            } else {
-                latin1_string(b)
-            }
-        };
         let parent_env = self
             .env_by_id
             .get(&parent_id)
@@ -150,68 +159,22 @@ impl Assembler {
             .raw_env_by_id
             .get(&parent_id)
             .is_some_and(|(raw, utf8)| *utf8 == all_utf8 && *raw == ev.env);
+        let mut p = Process::new(ev.pid as i64, Some(parent_id), cwd, executable);
+        p.args = args;
         let env = if inherited {
-            parent_env.clone()
+            parent_env
         } else {
-            Rc::new(self.parse_env(&ev.env, &conv))
-        };
-        let cwd = conv(&ev.cwd);
-        let mut exe = conv(&ev.executable);
-        if !exe.starts_with('/') && !exe.is_empty() {
-            exe = crate::cdb::absolute(&cwd, &exe);
-        }
-        let mut p = Process::new(ev.pid as i64, Some(parent_id), cwd, exe);
-        p.args = ev.argv.iter().map(|a| conv(a)).collect();
-        if !inherited {
             p.env_diff = diff(&parent_env, &env);
-        }
+            Rc::new(env)
+        };
         p.start_us = Some(ev.time_us);
         if !all_utf8 {
             p.extra.insert("tk_encoding".into(), Value::from("latin1"));
         }
         self.env_by_id.insert(ev.pid as i64, env);
-        self.raw_env_by_id
-            .insert(ev.pid as i64, (std::mem::take(&mut ev.env), all_utf8));
+        self.raw_env_by_id.insert(ev.pid as i64, (ev.env, all_utf8));
         self.latest.insert(ev.pid, self.records.len());
         self.records.push(p);
-    }
-
-    /// The environment of an exec record, without the recorder's variables.
-    fn parse_env(&self, raw: &[Vec<u8>], conv: &dyn Fn(&[u8]) -> String) -> Env {
-        let mut env = Env::new();
-        for kv in raw {
-            let s = conv(kv);
-            let (k, v) = s.split_once('=').unwrap_or((s.as_str(), ""));
-            if k == PRELOAD_OUT_VAR {
-                continue;
-            }
-            if k == "LD_PRELOAD" {
-                if let Some(rest) = self.strip_preload(v) {
-                    if !rest.is_empty() {
-                        env.insert(k.to_string(), rest);
-                    }
-                    continue;
-                }
-            }
-            env.insert(k.to_string(), v.to_string());
-        }
-        env
-    }
-
-    /// `LD_PRELOAD` without our library, or `None` when ours is not in it.
-    fn strip_preload(&self, value: &str) -> Option<String> {
-        let lib = self.preload_lib.as_deref()?;
-        let parts: Vec<&str> = value.split([':', ' ']).filter(|s| !s.is_empty()).collect();
-        if !parts.contains(&lib) {
-            return None;
-        }
-        Some(
-            parts
-                .into_iter()
-                .filter(|p| *p != lib)
-                .collect::<Vec<_>>()
-                .join(":"),
-        )
     }
 
     pub fn exit(&mut self, pid: i32, time_us: u64, how: Exit) {
@@ -241,6 +204,93 @@ impl Assembler {
         }
         w.finish()
     }
+}
+
+/// An exec event with the work done that needs no other record: its text
+/// converted (UTF-8, or Latin-1 when any of it is not UTF-8) and its
+/// environment parsed without the recorder's variables. Recorders prepare
+/// events while the build runs; [`Assembler::exec_prepared`] links them.
+pub struct PreparedExec {
+    /// The event; only `pid`, `ppid`, `time_us` and the raw `env` are kept.
+    ev: ExecEvent,
+    all_utf8: bool,
+    cwd: String,
+    executable: String,
+    args: Vec<String>,
+    env: Env,
+}
+
+impl PreparedExec {
+    /// `preload_lib`: our shim's path, taken out of `LD_PRELOAD`.
+    pub fn new(mut ev: ExecEvent, preload_lib: Option<&str>) -> PreparedExec {
+        let all_utf8 = std::str::from_utf8(&ev.cwd).is_ok()
+            && std::str::from_utf8(&ev.executable).is_ok()
+            && ev.argv.iter().all(|a| std::str::from_utf8(a).is_ok())
+            && ev.env.iter().all(|a| std::str::from_utf8(a).is_ok());
+        let conv = |b: &[u8]| -> String {
+            if all_utf8 {
+                String::from_utf8_lossy(b).into_owned()
+            } else {
+                latin1_string(b)
+            }
+        };
+        let cwd = conv(&ev.cwd);
+        let mut executable = conv(&ev.executable);
+        if !executable.starts_with('/') && !executable.is_empty() {
+            executable = crate::cdb::absolute(&cwd, &executable);
+        }
+        let args = ev.argv.iter().map(|a| conv(a)).collect();
+        let env = parse_env(&ev.env, &conv, preload_lib);
+        ev.cwd = Vec::new();
+        ev.executable = Vec::new();
+        ev.argv = Vec::new();
+        PreparedExec {
+            ev,
+            all_utf8,
+            cwd,
+            executable,
+            args,
+            env,
+        }
+    }
+}
+
+/// The environment of an exec record, without the recorder's variables.
+fn parse_env(raw: &[Vec<u8>], conv: &dyn Fn(&[u8]) -> String, preload_lib: Option<&str>) -> Env {
+    let mut env = Env::new();
+    for kv in raw {
+        let s = conv(kv);
+        let (k, v) = s.split_once('=').unwrap_or((s.as_str(), ""));
+        if k == PRELOAD_OUT_VAR {
+            continue;
+        }
+        if k == "LD_PRELOAD" {
+            if let Some(rest) = strip_preload(v, preload_lib) {
+                if !rest.is_empty() {
+                    env.insert(k.to_string(), rest);
+                }
+                continue;
+            }
+        }
+        env.insert(k.to_string(), v.to_string());
+    }
+    env
+}
+
+/// `LD_PRELOAD` without our library, or `None` when ours is not in it.
+fn strip_preload(value: &str, lib: Option<&str>) -> Option<String> {
+    let lib = lib?;
+    let parts: Vec<&str> = value.split([':', ' ']).filter(|s| !s.is_empty()).collect();
+    if !parts.contains(&lib) {
+        return None;
+    }
+    Some(
+        parts
+            .into_iter()
+            .filter(|p| *p != lib)
+            .collect::<Vec<_>>()
+            .join(":"),
+    )
 }
 
 /// The recorder's own environment, as the build's top-level `env`.

@@ -36,7 +36,7 @@ use tracekit_posix::consts::POSIX_TRACE_UNTIL_FULL;
 use tracekit_posix::TraceAttr;
 
 use super::events::{decode_one, Event};
-use super::{exit_of, now_us, Assembler, PRELOAD_OUT_VAR};
+use super::{exit_of, now_us, Assembler, PreparedExec, PRELOAD_OUT_VAR};
 use crate::trace::Exit;
 
 /// The file name of the shim library.
@@ -79,7 +79,7 @@ const MAX_RECORD: usize = 64 << 20;
 /// A record's writer (pid, thread) and serial.
 type RecordKey = (i32, u64, u32);
 /// Where a record goes: stream time of its first piece, then arrival.
-type Order = (i64, u64);
+pub type Order = (i64, u64);
 
 /// Puts records split over several events back together. A writer sends
 /// the pieces of one record in order; records of different processes and
@@ -154,8 +154,14 @@ impl Reassembler {
         }
     }
 
-    /// Complete records in the order they started, and how many records
-    /// stayed incomplete (or lost their beginning).
+    /// The records completed since the last call, each with its place in
+    /// the final order.
+    pub fn take_complete(&mut self) -> Vec<(Order, Vec<u8>)> {
+        std::mem::take(&mut self.complete)
+    }
+
+    /// Complete records (not yet taken) in the order they started, and how
+    /// many records stayed incomplete (or lost their beginning).
     pub fn finish(mut self) -> (Vec<Vec<u8>>, u64) {
         self.complete.sort_by_key(|(first, _)| *first);
         let incomplete = self.partial.len() as u64 + self.orphans;
@@ -200,10 +206,54 @@ fn create_stream() -> io::Result<(Stream, u32, PathBuf)> {
 /// How long the reader sleeps when the stream is empty.
 const POLL: std::time::Duration = std::time::Duration::from_millis(20);
 
+/// A record as the reader thread leaves it: decoded, and an exec's text
+/// converted, so little is left to do once the build is over.
+enum Prepared {
+    Exec(PreparedExec),
+    Fork { pid: i32, ppid: i32 },
+    Reaped { pid: i32, status: i32, time_us: u64 },
+    Damaged(String),
+}
+
+fn prepare(record: &[u8], preload_lib: Option<&str>) -> Prepared {
+    match decode_one(record) {
+        Ok((Event::Exec(mut e), _)) => {
+            super::unwrap_script(&mut e);
+            Prepared::Exec(PreparedExec::new(e, preload_lib))
+        }
+        Ok((Event::Fork { pid, ppid, .. }, _)) => Prepared::Fork { pid, ppid },
+        Ok((
+            Event::Reaped {
+                pid,
+                status,
+                time_us,
+            },
+            _,
+        )) => Prepared::Reaped {
+            pid,
+            status,
+            time_us,
+        },
+        Err(msg) => Prepared::Damaged(msg),
+    }
+}
+
+/// What the reader collected: the reassembler (for its losses) and the
+/// records it completed, prepared, with their places in the final order.
+type Drained = (Reassembler, Vec<(Order, Prepared)>);
+
 /// Drains the stream until `done` was set before a read found it empty
-/// (whoever sets it unparks the reader).
-fn drain(trid: api::TraceId, id: u32, done: &AtomicBool, warnings: &mut Warnings) -> Reassembler {
+/// (whoever sets it unparks the reader), preparing each record as soon as
+/// it is complete: that work overlaps the build.
+fn drain(
+    trid: api::TraceId,
+    id: u32,
+    done: &AtomicBool,
+    preload_lib: Option<&str>,
+    warnings: &mut Warnings,
+) -> Drained {
     let mut asm = Reassembler::default();
+    let mut prepared = Vec::new();
     let mut buf = vec![0u8; 16 << 10];
     loop {
         let finishing = done.load(Ordering::Acquire);
@@ -216,6 +266,9 @@ fn drain(trid: api::TraceId, id: u32, done: &AtomicBool, warnings: &mut Warnings
                         &buf[..ev.data_len],
                         warnings,
                     );
+                    for (order, record) in asm.take_complete() {
+                        prepared.push((order, prepare(&record, preload_lib)));
+                    }
                 }
             }
             Ok(None) if finishing => break,
@@ -237,7 +290,7 @@ fn drain(trid: api::TraceId, id: u32, done: &AtomicBool, warnings: &mut Warnings
             }
         }
     }
-    asm
+    (asm, prepared)
 }
 
 /// Runs `cmd` with the shim, feeding what it reports to `asm`. Returns how
@@ -283,27 +336,37 @@ pub fn record(
     }
     let done = AtomicBool::new(false);
     let mut reader_warnings = Warnings::default();
-    let (waited, reassembler) = std::thread::scope(|scope| {
-        let reader = scope.spawn(|| drain(stream.0, event_id, &done, &mut reader_warnings));
+    let lib_name = asm.preload_lib().map(str::to_string);
+    let (waited, drained) = std::thread::scope(|scope| {
+        let reader = scope.spawn(|| {
+            drain(
+                stream.0,
+                event_id,
+                &done,
+                lib_name.as_deref(),
+                &mut reader_warnings,
+            )
+        });
         let waited = wait_build(&mut command);
         done.store(true, Ordering::Release);
         reader.thread().unpark();
-        let reassembler = reader.join();
-        (waited, reassembler)
+        let drained = reader.join();
+        (waited, drained)
     });
     let (root, status, end) = waited?;
     warnings.extend(reader_warnings);
-    let reassembler = reassembler.unwrap_or_else(|_| {
+    let (reassembler, mut prepared) = drained.unwrap_or_else(|_| {
         warnings.push(
             Position::Unknown,
             "the trace stream's reader failed; no process recorded",
         );
-        Reassembler::default()
+        (Reassembler::default(), Vec::new())
     });
     let lost = api::lost_events(stream.0).unwrap_or(0);
     drop(stream);
     let root_exit = exit_of(status);
-    let (records, incomplete) = reassembler.finish();
+    // The reader took every completed record; what is left is incomplete.
+    let (_, incomplete) = reassembler.finish();
     if lost > 0 || incomplete > 0 {
         warnings.push(
             Position::Unknown,
@@ -313,24 +376,12 @@ pub fn record(
         );
     }
     asm.root(root);
-    let events = records
-        .iter()
-        .enumerate()
-        .filter_map(|(i, r)| match decode_one(r) {
-            Ok((ev, _)) => Some(ev),
-            Err(msg) => {
-                warnings.push(Position::Offset(i as u64), format!("record {i}: {msg}"));
-                None
-            }
-        });
-    for ev in events.collect::<Vec<_>>() {
-        match ev {
-            Event::Fork { pid, ppid, .. } => asm.fork(pid, ppid),
-            Event::Exec(mut e) => {
-                super::unwrap_script(&mut e);
-                asm.exec(e)
-            }
-            Event::Reaped {
+    prepared.sort_by_key(|(order, _)| *order);
+    for (i, (_, record)) in prepared.into_iter().enumerate() {
+        match record {
+            Prepared::Fork { pid, ppid } => asm.fork(pid, ppid),
+            Prepared::Exec(e) => asm.exec_prepared(e),
+            Prepared::Reaped {
                 pid,
                 status,
                 time_us,
@@ -338,6 +389,9 @@ pub fn record(
                 if let Some(how) = exit_of(status) {
                     asm.exit(pid, time_us, how);
                 }
+            }
+            Prepared::Damaged(msg) => {
+                warnings.push(Position::Offset(i as u64), format!("record {i}: {msg}"));
             }
         }
     }
