@@ -108,11 +108,18 @@ pub fn write_fdr_dump<W: Write + ?Sized>(
     let mut warnings = trace.warnings.clone();
     if !verify {
         let mut reader = FdrReader::new(trace.data, trace.header);
+        // Memory stays bounded: what was dumped is released in stretches.
+        const STRETCH: usize = 8 << 20;
+        let mut released_to = 0usize;
         let res: Result<()> = (|| {
             for item in reader.by_ref() {
                 let r = item?;
                 write_record(out, &r.record).map_err(io)?;
                 out.write_all(b"\n").map_err(io)?;
+                if r.offset >= released_to + STRETCH {
+                    trace.release_range(released_to, r.offset - released_to);
+                    released_to = r.offset;
+                }
             }
             Ok(())
         })();
@@ -126,6 +133,7 @@ pub fn write_fdr_dump<W: Write + ?Sized>(
         for bi in blocks {
             let b = &trace.blocks[bi];
             let mut reader = FdrReader::block(trace.data, trace.header, b.start, b.end);
+            let (start, end) = (b.start, b.end);
             let mut state = State::Start;
             let res: Result<()> = (|| {
                 for item in reader.by_ref() {
@@ -198,6 +206,7 @@ pub fn write_fdr_dump<W: Write + ?Sized>(
             })();
             warnings.extend(std::mem::take(&mut reader.warnings));
             res?;
+            trace.release_range(start, end - start);
         }
     }
     Ok(warnings)

@@ -225,6 +225,14 @@ impl<'a> Trace<'a> {
         self.release = Some(f);
     }
 
+    /// Tells the release hook (if any) that `data[offset..offset + len]`
+    /// has been read for good.
+    pub fn release_range(&self, offset: usize, len: usize) {
+        if let Some(f) = self.release {
+            f(offset, len);
+        }
+    }
+
     /// Records in llvm-xray's load order: FDR threads one after the other
     /// (each in time order), basic logs in file order. `account`, `stack`
     /// and `graph` consume this order.
