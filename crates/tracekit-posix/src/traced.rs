@@ -141,10 +141,18 @@ pub fn trace_event_at(event_id: u32, data: &[u8], prog: usize) {
         if ticks == 0 {
             ticks = crate::clock::raw_now(h.calibration.kind);
         }
-        // SAFETY: pthread_self has no preconditions.
-        let thread = unsafe { libc::pthread_self() } as u64;
-        v.write(id, data, cached_pid(), thread, prog as u64, ticks);
+        write_admitted(v, id, data, prog as u64, ticks);
     }
+}
+
+/// The writing half of [`trace_event_at`], out of line so that the
+/// filtered-out path stays a few loads and compares (no register spills
+/// for the slot arithmetic).
+#[inline(never)]
+fn write_admitted(v: StreamView, id: u32, data: &[u8], prog: u64, ticks: u64) {
+    // SAFETY: pthread_self has no preconditions.
+    let thread = unsafe { libc::pthread_self() } as u64;
+    v.write(id, data, cached_pid(), thread, prog, ticks);
 }
 
 /// [`trace_event_at`] without a call-site address.
