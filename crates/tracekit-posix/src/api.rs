@@ -1077,11 +1077,19 @@ pub fn close(trid: TraceId) -> Result<(), Errno> {
 mod tests {
     use super::*;
 
+    /// Streams this process creates trace all of its threads: tests that
+    /// count events must not run at the same time.
+    fn serial() -> MutexGuard<'static, ()> {
+        static M: Mutex<()> = Mutex::new(());
+        M.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Threads writing at once use different lanes; the reader merges the
     /// lanes back into one stream: nothing lost, each thread's events in
     /// order, and (read after the writers finished) timestamps in order.
     #[test]
     fn concurrent_writers_are_merged_in_time_order() {
+        let _s = serial();
         const THREADS: u32 = 4;
         const EACH: u32 = 3000;
         let trid = create(0, None, None).unwrap();
@@ -1140,6 +1148,7 @@ mod tests {
     /// reports the loss (OVERFLOW/RESUME) and reads on.
     #[test]
     fn a_crashed_writer_loses_only_its_event() {
+        let _s = serial();
         let trid = create(0, None, None).unwrap();
         let id = traced::eventid_open(b"crash").unwrap();
         start(trid).unwrap();
