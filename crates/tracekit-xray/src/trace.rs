@@ -64,9 +64,18 @@ impl<'a> Trace<'a> {
     /// Reads the header and indexes the FDR buffers (one quick pass that
     /// jumps over block bodies when the extents allow).
     pub fn open(data: &'a [u8]) -> Result<Trace<'a>> {
+        Self::open_releasing(data, None)
+    }
+
+    /// [`Trace::open`] with the release hook already set (see
+    /// [`Trace::set_release`]), so that indexing hands back each buffer's
+    /// pages as soon as it has read the buffer's header: the kernel maps
+    /// whole large folios of the page cache on a fault, so touching one
+    /// header per buffer could otherwise make most of the file resident.
+    pub fn open_releasing(data: &'a [u8], release: Option<Release<'a>>) -> Result<Trace<'a>> {
         let header = parse_header(data)?;
         let mut trace = Trace {
-            release: None,
+            release,
             data,
             header,
             blocks: Vec::new(),
@@ -170,6 +179,7 @@ impl<'a> Trace<'a> {
     }
 
     fn finish_block(&mut self, b: BlockInfo, have_tid: bool, blocks: &mut Vec<BlockInfo>) {
+        self.release_range(b.start, b.end.saturating_sub(b.start));
         if have_tid {
             blocks.push(b);
         } else {

@@ -315,8 +315,14 @@ fn releaser(bytes: &Bytes) -> Box<dyn Fn(usize, usize) + Sync + '_> {
     }
 }
 
-fn open_trace<'a>(path: &Path, bytes: &'a Bytes) -> Result<Trace<'a>> {
-    Trace::open(bytes.get()).map_err(|e| e.in_file(path).into())
+/// Opens a trace whose finished pages go back to the kernel through `rel`
+/// (from [`releaser`]), from the indexing pass on.
+fn open_trace<'a>(
+    path: &Path,
+    bytes: &'a Bytes,
+    rel: &'a (dyn Fn(usize, usize) + Sync + 'a),
+) -> Result<Trace<'a>> {
+    Trace::open_releasing(bytes.get(), Some(rel)).map_err(|e| e.in_file(path).into())
 }
 
 fn report_warnings(path: &Path, w: &Warnings) {
@@ -399,8 +405,7 @@ fn run_inner(raw: RawArgs) -> Result<ExitCode> {
             let names = load_names(&a.map.instr_map, true)?;
             let bytes = open_bytes(&a.input)?;
             let rel = releaser(&bytes);
-            let mut trace = open_trace(&a.input, &bytes)?;
-            trace.set_release(&*rel);
+            let trace = open_trace(&a.input, &bytes, &*rel)?;
             let sort = SortField::parse(&a.sort).with_context(|| {
                 format!(
                     "unknown -sort field {:?} (funcid, count, min, med, 90p, 99p, max, sum, func)",
@@ -462,11 +467,7 @@ fn run_inner(raw: RawArgs) -> Result<ExitCode> {
                 .iter()
                 .zip(&bytes)
                 .zip(&rels)
-                .map(|((p, b), r)| {
-                    let mut t = open_trace(p, b)?;
-                    t.set_release(&**r);
-                    Ok(t)
-                })
+                .map(|((p, b), r)| open_trace(p, b, &**r))
                 .collect::<Result<_>>()?;
             let args = commands::StackArgs {
                 keep_going: a.keep_going,
@@ -496,8 +497,7 @@ fn run_inner(raw: RawArgs) -> Result<ExitCode> {
             let names = load_names(&a.map.instr_map, true)?;
             let bytes = open_bytes(&a.input)?;
             let rel = releaser(&bytes);
-            let mut trace = open_trace(&a.input, &bytes)?;
-            trace.set_release(&*rel);
+            let trace = open_trace(&a.input, &bytes, &*rel)?;
             let args = commands::GraphArgs {
                 keep_going: a.keep_going,
                 deduce_sibling_calls: a.deduce_sibling_calls,
@@ -515,8 +515,7 @@ fn run_inner(raw: RawArgs) -> Result<ExitCode> {
             let names = load_names(&a.map.instr_map, !a.no_demangle)?;
             let bytes = open_bytes(&a.input)?;
             let rel = releaser(&bytes);
-            let mut trace = open_trace(&a.input, &bytes)?;
-            trace.set_release(&*rel);
+            let trace = open_trace(&a.input, &bytes, &*rel)?;
             let sort = match a.sort.as_str() {
                 "true" | "1" => true,
                 "false" | "0" => false,
@@ -542,8 +541,7 @@ fn run_inner(raw: RawArgs) -> Result<ExitCode> {
         XrayCommand::FdrDump(a) => {
             let bytes = open_bytes(&a.input)?;
             let rel = releaser(&bytes);
-            let mut trace = open_trace(&a.input, &bytes)?;
-            trace.set_release(&*rel);
+            let trace = open_trace(&a.input, &bytes, &*rel)?;
             let mut out = output(None)?;
             let res = tracekit_xray::fdr_dump::write_fdr_dump(&trace, a.verify, &mut out);
             out.flush()?;
@@ -584,8 +582,7 @@ impl Dialect for Xray {
         for input in inputs {
             let bytes = open_bytes(&input.path)?;
             let rel = releaser(&bytes);
-            let mut trace = open_trace(&input.path, &bytes)?;
-            trace.set_release(&*rel);
+            let trace = open_trace(&input.path, &bytes, &*rel)?;
             let h = trace.header;
             let mut counts = std::collections::BTreeMap::<&str, u64>::new();
             let mut threads = std::collections::BTreeSet::new();
@@ -682,8 +679,7 @@ impl Dialect for Xray {
         for input in inputs {
             let bytes = open_bytes(&input.path)?;
             let rel = releaser(&bytes);
-            let mut trace = open_trace(&input.path, &bytes)?;
-            trace.set_release(&*rel);
+            let trace = open_trace(&input.path, &bytes, &*rel)?;
             let (p, w) = in_file(commands::profile(&trace), &input.path)?;
             let secs = |t: u64| ticks_to_secs(&trace, t);
             let mut funcs: Vec<(i32, &tracekit_xray::profile::FunctionTotals)> =
@@ -785,8 +781,7 @@ impl Xray {
         let names = names_for(&args.instr_map)?;
         let bytes = open_bytes(&input.path)?;
         let rel = releaser(&bytes);
-        let mut trace = open_trace(&input.path, &bytes)?;
-        trace.set_release(&*rel);
+        let trace = open_trace(&input.path, &bytes, &*rel)?;
         let mut out = output(args.output.as_deref())?;
         let w = match args.to.as_str() {
             "chrome" => in_file(commands::convert_chrome(&trace, &names, &mut out), &input.path)?,
