@@ -199,7 +199,7 @@ impl<R: BufRead> Assembler<R> {
         let frames: Backtrace = if self.frames.is_empty() {
             self.empty.clone()
         } else {
-            Rc::from(std::mem::take(&mut self.frames))
+            self.frames.drain(..).collect()
         };
         for (call, args, line) in self.pending.drain(..) {
             self.out.push_back(Item::Call(FullCall {
@@ -267,7 +267,7 @@ impl<R: BufRead> Assembler<R> {
                             let frames: Backtrace = if self.frames.is_empty() {
                                 self.empty.clone()
                             } else {
-                                Rc::from(std::mem::take(&mut self.frames))
+                                self.frames.drain(..).collect()
                             };
                             return Ok(Some(Item::Call(FullCall {
                                 call,
