@@ -118,7 +118,8 @@ pub struct Call {
     pub context: u32,
     /// Milliseconds of a monotonic clock modulo 24 h, if written.
     pub timestamp: Option<u32>,
-    pub name: String,
+    /// Function name: inline up to 24 bytes (no allocation per call line).
+    pub name: compact_str::CompactString,
     /// The resource type *name* in `<…>`, present when the trace has more
     /// than one resource type.
     pub resource_type: Option<String>,
@@ -141,196 +142,36 @@ impl Call {
 
     /// Writes the call line; `show_type` decides whether `<type>` appears.
     pub fn write<W: Write + ?Sized>(&self, out: &mut W, show_type: bool) -> io::Result<()> {
-        let mut line: Vec<u8> = Vec::with_capacity(64 + self.name.len());
+        // One line buffer per thread: no allocation per call line.
+        thread_local!(static LINE: std::cell::RefCell<Vec<u8>> = const {
+            std::cell::RefCell::new(Vec::new())
+        });
         let tag = if show_type {
             self.resource_type.as_deref()
         } else {
             None
         };
-        format_call(
-            &mut line,
-            self.index,
-            self.context,
-            self.timestamp,
-            &self.name,
-            tag,
-            self.kind,
-            self.id,
-        );
-        out.write_all(&line)
-    }
-}
-
-/// A call line written straight into the spare capacity of the output
-/// vector, byte by byte: one reservation per line instead of a dozen
-/// small copies. The caller reserves [`LINE_ROOM`] bytes and writes at
-/// most that many (checked by `put`).
-struct LineWriter<'a> {
-    line: &'a mut Vec<u8>,
-    n: usize,
-}
-
-/// Room reserved for one call line: fixed parts take at most 92 bytes,
-/// plus a name and tag of up to 96.
-const LINE_ROOM: usize = 192;
-
-impl LineWriter<'_> {
-    #[inline(always)]
-    fn put(&mut self, at: usize, c: u8) {
-        assert!(at < LINE_ROOM);
-        let len = self.line.len();
-        // SAFETY: `format_call` reserved LINE_ROOM bytes past `len` and
-        // `at < LINE_ROOM`; the bytes become part of the vector only at
-        // `finish`, after all of them were written.
-        unsafe { self.line.as_mut_ptr().add(len + at).write(c) };
-    }
-
-    #[inline(always)]
-    fn byte(&mut self, c: u8) {
-        self.put(self.n, c);
-        self.n += 1;
-    }
-
-    #[inline(always)]
-    fn bytes(&mut self, s: &[u8]) {
-        for &c in s {
-            self.byte(c);
-        }
-    }
-
-    #[inline(always)]
-    fn dec(&mut self, v: u64) {
-        let mut len = 1;
-        let mut x = v;
-        while x >= 10 {
-            x /= 10;
-            len += 1;
-        }
-        let mut v = v;
-        let end = self.n + len;
-        let mut i = end;
-        loop {
-            i -= 1;
-            self.put(i, b'0' + (v % 10) as u8);
-            v /= 10;
-            if v == 0 {
-                break;
-            }
-        }
-        self.n = end;
-    }
-
-    #[inline(always)]
-    fn signed(&mut self, v: i64) {
-        if v < 0 {
-            self.byte(b'-');
-        }
-        self.dec(v.unsigned_abs());
-    }
-
-    #[inline(always)]
-    fn hex(&mut self, v: u64) {
-        const DIGITS: &[u8; 16] = b"0123456789abcdef";
-        let len = if v == 0 {
-            1
-        } else {
-            (64 - v.leading_zeros() as usize).div_ceil(4)
-        };
-        for i in 0..len {
-            self.put(
-                self.n + len - 1 - i,
-                DIGITS[((v >> (4 * i)) & 0xf) as usize],
+        LINE.with(|l| {
+            let mut line = l.borrow_mut();
+            line.clear();
+            format_call(
+                &mut line,
+                self.index,
+                self.context,
+                self.timestamp,
+                &self.name,
+                tag,
+                self.kind,
+                self.id,
             );
-        }
-        self.n += len;
-    }
-
-    /// At least two digits.
-    #[inline(always)]
-    fn two(&mut self, v: u32) {
-        if v < 10 {
-            self.byte(b'0');
-        }
-        self.dec(u64::from(v));
-    }
-
-    fn finish(self) {
-        let len = self.line.len();
-        // SAFETY: the first `n` bytes past `len` were all written (`put`
-        // only writes below LINE_ROOM, reserved).
-        unsafe { self.line.set_len(len + self.n) };
+            out.write_all(&line)
+        })
     }
 }
 
-/// Appends a call line (with its `\n`), hand-formatted: this is the hot
-/// path of the post-processor and of the recorder's decoder.
+/// Appends a call line (`N. [@ctx ][[hh:mm:ss.mmm] ]name[<type>](args)`).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn format_call(
-    line: &mut Vec<u8>,
-    index: i64,
-    context: u32,
-    timestamp: Option<u32>,
-    name: &str,
-    tag: Option<&str>,
-    kind: CallKind,
-    id: u64,
-) {
-    if name.len() + tag.map_or(0, |t| t.len() + 2) > 96 {
-        return format_call_long(line, index, context, timestamp, name, tag, kind, id);
-    }
-    line.reserve(LINE_ROOM);
-    let mut l = LineWriter { line, n: 0 };
-    l.signed(index);
-    l.bytes(b". ");
-    if context != 0 {
-        l.byte(b'@');
-        l.hex(u64::from(context));
-        l.byte(b' ');
-    }
-    if let Some(ms) = timestamp {
-        l.byte(b'[');
-        l.two(ms / 3_600_000);
-        l.byte(b':');
-        l.two(ms / 60_000 % 60);
-        l.byte(b':');
-        l.two(ms / 1000 % 60);
-        l.byte(b'.');
-        let frac = ms % 1000;
-        if frac < 100 {
-            l.byte(b'0');
-        }
-        if frac < 10 {
-            l.byte(b'0');
-        }
-        l.dec(u64::from(frac));
-        l.bytes(b"] ");
-    }
-    l.bytes(name.as_bytes());
-    if let Some(t) = tag {
-        l.byte(b'<');
-        l.bytes(t.as_bytes());
-        l.byte(b'>');
-    }
-    l.byte(b'(');
-    match kind {
-        CallKind::Alloc { size } => {
-            l.signed(size);
-            l.bytes(b") = 0x");
-            l.hex(id);
-        }
-        CallKind::Free => {
-            l.bytes(b"0x");
-            l.hex(id);
-            l.byte(b')');
-        }
-    }
-    l.byte(b'\n');
-    l.finish();
-}
-
-/// [`format_call`] for names too long for its stack buffer.
-#[allow(clippy::too_many_arguments)]
-fn format_call_long(
     line: &mut Vec<u8>,
     index: i64,
     context: u32,
@@ -733,7 +574,7 @@ fn parse_call(line: &str) -> Option<Call> {
         index,
         context,
         timestamp,
-        name: name.to_string(),
+        name: compact_str::CompactString::new(name),
         resource_type,
         kind,
         id,
@@ -838,46 +679,45 @@ mod tests {
     }
 
     #[test]
-    fn call_lines_are_the_same_on_both_paths() {
-        let cases: [(i64, u32, Option<u32>, CallKind, u64); 4] = [
-            (0, 0, None, CallKind::Alloc { size: 0 }, 0),
-            (
+    fn call_lines_are_formatted_exactly() {
+        let line = |index, context, ts, name, tag, kind, id| {
+            let mut out = Vec::new();
+            format_call(&mut out, index, context, ts, name, tag, kind, id);
+            String::from_utf8(out).unwrap()
+        };
+        assert_eq!(
+            line(0, 0, None, "malloc", None, CallKind::Alloc { size: 0 }, 0),
+            "0. malloc(0) = 0x0\n"
+        );
+        assert_eq!(
+            line(
+                -5,
+                2,
+                Some(5 * 3_600_000 + 7),
+                "free",
+                Some("memory"),
+                CallKind::Free,
+                0xabc
+            ),
+            "-5. @2 [05:00:00.007] free<memory>(0xabc)\n"
+        );
+        assert_eq!(
+            line(
                 i64::MAX,
                 0x8000_0000,
-                Some(u32::MAX),
-                CallKind::Alloc { size: i64::MIN },
-                u64::MAX,
-            ),
-            (-5, 2, Some(5 * 3_600_000 + 7), CallKind::Free, 0xabc),
-            (
-                123_456,
-                0,
                 Some(86_399_999),
-                CallKind::Alloc { size: 1002 },
-                0x84cd7d0,
+                "QObject::QObject",
+                None,
+                CallKind::Alloc { size: i64::MIN },
+                u64::MAX
             ),
-        ];
-        let widest = "w".repeat(88);
-        for (name, tag) in [
-            ("malloc", None),
-            ("QObject::QObject", Some("memory")),
-            (widest.as_str(), Some("memory")),
-        ] {
-            for &(index, context, ts, kind, id) in &cases {
-                let mut fast = Vec::new();
-                format_call(&mut fast, index, context, ts, name, tag, kind, id);
-                let mut long = Vec::new();
-                format_call_long(&mut long, index, context, ts, name, tag, kind, id);
-                assert_eq!(
-                    String::from_utf8(fast).unwrap(),
-                    String::from_utf8(long).unwrap()
-                );
-            }
-        }
+            "9223372036854775807. @80000000 [23:59:59.999] QObject::QObject(-9223372036854775808) = 0xffffffffffffffff\n"
+        );
         let long_name = "n".repeat(200);
-        let mut out = Vec::new();
-        format_call(&mut out, 1, 0, None, &long_name, None, CallKind::Free, 1);
-        assert_eq!(out, format!("1. {long_name}(0x1)\n").into_bytes());
+        assert_eq!(
+            line(1, 0, None, &long_name, None, CallKind::Free, 1),
+            format!("1. {long_name}(0x1)\n")
+        );
     }
 
     #[test]
