@@ -15,6 +15,9 @@ use tracekit_core::{Error, Position, Result};
 
 use crate::record::{format_call, format_frame, CallKind, Header, HeaderField};
 
+/// Bytes of event lines gathered before one write.
+const LINE_BATCH: usize = 256 << 10;
+
 /// The recorder's event layout.
 pub use tracekit_rtrace_preload::wire;
 
@@ -211,7 +214,7 @@ pub fn decode<W: Write>(data: &[u8], mut out: W) -> Result<(RecordingInfo, Decod
     // number order (the text format orders calls by time, then index).
     let mut last_ts: Option<u32> = None;
     let mut next: u64 = 0;
-    let mut line: Vec<u8> = Vec::with_capacity(1024);
+    let mut line: Vec<u8> = Vec::with_capacity(LINE_BATCH + 4096);
     let mut emit = |data: &[u8], at: usize, stats: &mut DecodeStats, out: &mut W| -> Result<()> {
         let e = &data[at..];
         let (kind, res, func, n) = (e[0], e[1], e[2], e[3] as usize);
@@ -240,7 +243,6 @@ pub fn decode<W: Write>(data: &[u8], mut out: W) -> Result<(RecordingInfo, Decod
             stats.frees += 1;
             CallKind::Free
         };
-        line.clear();
         format_call(
             &mut line,
             seq as i64 + 1,
@@ -255,7 +257,13 @@ pub fn decode<W: Write>(data: &[u8], mut out: W) -> Result<(RecordingInfo, Decod
             format_frame(&mut line, u64_at(e, EVENT_FIXED + 8 * i));
         }
         line.push(b'\n');
-        out.write_all(&line).map_err(io)
+        // Lines collect in `line` and go out in large writes, which pass
+        // the writer's buffer by (one copy fewer per byte of text).
+        if line.len() >= LINE_BATCH {
+            out.write_all(&line).map_err(io)?;
+            line.clear();
+        }
+        Ok(())
     };
     // Each chunk holds one thread's events in increasing number order:
     // merge the open chunks (a handful: about one per thread) by number.
@@ -328,6 +336,7 @@ pub fn decode<W: Write>(data: &[u8], mut out: W) -> Result<(RecordingInfo, Decod
             }
         }
     }
+    out.write_all(&line).map_err(io)?;
     if stats.lost > 0 {
         // Never silently: the trace says it is incomplete.
         writeln!(
