@@ -6,6 +6,8 @@
 #   usage: bench/rtrace.sh [DIR]      (default ./bench-data; writes DIR/rtrace-tk/)
 #   env:   N=2000000 allocations, T=4 threads, TRACEKIT=path/to/tracekit (release)
 #          SKIP_PEERS=1 to run only plain and tracekit
+#          REPS=3 runs of each configuration; the run with the median CPU time
+#          is shown (single runs on a shared 2-core machine swing by +-25 %)
 #          TRACEKIT_BASE=path/to/other/tracekit adds a row for a second build
 #          (before/after comparisons of the recorder on the same machine)
 #
@@ -19,6 +21,7 @@ mkdir -p "$D"
 D=$(cd "$D" && pwd)
 N=${N:-2000000}
 T=${T:-4}
+REPS=${REPS:-3}
 TK=${TRACEKIT:-$HERE/target/release/tracekit}
 if [ ! -x "$TK" ]; then
   (cd "$HERE" && cargo build --release -p tracekit) >&2 || exit 1
@@ -27,10 +30,14 @@ SRC=$HERE/../shared/bench/rtrace/alloc_bench.c
 [ -f "$SRC" ] || SRC=${ALLOC_BENCH_C:?set ALLOC_BENCH_C to alloc_bench.c}
 gcc -O2 -g -fno-omit-frame-pointer -pthread -o "$D/alloc_bench" "$SRC" || exit 1
 
-cpu() {  # cpu NAME CMD... : runs, prints "NAME user+sys", keeps the time -v report
-  local name=$1; shift
-  /usr/bin/time -f "%U %S %e %M" -o "$D/$name.time" "$@" > "$D/$name.out" 2> "$D/$name.err"
-  tail -1 "$D/$name.time" | awk -v n="$name" '{printf "%s %.2f %.2f %d\n", n, $1+$2, $3, $4}'
+cpu() {  # cpu NAME CMD... : runs REPS times, prints "NAME cpu wall rss" of the median-CPU run
+  local name=$1 i; shift
+  : > "$D/$name.runs"
+  for ((i = 0; i < REPS; i++)); do
+    /usr/bin/time -f "%U %S %e %M" -o "$D/$name.time" "$@" > "$D/$name.out" 2> "$D/$name.err"
+    tail -1 "$D/$name.time" | awk '{printf "%.2f %.2f %d\n", $1+$2, $3, $4}' >> "$D/$name.runs"
+  done
+  sort -n "$D/$name.runs" | awk -v n="$name" -v r="$REPS" 'NR == int((r + 1) / 2) {print n, $0}'
 }
 
 {
