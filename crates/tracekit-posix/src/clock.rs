@@ -10,28 +10,15 @@ use std::sync::OnceLock;
 /// How the raw timestamps of a stream are to be read.
 pub use crate::producer::{CLOCK_REALTIME_NS, CLOCK_TSC};
 
-/// Reads the raw clock of kind `kind`.
-#[inline(always)]
-pub fn raw_now(kind: u32) -> u64 {
-    #[cfg(target_arch = "x86_64")]
-    if kind == CLOCK_TSC {
-        // SAFETY: rdtsc has no preconditions; it is only selected when
-        // /proc/cpuinfo reports constant_tsc and nonstop_tsc.
-        return unsafe { core::arch::x86_64::_rdtsc() };
-    }
-    let _ = kind;
-    realtime_ns() as u64
-}
+/// The raw clock reader: one definition, in the `no_std` producer that
+/// preload shims compile too.
+pub use crate::producer::raw_now;
 
-/// `CLOCK_REALTIME` in nanoseconds since the epoch.
+/// `CLOCK_REALTIME` in nanoseconds since the epoch (the producer's reader,
+/// signed as the log's timestamps are).
+#[inline]
 pub fn realtime_ns() -> i64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid out-pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
-    ts.tv_sec * 1_000_000_000 + ts.tv_nsec
+    crate::producer::realtime_ns() as i64
 }
 
 /// Resolution of the clock we report, in ns (at least 1).

@@ -6,7 +6,6 @@
 //!
 //! Format notes: `shared/specs/rtrace.md`.
 
-mod fxhash;
 pub mod postproc;
 pub mod reader;
 pub mod record;

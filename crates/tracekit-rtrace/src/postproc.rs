@@ -20,7 +20,7 @@ use std::collections::HashSet;
 use std::io::{BufRead, Write};
 use std::rc::Rc;
 
-use crate::fxhash::FxHashMap;
+use rustc_hash::FxHashMap;
 use tracekit_core::{Error, Position, Result, Warnings};
 
 use crate::reader::{Assembler, Backtrace, FullCall, Item, Reader};

@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
 
-use crate::fxhash::FxHashMap;
+use rustc_hash::FxHashMap;
 use tracekit_core::{Result, Warnings};
 
 use crate::reader::{Assembler, Item, Reader};

@@ -10,7 +10,7 @@ use std::rc::Rc;
 
 use object::{Object, ObjectKind, ObjectSegment, ObjectSymbol, SymbolKind};
 
-use crate::fxhash::FxHashMap;
+use rustc_hash::FxHashMap;
 use crate::record::MemoryMap;
 
 /// What a resolved frame says.

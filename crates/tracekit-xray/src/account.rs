@@ -7,7 +7,7 @@
 //! without any entry on their thread's stack (a trace that starts
 //! mid-call, ring-buffer overwrite) are counted as warnings, not errors.
 
-use crate::fxhash::FxMap as HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::io::Write;
 
 use tracekit_core::{Error, Position, Result, Warnings};
@@ -814,7 +814,7 @@ pub fn account_fdr_parallel(
     }
     // First-latency order over the whole load order.
     firsts.sort_by_key(|&(_, pos)| pos);
-    let mut seen: crate::fxhash::FxSet<i32> = Default::default();
+    let mut seen: rustc_hash::FxHashSet<i32> = Default::default();
     let order: Vec<i32> = firsts
         .into_iter()
         .filter(|&(id, _)| seen.insert(id))

@@ -325,9 +325,9 @@ pub fn convert_chrome<W: Write>(
     // Per thread: open calls and (pid, last timestamp). The thread being
     // read is kept out of the maps (records come thread by thread in FDR
     // logs) and put back when another one starts.
-    let mut stacks: crate::fxhash::FxMap<u32, Vec<i32>> = Default::default();
-    let mut last: crate::fxhash::FxMap<u32, (u32, u64)> = Default::default();
-    let mut named: crate::fxhash::FxSet<(u32, u32)> = Default::default();
+    let mut stacks: rustc_hash::FxHashMap<u32, Vec<i32>> = Default::default();
+    let mut last: rustc_hash::FxHashMap<u32, (u32, u64)> = Default::default();
+    let mut named: rustc_hash::FxHashSet<(u32, u32)> = Default::default();
     let mut current: Option<(u32, u32)> = None;
     let mut stack: Vec<i32> = Vec::new();
     let mut last_tsc = 0u64;

@@ -7,7 +7,7 @@
 //! which loses records of multi-threaded traces; we account each thread
 //! in its own time order.
 
-use crate::fxhash::FxMap as HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::io::Write;
 
 use tracekit_core::{Error, Position, Result, Warnings};

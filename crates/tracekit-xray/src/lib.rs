@@ -25,7 +25,6 @@ pub mod commands;
 pub mod densemap;
 pub mod fdr;
 pub mod fdr_dump;
-pub mod fxhash;
 pub mod graph;
 pub mod header;
 pub mod instr_map;

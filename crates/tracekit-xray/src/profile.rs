@@ -5,7 +5,7 @@
 //!
 //! Memory: one node per distinct call path plus per-thread stacks.
 
-use crate::fxhash::FxMap as HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use tracekit_core::{Position, Warnings};
 

@@ -5,7 +5,7 @@
 //! trace starts mid-call) is counted as a warning instead of failing the
 //! run; llvm-xray needs `-k` for it.
 
-use crate::fxhash::FxMap as HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::io::Write;
 
 use tracekit_core::{Error, Position, Result, Warnings};

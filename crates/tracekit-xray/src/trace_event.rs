@@ -2,7 +2,7 @@
 //! (B/E events with stack-frame ids shared by identical call paths across
 //! threads), streamed: memory holds the call-path trie, not the events.
 
-use crate::fxhash::FxMap as HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::io::{self, Write};
 
 use crate::densemap;

@@ -40,7 +40,7 @@ use tracekit_posix::consts::POSIX_TRACE_UNTIL_FULL;
 use tracekit_posix::TraceAttr;
 
 use super::wire::*;
-use crate::fxhash::FxHashMap as HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// Stream size: 8 MiB of slots per lane (tracekit-posix gives each
 /// writing thread's lane this many; pages are touched only when used).
