@@ -27,6 +27,49 @@ pub struct Node {
     pub intermediate_sum: u64,
 }
 
+/// A stack node's time: a call's duration counts as *terminal* when it
+/// was the deepest call at its exit, else as *intermediate* (llvm-xray's
+/// rule: an exit right after another exit closes an intermediate call).
+trait Charge {
+    fn charge(&mut self, duration: u64, intermediate: bool);
+}
+
+macro_rules! impl_charge {
+    ($($t:ty),*) => {$(
+        impl Charge for $t {
+            #[inline]
+            fn charge(&mut self, duration: u64, intermediate: bool) {
+                if intermediate {
+                    self.intermediate_count += 1;
+                    self.intermediate_sum = self.intermediate_sum.wrapping_add(duration);
+                } else {
+                    self.terminal_count += 1;
+                    self.terminal_sum = self.terminal_sum.wrapping_add(duration);
+                }
+            }
+        }
+    )*};
+}
+impl_charge!(Node, LocalNode);
+
+/// An exit at `exit_tsc` returns from the open calls `closed` (outermost
+/// first): all but the deepest as intermediate, the deepest as
+/// intermediate or terminal.
+fn charge_exit(
+    nodes: &mut [Node],
+    closed: &[(usize, u64, i32)],
+    exit_tsc: u64,
+    deepest_intermediate: bool,
+) {
+    let Some((&(deepest, start, _), above)) = closed.split_last() else {
+        return;
+    };
+    for &(n, tsc, _) in above {
+        nodes[n].charge(tsc.abs_diff(exit_tsc), true);
+    }
+    nodes[deepest].charge(start.abs_diff(exit_tsc), deepest_intermediate);
+}
+
 /// What the flame output aggregates (`-aggregation-type`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Aggregation {
@@ -153,22 +196,7 @@ impl StackTrie {
         }
         let matched = ts.iter().rposition(|&(_, _, f)| f == r.func_id);
         let from = matched.unwrap_or(0);
-        let last = ts.len() - 1;
-        for &(n, tsc, _) in &ts[from..last] {
-            let node = &mut self.nodes[n];
-            node.intermediate_count += 1;
-            node.intermediate_sum = node.intermediate_sum.wrapping_add(tsc.abs_diff(r.tsc));
-        }
-        let (deepest, tsc, _) = ts[last];
-        let d = tsc.abs_diff(r.tsc);
-        let node = &mut self.nodes[deepest];
-        if was_last_exit {
-            node.intermediate_count += 1;
-            node.intermediate_sum = node.intermediate_sum.wrapping_add(d);
-        } else {
-            node.terminal_count += 1;
-            node.terminal_sum = node.terminal_sum.wrapping_add(d);
-        }
+        charge_exit(&mut self.nodes, &ts[from..], r.tsc, was_last_exit);
         ts.truncate(from);
         if matched.is_none() {
             if !self.keep_going {
@@ -514,15 +542,7 @@ impl crate::record::FunctionSink for SegmentTrie {
             if f == func_id {
                 // The common case: the innermost call returns.
                 self.open.pop();
-                let node = &mut self.nodes[deepest as usize];
-                let d = start.abs_diff(tsc);
-                if was == Some(true) {
-                    node.intermediate_count += 1;
-                    node.intermediate_sum = node.intermediate_sum.wrapping_add(d);
-                } else {
-                    node.terminal_count += 1;
-                    node.terminal_sum = node.terminal_sum.wrapping_add(d);
-                }
+                self.nodes[deepest as usize].charge(start.abs_diff(tsc), was == Some(true));
                 return Ok(());
             }
         }
@@ -582,21 +602,11 @@ impl SegmentTrie {
         if let Some(last) = open.len().checked_sub(1) {
             let from = matched.unwrap_or(0);
             for &(n, start, _) in &open[from..last] {
-                let node = &mut self.nodes[n as usize];
-                node.intermediate_count += 1;
-                node.intermediate_sum = node.intermediate_sum.wrapping_add(start.abs_diff(tsc));
+                self.nodes[n as usize].charge(start.abs_diff(tsc), true);
             }
             let (deepest, start, _) = open[last];
-            let d = start.abs_diff(tsc);
-            let node = &mut self.nodes[deepest as usize];
             // `was` is known: the open call came before in this segment.
-            if was == Some(true) {
-                node.intermediate_count += 1;
-                node.intermediate_sum = node.intermediate_sum.wrapping_add(d);
-            } else {
-                node.terminal_count += 1;
-                node.terminal_sum = node.terminal_sum.wrapping_add(d);
-            }
+            self.nodes[deepest as usize].charge(start.abs_diff(tsc), was == Some(true));
             open.truncate(from);
         }
         if matched.is_none() {
@@ -727,28 +737,16 @@ impl StackTrie {
                 continue;
             }
             let matched = stack.iter().rposition(|&(_, _, f)| f == d.func_id);
-            if let Some(last) = stack.len().checked_sub(1) {
+            if !stack.is_empty() {
                 let from = matched.unwrap_or(0);
-                // The deepest open call was the segment's own (already
-                // accounted) or this one.
-                let upto = if d.had_local { last + 1 } else { last };
-                for &(n, tsc, _) in &stack[from..upto] {
-                    let node = &mut self.nodes[n];
-                    node.intermediate_count += 1;
-                    node.intermediate_sum = node.intermediate_sum.wrapping_add(tsc.abs_diff(d.tsc));
-                }
-                if !d.had_local {
-                    let (deepest, tsc, _) = stack[last];
-                    let dur = tsc.abs_diff(d.tsc);
-                    let node = &mut self.nodes[deepest];
-                    if was_last_exit {
-                        node.intermediate_count += 1;
-                        node.intermediate_sum = node.intermediate_sum.wrapping_add(dur);
-                    } else {
-                        node.terminal_count += 1;
-                        node.terminal_sum = node.terminal_sum.wrapping_add(dur);
-                    }
-                }
+                // The deepest open call was above the segment's own calls
+                // (which returned first: intermediate) or is this one.
+                charge_exit(
+                    &mut self.nodes,
+                    &stack[from..],
+                    d.tsc,
+                    was_last_exit || d.had_local,
+                );
                 stack.truncate(from);
             }
             if matched.is_none() {

@@ -478,6 +478,37 @@ impl<'a> ThreadCursor<'a> {
         })
     }
 
+    /// The next function record of the current buffer (with the call
+    /// arguments that follow it), through the reader's fast path.
+    #[inline]
+    fn take_function_record(&mut self) -> Option<Record<'a>> {
+        let reader = self.reader.as_mut()?;
+        let (action, func_id, delta) = reader.take_function()?;
+        self.func_id = func_id as i32;
+        self.base_tsc = self.base_tsc.wrapping_add(u64::from(delta));
+        let mut rec = Record {
+            record_type: self.record_type,
+            cpu: self.cpu,
+            kind: match action {
+                FunctionAction::Enter => RecordKind::Enter,
+                FunctionAction::Exit => RecordKind::Exit,
+                FunctionAction::TailExit => RecordKind::TailExit,
+                FunctionAction::EnterArg => RecordKind::EnterArg,
+            },
+            func_id: self.func_id,
+            tsc: self.base_tsc,
+            tid: self.tid,
+            pid: self.pid,
+            args: Vec::new(),
+            data: &[],
+        };
+        while let Some(arg) = reader.take_call_argument() {
+            rec.args.push(arg);
+            rec.kind = RecordKind::EnterArg;
+        }
+        Some(rec)
+    }
+
     /// Calls `f` with every record of the thread, in order: the same
     /// records as the iterator, without moving each one through it (the
     /// per-record cost of account/stack is mostly that).
@@ -487,32 +518,8 @@ impl<'a> ThreadCursor<'a> {
     {
         loop {
             if self.have_cpu {
-                if let Some(reader) = self.reader.as_mut() {
-                    while let Some((action, func_id, delta)) = reader.take_function() {
-                        self.func_id = func_id as i32;
-                        self.base_tsc = self.base_tsc.wrapping_add(u64::from(delta));
-                        let mut rec = Record {
-                            record_type: self.record_type,
-                            cpu: self.cpu,
-                            kind: match action {
-                                FunctionAction::Enter => RecordKind::Enter,
-                                FunctionAction::Exit => RecordKind::Exit,
-                                FunctionAction::TailExit => RecordKind::TailExit,
-                                FunctionAction::EnterArg => RecordKind::EnterArg,
-                            },
-                            func_id: self.func_id,
-                            tsc: self.base_tsc,
-                            tid: self.tid,
-                            pid: self.pid,
-                            args: Vec::new(),
-                            data: &[],
-                        };
-                        while let Some(arg) = reader.take_call_argument() {
-                            rec.args.push(arg);
-                            rec.kind = RecordKind::EnterArg;
-                        }
-                        f(&rec)?;
-                    }
+                while let Some(rec) = self.take_function_record() {
+                    f(&rec)?;
                 }
             }
             match self.next() {
@@ -588,32 +595,8 @@ impl<'a> Iterator for ThreadCursor<'a> {
                 self.have_cpu = false;
             }
             if self.have_cpu {
-                if let Some(reader) = self.reader.as_mut() {
-                    if let Some((action, func_id, delta)) = reader.take_function() {
-                        self.func_id = func_id as i32;
-                        self.base_tsc = self.base_tsc.wrapping_add(u64::from(delta));
-                        let mut rec = Record {
-                            record_type: self.record_type,
-                            cpu: self.cpu,
-                            kind: match action {
-                                FunctionAction::Enter => RecordKind::Enter,
-                                FunctionAction::Exit => RecordKind::Exit,
-                                FunctionAction::TailExit => RecordKind::TailExit,
-                                FunctionAction::EnterArg => RecordKind::EnterArg,
-                            },
-                            func_id: self.func_id,
-                            tsc: self.base_tsc,
-                            tid: self.tid,
-                            pid: self.pid,
-                            args: Vec::new(),
-                            data: &[],
-                        };
-                        while let Some(arg) = reader.take_call_argument() {
-                            rec.args.push(arg);
-                            rec.kind = RecordKind::EnterArg;
-                        }
-                        return Some(Ok(rec));
-                    }
+                if let Some(rec) = self.take_function_record() {
+                    return Some(Ok(rec));
                 }
             }
             let item = self.reader.as_mut().and_then(|r| r.next());
