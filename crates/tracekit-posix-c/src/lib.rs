@@ -63,6 +63,18 @@ fn rc(r: Result<(), i32>) -> c_int {
     }
 }
 
+/// The standard's out-parameter convention: the value through `out` and
+/// 0, or the error number (and `out` untouched).
+fn store<T>(out: &mut T, r: Result<T, i32>) -> c_int {
+    match r {
+        Ok(v) => {
+            *out = v;
+            0
+        }
+        Err(e) => e,
+    }
+}
+
 unsafe fn attr_mut<'a>(a: *mut TraceAttrT) -> Option<&'a mut TraceAttr> {
     // SAFETY: the caller passes a trace_attr_t (256 bytes, 8-aligned),
     // which holds a TraceAttr (checked smaller at compile time).
@@ -315,13 +327,7 @@ pub unsafe extern "C" fn posix_trace_create(
         Err(e) => return e,
     };
     let t = out_or_einval!(trid);
-    match api::create(pid, a, None) {
-        Ok(id) => {
-            *t = id;
-            0
-        }
-        Err(e) => e,
-    }
+    store(t, api::create(pid, a, None))
 }
 
 #[no_mangle]
@@ -336,13 +342,7 @@ pub unsafe extern "C" fn posix_trace_create_withlog(
         Err(e) => return e,
     };
     let t = out_or_einval!(trid);
-    match api::create(pid, a, Some(file_desc)) {
-        Ok(id) => {
-            *t = id;
-            0
-        }
-        Err(e) => e,
-    }
+    store(t, api::create(pid, a, Some(file_desc)))
 }
 
 #[no_mangle]
@@ -377,25 +377,13 @@ pub extern "C" fn posix_trace_close(trid: TraceId) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn posix_trace_open(file_desc: c_int, trid: *mut TraceId) -> c_int {
     let t = out_or_einval!(trid);
-    match api::open(file_desc) {
-        Ok(id) => {
-            *t = id;
-            0
-        }
-        Err(e) => e,
-    }
+    store(t, api::open(file_desc))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn posix_trace_get_attr(trid: TraceId, attr: *mut TraceAttrT) -> c_int {
     let a = attr_or_einval!(attr_mut(attr));
-    match api::get_attr(trid) {
-        Ok(x) => {
-            *a = x;
-            0
-        }
-        Err(e) => e,
-    }
+    store(a, api::get_attr(trid))
 }
 
 #[no_mangle]
@@ -404,13 +392,7 @@ pub unsafe extern "C" fn posix_trace_get_status(
     statusinfo: *mut PosixTraceStatusInfo,
 ) -> c_int {
     let s = out_or_einval!(statusinfo);
-    match api::get_status(trid) {
-        Ok(x) => {
-            *s = x;
-            0
-        }
-        Err(e) => e,
-    }
+    store(s, api::get_status(trid))
 }
 
 // ---- event types --------------------------------------------------------
@@ -430,13 +412,7 @@ pub unsafe extern "C" fn posix_trace_eventid_open(
         return EINVAL;
     };
     let o = out_or_einval!(event_id);
-    match traced::eventid_open(name) {
-        Ok(id) => {
-            *o = id;
-            0
-        }
-        Err(e) => e,
-    }
+    store(o, traced::eventid_open(name))
 }
 
 #[no_mangle]
@@ -450,13 +426,7 @@ pub unsafe extern "C" fn posix_trace_trid_eventid_open(
         return EINVAL;
     };
     let o = out_or_einval!(event);
-    match api::trid_eventid_open(trid, name) {
-        Ok(id) => {
-            *o = id;
-            0
-        }
-        Err(e) => e,
-    }
+    store(o, api::trid_eventid_open(trid, name))
 }
 
 #[no_mangle]
@@ -585,13 +555,7 @@ pub unsafe extern "C" fn posix_trace_set_filter(
 #[no_mangle]
 pub unsafe extern "C" fn posix_trace_get_filter(trid: TraceId, set: *mut EventSet) -> c_int {
     let s = out_or_einval!(set);
-    match api::get_filter(trid) {
-        Ok(f) => {
-            *s = f;
-            0
-        }
-        Err(e) => e,
-    }
+    store(s, api::get_filter(trid))
 }
 
 // ---- the traced process -------------------------------------------------
