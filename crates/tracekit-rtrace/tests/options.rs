@@ -8,17 +8,8 @@ use std::path::PathBuf;
 
 use tracekit_rtrace::postproc::{self, CallAddress, Options, SortOrder};
 
-fn upstream(name: &str) -> Vec<u8> {
-    std::fs::read(
-        concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../../shared/corpus/rtrace/upstream/"
-        )
-        .to_string()
-            + name,
-    )
-    .unwrap()
-}
+mod common;
+use common::upstream;
 
 fn run(input: &[u8], opts: &Options) -> String {
     let mut out = Vec::new();

@@ -4,17 +4,8 @@
 
 use tracekit_rtrace::report;
 
-fn upstream(name: &str) -> Vec<u8> {
-    std::fs::read(
-        concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../../shared/corpus/rtrace/upstream/"
-        )
-        .to_string()
-            + name,
-    )
-    .unwrap()
-}
+mod common;
+use common::upstream;
 
 #[test]
 fn context_report() {

@@ -4,17 +4,8 @@
 use tracekit_rtrace::postproc::{self, Options};
 use tracekit_rtrace::{report, Reader};
 
-fn upstream(name: &str) -> Vec<u8> {
-    std::fs::read(
-        concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../../shared/corpus/rtrace/upstream/"
-        )
-        .to_string()
-            + name,
-    )
-    .unwrap()
-}
+mod common;
+use common::upstream;
 
 fn all_options() -> Vec<Options> {
     vec![
