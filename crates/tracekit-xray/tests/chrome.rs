@@ -3,31 +3,17 @@
 //! entry records (an independent count from the decoded records).
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use tracekit_xray::Trace;
 
-fn xray_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).expect("corpus dir").flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            xray_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "xray") {
-            out.push(p);
-        }
-    }
-}
+mod common;
+use common::{xray_files, CORPUS};
 
 #[test]
 fn chrome_events_balance_and_match_the_records() {
     let mut files = Vec::new();
-    xray_files(
-        Path::new(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../../shared/corpus/xray"
-        )),
-        &mut files,
-    );
+    xray_files(Path::new(CORPUS), &mut files);
     files.sort();
     let names = tracekit_xray::names::FunctionNames::none();
     let mut checked = 0;

@@ -8,27 +8,13 @@ use std::path::{Path, PathBuf};
 use tracekit_xray::account::{self, AccountOptions, Accountant};
 use tracekit_xray::{LogKind, Trace};
 
-fn xray_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).expect("corpus dir").flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            xray_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "xray") {
-            out.push(p);
-        }
-    }
-}
+mod common;
+use common::{xray_files, CORPUS};
 
 /// The FDR traces of the corpus with their bytes.
 fn fdr_traces() -> Vec<(PathBuf, Vec<u8>)> {
     let mut files = Vec::new();
-    xray_files(
-        Path::new(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../../shared/corpus/xray"
-        )),
-        &mut files,
-    );
+    xray_files(Path::new(CORPUS), &mut files);
     // Our own inputs: fuzzer finds (a block whose NewBuffer records name
     // two threads).
     xray_files(
