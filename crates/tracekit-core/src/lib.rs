@@ -62,10 +62,18 @@ fn file_label(file: &Option<PathBuf>) -> String {
 }
 
 fn pos_label(pos: &Position) -> String {
-    match pos {
-        Position::Unknown => String::new(),
-        Position::Line(n) => format!(":{n}"),
-        p => format!(": {p}"),
+    pos.after_file()
+}
+
+impl Position {
+    /// How the position follows a file name in messages: `:LINE`,
+    /// `: byte offset N`, or nothing.
+    pub fn after_file(&self) -> String {
+        match self {
+            Position::Unknown => String::new(),
+            Position::Line(n) => format!(":{n}"),
+            p => format!(": {p}"),
+        }
     }
 }
 

@@ -10,8 +10,8 @@ use std::rc::Rc;
 
 use object::{Object, ObjectKind, ObjectSegment, ObjectSymbol, SymbolKind};
 
-use rustc_hash::FxHashMap;
 use crate::record::MemoryMap;
+use rustc_hash::FxHashMap;
 
 /// What a resolved frame says.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -75,18 +75,7 @@ pub fn run(command: Command) -> Result<ExitCode> {
 fn read_trace(input: &Input) -> Result<Trace> {
     let reader = input.reader()?;
     let trace = Trace::read(reader).map_err(|e| e.in_file(&input.path))?;
-    for w in trace.warnings.kept() {
-        eprintln!(
-            "tracekit: {}:{}: warning: {}",
-            input.display(),
-            w.position,
-            w.message
-        );
-    }
-    let more = trace.warnings.total() - trace.warnings.kept().len() as u64;
-    if more > 0 {
-        eprintln!("tracekit: {}: {more} more warnings", input.display());
-    }
+    super::print_warnings(input.display(), &trace.warnings);
     Ok(trace)
 }
 
@@ -172,14 +161,7 @@ fn spec(args: SpecArgs) -> Result<ExitCode> {
             folder.unknown_parents()
         );
     }
-    for w in warnings.kept() {
-        eprintln!(
-            "tracekit: {}:{}: warning: {}",
-            input.display(),
-            w.position,
-            w.message
-        );
-    }
+    super::print_warnings(input.display(), &warnings);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -240,9 +222,7 @@ pub fn record_build(args: RecordArgs) -> Result<ExitCode> {
         .write(out)
         .with_context(|| format!("{}: cannot write", args.output.display()))?;
     out.flush()?;
-    for w in warnings.kept() {
-        eprintln!("tracekit: events: {}: warning: {}", w.position, w.message);
-    }
+    super::print_warnings("events", &warnings);
     if args.verbose {
         eprintln!(
             "tracekit: recorded {} processes into {} (build {})",

@@ -18,6 +18,22 @@ use std::path::Path;
 
 use anyhow::Result;
 
+/// Prints a reader's warnings the way errors are printed
+/// (`tracekit: NAME:LINE: warning: ...`), then how many were not kept.
+pub fn print_warnings(name: impl std::fmt::Display, w: &tracekit_core::Warnings) {
+    for x in w.kept() {
+        eprintln!(
+            "tracekit: {name}{}: warning: {}",
+            x.position.after_file(),
+            x.message
+        );
+    }
+    let more = w.total() - w.kept().len() as u64;
+    if more > 0 {
+        eprintln!("tracekit: {name}: {more} more warning(s) not shown");
+    }
+}
+
 /// Opens `-o PATH` for writing, or standard output for `-` or no path.
 pub fn output(path: Option<&Path>) -> Result<Box<dyn Write>> {
     match path {

@@ -421,14 +421,7 @@ fn dump(a: DumpArgs) -> Result<ExitCode> {
         }
     }
     out.flush()?;
-    for w in r.warnings.kept() {
-        eprintln!(
-            "tracekit: {}: {}: {}",
-            input.display(),
-            w.position,
-            w.message
-        );
-    }
+    super::print_warnings(input.display(), &r.warnings);
     for e in &errors {
         eprintln!("tracekit: {e} (rest of that block skipped)");
     }
@@ -594,14 +587,7 @@ fn posix_info(inputs: &[Input], args: &info::Args) -> Result<ExitCode> {
                     String::from_utf8_lossy(&event_name(&r, *id))
                 )?;
             }
-            for w in r.warnings.kept() {
-                eprintln!(
-                    "tracekit: {}: {}: {}",
-                    input.display(),
-                    w.position,
-                    w.message
-                );
-            }
+            super::print_warnings(input.display(), &r.warnings);
         }
         out.flush()?;
         Ok(ExitCode::SUCCESS)

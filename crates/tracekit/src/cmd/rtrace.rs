@@ -386,13 +386,7 @@ fn run_postproc(a: PostprocArgs) -> Result<ExitCode> {
     let out = output(a.output.as_deref())?;
     let stats = postproc::run(input.reader()?, &opts, out).map_err(|e| with_name(e, &input))?;
     if !a.quiet {
-        for w in stats.warnings.kept() {
-            eprintln!("tracekit: {name}:{}: warning: {}", w.position, w.message);
-        }
-        let more = stats.warnings.total() - stats.warnings.kept().len() as u64;
-        if more > 0 {
-            eprintln!("tracekit: {name}: {more} more warning(s)");
-        }
+        super::print_warnings(&name, &stats.warnings);
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -13,14 +13,13 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Parser;
-use tracekit_core::Warnings;
 use tracekit_xray::account::SortField;
 use tracekit_xray::commands;
 use tracekit_xray::graph::Stat;
 use tracekit_xray::names::FunctionNames;
 use tracekit_xray::{LogKind, Trace};
 
-use crate::cmd::{convert, info, output, report};
+use crate::cmd::{convert, info, output, print_warnings, report};
 use crate::formats::Dialect;
 use crate::input::Input;
 
@@ -325,24 +324,6 @@ fn open_trace<'a>(
     Trace::open_releasing(bytes.get(), Some(rel)).map_err(|e| e.in_file(path).into())
 }
 
-fn report_warnings(path: &Path, w: &Warnings) {
-    for x in w.kept() {
-        match x.position {
-            tracekit_core::Position::Unknown => {
-                eprintln!("tracekit: {}: warning: {}", path.display(), x.message)
-            }
-            p => eprintln!("tracekit: {}: {p}: warning: {}", path.display(), x.message),
-        }
-    }
-    if w.total() > w.kept().len() as u64 {
-        eprintln!(
-            "tracekit: {}: warning: {} more warnings not shown",
-            path.display(),
-            w.total() - w.kept().len() as u64
-        );
-    }
-}
-
 fn in_file<T>(r: tracekit_core::Result<T>, path: &Path) -> Result<T> {
     r.map_err(|e| e.in_file(path).into())
 }
@@ -452,7 +433,7 @@ fn run_inner(raw: RawArgs) -> Result<ExitCode> {
                 in_file(commands::account(&trace, &names, &args, &mut out), &a.input)?
             };
             out.flush()?;
-            report_warnings(&a.input, &w);
+            print_warnings(a.input.display(), &w);
         }
         XrayCommand::Stack(a) => {
             let names = load_names(&a.map.instr_map, true)?;
@@ -491,7 +472,7 @@ fn run_inner(raw: RawArgs) -> Result<ExitCode> {
                 &a.inputs[0],
             )?;
             out.flush()?;
-            report_warnings(&a.inputs[0], &w);
+            print_warnings(a.inputs[0].display(), &w);
         }
         XrayCommand::Graph(a) => {
             let names = load_names(&a.map.instr_map, true)?;
@@ -509,7 +490,7 @@ fn run_inner(raw: RawArgs) -> Result<ExitCode> {
             let mut out = output(a.output.as_deref())?;
             let w = in_file(commands::graph(&trace, &names, &args, &mut out), &a.input)?;
             out.flush()?;
-            report_warnings(&a.input, &w);
+            print_warnings(a.input.display(), &w);
         }
         XrayCommand::Convert(a) => {
             let names = load_names(&a.map.instr_map, !a.no_demangle)?;
@@ -536,7 +517,7 @@ fn run_inner(raw: RawArgs) -> Result<ExitCode> {
             };
             let w = in_file(w, &a.input)?;
             out.flush()?;
-            report_warnings(&a.input, &w);
+            print_warnings(a.input.display(), &w);
         }
         XrayCommand::FdrDump(a) => {
             let bytes = open_bytes(&a.input)?;
@@ -546,7 +527,7 @@ fn run_inner(raw: RawArgs) -> Result<ExitCode> {
             let res = tracekit_xray::fdr_dump::write_fdr_dump(&trace, a.verify, &mut out);
             out.flush()?;
             let w = in_file(res, &a.input)?;
-            report_warnings(&a.input, &w);
+            print_warnings(a.input.display(), &w);
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -655,7 +636,7 @@ impl Dialect for Xray {
                 println!("  threads:         {}", threads.len());
                 println!("  processes:       {}", processes.len());
                 println!("  time span:       {span:.6} s");
-                report_warnings(&input.path, &warnings);
+                print_warnings(input.path.display(), &warnings);
                 if let Some(e) = error {
                     eprintln!("tracekit: {e}");
                 }
@@ -756,7 +737,7 @@ impl Dialect for Xray {
                 }
                 writeln!(out)?;
             }
-            report_warnings(&input.path, &w);
+            print_warnings(input.path.display(), &w);
         }
         if args.json {
             let v = if json_all.len() == 1 {
@@ -815,7 +796,7 @@ impl Xray {
             ),
         };
         out.flush()?;
-        report_warnings(&input.path, &w);
+        print_warnings(input.path.display(), &w);
         Ok(ExitCode::SUCCESS)
     }
 }
