@@ -164,7 +164,6 @@ impl Consumer {
                             AcqRel,
                             Relaxed,
                         );
-                        h.auto_stopped.store(0, Relaxed);
                         data.clear();
                         data.extend_from_slice(&1i32.to_ne_bytes());
                         return Next::Event(EventInfo {
@@ -666,7 +665,6 @@ fn stop_active(a: &Active) {
     // Running, or suspended only because it was full: now stopped by the
     // controller (a full stream must not restart itself after this).
     let was = h.running.0.swap(POSIX_TRACE_SUSPENDED as u32, AcqRel);
-    h.auto_stopped.store(0, Relaxed);
     if was != POSIX_TRACE_SUSPENDED as u32 {
         a.view.record_system(
             POSIX_TRACE_STOP,
@@ -694,7 +692,6 @@ pub fn clear(trid: TraceId) -> Result<(), Errno> {
         h.running
             .0
             .compare_exchange(AUTO_SUSPENDED, POSIX_TRACE_RUNNING as u32, AcqRel, Relaxed);
-    h.auto_stopped.store(0, Relaxed);
     if let Some(w) = log.as_mut() {
         w.clear()
             .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;

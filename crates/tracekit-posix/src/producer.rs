@@ -107,9 +107,6 @@ pub struct StreamHeaderOf<A, C> {
     /// between "stopped by the controller" and "stopped because full").
     pub running: Padded<AtomicU32>,
     pub full: AtomicU32,
-    /// Set by the writer that suspends a full stream, cleared when it runs
-    /// again: informational only, the `running` word is the truth.
-    pub auto_stopped: AtomicU32,
     pub overrun: AtomicU32,
     pub shutdown: AtomicU32,
     /// Futex word the flusher sleeps on.
@@ -325,7 +322,6 @@ pub fn reserve<A, C>(h: &StreamHeaderOf<A, C>, lane: usize) -> Result<u64, Full>
     loop {
         if t.wrapping_sub(l.head.0.load(Acquire)) >= cap {
             h.full.store(POSIX_TRACE_FULL as u32, Relaxed);
-            h.auto_stopped.store(1, Relaxed);
             let _ = h.running.0.compare_exchange(
                 POSIX_TRACE_RUNNING as u32,
                 AUTO_SUSPENDED,
