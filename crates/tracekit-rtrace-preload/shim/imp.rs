@@ -510,7 +510,7 @@ fn send_after_wait(h: &OpaqueHeader, id: u32, parts: &[&[u8]], pid: i32, thread:
     // SAFETY: errno location is valid; restored below.
     let errno = unsafe { *libc::__errno_location() };
     let running = consts::POSIX_TRACE_RUNNING as u32;
-    let start = now_ns();
+    let start = mono_ns();
     let mut written = false;
     let mut spins = 0u32;
     while !READER_GONE.load(Ordering::Relaxed) {
@@ -528,7 +528,7 @@ fn send_after_wait(h: &OpaqueHeader, id: u32, parts: &[&[u8]], pid: i32, thread:
                 break;
             }
         }
-        if now_ns().wrapping_sub(start) > WAIT_LIMIT_NS {
+        if mono_ns().wrapping_sub(start) > WAIT_LIMIT_NS {
             READER_GONE.store(true, Ordering::Relaxed);
             break;
         }
@@ -555,16 +555,6 @@ fn send_after_wait(h: &OpaqueHeader, id: u32, parts: &[&[u8]], pid: i32, thread:
     // SAFETY: restore errno for the caller.
     unsafe { *libc::__errno_location() = errno };
     written
-}
-
-fn now_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: valid timespec pointer (vDSO, no allocation).
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// Sends one metadata record (`kind`, `data`) in pieces that fit the
