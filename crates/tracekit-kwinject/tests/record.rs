@@ -247,3 +247,78 @@ fn preload_links_children_of_subshells() {
         assert_eq!(p.parent_id, Some(root), "{names:?}: {p:?}");
     }
 }
+
+/// An exec the calling program reports before the call is cancelled when
+/// the call fails: a command that does not exist leaves no process behind
+/// (bash tries it in a fork child, which then exits 127).
+#[test]
+fn preload_drops_execs_that_failed() {
+    let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("no-such-program");
+    let cmd = format!("{} 2>/dev/null; /bin/true", missing.display());
+    let (exit, asm) = record(
+        Method::Preload,
+        &["bash".into(), "-c".into(), cmd.into()],
+        tmp.path(),
+    );
+    assert_eq!(exit, Some(Exit::Code(0)));
+    let bytes = asm.write(Vec::new()).unwrap();
+    let t = Trace::read(&bytes[..]).unwrap();
+    let names: Vec<&str> = t.processes.iter().map(|p| p.program_name()).collect();
+    assert_eq!(names, ["bash", "true"]);
+}
+
+/// glibc's `execvp` runs a script without `#!` through `/bin/sh` when the
+/// kernel refuses it: the exec that happened is `/bin/sh SCRIPT`, which
+/// replaces what the caller reported (`SCRIPT`), as strace shows it.
+#[test]
+fn preload_records_the_shell_glibc_runs_a_plain_script_with() {
+    use std::os::unix::fs::PermissionsExt;
+    let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let script = tmp.path().join("plain-script");
+    std::fs::write(&script, "/bin/true\n").unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // coreutils' env starts its command with execvp.
+    let (exit, asm) = record(
+        Method::Preload,
+        &["/usr/bin/env".into(), script.clone().into()],
+        tmp.path(),
+    );
+    assert_eq!(exit, Some(Exit::Code(0)));
+    let bytes = asm.write(Vec::new()).unwrap();
+    let t = Trace::read(&bytes[..]).unwrap();
+    let execs: Vec<(&str, &[String])> = t
+        .processes
+        .iter()
+        .map(|p| (p.executable.as_str(), &p.args[..]))
+        .collect();
+    let script = script.display().to_string();
+    assert_eq!(execs.len(), 3, "{execs:?}");
+    assert_eq!(execs[0].0, "/usr/bin/env");
+    assert_eq!(execs[1].1, ["/bin/sh", script.as_str()], "{execs:?}");
+    assert_eq!(execs[2].0, "/bin/true");
+}
+
+/// The mark a caller puts on `TRACEKIT_PRELOAD_OUT` for the program it
+/// starts is gone before that program runs: programs see the plain stream
+/// path, and it is the same for parent and child.
+#[test]
+fn preload_mark_is_invisible_to_programs() {
+    let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("seen");
+    let cmd = format!(
+        "printenv TRACEKIT_PRELOAD_OUT > {0}; sh -c 'printenv TRACEKIT_PRELOAD_OUT' >> {0}",
+        out.display()
+    );
+    let (exit, asm) = record(Method::Preload, &sh(&cmd), tmp.path());
+    assert_eq!(exit, Some(Exit::Code(0)));
+    assert!(asm.len() >= 3);
+    let seen = std::fs::read_to_string(&out).unwrap();
+    let lines: Vec<&str> = seen.lines().collect();
+    assert_eq!(lines.len(), 2, "{seen}");
+    assert!(lines[0].starts_with('/'), "{seen}");
+    assert_eq!(lines[0], lines[1]);
+}

@@ -388,10 +388,31 @@ pub unsafe fn publish<A, C>(
         let mut room = len;
         for p in parts {
             let n = p.len().min(room);
-            ptr::copy_nonoverlapping(p.as_ptr(), dst, n);
+            copy_payload(p.as_ptr(), dst, n);
             dst = dst.add(n);
             room -= n;
         }
         (*slot).seq.store(2 * pos + 2, Release);
+    }
+}
+
+/// Copies an event's payload into its slot. The preload shim, built with
+/// `--cfg tracekit_nolibc`, copies with `rep movsb` rather than calling
+/// libc's `memcpy`: in a fork child, the first call of a libc function
+/// costs a page fault.
+#[inline(always)]
+unsafe fn copy_payload(src: *const u8, dst: *mut u8, n: usize) {
+    #[cfg(all(tracekit_nolibc, target_arch = "x86_64"))]
+    // SAFETY: the caller passes `n` readable bytes at `src` and `n`
+    // writable ones at `dst`, not overlapping; the direction flag is clear
+    // by the ABI.
+    unsafe {
+        core::arch::asm!("rep movsb", inout("rcx") n => _, inout("rsi") src => _,
+                         inout("rdi") dst => _, options(nostack, preserves_flags));
+    }
+    #[cfg(not(all(tracekit_nolibc, target_arch = "x86_64")))]
+    // SAFETY: as above.
+    unsafe {
+        ptr::copy_nonoverlapping(src, dst, n)
     }
 }

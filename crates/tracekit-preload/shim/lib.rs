@@ -9,7 +9,7 @@
 
 use core::ffi::{c_char, c_int, c_void};
 use core::ptr::{null, null_mut};
-use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Ordering::Acquire, Ordering::Relaxed, Ordering::Release};
 
 #[allow(dead_code)]
 #[path = "../../tracekit-posix/src/consts.rs"]
@@ -34,10 +34,6 @@ extern "C" {
     fn open(path: *const c_char, flags: c_int, ...) -> c_int;
     fn lseek(fd: c_int, off: i64, whence: c_int) -> i64;
     fn close(fd: c_int) -> c_int;
-    fn pthread_self() -> u64;
-    fn getpid() -> pid_t;
-    fn getppid() -> pid_t;
-    fn getcwd(buf: *mut c_char, size: usize) -> *mut c_char;
     fn getauxval(t: u64) -> u64;
     fn dlsym(h: *mut c_void, name: *const c_char) -> *mut c_void;
     fn dladdr(addr: *const c_void, info: *mut Dl_info) -> c_int;
@@ -68,6 +64,117 @@ fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
 #[no_mangle]
 pub extern "C" fn rust_eh_personality() {}
 
+/// What the hooks' usual paths need from the kernel, without libc: in a
+/// fork child each libc function used for the first time costs a page
+/// fault (a child does not inherit its parent's page tables of file
+/// mappings), and a direct call leaves `errno` alone.
+#[cfg(target_arch = "x86_64")]
+mod sys {
+    use core::arch::asm;
+
+    #[inline(always)]
+    unsafe fn syscall2(n: usize, a: usize, b: usize) -> isize {
+        let r: isize;
+        // SAFETY: the caller passes a system call and arguments valid for it.
+        unsafe {
+            asm!("syscall", inlateout("rax") n as isize => r, in("rdi") a, in("rsi") b,
+                 lateout("rcx") _, lateout("r11") _, options(nostack));
+        }
+        r
+    }
+
+    pub fn getpid() -> i32 {
+        // SAFETY: getpid(2) takes no arguments and cannot fail.
+        unsafe { syscall2(39, 0, 0) as i32 }
+    }
+
+    pub fn getppid() -> i32 {
+        // SAFETY: getppid(2) takes no arguments and cannot fail.
+        unsafe { syscall2(110, 0, 0) as i32 }
+    }
+
+    /// getcwd(2) into `buf`: the path's length with its NUL, or `-errno`.
+    pub unsafe fn getcwd(buf: *mut u8, size: usize) -> isize {
+        // SAFETY: the caller passes `size` writable bytes at `buf`.
+        unsafe { syscall2(79, buf as usize, size) }
+    }
+
+    /// glibc's `pthread_self()` on x86-64: the thread's control block,
+    /// which points to itself at `%fs:0x10`.
+    pub fn thread_self() -> u64 {
+        let t: u64;
+        // SAFETY: reads one word of the thread's own control block.
+        unsafe {
+            asm!("mov {}, qword ptr fs:[0x10]", out(reg) t, options(nostack, readonly, preserves_flags));
+        }
+        t
+    }
+
+    /// Copies `n` bytes (no call to libc's `memcpy`).
+    #[inline(always)]
+    pub unsafe fn copy(src: *const u8, dst: *mut u8, n: usize) {
+        // SAFETY: the caller passes `n` readable bytes at `src` and `n`
+        // writable ones at `dst`, not overlapping; the direction flag is
+        // clear by the ABI.
+        unsafe {
+            asm!("rep movsb", inout("rcx") n => _, inout("rsi") src => _, inout("rdi") dst => _,
+                 options(nostack, preserves_flags));
+        }
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+mod sys {
+    extern "C" {
+        fn pthread_self() -> u64;
+        #[link_name = "getpid"]
+        fn c_getpid() -> i32;
+        #[link_name = "getppid"]
+        fn c_getppid() -> i32;
+        #[link_name = "getcwd"]
+        fn c_getcwd(buf: *mut u8, size: usize) -> *mut u8;
+        fn __errno_location() -> *mut i32;
+    }
+
+    pub fn getpid() -> i32 {
+        // SAFETY: no preconditions.
+        unsafe { c_getpid() }
+    }
+
+    pub fn getppid() -> i32 {
+        // SAFETY: no preconditions.
+        unsafe { c_getppid() }
+    }
+
+    pub unsafe fn getcwd(buf: *mut u8, size: usize) -> isize {
+        // SAFETY: the caller passes `size` writable bytes at `buf`.
+        unsafe {
+            let e = *__errno_location();
+            let r = if c_getcwd(buf, size).is_null() {
+                -(*__errno_location() as isize)
+            } else {
+                let mut n = 0;
+                while *buf.add(n) != 0 {
+                    n += 1;
+                }
+                n as isize + 1
+            };
+            *__errno_location() = e;
+            r
+        }
+    }
+
+    pub fn thread_self() -> u64 {
+        // SAFETY: no preconditions.
+        unsafe { pthread_self() }
+    }
+
+    pub unsafe fn copy(src: *const u8, dst: *mut u8, n: usize) {
+        // SAFETY: as the caller guarantees.
+        unsafe { core::ptr::copy_nonoverlapping(src, dst, n) }
+    }
+}
+
 const O_RDWR: c_int = 0o2;
 const SEEK_END: c_int = 2;
 const PROT_READ_WRITE: c_int = 3;
@@ -81,6 +188,9 @@ const HEADER: usize = 32;
 const KIND_EXEC: u32 = 1;
 const KIND_FORK: u32 = 2;
 const KIND_REAPED: u32 = 3;
+const KIND_EXEC_CALLED: u32 = 4;
+const KIND_EXEC_FAILED: u32 = 5;
+const KIND_EXEC_REPLACES: u32 = 6;
 
 const OUT_VAR: &[u8] = b"TRACEKIT_PRELOAD_OUT=";
 /// The user event type the recorder registers in the stream.
@@ -92,19 +202,29 @@ const FRAGMENT_HEADER: usize = 16;
 const PRELOAD_VAR: &[u8] = b"LD_PRELOAD=";
 const PATH_MAX: usize = 4096;
 
+/// The longest stream path the shim takes (the recorder's are short paths
+/// in `/dev/shm`): the library's writable data stays within one page, and
+/// each page of it costs every process a fault.
+const OUT_MAX: usize = 256;
 /// `TRACEKIT_PRELOAD_OUT=<stream file>`, NUL-terminated; empty when this
-/// process is not recorded. Only its first `OUT_LEN + 1` bytes are ever
-/// touched (each fresh page of `.bss` costs a page fault in every process).
-static mut OUT_ENTRY: [u8; OUT_VAR.len() + PATH_MAX + 1] = [0; OUT_VAR.len() + PATH_MAX + 1];
+/// process is not recorded.
+static mut OUT_ENTRY: [u8; OUT_VAR.len() + OUT_MAX + 1] = [0; OUT_VAR.len() + OUT_MAX + 1];
 static mut OUT_LEN: usize = 0;
 /// This library's own path (for putting `LD_PRELOAD` back), found on first
 /// need: the dynamic linker's name of our object, which lives as long as
 /// the process (a preloaded library is never unloaded). 0: not looked up
 /// yet; 1: looked up, unknown.
 static LIB: AtomicUsize = AtomicUsize::new(0);
-/// The mapped stream (null: not recording) and our event type in it.
-static mut STREAM: *const OpaqueHeader = null();
-static mut EVENT_ID: u32 = 0;
+/// The mapped stream (null: not mapped) and our event type in it. A
+/// process whose exec its caller reported maps the stream only when it
+/// first needs it (fork, wait, exec): most processes of a build never do.
+static STREAM: AtomicPtr<OpaqueHeader> = AtomicPtr::new(null_mut());
+static EVENT_ID: AtomicU32 = AtomicU32::new(0);
+/// Mapping was tried and failed (not a stream of ours): not tried again.
+static MAP_FAILED: AtomicBool = AtomicBool::new(false);
+/// The mark the caller's exec hook put on the variable (`@PID.HASH@`:
+/// "I reported the exec of HASH(path) by PID"), 0 when there was none.
+static mut MARK: (pid_t, u32) = (0, 0);
 
 unsafe fn strlen(s: *const c_char) -> usize {
     let mut n = 0;
@@ -121,9 +241,28 @@ unsafe fn bytes<'a>(s: *const c_char) -> &'a [u8] {
     core::slice::from_raw_parts(s.cast(), strlen(s))
 }
 
-/// Reporting into a stream.
-unsafe fn active() -> bool {
-    !STREAM.is_null()
+/// The stream, if this process has it mapped.
+fn stream() -> Option<&'static OpaqueHeader> {
+    // SAFETY: only ever set to a mapped, validated stream header that is
+    // never unmapped.
+    unsafe { STREAM.load(Acquire).as_ref() }
+}
+
+/// The stream, mapped now if this process is recorded and has not mapped
+/// it yet.
+unsafe fn ensure_stream() -> Option<&'static OpaqueHeader> {
+    if let Some(h) = stream() {
+        return Some(h);
+    }
+    if !propagate() || MAP_FAILED.load(Relaxed) {
+        return None;
+    }
+    map_stream(sys::getpid());
+    let h = stream();
+    if h.is_none() {
+        MAP_FAILED.store(true, Relaxed);
+    }
+    h
 }
 
 /// The recorder's variable was given: keep it (and us) in the environment
@@ -139,6 +278,12 @@ unsafe fn out_path() -> *const c_char {
 /// Maps the stream named by the variable; stays inactive if it is not a
 /// stream for all processes with our event type registered.
 unsafe fn map_stream(pid: pid_t) {
+    let errno = *__errno_location();
+    map_stream_as(pid);
+    *__errno_location() = errno;
+}
+
+unsafe fn map_stream_as(pid: pid_t) {
     let fd = open(out_path(), O_RDWR | O_CLOEXEC);
     if fd < 0 {
         return;
@@ -163,8 +308,15 @@ unsafe fn map_stream(pid: pid_t) {
     };
     match id {
         Some(id) if h.max_data_size as usize > FRAGMENT_HEADER => {
-            EVENT_ID = id;
-            STREAM = h;
+            EVENT_ID.store(id, Relaxed);
+            // Two threads may map at once: the first mapping wins, the
+            // other is given back.
+            let won = STREAM
+                .compare_exchange(null_mut(), m.cast(), Release, Acquire)
+                .is_ok();
+            if !won {
+                munmap(m, len);
+            }
         }
         _ => {
             munmap(m, len);
@@ -172,15 +324,14 @@ unsafe fn map_stream(pid: pid_t) {
     }
 }
 
-fn now_us() -> u64 {
-    producer::realtime_ns() / 1000
-}
 
 /// Bytes of a fragment staged on the stack (header included): a record is
 /// streamed through this buffer, never built whole. Frames of a page or
 /// more get stack probes that touch (and fault in) every page of them in
-/// every process, so all frames here stay well below 4 KiB.
-const STAGE: usize = 1024;
+/// every process, and each stack page a fork child writes first costs it
+/// a copy, so frames stay small: this is the recorder's event size (its
+/// 512-byte slots hold 464 bytes of data).
+const STAGE: usize = 512;
 
 /// Streams one record of a known length into the stream as events of at
 /// most max-data-size bytes, each behind a fragment header; no system call
@@ -217,14 +368,11 @@ impl Fragments {
     /// With `stamp`, every fragment carries that stream time instead of
     /// the time it is written.
     unsafe fn stamped(pid: pid_t, total: usize, stamp: Option<u64>) -> Option<Fragments> {
-        if STREAM.is_null() {
-            return None;
-        }
-        let h = &*STREAM;
+        let h = stream()?;
         let room = (h.max_data_size as usize - FRAGMENT_HEADER).min(STAGE - FRAGMENT_HEADER);
         let clock = clock_kind(h);
         Some(Fragments {
-            stream: STREAM,
+            stream: h,
             pid,
             total,
             sent: 0,
@@ -236,7 +384,7 @@ impl Fragments {
             serial: stamp.unwrap_or_else(|| producer::raw_now(clock)) as u32,
             clock,
             stamp,
-            thread: pthread_self(),
+            thread: sys::thread_self(),
             refused: false,
             stage: core::mem::MaybeUninit::uninit(),
         })
@@ -251,7 +399,7 @@ impl Fragments {
         while !s.is_empty() && !self.refused {
             let n = (self.room - self.staged).min(s.len());
             // SAFETY: FRAGMENT_HEADER + staged + n <= FRAGMENT_HEADER + room <= STAGE.
-            core::ptr::copy_nonoverlapping(
+            sys::copy(
                 s.as_ptr(),
                 self.base().add(FRAGMENT_HEADER + self.staged),
                 n,
@@ -287,7 +435,7 @@ impl Fragments {
         let ticks = self.stamp.unwrap_or_else(|| producer::raw_now(self.clock));
         let out = producer::write_event(
             &*self.stream,
-            EVENT_ID,
+            EVENT_ID.load(Relaxed),
             &[event],
             self.pid,
             self.thread,
@@ -309,15 +457,13 @@ fn clock_kind(h: &OpaqueHeader) -> u32 {
     ])
 }
 
-/// Writes one small record, at stream time `stamp` if given; `errno` is
-/// left as it was.
+/// Writes one small record, at stream time `stamp` if given (no libc
+/// call: `errno` stays as it was).
 unsafe fn emit(pid: pid_t, rec: &[u8], stamp: Option<u64>) {
-    let errno = *__errno_location();
     if let Some(mut f) = Fragments::stamped(pid, rec.len(), stamp) {
         f.put(rec);
         f.flush();
     }
-    *__errno_location() = errno;
 }
 
 fn header(buf: &mut [u8], len: usize, kind: u32, pid: i32, other: i32, count: u32, t: u64) {
@@ -330,47 +476,146 @@ fn header(buf: &mut [u8], len: usize, kind: u32, pid: i32, other: i32, count: u3
     buf[24..32].copy_from_slice(&t.to_ne_bytes());
 }
 
-/// A fork or reaped record, sent by process `me`, taken at `time_us`
-/// (stream time `stamp` if given).
-unsafe fn emit_small(me: pid_t, kind: u32, pid: i32, other: i32, time_us: u64, stamp: Option<u64>) {
+/// A record without payload, sent by process `me` (at stream time `stamp`
+/// if given). Records carry no time of their own: the recorder takes the
+/// stream time of their first piece (reading the clock here would cost a
+/// fork child a page fault on the vDSO).
+unsafe fn emit_small(me: pid_t, kind: u32, pid: i32, other: i32, stamp: Option<u64>) {
     let mut rec = [0u8; HEADER];
-    header(&mut rec, HEADER, kind, pid, other, 0, time_us);
+    header(&mut rec, HEADER, kind, pid, other, 0, 0);
     emit(me, &rec, stamp);
 }
 
-/// Runs first in every process that loads the shim.
+/// Runs first in every process that loads the shim. A process its
+/// caller's exec hook already reported (the mark on our variable names
+/// this pid and this program) does nothing more: it maps the stream only
+/// if it comes to fork, wait or exec. Any other exec (`posix_spawn`,
+/// `system`, `popen`, `execl*`, `fexecve`, a program not linked with the
+/// shim calling `execve`) is reported here.
 unsafe extern "C" fn init(argc: c_int, argv: *const *const c_char, envp: *const *const c_char) {
-    let errno = *__errno_location();
     find_out(envp);
     if propagate() {
-        let pid = getpid();
-        map_stream(pid);
-        if active() {
-            report_exec(pid, argc, argv, envp);
+        let pid = sys::getpid();
+        let exe = bytes(execfn(envp));
+        let (marked_pid, marked_exe) = MARK;
+        if marked_pid != pid || marked_exe != path_hash(exe) {
+            map_stream(pid);
+            if stream().is_some() {
+                // The mark names us but another program: the caller's
+                // reported exec became this one (glibc's `execvp` runs a
+                // script without `#!` through /bin/sh), which replaces it.
+                let kind = if marked_pid == pid {
+                    KIND_EXEC_REPLACES
+                } else {
+                    KIND_EXEC
+                };
+                report_exec(kind, pid, exe, argc.max(0) as usize, argv, envp);
+            } else {
+                MAP_FAILED.store(true, Relaxed);
+            }
         }
     }
-    *__errno_location() = errno;
+}
+
+/// `AT_EXECFN`, the path this program was started by, read from the
+/// auxiliary vector that follows the environment the loader passes to
+/// constructors (on the initial stack); libc's `getauxval` if not there.
+unsafe fn execfn(envp: *const *const c_char) -> *const c_char {
+    if !envp.is_null() {
+        let mut p = envp;
+        while !(*p).is_null() {
+            p = p.add(1);
+        }
+        let mut aux = p.add(1).cast::<u64>();
+        while *aux != 0 {
+            if *aux == AT_EXECFN {
+                return *aux.add(1) as *const c_char;
+            }
+            aux = aux.add(2);
+        }
+    }
+    getauxval(AT_EXECFN) as *const c_char
 }
 
 #[used]
 #[link_section = ".init_array"]
 static INIT: unsafe extern "C" fn(c_int, *const *const c_char, *const *const c_char) = init;
 
+/// FNV-1a of a path: the mark's way of naming the program an exec started.
+fn path_hash(p: &[u8]) -> u32 {
+    p.iter().fold(0x811c_9dc5u32, |h, &b| {
+        (h ^ b as u32).wrapping_mul(0x0100_0193)
+    })
+}
+
+/// Finds our variable, and takes the caller's mark (`@PID.HASH@`) off
+/// its value in place, so this program and those it starts see the plain
+/// stream path (and a mark never outlives the exec it was made for).
 unsafe fn find_out(envp: *const *const c_char) {
     if envp.is_null() {
         return;
     }
     let mut i = 0;
     while !(*envp.add(i)).is_null() {
-        let e = bytes(*envp.add(i));
-        if e.starts_with(OUT_VAR) && e.len() > OUT_VAR.len() && e.len() - OUT_VAR.len() < PATH_MAX {
-            OUT_ENTRY[..e.len()].copy_from_slice(e);
-            OUT_ENTRY[e.len()] = 0;
-            OUT_LEN = e.len();
+        let e = *envp.add(i);
+        if let Some(value) = after_prefix(e, OUT_VAR) {
+            if *value as u8 == b'@' {
+                if let Some((pid, hash, path)) = parse_mark(value) {
+                    MARK = (pid, hash);
+                    // SAFETY: the environment strings are this process's
+                    // own writable memory; the path moves left within its string.
+                    let dst = value as *mut u8;
+                    let mut k = 0;
+                    loop {
+                        let b = *path.add(k) as u8;
+                        *dst.add(k) = b;
+                        if b == 0 {
+                            break;
+                        }
+                        k += 1;
+                    }
+                }
+            }
+            let e = bytes(e);
+            if e.len() > OUT_VAR.len() && e.len() - OUT_VAR.len() <= OUT_MAX {
+                sys::copy(e.as_ptr(), OUT_ENTRY.as_mut_ptr(), e.len());
+                OUT_ENTRY[e.len()] = 0;
+                OUT_LEN = e.len();
+            }
             return;
         }
         i += 1;
     }
+}
+
+/// Reads `@PID.HASH@` (decimal pid, 8 hex digits) at the start of C
+/// string `v`: the pid, the hash and where the path starts.
+unsafe fn parse_mark(v: *const c_char) -> Option<(pid_t, u32, *const c_char)> {
+    let at = |i: usize| *v.add(i) as u8;
+    let mut i = 1;
+    let mut pid: i32 = 0;
+    while at(i).is_ascii_digit() && i < 11 {
+        pid = pid.checked_mul(10)?.checked_add((at(i) - b'0') as i32)?;
+        i += 1;
+    }
+    if i == 1 || at(i) != b'.' {
+        return None;
+    }
+    i += 1;
+    let mut hash = 0u32;
+    for _ in 0..8 {
+        let d = match at(i) {
+            c @ b'0'..=b'9' => c - b'0',
+            c @ b'a'..=b'f' => c - b'a' + 10,
+            _ => return None,
+        };
+        hash = hash << 4 | d as u32;
+        i += 1;
+    }
+    if at(i) != b'@' {
+        return None;
+    }
+    Some((pid, hash, v.add(i + 1)))
 }
 
 /// This library's path as the dynamic linker named it, looked up once.
@@ -401,56 +646,61 @@ unsafe fn lib() -> &'static [u8] {
 
 const ERANGE: c_int = 34;
 
-/// Sends this process's exec record. The working directory is read into a
-/// small buffer; only a path longer than that takes the PATH_MAX one.
+/// Sends an exec record of kind `kind` for process `pid` (the caller's
+/// working directory). The working directory is read into a small buffer;
+/// only a path longer than that takes the PATH_MAX one.
 unsafe fn report_exec(
+    kind: u32,
     pid: pid_t,
-    argc: c_int,
+    exe: &[u8],
+    argc: usize,
     argv: *const *const c_char,
     envp: *const *const c_char,
 ) {
     let mut cwd = core::mem::MaybeUninit::<[u8; 512]>::uninit();
-    if !getcwd(cwd.as_mut_ptr().cast(), 512).is_null() {
-        send_exec(pid, bytes(cwd.as_ptr().cast()), argc, argv, envp);
-    } else if *__errno_location() == ERANGE {
-        report_exec_long_cwd(pid, argc, argv, envp);
+    let n = sys::getcwd(cwd.as_mut_ptr().cast(), 512);
+    if n > 0 {
+        let cwd = core::slice::from_raw_parts(cwd.as_ptr().cast::<u8>(), n as usize - 1);
+        send_exec(kind, pid, cwd, exe, argc, argv, envp);
+    } else if n == -(ERANGE as isize) {
+        report_exec_long_cwd(kind, pid, exe, argc, argv, envp);
     } else {
-        send_exec(pid, b"", argc, argv, envp);
+        send_exec(kind, pid, b"", exe, argc, argv, envp);
     }
 }
 
 #[inline(never)]
 unsafe fn report_exec_long_cwd(
+    kind: u32,
     pid: pid_t,
-    argc: c_int,
+    exe: &[u8],
+    argc: usize,
     argv: *const *const c_char,
     envp: *const *const c_char,
 ) {
     let mut cwd = core::mem::MaybeUninit::<[u8; PATH_MAX]>::uninit();
-    let cwd = if getcwd(cwd.as_mut_ptr().cast(), PATH_MAX).is_null() {
-        &[][..]
+    let n = sys::getcwd(cwd.as_mut_ptr().cast(), PATH_MAX);
+    let cwd = if n > 0 {
+        core::slice::from_raw_parts(cwd.as_ptr().cast::<u8>(), n as usize - 1)
     } else {
-        bytes(cwd.as_ptr().cast())
+        &[][..]
     };
-    send_exec(pid, cwd, argc, argv, envp);
+    send_exec(kind, pid, cwd, exe, argc, argv, envp);
 }
 
 /// Streams the exec record (the layout of `events.rs`) straight from the
-/// strings the process was given: no copy of the whole record.
+/// strings of the exec: no copy of the whole record.
 #[inline(never)]
 unsafe fn send_exec(
+    kind: u32,
     pid: pid_t,
     cwd: &[u8],
-    argc: c_int,
+    exe: &[u8],
+    argc: usize,
     argv: *const *const c_char,
     envp: *const *const c_char,
 ) {
-    let exe = bytes(getauxval(AT_EXECFN) as *const c_char);
-    let argc = if argv.is_null() {
-        0
-    } else {
-        argc.max(0) as usize
-    };
+    let argc = if argv.is_null() { 0 } else { argc };
     let mut envc = 0;
     let mut len = HEADER + 4 + cwd.len() + 1 + exe.len() + 1;
     for i in 0..argc {
@@ -469,11 +719,11 @@ unsafe fn send_exec(
     header(
         &mut head,
         len,
-        KIND_EXEC,
+        kind,
         pid,
-        getppid(),
+        sys::getppid(),
         argc as u32,
-        now_us(),
+        0,
     );
     head[HEADER..].copy_from_slice(&(envc as u32).to_ne_bytes());
     // Exactly the bytes counted in `len`, in the same order.
@@ -564,15 +814,13 @@ pub unsafe extern "C" fn fork() -> pid_t {
     // the recorder, which orders records by time, sees it before anything
     // the child reports, and the child pays nothing (every page a fork
     // child touches first costs it a page fault).
-    let before = if active() {
-        Some((producer::raw_now(clock_kind(&*STREAM)), now_us()))
-    } else {
-        None
-    };
+    // (A process that has not mapped the stream yet maps it now, so the
+    // child inherits it.)
+    let before = ensure_stream().map(|h| producer::raw_now(clock_kind(h)));
     let r = real();
-    if let (true, Some((stamp, time))) = (r > 0, before) {
-        let me = getpid();
-        emit_small(me, KIND_FORK, r, me, time, Some(stamp));
+    if let (true, Some(stamp)) = (r > 0, before) {
+        let me = sys::getpid();
+        emit_small(me, KIND_FORK, r, me, Some(stamp));
     }
     r
 }
@@ -581,8 +829,8 @@ unsafe fn reaped(pid: pid_t, status: c_int) {
     // Exited or killed (not stopped or continued).
     let exited = status & 0x7f == 0;
     let signalled = ((status & 0x7f) + 1) as i8 >> 1 > 0;
-    if pid > 0 && active() && (exited || signalled) {
-        emit_small(getpid(), KIND_REAPED, pid, status, now_us(), None);
+    if pid > 0 && (exited || signalled) && ensure_stream().is_some() {
+        emit_small(sys::getpid(), KIND_REAPED, pid, status, None);
     }
 }
 
@@ -795,6 +1043,114 @@ unsafe fn with_fixed_env<R>(
     f(new_env.as_ptr())
 }
 
+/// The longest environment an exec hook passes on marked (a stack array
+/// of this many pointers; a longer one goes unmarked, and the new program
+/// reports itself).
+const MARK_ENV: usize = 256;
+/// Room for the marked variable: `TRACEKIT_PRELOAD_OUT=@PID.HASH@PATH`.
+const MARK_ENTRY: usize = 512;
+
+/// An exec of `path` (`exec` makes the call with the environment it is
+/// given). When this process records, the exec is reported here, before
+/// the call, and the new program learns so from a mark on our variable
+/// (`@PID.HASH@` before the stream path: this pid, a hash of `path`); a
+/// call that returns has failed and is reported as such, which cancels the
+/// record. The caller usually has the stream mapped already (a fork child
+/// inherits its parent's), so the new program, which most often never
+/// forks, maps nothing. Where marking is not possible the environment is
+/// passed on as `with_env` does, and the new program reports itself.
+unsafe fn exec_reported(
+    path: *const c_char,
+    argv: *const *const c_char,
+    envp: *const *const c_char,
+    exec: impl Fn(*const *const c_char) -> c_int,
+) -> c_int {
+    if path.is_null()
+        || envp.is_null()
+        || !propagate()
+        || OUT_LEN + 24 > MARK_ENTRY
+        || !env_is_complete(envp)
+        || ensure_stream().is_none()
+    {
+        return with_env(envp, exec);
+    }
+    marked_exec(path, argv, envp, exec)
+}
+
+#[inline(never)]
+unsafe fn marked_exec(
+    path: *const c_char,
+    argv: *const *const c_char,
+    envp: *const *const c_char,
+    exec: impl Fn(*const *const c_char) -> c_int,
+) -> c_int {
+    let mut env = core::mem::MaybeUninit::<[*const c_char; MARK_ENV]>::uninit();
+    let env = env.as_mut_ptr().cast::<*const c_char>();
+    let mut n = 0;
+    let mut i = 0;
+    while !(*envp.add(i)).is_null() {
+        let e = *envp.add(i);
+        i += 1;
+        if after_prefix(e, OUT_VAR).is_some() {
+            continue;
+        }
+        if n + 2 >= MARK_ENV {
+            return exec(envp);
+        }
+        *env.add(n) = e;
+        n += 1;
+    }
+    let pid = sys::getpid();
+    let exe = bytes(path);
+    let mut entry = core::mem::MaybeUninit::<[u8; MARK_ENTRY]>::uninit();
+    let entry = entry.as_mut_ptr().cast::<u8>();
+    let mut at = 0;
+    let mut put = |b: &[u8]| {
+        sys::copy(b.as_ptr(), entry.add(at), b.len());
+        at += b.len();
+    };
+    put(OUT_VAR);
+    put(b"@");
+    let mut digits = [0u8; 10];
+    let mut k = digits.len();
+    let mut v = pid.max(0) as u32;
+    loop {
+        k -= 1;
+        digits[k] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    put(&digits[k..]);
+    put(b".");
+    let hash = path_hash(exe);
+    let mut hex = [0u8; 8];
+    for (j, h) in hex.iter_mut().enumerate() {
+        *h = b"0123456789abcdef"[(hash >> (28 - 4 * j)) as usize & 15];
+    }
+    put(&hex);
+    put(b"@");
+    put(&OUT_ENTRY[OUT_VAR.len()..OUT_LEN + 1]);
+    *env.add(n) = entry.cast();
+    *env.add(n + 1) = null();
+    let mut argc = 0;
+    if !argv.is_null() {
+        while !(*argv.add(argc)).is_null() {
+            argc += 1;
+        }
+    }
+    report_exec(KIND_EXEC_CALLED, pid, exe, argc, argv, env);
+    let r = exec(env);
+    emit_small(pid, KIND_EXEC_FAILED, pid, *__errno_location(), None);
+    r
+}
+
+/// Does C string `s` name a path (hold a `/`), so `execvp` searches nothing?
+unsafe fn has_slash(s: *const c_char) -> bool {
+    !s.is_null() && bytes(s).contains(&b'/')
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn execve(
     path: *const c_char,
@@ -805,7 +1161,7 @@ pub unsafe extern "C" fn execve(
         "execve",
         unsafe extern "C" fn(*const c_char, *const *const c_char, *const *const c_char) -> c_int
     );
-    with_env(envp, |e| real(path, argv, e))
+    exec_reported(path, argv, envp, |e| real(path, argv, e))
 }
 
 #[no_mangle]
@@ -818,7 +1174,13 @@ pub unsafe extern "C" fn execvpe(
         "execvpe",
         unsafe extern "C" fn(*const c_char, *const *const c_char, *const *const c_char) -> c_int
     );
-    with_env(envp, |e| real(file, argv, e))
+    if has_slash(file) {
+        exec_reported(file, argv, envp, |e| real(file, argv, e))
+    } else {
+        // Which directory of PATH it ends up in is known only to the new
+        // program, which reports itself.
+        with_env(envp, |e| real(file, argv, e))
+    }
 }
 
 type SpawnFn = unsafe extern "C" fn(
@@ -860,18 +1222,10 @@ pub unsafe extern "C" fn posix_spawnp(
 /// them do not pass through the hook above, so they are hooked themselves.
 #[no_mangle]
 pub unsafe extern "C" fn execv(path: *const c_char, argv: *const *const c_char) -> c_int {
-    let real = real!(
-        "execve",
-        unsafe extern "C" fn(*const c_char, *const *const c_char, *const *const c_char) -> c_int
-    );
-    with_env(environ, |e| real(path, argv, e))
+    execve(path, argv, environ)
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn execvp(file: *const c_char, argv: *const *const c_char) -> c_int {
-    let real = real!(
-        "execvpe",
-        unsafe extern "C" fn(*const c_char, *const *const c_char, *const *const c_char) -> c_int
-    );
-    with_env(environ, |e| real(file, argv, e))
+    execvpe(file, argv, environ)
 }

@@ -11,17 +11,30 @@
 //! only when `TRACEKIT_PRELOAD_OUT` names a POSIX trace stream (a
 //! `tracekit-posix` stream file for all processes in which the recorder
 //! registered the event type `tracekit.build`):
-//! * its constructor maps the stream and reports one *exec* record: pid, parent pid, time,
-//!   working directory, `AT_EXECFN` (the path given to exec), argv and the
-//!   whole environment. A constructor sees every way a program can be
-//!   started (`execve`, `execveat`, `fexecve`, `execv*`/`execl*`,
-//!   `posix_spawn*`, `vfork`+exec, `system`, `popen`);
+//! * `execve`, `execv`, and `execvp`/`execvpe` given a path, report the
+//!   exec from the calling process, before the call: an *exec called*
+//!   record (pid, parent pid, working directory, the path, argv and the
+//!   environment passed), and put a mark on `TRACEKIT_PRELOAD_OUT` for the
+//!   new program (`@PID.HASH@` before the path: this pid, an FNV-1a hash
+//!   of the exec'd path). A call that returns reports *exec failed*, which
+//!   cancels the record. The caller usually has the stream mapped (a fork
+//!   child inherits its parent's mapping, a vfork child shares it);
+//! * the constructor takes the mark off in place (programs see the plain
+//!   path). When the mark names this pid and this program (`AT_EXECFN`),
+//!   its exec is reported and nothing more happens: the stream is mapped
+//!   only when the program forks, waits or execs. Otherwise it maps the
+//!   stream and reports an *exec* record itself; that covers every other
+//!   way a program can be started (`posix_spawn*`, `system`, `popen`,
+//!   `execl*`, `fexecve`, `execveat`, callers without the shim). A mark
+//!   naming this pid but another program means glibc's `execvp` ran a
+//!   script without `#!` through `/bin/sh`: that record *replaces* the
+//!   caller's;
 //! * `fork` reports a *fork* record from the parent, stamped with a time
 //!   taken before the fork (so it sorts before anything the child reports,
 //!   and the child pays nothing): a subshell that never execs still links
 //!   its children to their parent;
 //! * `waitpid`, `wait4`, `wait3` and `wait` report a *reaped* record (child pid, wait
-//!   status, time) when a child has ended: exit status and end time;
+//!   status) when a child has ended: exit status and end time;
 //! * `execve`, `execvpe`, `posix_spawn`, `posix_spawnp` called with an
 //!   environment that lost `LD_PRELOAD` or `TRACEKIT_PRELOAD_OUT` (`env -i`,
 //!   `env -u`) get both put back, so the build stays recorded; the trace
@@ -31,11 +44,14 @@
 //! `tracekit_posix::producer` (its source is compiled into the shim: it
 //! needs only `core`), as events of at most the stream's max-data-size,
 //! each behind a fragment header (pid, serial: the low bits of the record's start time, offset, total)
-//! that the recorder uses to reassemble larger records. No system call per
-//! record; mapping the stream costs `open`, `lseek`, `mmap` and `close` once
-//! per process (no descriptor stays open for the program to see). A full
-//! stream refuses events and counts them lost. `errno` is preserved around
-//! everything the shim does.
+//! that the recorder uses to reassemble larger records. A record's time is
+//! the stream time of its first event. No system call per record; mapping
+//! the stream costs `open`, `lseek`, `mmap` and `close` once per process
+//! that needs it (no descriptor stays open for the program to see). The
+//! hooks' usual paths call nothing in libc (in a fork child, the first
+//! call of each libc function faults its page in). A full stream refuses
+//! events and counts them lost. `errno` is preserved around everything
+//! the shim does.
 
 use std::io;
 use std::path::PathBuf;

@@ -11,12 +11,21 @@
 //! |---|---|---|
 //! | 0 | u32 | magic `0x544B5231` |
 //! | 4 | u32 | record length in bytes, header included |
-//! | 8 | u32 | kind: 1 exec, 2 fork (pid: the child; written by the parent, stamped before the fork), 3 reaped (in the parent) |
+//! | 8 | u32 | kind (below) |
 //! | 12 | i32 | pid (reaped: the child's pid) |
-//! | 16 | i32 | exec, fork: parent pid; reaped: the wait status |
-//! | 20 | u32 | exec: argc; else 0 |
+//! | 16 | i32 | exec kinds, fork: parent pid; reaped: the wait status; exec failed: `errno` |
+//! | 20 | u32 | exec kinds: argc; else 0 |
 //! | 24 | u64 | microseconds since the Unix epoch |
-//! | 32 | u32 | exec: envc; then NUL-terminated cwd, executable (`AT_EXECFN`), argv…, env… |
+//! | 32 | u32 | exec kinds: envc; then NUL-terminated cwd, executable (`AT_EXECFN`, or the path given to the call), argv…, env… |
+//!
+//! Kinds: 1 exec (reported by the new program), 2 fork (pid: the child;
+//! written by the parent, stamped before the fork), 3 reaped (in the
+//! parent), 4 exec *called* (reported by the calling program before the
+//! call, with the path, argv and environment it passes), 5 exec failed (the
+//! call returned: cancels the process's latest kind-4 record), 6 exec that
+//! *replaces* the latest kind-4 record of its pid (the call started another
+//! program than the one reported: glibc's `execvp` runs a script without
+//! `#!` through `/bin/sh`).
 
 use tracekit_core::{Error, Position, Warnings};
 
@@ -27,12 +36,29 @@ pub const HEADER: usize = 32;
 pub const KIND_EXEC: u32 = 1;
 pub const KIND_FORK: u32 = 2;
 pub const KIND_REAPED: u32 = 3;
+pub const KIND_EXEC_CALLED: u32 = 4;
+pub const KIND_EXEC_FAILED: u32 = 5;
+pub const KIND_EXEC_REPLACES: u32 = 6;
+
+/// Who reported an exec.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExecBy {
+    /// The new program, from what the kernel gave it.
+    Program,
+    /// The calling program, before the call (kind 4): valid unless a
+    /// [`Event::ExecFailed`] or a [`ExecBy::Replacing`] exec of the same
+    /// pid follows.
+    Caller,
+    /// The new program, replacing its caller's report (kind 6).
+    Replacing,
+}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
-    Exec(ExecEvent),
+    Exec(ExecEvent, ExecBy),
     Fork { pid: i32, ppid: i32, time_us: u64 },
     Reaped { pid: i32, status: i32, time_us: u64 },
+    ExecFailed { pid: i32, errno: i32, time_us: u64 },
 }
 
 fn u32_at(b: &[u8], at: usize) -> u32 {
@@ -94,7 +120,17 @@ pub fn decode_one(b: &[u8]) -> Result<(Event, usize), String> {
             status: other,
             time_us,
         },
-        KIND_EXEC => {
+        KIND_EXEC_FAILED => Event::ExecFailed {
+            pid,
+            errno: other,
+            time_us,
+        },
+        KIND_EXEC | KIND_EXEC_CALLED | KIND_EXEC_REPLACES => {
+            let by = match kind {
+                KIND_EXEC_CALLED => ExecBy::Caller,
+                KIND_EXEC_REPLACES => ExecBy::Replacing,
+                _ => ExecBy::Program,
+            };
             if len < HEADER + 4 {
                 return Err("exec event without payload".into());
             }
@@ -112,15 +148,18 @@ pub fn decode_one(b: &[u8]) -> Result<(Event, usize), String> {
             for _ in 0..envc {
                 env.push(next().ok_or("exec event: env cut short")?);
             }
-            Event::Exec(ExecEvent {
-                pid,
-                ppid: other,
-                time_us,
-                cwd,
-                executable,
-                argv,
-                env,
-            })
+            Event::Exec(
+                ExecEvent {
+                    pid,
+                    ppid: other,
+                    time_us,
+                    cwd,
+                    executable,
+                    argv,
+                    env,
+                },
+                by,
+            )
         }
         k => return Err(format!("unknown event kind {k}")),
     };
@@ -131,15 +170,27 @@ pub fn decode_one(b: &[u8]) -> Result<(Event, usize), String> {
 pub fn encode(ev: &Event) -> Vec<u8> {
     let mut b = vec![0u8; HEADER];
     let (kind, pid, other, count, time) = match ev {
-        Event::Exec(e) => (KIND_EXEC, e.pid, e.ppid, e.argv.len() as u32, e.time_us),
+        Event::Exec(e, by) => {
+            let kind = match by {
+                ExecBy::Program => KIND_EXEC,
+                ExecBy::Caller => KIND_EXEC_CALLED,
+                ExecBy::Replacing => KIND_EXEC_REPLACES,
+            };
+            (kind, e.pid, e.ppid, e.argv.len() as u32, e.time_us)
+        }
         Event::Fork { pid, ppid, time_us } => (KIND_FORK, *pid, *ppid, 0, *time_us),
         Event::Reaped {
             pid,
             status,
             time_us,
         } => (KIND_REAPED, *pid, *status, 0, *time_us),
+        Event::ExecFailed {
+            pid,
+            errno,
+            time_us,
+        } => (KIND_EXEC_FAILED, *pid, *errno, 0, *time_us),
     };
-    if let Event::Exec(e) = ev {
+    if let Event::Exec(e, _) = ev {
         b.extend_from_slice(&(e.env.len() as u32).to_ne_bytes());
         for s in [&e.cwd, &e.executable]
             .into_iter()
@@ -172,28 +223,38 @@ mod tests {
 
     #[test]
     fn round_trip_and_truncation() {
-        let ev = Event::Exec(ExecEvent {
-            pid: 7,
-            ppid: 1,
-            time_us: 42,
-            cwd: b"/w".to_vec(),
-            executable: b"/bin/cc".to_vec(),
-            argv: vec![b"cc".to_vec(), b"-c".to_vec(), b"a.c".to_vec()],
-            env: vec![b"A=1".to_vec(), b"\xff=\xfe".to_vec()],
-        });
+        let ev = Event::Exec(
+            ExecEvent {
+                pid: 7,
+                ppid: 1,
+                time_us: 42,
+                cwd: b"/w".to_vec(),
+                executable: b"/bin/cc".to_vec(),
+                argv: vec![b"cc".to_vec(), b"-c".to_vec(), b"a.c".to_vec()],
+                env: vec![b"A=1".to_vec(), b"\xff=\xfe".to_vec()],
+            },
+            ExecBy::Caller,
+        );
         let mut buf = encode(&ev);
         buf.extend(encode(&Event::Reaped {
             pid: 7,
             status: 0,
             time_us: 50,
         }));
+        let failed = Event::ExecFailed {
+            pid: 7,
+            errno: 2,
+            time_us: 51,
+        };
+        buf.extend(encode(&failed));
         let mut w = Warnings::default();
         let got = decode(&buf, &mut w);
-        assert_eq!(got.len(), 2);
+        assert_eq!(got.len(), 3);
         assert_eq!(got[0], ev);
+        assert_eq!(got[2], failed);
         assert!(w.is_empty());
         let got = decode(&buf[..buf.len() - 3], &mut w);
-        assert_eq!(got.len(), 1);
+        assert_eq!(got.len(), 2);
         assert_eq!(w.total(), 1);
     }
 
@@ -201,7 +262,7 @@ mod tests {
     /// by the fuzzer): the record is reported lost instead.
     #[test]
     fn huge_counts_are_lost_not_allocated() {
-        let mut buf = encode(&Event::Exec(ExecEvent::default()));
+        let mut buf = encode(&Event::Exec(ExecEvent::default(), ExecBy::Program));
         buf[20..24].copy_from_slice(&u32::MAX.to_ne_bytes());
         buf[32..36].copy_from_slice(&u32::MAX.to_ne_bytes());
         let mut w = Warnings::default();

@@ -22,8 +22,9 @@ pub mod ptrace;
 
 use std::collections::HashMap;
 use std::ffi::OsString;
+use std::hash::{BuildHasher, Hash, Hasher};
 use std::io::{self, Write};
-use std::rc::Rc;
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -72,30 +73,29 @@ pub fn now_us() -> u64 {
 
 /// Turns exec/fork/exit events into trace records, in exec order.
 pub struct Assembler {
-    top_env: Rc<Env>,
+    top_env: Env,
     /// Our preload library's value, removed from `LD_PRELOAD` in records.
     preload_lib: Option<String>,
     records: Vec<Process>,
     latest: HashMap<i32, usize>,
-    env_by_id: HashMap<i64, Rc<Env>>,
-    /// Per record id: the environment as the process received it (and
-    /// whether it was read as UTF-8), so a child that inherits it unchanged
-    /// (the usual case) shares the parent's parsed one.
-    raw_env_by_id: HashMap<i64, (Vec<Vec<u8>>, bool)>,
+    /// Per record id: the environment the process received. A child that
+    /// inherits it unchanged (the usual case) holds the very same one.
+    env_by_id: HashMap<i64, Arc<ExecEnv>>,
     /// Per pid: the record id its next exec names as parent (set at fork).
     parent_of: HashMap<i32, i64>,
+    envs: EnvCache,
 }
 
 impl Assembler {
     pub fn new(top_env: Env, preload_lib: Option<String>) -> Self {
         Assembler {
-            top_env: Rc::new(top_env),
+            top_env,
             preload_lib,
             records: Vec::new(),
             latest: HashMap::new(),
             env_by_id: HashMap::new(),
-            raw_env_by_id: HashMap::new(),
             parent_of: HashMap::new(),
+            envs: EnvCache::default(),
         }
     }
 
@@ -124,7 +124,7 @@ impl Assembler {
     }
 
     pub fn exec(&mut self, ev: ExecEvent) {
-        let p = PreparedExec::new(ev, self.preload_lib.as_deref());
+        let p = PreparedExec::new(ev, self.preload_lib.as_deref(), &mut self.envs);
         self.exec_prepared(p);
     }
 
@@ -150,29 +150,19 @@ impl Assembler {
             None => self.owner(ev.ppid).unwrap_or(-1),
         };
         self.parent_of.insert(ev.pid, parent_id);
-        let parent_env = self
-            .env_by_id
-            .get(&parent_id)
-            .cloned()
-            .unwrap_or_else(|| self.top_env.clone());
-        let inherited = self
-            .raw_env_by_id
-            .get(&parent_id)
-            .is_some_and(|(raw, utf8)| *utf8 == all_utf8 && *raw == ev.env);
+        let parent_env = self.env_by_id.get(&parent_id);
         let mut p = Process::new(ev.pid as i64, Some(parent_id), cwd, executable);
         p.args = args;
-        let env = if inherited {
-            parent_env
-        } else {
-            p.env_diff = diff(&parent_env, &env);
-            Rc::new(env)
-        };
+        let inherited = parent_env.is_some_and(|parent| parent.same_as(&env));
+        if !inherited {
+            let parent = parent_env.map_or(&self.top_env, |e| &e.env);
+            p.env_diff = diff(parent, &env.env);
+        }
         p.start_us = Some(ev.time_us);
         if !all_utf8 {
             p.extra.insert("tk_encoding".into(), Value::from("latin1"));
         }
         self.env_by_id.insert(ev.pid as i64, env);
-        self.raw_env_by_id.insert(ev.pid as i64, (ev.env, all_utf8));
         self.latest.insert(ev.pid, self.records.len());
         self.records.push(p);
     }
@@ -211,18 +201,69 @@ impl Assembler {
 /// environment parsed without the recorder's variables. Recorders prepare
 /// events while the build runs; [`Assembler::exec_prepared`] links them.
 pub struct PreparedExec {
-    /// The event; only `pid`, `ppid`, `time_us` and the raw `env` are kept.
+    /// The event; only `pid`, `ppid` and `time_us` are kept.
     ev: ExecEvent,
     all_utf8: bool,
     cwd: String,
     executable: String,
     args: Vec<String>,
+    env: Arc<ExecEnv>,
+}
+
+/// The environment an exec received, as received and parsed. Identical
+/// environments are one [`ExecEnv`] (see [`EnvCache`]).
+pub struct ExecEnv {
+    raw: Vec<Vec<u8>>,
+    /// Read as UTF-8 (else Latin-1).
+    utf8: bool,
     env: Env,
 }
 
+impl ExecEnv {
+    fn same_as(self: &Arc<Self>, other: &Arc<ExecEnv>) -> bool {
+        Arc::ptr_eq(self, other) || (self.utf8 == other.utf8 && self.raw == other.raw)
+    }
+}
+
+/// Environments already parsed, by content: most processes of a build
+/// receive one of a handful, which are then parsed once and compared by
+/// pointer.
+#[derive(Default)]
+pub struct EnvCache {
+    by_hash: HashMap<u64, Vec<Arc<ExecEnv>>>,
+    hasher: std::collections::hash_map::RandomState,
+}
+
+impl EnvCache {
+    fn get(
+        &mut self,
+        raw: Vec<Vec<u8>>,
+        utf8: bool,
+        parse: impl FnOnce(&[Vec<u8>]) -> Env,
+    ) -> Arc<ExecEnv> {
+        let mut h = self.hasher.build_hasher();
+        raw.hash(&mut h);
+        utf8.hash(&mut h);
+        let same = self.by_hash.entry(h.finish()).or_default();
+        if let Some(e) = same.iter().find(|e| e.utf8 == utf8 && e.raw == raw) {
+            return e.clone();
+        }
+        let env = parse(&raw);
+        let e = Arc::new(ExecEnv { raw, utf8, env });
+        same.push(e.clone());
+        e
+    }
+}
+
 impl PreparedExec {
-    /// `preload_lib`: our shim's path, taken out of `LD_PRELOAD`.
-    pub fn new(mut ev: ExecEvent, preload_lib: Option<&str>) -> PreparedExec {
+    /// The process that exec'd.
+    pub fn pid(&self) -> i32 {
+        self.ev.pid
+    }
+
+    /// `preload_lib`: our shim's path, taken out of `LD_PRELOAD`; `envs`:
+    /// the environments seen so far.
+    pub fn new(mut ev: ExecEvent, preload_lib: Option<&str>, envs: &mut EnvCache) -> PreparedExec {
         let all_utf8 = std::str::from_utf8(&ev.cwd).is_ok()
             && std::str::from_utf8(&ev.executable).is_ok()
             && ev.argv.iter().all(|a| std::str::from_utf8(a).is_ok())
@@ -240,7 +281,9 @@ impl PreparedExec {
             executable = crate::cdb::absolute(&cwd, &executable);
         }
         let args = ev.argv.iter().map(|a| conv(a)).collect();
-        let env = parse_env(&ev.env, &conv, preload_lib);
+        let env = envs.get(std::mem::take(&mut ev.env), all_utf8, |raw| {
+            parse_env(raw, &conv, preload_lib)
+        });
         ev.cwd = Vec::new();
         ev.executable = Vec::new();
         ev.argv = Vec::new();

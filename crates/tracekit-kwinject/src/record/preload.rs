@@ -2,13 +2,17 @@
 //! `LD_PRELOAD`, reading what it reports from a POSIX trace stream while
 //! the build runs.
 //!
-//! The shim's library constructor reports every exec of a dynamically
-//! linked program, whichever call started it (`execve`, `execveat`,
-//! `fexecve`, the `execv*`/`execl*` family, `posix_spawn*`, `vfork`+exec,
-//! `system`, `popen`); its `fork` hook reports subshells that never exec,
-//! so their children find their parent record; its `waitpid`/`wait4`/`wait3`/`wait`
-//! hooks report exit status and end time when the parent reaps a child.
-//! Statically linked programs load no shim and are not seen: use ptrace.
+//! Every exec of a dynamically linked program is reported, whichever call
+//! started it (`execve`, `execveat`, `fexecve`, the `execv*`/`execl*`
+//! family, `posix_spawn*`, `vfork`+exec, `system`, `popen`): by the
+//! shim's exec hooks in the calling process before the call (cancelled by
+//! an *exec failed* record if the call returns), else by the shim's
+//! constructor in the new program (see `tracekit_preload`). Its `fork`
+//! hook reports subshells that never exec, so their children find their
+//! parent record; its `waitpid`/`wait4`/`wait3`/`wait` hooks report exit
+//! status and end time when the parent reaps a child. Statically linked
+//! programs load no shim and are seen only when a program with the shim
+//! execs them: use ptrace.
 //!
 //! The recorder is the stream's controller (`tracekit_posix::api`): it
 //! creates an UNTIL_FULL stream for all processes
@@ -35,8 +39,8 @@ use tracekit_posix::api;
 use tracekit_posix::consts::POSIX_TRACE_UNTIL_FULL;
 use tracekit_posix::TraceAttr;
 
-use super::events::{decode_one, Event};
-use super::{exit_of, now_us, Assembler, PreparedExec, PRELOAD_OUT_VAR};
+use super::events::{decode_one, Event, ExecBy};
+use super::{exit_of, now_us, Assembler, EnvCache, PreparedExec, PRELOAD_OUT_VAR};
 use crate::trace::Exit;
 
 /// The file name of the shim library.
@@ -209,17 +213,38 @@ const POLL: std::time::Duration = std::time::Duration::from_millis(20);
 /// A record as the reader thread leaves it: decoded, and an exec's text
 /// converted, so little is left to do once the build is over.
 enum Prepared {
-    Exec(PreparedExec),
+    Exec(PreparedExec, ExecBy),
     Fork { pid: i32, ppid: i32 },
     Reaped { pid: i32, status: i32, time_us: u64 },
+    ExecFailed { pid: i32 },
     Damaged(String),
 }
 
-fn prepare(record: &[u8], preload_lib: Option<&str>) -> Prepared {
+/// `time_ns`: the stream time of the record's first piece, which stands
+/// for the record's own time when it carries none (the shim leaves it 0).
+fn prepare(
+    record: &[u8],
+    time_ns: i64,
+    preload_lib: Option<&str>,
+    envs: &mut EnvCache,
+) -> Prepared {
+    let stream_us = (time_ns.max(0) / 1000) as u64;
+    let or_stream = |t: u64| if t == 0 { stream_us } else { t };
     match decode_one(record) {
-        Ok((Event::Exec(mut e), _)) => {
-            super::unwrap_script(&mut e);
-            Prepared::Exec(PreparedExec::new(e, preload_lib))
+        Ok((Event::Exec(mut e, by), _)) => {
+            e.time_us = or_stream(e.time_us);
+            // The stream path, marked differently for every exec a caller
+            // reports, is no part of the build's environment.
+            e.env.retain(|kv| {
+                !kv.starts_with(PRELOAD_OUT_VAR.as_bytes())
+                    || kv.get(PRELOAD_OUT_VAR.len()) != Some(&b'=')
+            });
+            // A caller reports the exec as it made it; the new program sees
+            // a script's interpreter instead.
+            if by != ExecBy::Caller {
+                super::unwrap_script(&mut e);
+            }
+            Prepared::Exec(PreparedExec::new(e, preload_lib, envs), by)
         }
         Ok((Event::Fork { pid, ppid, .. }, _)) => Prepared::Fork { pid, ppid },
         Ok((
@@ -232,10 +257,34 @@ fn prepare(record: &[u8], preload_lib: Option<&str>) -> Prepared {
         )) => Prepared::Reaped {
             pid,
             status,
-            time_us,
+            time_us: or_stream(time_us),
         },
+        Ok((Event::ExecFailed { pid, .. }, _)) => Prepared::ExecFailed { pid },
         Err(msg) => Prepared::Damaged(msg),
     }
+}
+
+/// Which records (by place in the final order) stand for execs that never
+/// happened: a caller's report whose call failed, or that the new program
+/// replaced with its own.
+fn cancelled(prepared: &[(Order, Prepared)]) -> Vec<bool> {
+    let mut out = vec![false; prepared.len()];
+    let mut called: HashMap<i32, usize> = HashMap::new();
+    for (i, (_, record)) in prepared.iter().enumerate() {
+        let pid = match record {
+            Prepared::Exec(e, ExecBy::Caller) => {
+                called.insert(e.pid(), i);
+                continue;
+            }
+            Prepared::Exec(e, ExecBy::Replacing) => e.pid(),
+            Prepared::ExecFailed { pid } => *pid,
+            _ => continue,
+        };
+        if let Some(j) = called.remove(&pid) {
+            out[j] = true;
+        }
+    }
+    out
 }
 
 /// What the reader collected: the reassembler (for its losses) and the
@@ -254,6 +303,7 @@ fn drain(
 ) -> Drained {
     let mut asm = Reassembler::default();
     let mut prepared = Vec::new();
+    let mut envs = EnvCache::default();
     let mut buf = vec![0u8; 16 << 10];
     loop {
         let finishing = done.load(Ordering::Acquire);
@@ -267,7 +317,7 @@ fn drain(
                         warnings,
                     );
                     for (order, record) in asm.take_complete() {
-                        prepared.push((order, prepare(&record, preload_lib)));
+                        prepared.push((order, prepare(&record, order.0, preload_lib, &mut envs)));
                     }
                 }
             }
@@ -377,10 +427,15 @@ pub fn record(
     }
     asm.root(root);
     prepared.sort_by_key(|(order, _)| *order);
+    let cancelled = cancelled(&prepared);
     for (i, (_, record)) in prepared.into_iter().enumerate() {
+        if cancelled[i] {
+            continue;
+        }
         match record {
             Prepared::Fork { pid, ppid } => asm.fork(pid, ppid),
-            Prepared::Exec(e) => asm.exec_prepared(e),
+            Prepared::Exec(e, _) => asm.exec_prepared(e),
+            Prepared::ExecFailed { .. } => {}
             Prepared::Reaped {
                 pid,
                 status,
