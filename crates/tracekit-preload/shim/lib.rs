@@ -9,7 +9,10 @@
 
 use core::ffi::{c_char, c_int, c_void};
 use core::ptr::{null, null_mut};
-use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Ordering::Acquire, Ordering::Relaxed, Ordering::Release};
+use core::sync::atomic::{
+    AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Ordering::Acquire, Ordering::Relaxed,
+    Ordering::Release,
+};
 
 #[allow(dead_code)]
 #[path = "../../tracekit-posix/src/consts.rs"]
@@ -323,7 +326,6 @@ unsafe fn map_stream_as(pid: pid_t) {
         }
     }
 }
-
 
 /// Bytes of a fragment staged on the stack (header included): a record is
 /// streamed through this buffer, never built whole. Frames of a page or
@@ -716,15 +718,7 @@ unsafe fn send_exec(
         return;
     };
     let mut head = [0u8; HEADER + 4];
-    header(
-        &mut head,
-        len,
-        kind,
-        pid,
-        sys::getppid(),
-        argc as u32,
-        0,
-    );
+    header(&mut head, len, kind, pid, sys::getppid(), argc as u32, 0);
     head[HEADER..].copy_from_slice(&(envc as u32).to_ne_bytes());
     // Exactly the bytes counted in `len`, in the same order.
     out.put(&head);
