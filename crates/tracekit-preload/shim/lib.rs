@@ -500,21 +500,16 @@ unsafe extern "C" fn init(argc: c_int, argv: *const *const c_char, envp: *const 
         let pid = sys::getpid();
         let exe = bytes(execfn(envp));
         let (marked_pid, marked_exe) = MARK;
-        if marked_pid != pid || marked_exe != path_hash(exe) {
-            map_stream(pid);
-            if stream().is_some() {
-                // The mark names us but another program: the caller's
-                // reported exec became this one (glibc's `execvp` runs a
-                // script without `#!` through /bin/sh), which replaces it.
-                let kind = if marked_pid == pid {
-                    KIND_EXEC_REPLACES
-                } else {
-                    KIND_EXEC
-                };
-                report_exec(kind, pid, exe, argc.max(0) as usize, argv, envp);
+        if (marked_pid != pid || marked_exe != path_hash(exe)) && ensure_stream().is_some() {
+            // The mark names us but another program: the caller's
+            // reported exec became this one (glibc's `execvp` runs a
+            // script without `#!` through /bin/sh), which replaces it.
+            let kind = if marked_pid == pid {
+                KIND_EXEC_REPLACES
             } else {
-                MAP_FAILED.store(true, Relaxed);
-            }
+                KIND_EXEC
+            };
+            report_exec(kind, pid, exe, argc.max(0) as usize, argv, envp);
         }
     }
 }
@@ -650,7 +645,8 @@ const ERANGE: c_int = 34;
 
 /// Sends an exec record of kind `kind` for process `pid` (the caller's
 /// working directory). The working directory is read into a small buffer;
-/// only a path longer than that takes the PATH_MAX one.
+/// only a path longer than that takes the PATH_MAX one, in a frame of its
+/// own.
 unsafe fn report_exec(
     kind: u32,
     pid: pid_t,
@@ -659,15 +655,8 @@ unsafe fn report_exec(
     argv: *const *const c_char,
     envp: *const *const c_char,
 ) {
-    let mut cwd = core::mem::MaybeUninit::<[u8; 512]>::uninit();
-    let n = sys::getcwd(cwd.as_mut_ptr().cast(), 512);
-    if n > 0 {
-        let cwd = core::slice::from_raw_parts(cwd.as_ptr().cast::<u8>(), n as usize - 1);
-        send_exec(kind, pid, cwd, exe, argc, argv, envp);
-    } else if n == -(ERANGE as isize) {
+    if !report_exec_in::<512>(kind, pid, exe, argc, argv, envp) {
         report_exec_long_cwd(kind, pid, exe, argc, argv, envp);
-    } else {
-        send_exec(kind, pid, b"", exe, argc, argv, envp);
     }
 }
 
@@ -680,14 +669,33 @@ unsafe fn report_exec_long_cwd(
     argv: *const *const c_char,
     envp: *const *const c_char,
 ) {
-    let mut cwd = core::mem::MaybeUninit::<[u8; PATH_MAX]>::uninit();
-    let n = sys::getcwd(cwd.as_mut_ptr().cast(), PATH_MAX);
+    report_exec_in::<PATH_MAX>(kind, pid, exe, argc, argv, envp);
+}
+
+/// [`report_exec`] with an `N`-byte buffer for the working directory;
+/// false (nothing sent) when it is too long for that buffer (and `N` is
+/// not already PATH_MAX). An unreadable directory is sent empty.
+#[inline(always)]
+unsafe fn report_exec_in<const N: usize>(
+    kind: u32,
+    pid: pid_t,
+    exe: &[u8],
+    argc: usize,
+    argv: *const *const c_char,
+    envp: *const *const c_char,
+) -> bool {
+    let mut cwd = core::mem::MaybeUninit::<[u8; N]>::uninit();
+    let n = sys::getcwd(cwd.as_mut_ptr().cast(), N);
+    if n == -(ERANGE as isize) && N < PATH_MAX {
+        return false;
+    }
     let cwd = if n > 0 {
         core::slice::from_raw_parts(cwd.as_ptr().cast::<u8>(), n as usize - 1)
     } else {
         &[][..]
     };
     send_exec(kind, pid, cwd, exe, argc, argv, envp);
+    true
 }
 
 /// Streams the exec record (the layout of `events.rs`) straight from the

@@ -1,9 +1,9 @@
-//! Any bytes as a preload events file: decoded records or a counted loss.
+//! Any bytes as one record of the preload shim: an event or an error,
+//! never a panic or a huge allocation.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let mut w = tracekit_core::Warnings::default();
-    let _ = tracekit_kwinject::record::events::decode(data, &mut w);
+    let _ = tracekit_kwinject::record::events::decode_one(data);
 });

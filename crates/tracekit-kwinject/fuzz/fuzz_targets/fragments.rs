@@ -15,8 +15,8 @@ fuzz_target!(|data: &[u8]| {
         r.fragment(0, 0, &tail[..n], &mut w);
         rest = &tail[n..];
     }
-    let (records, _incomplete) = r.finish();
-    for rec in records {
+    for (_, rec) in r.take_complete() {
         let _ = events::decode_one(&rec);
     }
+    let _ = r.incomplete();
 });

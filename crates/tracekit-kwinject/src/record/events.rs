@@ -3,9 +3,8 @@
 //! The shim sends each record through a POSIX trace stream, split into
 //! events of the stream's max-data-size, each behind a fragment header (see
 //! [`super::preload::Reassembler`]); [`decode_one`] reads a reassembled
-//! record. [`decode`] reads records laid end to end (a dump of records, as
-//! older versions wrote them to a file). Layout (native byte order, the
-//! shim and the recorder run on one machine):
+//! record. Layout (native byte order, the shim and the recorder run on one
+//! machine):
 //!
 //! | offset | type | field |
 //! |---|---|---|
@@ -15,7 +14,7 @@
 //! | 12 | i32 | pid (reaped: the child's pid) |
 //! | 16 | i32 | exec kinds, fork: parent pid; reaped: the wait status; exec failed: `errno` |
 //! | 20 | u32 | exec kinds: argc; else 0 |
-//! | 24 | u64 | microseconds since the Unix epoch |
+//! | 24 | u64 | microseconds since the Unix epoch; 0 (what the shim writes): the stream time of the record's first event |
 //! | 32 | u32 | exec kinds: envc; then NUL-terminated cwd, executable (`AT_EXECFN`, or the path given to the call), argv…, env… |
 //!
 //! Kinds: 1 exec (reported by the new program), 2 fork (pid: the child;
@@ -26,8 +25,6 @@
 //! *replaces* the latest kind-4 record of its pid (the call started another
 //! program than the one reported: glibc's `execvp` runs a script without
 //! `#!` through `/bin/sh`).
-
-use tracekit_core::{Error, Position, Warnings};
 
 use super::ExecEvent;
 
@@ -67,31 +64,8 @@ fn u32_at(b: &[u8], at: usize) -> u32 {
     u32::from_ne_bytes(a)
 }
 
-/// Decodes a whole events file. A damaged record ends the readable part:
-/// the rest is counted as lost in `warnings` (offset given), never guessed.
-pub fn decode(buf: &[u8], warnings: &mut Warnings) -> Vec<Event> {
-    let mut out = Vec::new();
-    let mut at = 0;
-    while at < buf.len() {
-        match decode_one(&buf[at..]) {
-            Ok((ev, len)) => {
-                out.push(ev);
-                at += len;
-            }
-            Err(msg) => {
-                warnings.push(
-                    Position::Offset(at as u64),
-                    format!("{msg}; {} bytes of events lost", buf.len() - at),
-                );
-                break;
-            }
-        }
-    }
-    out
-}
-
-/// Decodes the record at the start of `b`: the event and its length.
-pub fn decode_one(b: &[u8]) -> Result<(Event, usize), String> {
+/// Decodes one record (bytes past its length are ignored).
+pub fn decode_one(b: &[u8]) -> Result<Event, String> {
     if b.len() < HEADER {
         return Err("truncated event header".into());
     }
@@ -163,7 +137,7 @@ pub fn decode_one(b: &[u8]) -> Result<(Event, usize), String> {
         }
         k => return Err(format!("unknown event kind {k}")),
     };
-    Ok((ev, len))
+    Ok(ev)
 }
 
 /// Encodes one event (used by tests; the shim has its own encoder).
@@ -212,61 +186,50 @@ pub fn encode(ev: &Event) -> Vec<u8> {
     b
 }
 
-/// An error for an events file that cannot be opened or read.
-pub fn io_error(path: &std::path::Path, e: std::io::Error) -> Error {
-    Error::io(Some(path), e)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn round_trip_and_truncation() {
-        let ev = Event::Exec(
-            ExecEvent {
+        let events = [
+            Event::Exec(
+                ExecEvent {
+                    pid: 7,
+                    ppid: 1,
+                    time_us: 42,
+                    cwd: b"/w".to_vec(),
+                    executable: b"/bin/cc".to_vec(),
+                    argv: vec![b"cc".to_vec(), b"-c".to_vec(), b"a.c".to_vec()],
+                    env: vec![b"A=1".to_vec(), b"\xff=\xfe".to_vec()],
+                },
+                ExecBy::Caller,
+            ),
+            Event::Reaped {
                 pid: 7,
-                ppid: 1,
-                time_us: 42,
-                cwd: b"/w".to_vec(),
-                executable: b"/bin/cc".to_vec(),
-                argv: vec![b"cc".to_vec(), b"-c".to_vec(), b"a.c".to_vec()],
-                env: vec![b"A=1".to_vec(), b"\xff=\xfe".to_vec()],
+                status: 0,
+                time_us: 50,
             },
-            ExecBy::Caller,
-        );
-        let mut buf = encode(&ev);
-        buf.extend(encode(&Event::Reaped {
-            pid: 7,
-            status: 0,
-            time_us: 50,
-        }));
-        let failed = Event::ExecFailed {
-            pid: 7,
-            errno: 2,
-            time_us: 51,
-        };
-        buf.extend(encode(&failed));
-        let mut w = Warnings::default();
-        let got = decode(&buf, &mut w);
-        assert_eq!(got.len(), 3);
-        assert_eq!(got[0], ev);
-        assert_eq!(got[2], failed);
-        assert!(w.is_empty());
-        let got = decode(&buf[..buf.len() - 3], &mut w);
-        assert_eq!(got.len(), 2);
-        assert_eq!(w.total(), 1);
+            Event::ExecFailed {
+                pid: 7,
+                errno: 2,
+                time_us: 51,
+            },
+        ];
+        for ev in &events {
+            let buf = encode(ev);
+            assert_eq!(decode_one(&buf).as_ref(), Ok(ev));
+            assert!(decode_one(&buf[..buf.len() - 1]).is_err());
+        }
     }
 
     /// A damaged argc must not make the decoder reserve gigabytes (found
-    /// by the fuzzer): the record is reported lost instead.
+    /// by the fuzzer): the record is refused instead.
     #[test]
-    fn huge_counts_are_lost_not_allocated() {
+    fn huge_counts_are_refused_not_allocated() {
         let mut buf = encode(&Event::Exec(ExecEvent::default(), ExecBy::Program));
         buf[20..24].copy_from_slice(&u32::MAX.to_ne_bytes());
         buf[32..36].copy_from_slice(&u32::MAX.to_ne_bytes());
-        let mut w = Warnings::default();
-        assert!(decode(&buf, &mut w).is_empty());
-        assert_eq!(w.total(), 1);
+        assert!(decode_one(&buf).is_err());
     }
 }

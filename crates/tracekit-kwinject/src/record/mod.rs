@@ -132,38 +132,43 @@ impl Assembler {
     /// thread, while the build ran); links it to its parent.
     pub fn exec_prepared(&mut self, p: PreparedExec) {
         let PreparedExec {
-            ev,
+            pid,
+            ppid,
+            time_us,
             all_utf8,
             cwd,
             executable,
             args,
             env,
         } = p;
-        if let Some(&i) = self.latest.get(&ev.pid) {
+        if let Some(&i) = self.latest.get(&pid) {
             let r = &mut self.records[i];
             if r.end_us.is_none() {
-                r.end_us = Some(ev.time_us);
+                r.end_us = Some(time_us);
             }
         }
-        let parent_id = match self.parent_of.get(&ev.pid) {
+        let parent_id = match self.parent_of.get(&pid) {
             Some(&p) => p,
-            None => self.owner(ev.ppid).unwrap_or(-1),
+            None => self.owner(ppid).unwrap_or(-1),
         };
-        self.parent_of.insert(ev.pid, parent_id);
+        self.parent_of.insert(pid, parent_id);
         let parent_env = self.env_by_id.get(&parent_id);
-        let mut p = Process::new(ev.pid as i64, Some(parent_id), cwd, executable);
+        let mut p = Process::new(pid as i64, Some(parent_id), cwd, executable);
         p.args = args;
-        let inherited = parent_env.is_some_and(|parent| parent.same_as(&env));
+        // One cache prepares all execs of a recording, so an environment
+        // inherited unchanged is the parent's very own (and were it not,
+        // the diff would only come out empty).
+        let inherited = parent_env.is_some_and(|parent| Arc::ptr_eq(parent, &env));
         if !inherited {
             let parent = parent_env.map_or(&self.top_env, |e| &e.env);
             p.env_diff = diff(parent, &env.env);
         }
-        p.start_us = Some(ev.time_us);
+        p.start_us = Some(time_us);
         if !all_utf8 {
             p.extra.insert("tk_encoding".into(), Value::from("latin1"));
         }
-        self.env_by_id.insert(ev.pid as i64, env);
-        self.latest.insert(ev.pid, self.records.len());
+        self.env_by_id.insert(pid as i64, env);
+        self.latest.insert(pid, self.records.len());
         self.records.push(p);
     }
 
@@ -201,8 +206,9 @@ impl Assembler {
 /// environment parsed without the recorder's variables. Recorders prepare
 /// events while the build runs; [`Assembler::exec_prepared`] links them.
 pub struct PreparedExec {
-    /// The event; only `pid`, `ppid` and `time_us` are kept.
-    ev: ExecEvent,
+    pid: i32,
+    ppid: i32,
+    time_us: u64,
     all_utf8: bool,
     cwd: String,
     executable: String,
@@ -217,12 +223,6 @@ pub struct ExecEnv {
     /// Read as UTF-8 (else Latin-1).
     utf8: bool,
     env: Env,
-}
-
-impl ExecEnv {
-    fn same_as(self: &Arc<Self>, other: &Arc<ExecEnv>) -> bool {
-        Arc::ptr_eq(self, other) || (self.utf8 == other.utf8 && self.raw == other.raw)
-    }
 }
 
 /// Environments already parsed, by content: most processes of a build
@@ -258,12 +258,18 @@ impl EnvCache {
 impl PreparedExec {
     /// The process that exec'd.
     pub fn pid(&self) -> i32 {
-        self.ev.pid
+        self.pid
     }
 
     /// `preload_lib`: our shim's path, taken out of `LD_PRELOAD`; `envs`:
     /// the environments seen so far.
     pub fn new(mut ev: ExecEvent, preload_lib: Option<&str>, envs: &mut EnvCache) -> PreparedExec {
+        // The recorder's own variable is no part of the build's environment
+        // (and the shim marks its value differently for every exec).
+        ev.env.retain(|kv| {
+            kv.strip_prefix(PRELOAD_OUT_VAR.as_bytes())
+                .is_none_or(|rest| !rest.is_empty() && rest[0] != b'=')
+        });
         let all_utf8 = std::str::from_utf8(&ev.cwd).is_ok()
             && std::str::from_utf8(&ev.executable).is_ok()
             && ev.argv.iter().all(|a| std::str::from_utf8(a).is_ok())
@@ -284,11 +290,10 @@ impl PreparedExec {
         let env = envs.get(std::mem::take(&mut ev.env), all_utf8, |raw| {
             parse_env(raw, &conv, preload_lib)
         });
-        ev.cwd = Vec::new();
-        ev.executable = Vec::new();
-        ev.argv = Vec::new();
         PreparedExec {
-            ev,
+            pid: ev.pid,
+            ppid: ev.ppid,
+            time_us: ev.time_us,
             all_utf8,
             cwd,
             executable,
@@ -298,15 +303,12 @@ impl PreparedExec {
     }
 }
 
-/// The environment of an exec record, without the recorder's variables.
+/// The environment of an exec record, without our library in `LD_PRELOAD`.
 fn parse_env(raw: &[Vec<u8>], conv: &dyn Fn(&[u8]) -> String, preload_lib: Option<&str>) -> Env {
     let mut env = Env::new();
     for kv in raw {
         let s = conv(kv);
         let (k, v) = s.split_once('=').unwrap_or((s.as_str(), ""));
-        if k == PRELOAD_OUT_VAR {
-            continue;
-        }
         if k == "LD_PRELOAD" {
             if let Some(rest) = strip_preload(v, preload_lib) {
                 if !rest.is_empty() {

@@ -164,15 +164,9 @@ impl Reassembler {
         std::mem::take(&mut self.complete)
     }
 
-    /// Complete records (not yet taken) in the order they started, and how
-    /// many records stayed incomplete (or lost their beginning).
-    pub fn finish(mut self) -> (Vec<Vec<u8>>, u64) {
-        self.complete.sort_by_key(|(first, _)| *first);
-        let incomplete = self.partial.len() as u64 + self.orphans;
-        (
-            self.complete.into_iter().map(|(_, r)| r).collect(),
-            incomplete,
-        )
+    /// How many records stayed incomplete (or lost their beginning).
+    pub fn incomplete(&self) -> u64 {
+        self.partial.len() as u64 + self.orphans
     }
 }
 
@@ -231,14 +225,8 @@ fn prepare(
     let stream_us = (time_ns.max(0) / 1000) as u64;
     let or_stream = |t: u64| if t == 0 { stream_us } else { t };
     match decode_one(record) {
-        Ok((Event::Exec(mut e, by), _)) => {
+        Ok(Event::Exec(mut e, by)) => {
             e.time_us = or_stream(e.time_us);
-            // The stream path, marked differently for every exec a caller
-            // reports, is no part of the build's environment.
-            e.env.retain(|kv| {
-                !kv.starts_with(PRELOAD_OUT_VAR.as_bytes())
-                    || kv.get(PRELOAD_OUT_VAR.len()) != Some(&b'=')
-            });
             // A caller reports the exec as it made it; the new program sees
             // a script's interpreter instead.
             if by != ExecBy::Caller {
@@ -246,20 +234,17 @@ fn prepare(
             }
             Prepared::Exec(PreparedExec::new(e, preload_lib, envs), by)
         }
-        Ok((Event::Fork { pid, ppid, .. }, _)) => Prepared::Fork { pid, ppid },
-        Ok((
-            Event::Reaped {
-                pid,
-                status,
-                time_us,
-            },
-            _,
-        )) => Prepared::Reaped {
+        Ok(Event::Fork { pid, ppid, .. }) => Prepared::Fork { pid, ppid },
+        Ok(Event::Reaped {
+            pid,
+            status,
+            time_us,
+        }) => Prepared::Reaped {
             pid,
             status,
             time_us: or_stream(time_us),
         },
-        Ok((Event::ExecFailed { pid, .. }, _)) => Prepared::ExecFailed { pid },
+        Ok(Event::ExecFailed { pid, .. }) => Prepared::ExecFailed { pid },
         Err(msg) => Prepared::Damaged(msg),
     }
 }
@@ -416,7 +401,7 @@ pub fn record(
     drop(stream);
     let root_exit = exit_of(status);
     // The reader took every completed record; what is left is incomplete.
-    let (_, incomplete) = reassembler.finish();
+    let incomplete = reassembler.incomplete();
     if lost > 0 || incomplete > 0 {
         warnings.push(
             Position::Unknown,
@@ -490,6 +475,13 @@ mod tests {
         v
     }
 
+    /// The completed records in their final order (as `record` sorts them).
+    fn in_order(r: &mut Reassembler) -> Vec<Vec<u8>> {
+        let mut done = r.take_complete();
+        done.sort_by_key(|(order, _)| *order);
+        done.into_iter().map(|(_, rec)| rec).collect()
+    }
+
     #[test]
     fn interleaved_fragments_are_reassembled_in_start_order() {
         let mut r = Reassembler::default();
@@ -500,12 +492,11 @@ mod tests {
         // Same pid and serial, another thread: another record.
         r.fragment(7, 0, &frag(1, 0, 0, 4, b"thr"), &mut w);
         r.fragment(7, 0, &frag(1, 0, 3, 4, b"d"), &mut w);
-        let (records, incomplete) = r.finish();
         assert_eq!(
-            records,
+            in_order(&mut r),
             vec![b"abcdef".to_vec(), b"xy".to_vec(), b"thrd".to_vec()]
         );
-        assert_eq!(incomplete, 0);
+        assert_eq!(r.incomplete(), 0);
         assert!(w.is_empty());
     }
 
@@ -518,9 +509,8 @@ mod tests {
         r.fragment(0, 200, &frag(9, 1, 0, 5, b"child"), &mut w);
         r.fragment(0, 100, &frag(8, 1, 0, 4, b"fork"), &mut w);
         r.fragment(0, 300, &frag(8, 2, 0, 4, b"late"), &mut w);
-        let (records, _) = r.finish();
         assert_eq!(
-            records,
+            in_order(&mut r),
             vec![b"fork".to_vec(), b"child".to_vec(), b"late".to_vec()]
         );
     }
@@ -534,9 +524,8 @@ mod tests {
         r.fragment(0, 0, &frag(1, 0, 6, 9, b"ghi"), &mut w);
         r.fragment(0, 0, &frag(2, 5, 2, 4, b"zz"), &mut w);
         r.fragment(0, 0, &frag(3, 0, 0, 1, b"k"), &mut w);
-        let (records, incomplete) = r.finish();
-        assert_eq!(records, vec![b"k".to_vec()]);
-        assert_eq!(incomplete, 3);
+        assert_eq!(in_order(&mut r), vec![b"k".to_vec()]);
+        assert_eq!(r.incomplete(), 3);
         assert!(w.is_empty());
     }
 
@@ -548,6 +537,6 @@ mod tests {
         r.fragment(0, 0, &frag(1, 0, 4, 5, b"ab"), &mut w);
         r.fragment(0, 0, &frag(1, 0, 0, usize::MAX >> 32, b""), &mut w);
         assert_eq!(w.total(), 3);
-        assert_eq!(r.finish().0.len(), 0);
+        assert!(r.take_complete().is_empty());
     }
 }
