@@ -272,3 +272,64 @@ fn parallel_stack_equals_sequential_on_tiny_buffers() {
         }
     }
 }
+
+/// A function's calls of 1, 2^53 and 1 cycles, the long one replayed by
+/// the merge (its entry and exit in different parts): adding the
+/// durations as doubles would give 2^53 in load order but 2^53 + 2 in
+/// the parallel order; both paths give the exact total, 2^53 + 2.
+#[test]
+fn parallel_account_sum_above_2_pow_53_is_order_free() {
+    use tracekit_xray::record::{Record, RecordKind};
+    let header = tracekit_xray::FileHeader {
+        version: 5,
+        kind: LogKind::Fdr,
+        constant_tsc: true,
+        nonstop_tsc: true,
+        cycle_frequency: 0,
+        buffer_size: 256,
+        endian: tracekit_xray::Endian::Little,
+    };
+    let record = |kind: RecordKind, func_id: i32, tsc: u64| Record {
+        record_type: 0,
+        cpu: 0,
+        kind,
+        func_id,
+        tsc,
+        tid: 1,
+        pid: 7,
+        args: Vec::new(),
+        data: &[],
+    };
+    let long = 1u64 << 53;
+    let mut records = vec![
+        record(RecordKind::Enter, 5, 10),
+        record(RecordKind::Exit, 5, 11),
+        record(RecordKind::Enter, 5, 20),
+    ];
+    // Calls of another function, enough to fill several buffers.
+    for i in 0..200u64 {
+        records.push(record(RecordKind::Enter, 9, 30 + 2 * i));
+        records.push(record(RecordKind::Exit, 9, 31 + 2 * i));
+    }
+    records.push(record(RecordKind::Exit, 5, 20 + long));
+    records.push(record(RecordKind::Enter, 5, 30 + long));
+    records.push(record(RecordKind::Exit, 5, 31 + long));
+    let mut w = tracekit_xray::writer::FdrWriter::new(Vec::new(), &header).unwrap();
+    for r in &records {
+        w.record(r).unwrap();
+    }
+    let data = w.finish().unwrap().0;
+    let trace = Trace::open(&data).unwrap();
+    assert!(trace.blocks.len() > 3, "{} blocks", trace.blocks.len());
+    let want = sequential_account(&trace, false).unwrap();
+    let sum = want.0.iter().find(|r| r.func_id == 5).unwrap().sum;
+    assert_eq!(sum, (long + 2) as f64);
+    for parts in 1..=trace.blocks.len() {
+        for workers in [1, 2] {
+            let got = account::account_fdr_parallel(&trace, false, workers, parts)
+                .map(|(rows, w)| (rows, messages(&w)))
+                .unwrap();
+            assert_eq!(got, want, "parts={parts} workers={workers}");
+        }
+    }
+}
