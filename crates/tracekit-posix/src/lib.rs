@@ -110,6 +110,7 @@ pub mod attr;
 pub mod clock;
 pub mod consts;
 pub mod eventset;
+pub mod fragments;
 pub mod log;
 pub mod producer;
 pub mod shm;

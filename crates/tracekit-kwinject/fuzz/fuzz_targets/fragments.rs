@@ -4,19 +4,19 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tracekit_kwinject::record::{events, preload::Reassembler};
+use tracekit_kwinject::record::{events, preload};
 
 fuzz_target!(|data: &[u8]| {
     let mut w = tracekit_core::Warnings::default();
-    let mut r = Reassembler::default();
+    let mut r = preload::reassembler();
     let mut rest = data;
     while let Some((&n, tail)) = rest.split_first() {
         let n = (n as usize).min(tail.len());
-        r.fragment(0, 0, &tail[..n], &mut w);
+        preload::take_fragment(&mut r, 0, 0, &tail[..n], &mut w);
         rest = &tail[n..];
     }
-    for (_, rec) in r.take_complete() {
-        let _ = events::decode_one(&rec);
+    for c in r.take_complete() {
+        let _ = events::decode_one(&c.record);
     }
     let _ = r.incomplete();
 });

@@ -37,6 +37,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use tracekit_core::{Position, Warnings};
 use tracekit_posix::api;
 use tracekit_posix::consts::POSIX_TRACE_UNTIL_FULL;
+use tracekit_posix::fragments::{self, FragmentError, Order, RecorderStream};
 use tracekit_posix::TraceAttr;
 
 use super::events::{decode_one, Event, ExecBy};
@@ -67,9 +68,6 @@ pub fn find_lib() -> Option<PathBuf> {
 
 /// The user event type the shim writes (its records, in fragments).
 pub const EVENT_NAME: &[u8] = b"tracekit.build";
-/// Bytes before each fragment's piece of a record: pid, serial, offset,
-/// total length (u32 each, native order).
-pub const FRAGMENT_HEADER: usize = 16;
 /// Payload room per event: slots of 512 bytes with their header, so the
 /// small fork and reaped records share pages (each fresh page costs a
 /// writer a page fault) and an exec record takes a few slots.
@@ -82,123 +80,49 @@ const MAX_RECORD: usize = 64 << 20;
 
 /// A record's writer (pid, thread) and serial.
 type RecordKey = (i32, u64, u32);
-/// Where a record goes: stream time of its first piece, then arrival.
-pub type Order = (i64, u64);
 
-/// Puts records split over several events back together. A writer sends
-/// the pieces of one record in order; records of different processes and
-/// threads interleave. A record is known by its writer's pid and thread
-/// (the stream event's) and the serial of its fragment header (the shim
-/// uses the low bits of the record's start time). Completed records are
-/// ordered by the stream time of their first piece (the order things
-/// happened: a fork record is stamped before the fork), then by arrival.
-#[derive(Default)]
-pub struct Reassembler {
-    partial: HashMap<RecordKey, (Order, Vec<u8>)>,
-    complete: Vec<(Order, Vec<u8>)>,
-    seen: u64,
-    /// Fragments that fit no record (a lost piece before them).
-    pub orphans: u64,
+/// Puts records split over several events back together (the shim's
+/// fragment header: pid, serial, offset, total). A record is known by its
+/// writer's pid and thread (the stream event's) and the serial of its
+/// fragment header (the shim uses the low bits of the record's start
+/// time). Completed records are ordered by the stream time of their first
+/// piece (the order things happened: a fork record is stamped before the
+/// fork), then by arrival.
+pub type Reassembler = fragments::Reassembler<RecordKey>;
+
+/// A [`Reassembler`] refusing records over [`MAX_RECORD`] bytes.
+pub fn reassembler() -> Reassembler {
+    Reassembler::new(MAX_RECORD)
 }
 
-impl Reassembler {
-    /// Takes one event payload written by thread `thread` at stream time
-    /// `time_ns`; `warnings` hears of damaged fragments.
-    pub fn fragment(&mut self, thread: u64, time_ns: i64, data: &[u8], warnings: &mut Warnings) {
-        self.seen += 1;
-        let word = |i: usize| {
-            data.get(i * 4..i * 4 + 4)
-                .map(|b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
-        };
-        let (Some(pid), Some(serial), Some(off), Some(total)) =
-            (word(0), word(1), word(2), word(3))
-        else {
-            warnings.push(
-                Position::Unknown,
-                "stream event shorter than its fragment header",
-            );
-            return;
-        };
-        let (pid, off, total) = (pid as i32, off as usize, total as usize);
-        let piece = &data[FRAGMENT_HEADER..];
-        if total > MAX_RECORD || off.checked_add(piece.len()).is_none_or(|end| end > total) {
-            warnings.push(
-                Position::Unknown,
-                format!(
-                    "pid {pid}: fragment {off}+{} of a {total}-byte record out of range",
-                    piece.len()
-                ),
-            );
-            return;
+/// Gives `asm` one event payload written by thread `thread` at stream time
+/// `time_ns`; `warnings` hears of damaged fragments.
+pub fn take_fragment(
+    asm: &mut Reassembler,
+    thread: u64,
+    time_ns: i64,
+    data: &[u8],
+    warnings: &mut Warnings,
+) {
+    let key = |pid: u32, serial: u32| (pid as i32, thread, serial);
+    match asm.fragment(time_ns, data, key) {
+        Ok(()) => {}
+        Err(e @ FragmentError::OutOfRange { word, .. }) => {
+            warnings.push(Position::Unknown, format!("pid {}: {e}", word as i32))
         }
-        let key = (pid, thread, serial);
-        if off == 0 {
-            if self.partial.remove(&key).is_some() {
-                self.orphans += 1;
-            }
-            if piece.len() == total {
-                self.complete.push(((time_ns, self.seen), piece.to_vec()));
-                return;
-            }
-            let mut buf = Vec::with_capacity(total);
-            buf.extend_from_slice(piece);
-            self.partial.insert(key, ((time_ns, self.seen), buf));
-            return;
-        }
-        match self.partial.get_mut(&key) {
-            Some((_, buf)) if buf.len() == off && buf.capacity() >= total => {
-                buf.extend_from_slice(piece);
-                if buf.len() == total {
-                    if let Some(done) = self.partial.remove(&key) {
-                        self.complete.push(done);
-                    }
-                }
-            }
-            _ => self.orphans += 1,
-        }
+        Err(e) => warnings.push(Position::Unknown, e.to_string()),
     }
-
-    /// The records completed since the last call, each with its place in
-    /// the final order.
-    pub fn take_complete(&mut self) -> Vec<(Order, Vec<u8>)> {
-        std::mem::take(&mut self.complete)
-    }
-
-    /// How many records stayed incomplete (or lost their beginning).
-    pub fn incomplete(&self) -> u64 {
-        self.partial.len() as u64 + self.orphans
-    }
-}
-
-/// Shuts the stream down (and removes its file) however recording ends.
-struct Stream(api::TraceId);
-
-impl Drop for Stream {
-    fn drop(&mut self) {
-        let _ = api::shutdown(self.0);
-    }
-}
-
-fn errno(what: &str, e: api::Errno) -> io::Error {
-    let os = io::Error::from_raw_os_error(e);
-    io::Error::new(os.kind(), format!("{what}: {os}"))
 }
 
 /// Creates the stream the shim writes into: for all processes, UNTIL_FULL
 /// (nothing unread is overwritten), started, with [`EVENT_NAME`] registered.
-fn create_stream() -> io::Result<(Stream, u32, PathBuf)> {
+fn create_stream() -> io::Result<(RecorderStream, u32)> {
     let mut attr = TraceAttr::default();
     attr.set_stream_policy(POSIX_TRACE_UNTIL_FULL);
     attr.set_max_data_size(MAX_DATA);
     attr.stream_size = STREAM_SIZE;
-    let trid = api::create(api::POSIX_TRACE_ALLPROC, Some(&attr), None)
-        .map_err(|e| errno("creating the build's trace stream", e))?;
-    let stream = Stream(trid);
-    let id = api::trid_eventid_open(trid, EVENT_NAME)
-        .map_err(|e| errno("registering the build event type", e))?;
-    api::start(trid).map_err(|e| errno("starting the build's trace stream", e))?;
-    let path = api::stream_path(trid).map_err(|e| errno("naming the build's trace stream", e))?;
-    Ok((stream, id, path))
+    let (stream, ids) = RecorderStream::create(&attr, &[EVENT_NAME], "the build's trace stream")?;
+    Ok((stream, ids[0]))
 }
 
 /// How long the reader sleeps when the stream is empty.
@@ -286,7 +210,7 @@ fn drain(
     preload_lib: Option<&str>,
     warnings: &mut Warnings,
 ) -> Drained {
-    let mut asm = Reassembler::default();
+    let mut asm = reassembler();
     let mut prepared = Vec::new();
     let mut envs = EnvCache::default();
     let mut buf = vec![0u8; 16 << 10];
@@ -295,14 +219,16 @@ fn drain(
         match api::getnext_event(trid, &mut buf, api::Wait::Never) {
             Ok(Some(ev)) => {
                 if ev.info.event_id == id {
-                    asm.fragment(
+                    take_fragment(
+                        &mut asm,
                         ev.info.thread,
                         ev.info.timestamp_ns,
                         &buf[..ev.data_len],
                         warnings,
                     );
-                    for (order, record) in asm.take_complete() {
-                        prepared.push((order, prepare(&record, order.0, preload_lib, &mut envs)));
+                    for c in asm.take_complete() {
+                        let p = prepare(&c.record, c.order.0, preload_lib, &mut envs);
+                        prepared.push((c.order, p));
                     }
                 }
             }
@@ -354,12 +280,12 @@ pub fn record(
         Ok(old) if !old.is_empty() => format!("{lib_s}:{old}"),
         _ => lib_s.to_string(),
     };
-    let (stream, event_id, stream_path) = create_stream()?;
+    let (stream, event_id) = create_stream()?;
     let mut command = Command::new(program);
     command
         .args(rest)
         .env("LD_PRELOAD", preload)
-        .env(PRELOAD_OUT_VAR, &stream_path);
+        .env(PRELOAD_OUT_VAR, stream.path());
     // SAFETY: the closure runs between fork and exec and only resets
     // signal dispositions (async-signal-safe).
     unsafe {
@@ -375,7 +301,7 @@ pub fn record(
     let (waited, drained) = std::thread::scope(|scope| {
         let reader = scope.spawn(|| {
             drain(
-                stream.0,
+                stream.trid(),
                 event_id,
                 &done,
                 lib_name.as_deref(),
@@ -395,9 +321,9 @@ pub fn record(
             Position::Unknown,
             "the trace stream's reader failed; no process recorded",
         );
-        (Reassembler::default(), Vec::new())
+        (reassembler(), Vec::new())
     });
-    let lost = api::lost_events(stream.0).unwrap_or(0);
+    let lost = api::lost_events(stream.trid()).unwrap_or(0);
     drop(stream);
     let root_exit = exit_of(status);
     // The reader took every completed record; what is left is incomplete.
@@ -475,68 +401,25 @@ mod tests {
         v
     }
 
-    /// The completed records in their final order (as `record` sorts them).
-    fn in_order(r: &mut Reassembler) -> Vec<Vec<u8>> {
-        let mut done = r.take_complete();
-        done.sort_by_key(|(order, _)| *order);
-        done.into_iter().map(|(_, rec)| rec).collect()
-    }
-
+    /// The reassembler's own cases are tested in `tracekit_posix::fragments`;
+    /// here the keying by writer thread and the warnings.
     #[test]
-    fn interleaved_fragments_are_reassembled_in_start_order() {
-        let mut r = Reassembler::default();
+    fn records_are_keyed_by_thread_and_damage_is_warned_about() {
+        let mut r = reassembler();
         let mut w = Warnings::default();
-        r.fragment(0, 0, &frag(1, 0, 0, 6, b"abc"), &mut w);
-        r.fragment(0, 0, &frag(2, 0, 0, 2, b"xy"), &mut w);
-        r.fragment(0, 0, &frag(1, 0, 3, 6, b"def"), &mut w);
+        take_fragment(&mut r, 0, 0, &frag(1, 0, 0, 6, b"abc"), &mut w);
         // Same pid and serial, another thread: another record.
-        r.fragment(7, 0, &frag(1, 0, 0, 4, b"thr"), &mut w);
-        r.fragment(7, 0, &frag(1, 0, 3, 4, b"d"), &mut w);
-        assert_eq!(
-            in_order(&mut r),
-            vec![b"abcdef".to_vec(), b"xy".to_vec(), b"thrd".to_vec()]
-        );
-        assert_eq!(r.incomplete(), 0);
+        take_fragment(&mut r, 7, 0, &frag(1, 0, 0, 4, b"thr"), &mut w);
+        take_fragment(&mut r, 7, 0, &frag(1, 0, 3, 4, b"d"), &mut w);
+        take_fragment(&mut r, 0, 0, &frag(1, 0, 3, 6, b"def"), &mut w);
+        let done: Vec<Vec<u8>> = r.take_complete().into_iter().map(|c| c.record).collect();
+        assert_eq!(done, vec![b"thrd".to_vec(), b"abcdef".to_vec()]);
         assert!(w.is_empty());
-    }
-
-    #[test]
-    fn records_are_ordered_by_the_time_of_their_first_piece() {
-        let mut r = Reassembler::default();
-        let mut w = Warnings::default();
-        // A child's record arrives before its parent's fork record, which
-        // was stamped before the fork.
-        r.fragment(0, 200, &frag(9, 1, 0, 5, b"child"), &mut w);
-        r.fragment(0, 100, &frag(8, 1, 0, 4, b"fork"), &mut w);
-        r.fragment(0, 300, &frag(8, 2, 0, 4, b"late"), &mut w);
-        assert_eq!(
-            in_order(&mut r),
-            vec![b"fork".to_vec(), b"child".to_vec(), b"late".to_vec()]
-        );
-    }
-
-    #[test]
-    fn lost_pieces_leave_records_incomplete_and_counted() {
-        let mut r = Reassembler::default();
-        let mut w = Warnings::default();
-        // pid 1 lost its middle piece; pid 2 lost its first one.
-        r.fragment(0, 0, &frag(1, 0, 0, 9, b"abc"), &mut w);
-        r.fragment(0, 0, &frag(1, 0, 6, 9, b"ghi"), &mut w);
-        r.fragment(0, 0, &frag(2, 5, 2, 4, b"zz"), &mut w);
-        r.fragment(0, 0, &frag(3, 0, 0, 1, b"k"), &mut w);
-        assert_eq!(in_order(&mut r), vec![b"k".to_vec()]);
-        assert_eq!(r.incomplete(), 3);
-        assert!(w.is_empty());
-    }
-
-    #[test]
-    fn damaged_fragments_are_warned_about() {
-        let mut r = Reassembler::default();
-        let mut w = Warnings::default();
-        r.fragment(0, 0, b"short", &mut w);
-        r.fragment(0, 0, &frag(1, 0, 4, 5, b"ab"), &mut w);
-        r.fragment(0, 0, &frag(1, 0, 0, usize::MAX >> 32, b""), &mut w);
+        take_fragment(&mut r, 0, 0, b"short", &mut w);
+        take_fragment(&mut r, 0, 0, &frag(-3, 0, 4, 5, b"ab"), &mut w);
+        take_fragment(&mut r, 0, 0, &frag(1, 0, 0, MAX_RECORD + 1, b""), &mut w);
         assert_eq!(w.total(), 3);
         assert!(r.take_complete().is_empty());
+        assert_eq!(r.incomplete(), 0);
     }
 }
