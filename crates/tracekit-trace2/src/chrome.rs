@@ -25,11 +25,10 @@ use std::io::{self, Write};
 
 use tracekit_export::chrome::{Arg, ChromeWriter, Scope};
 
-use tracekit_core::{Position, Warnings};
+use tracekit_core::Warnings;
 
 use crate::event::{sid_own, Body, Event, Time};
-use crate::reader::release_pages;
-use crate::reader::{Format, RecordIter};
+use crate::reader::{for_each_in, release_pages, Format};
 use crate::report::SyntheticSids;
 use crate::time::UnixMicros;
 
@@ -635,19 +634,12 @@ fn convert_with<W: Write>(
     warnings: &mut Warnings,
     consumed: impl Fn(std::ops::Range<usize>),
 ) -> io::Result<(W, ChromeStats)> {
-    const STEP: usize = 8 << 20;
     let mut ex = ChromeExporter::new(out)?;
-    let mut records = RecordIter::new(data, format);
-    let mut done = 0;
-    while let Some(rec) = records.next() {
-        match format.parse(rec.bytes) {
-            Ok(ev) => ex.add(&ev)?,
-            Err(e) => warnings.push(Position::Line(rec.line), rec.error_message(&e)),
+    for_each_in(data, format, consumed, |rec| {
+        match rec.parse_or_warn(format, warnings) {
+            Some(ev) => ex.add(&ev),
+            None => Ok(()),
         }
-        if records.position() - done >= STEP {
-            consumed(done..records.position());
-            done = records.position();
-        }
-    }
+    })?;
     ex.finish()
 }

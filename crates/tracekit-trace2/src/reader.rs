@@ -9,6 +9,8 @@
 
 use std::io::BufRead;
 
+use tracekit_core::{Position, Warnings};
+
 use crate::event::Event;
 use crate::event_fmt::ParseError;
 use crate::{event_fmt, normal, perf};
@@ -237,7 +239,7 @@ where
     Ok(total)
 }
 
-impl Record<'_> {
+impl<'a> Record<'a> {
     /// The warning for this record when it did not parse; a record cut off
     /// by the end of the input says so (the usual cause).
     pub fn error_message(&self, e: &ParseError) -> String {
@@ -247,6 +249,44 @@ impl Record<'_> {
             e.to_string()
         }
     }
+
+    /// The record's event, or `None` with a warning at its line.
+    pub fn parse_or_warn(&self, format: Format, warnings: &mut Warnings) -> Option<Event<'a>> {
+        match format.parse(self.bytes) {
+            Ok(ev) => Some(ev),
+            Err(e) => {
+                self.warn(&e, warnings);
+                None
+            }
+        }
+    }
+
+    /// Warns at this record's line that it did not parse.
+    pub fn warn(&self, e: &ParseError, warnings: &mut Warnings) {
+        warnings.push(Position::Line(self.line), self.error_message(e));
+    }
+}
+
+/// Calls `f` with every record of an in-memory input, and hands the bytes
+/// read back to `consumed` every 8 MiB (mapped pages count as resident:
+/// see [`release_pages`]), so memory stays small on large files.
+pub fn for_each_in<'a, E>(
+    data: &'a [u8],
+    format: Format,
+    consumed: impl Fn(std::ops::Range<usize>),
+    mut f: impl FnMut(Record<'a>) -> Result<(), E>,
+) -> Result<(), E> {
+    const STEP: usize = 8 << 20;
+    let mut records = RecordIter::new(data, format);
+    let mut done = 0;
+    while let Some(rec) = records.next() {
+        f(rec)?;
+        if records.position() - done >= STEP {
+            consumed(done..records.position());
+            done = records.position();
+        }
+    }
+    Ok(())
 }
 
 /// Gives the whole pages of `range` of a read-only file map back to the

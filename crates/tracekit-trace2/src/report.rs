@@ -30,7 +30,7 @@ use serde::Serialize;
 use tracekit_core::{Position, Warnings};
 
 use crate::event::{sid_own, sid_parent, Body, Event, Time};
-use crate::reader::{Format, RecordIter};
+use crate::reader::{for_each_in, Format, RecordIter};
 use crate::time::{Micros, UnixMicros};
 
 /// Which input a process was read from (see [`ReportBuilder::source`]).
@@ -1940,18 +1940,13 @@ fn report_bytes_with(
     consumed: impl Fn(std::ops::Range<usize>) + Sync,
 ) {
     if format != Format::Event || data.len() < PARALLEL_MIN {
-        const STEP: usize = 8 << 20;
-        let mut records = RecordIter::new(data, format);
-        let mut done = 0;
-        while let Some(rec) = records.next() {
+        let all = for_each_in(data, format, &consumed, |rec| {
             if let Err(e) = builder.add_record(rec.bytes, format, source) {
-                warnings.push(Position::Line(rec.line), rec.error_message(&e));
+                rec.warn(&e, warnings);
             }
-            if records.position() - done >= STEP {
-                consumed(done..records.position());
-                done = records.position();
-            }
-        }
+            Ok::<(), std::convert::Infallible>(())
+        });
+        let Ok(()) = all;
         return;
     }
     // EVENT: one record per line, so blocks split at newlines parse

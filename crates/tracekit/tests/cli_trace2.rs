@@ -140,7 +140,7 @@ fn cut_mid_line_is_an_error_with_its_line_and_the_rest_is_kept() {
     assert_eq!(out.status.code(), Some(1));
     let err = text(&out.stderr);
     assert!(
-        err.contains(&format!("<stdin>:{lines}: record cut short")),
+        err.contains(&format!("<stdin>:{lines}: warning: record cut short")),
         "{err}"
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");

@@ -9,7 +9,7 @@ use anyhow::Result;
 use tracekit_core::{Position, Warnings};
 use tracekit_trace2::chrome::ChromeExporter;
 use tracekit_trace2::convert::Converter;
-use tracekit_trace2::reader::{self, for_each_record, Format, RecordIter};
+use tracekit_trace2::reader::{self, for_each_record, Format};
 use tracekit_trace2::report::{self, ReportBuilder};
 use tracekit_trace2::summary::Summary;
 use tracekit_trace2::Event;
@@ -117,29 +117,16 @@ fn read_events(
     mut on_source: impl FnMut(Format, u64),
 ) -> Result<Vec<(String, Warnings)>> {
     for_each_source(input, |_, format, content, warnings| {
-        let mut one = |rec: reader::Record<'_>| -> Result<()> {
-            match format.parse(rec.bytes) {
-                Ok(ev) => f(&ev),
-                Err(e) => {
-                    warnings.push(Position::Line(rec.line), rec.error_message(&e));
-                    Ok(())
-                }
+        let one = |rec: reader::Record<'_>| -> Result<()> {
+            match rec.parse_or_warn(format, warnings) {
+                Some(ev) => f(&ev),
+                None => Ok(()),
             }
         };
         match content {
             Content::Mapped(map) => {
                 on_source(format, map.len() as u64);
-                let mut records = RecordIter::new(map, format);
-                let mut released = 0;
-                while let Some(rec) = records.next() {
-                    one(rec)?;
-                    // Mapped pages count as resident: hand back what was
-                    // read, so memory stays small on large files.
-                    if records.position() - released >= 8 << 20 {
-                        reader::release_pages(map, released..records.position());
-                        released = records.position();
-                    }
-                }
+                reader::for_each_in(map, format, |r| reader::release_pages(map, r), one)?;
             }
             Content::Stream(r) => {
                 let bytes = for_each_record(r, format, one)?;
@@ -150,20 +137,12 @@ fn read_events(
     })
 }
 
-/// Prints the warnings as `tracekit: FILE:LINE: ...` and says whether any
-/// record was lost.
-pub(crate) fn print_warnings(all: &[(String, Warnings)]) -> bool {
+/// Prints each source's warnings (as [`super::print_warnings`] does) and
+/// says whether any record was lost.
+pub(crate) fn print_all_warnings(all: &[(String, Warnings)]) -> bool {
     let mut lost = false;
     for (name, w) in all {
-        for warning in w.kept() {
-            eprintln!("tracekit: {name}:{}: {}", warning.position, warning.message);
-        }
-        if w.total() > w.kept().len() as u64 {
-            eprintln!(
-                "tracekit: {name}: ... and {} more unreadable records",
-                w.total() - w.kept().len() as u64
-            );
-        }
+        super::print_warnings(name, w);
         if !w.is_empty() {
             lost = true;
             eprintln!(
@@ -221,7 +200,7 @@ impl Dialect for Trace2 {
             } else {
                 write_info_text(&mut out, input, &summary, &formats, files)?;
             }
-            lost |= print_warnings(&warnings);
+            lost |= print_all_warnings(&warnings);
         }
         out.flush()?;
         Ok(exit_code(lost))
@@ -242,10 +221,8 @@ impl Dialect for Trace2 {
                         }
                         Content::Stream(r) => {
                             for_each_record(r, format, |rec| -> Result<()> {
-                                match format.parse(rec.bytes) {
-                                    Ok(ev) => builder.add(&ev, id),
-                                    Err(e) => warnings
-                                        .push(Position::Line(rec.line), rec.error_message(&e)),
+                                if let Some(ev) = rec.parse_or_warn(format, warnings) {
+                                    builder.add(&ev, id);
                                 }
                                 Ok(())
                             })?;
@@ -264,7 +241,7 @@ impl Dialect for Trace2 {
             report::write_text(&rep, &mut out, args.top)?;
         }
         out.flush()?;
-        Ok(exit_code(print_warnings(&all)))
+        Ok(exit_code(print_all_warnings(&all)))
     }
 
     fn convert(&self, input: &Input, args: &convert::Args) -> Result<ExitCode> {
@@ -297,7 +274,7 @@ impl Dialect for Trace2 {
         )?;
         out.write_all(&buf)?;
         out.flush()?;
-        Ok(exit_code(print_warnings(&warnings)))
+        Ok(exit_code(print_all_warnings(&warnings)))
     }
 }
 
@@ -308,7 +285,7 @@ fn convert_chrome(input: &Input, args: &convert::Args) -> Result<ExitCode> {
     let warnings = read_events(input, |ev| Ok(ex.add(ev)?), |_, _| {})?;
     let (mut out, _stats) = ex.finish()?;
     out.flush()?;
-    Ok(exit_code(print_warnings(&warnings)))
+    Ok(exit_code(print_all_warnings(&warnings)))
 }
 
 fn fmt_utc(u: tracekit_trace2::time::UnixMicros) -> String {
