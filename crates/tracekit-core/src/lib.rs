@@ -33,7 +33,7 @@ impl fmt::Display for Position {
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The input is not what its format says it must be.
-    #[error("{}{}: {message}", file_label(.file), pos_label(.position))]
+    #[error("{}{}: {message}", file_label(.file), .position.after_file())]
     Malformed {
         file: Option<PathBuf>,
         position: Position,
@@ -59,10 +59,6 @@ fn file_label(file: &Option<PathBuf>) -> String {
         Some(p) => p.display().to_string(),
         None => "<stdin>".to_string(),
     }
-}
-
-fn pos_label(pos: &Position) -> String {
-    pos.after_file()
 }
 
 impl Position {
