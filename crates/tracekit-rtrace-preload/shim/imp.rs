@@ -12,8 +12,6 @@ use crate::libc;
 use crate::producer::{self, OpaqueHeader, Outcome};
 use crate::wire::*;
 
-const MAX_DEPTH: usize = 64;
-
 const UNINIT: u8 = 0;
 const INITIALIZING: u8 = 1;
 const READY: u8 = 2;
@@ -352,11 +350,11 @@ unsafe fn initialise() -> bool {
     // from the bootstrap arena (the guard is set).
     unsafe { resolve_all() };
     // SAFETY: reading the environment.
-    if let Some(d) = unsafe { getenv(c"TRACEKIT_RTRACE_DEPTH") }.and_then(parse_usize) {
+    if let Some(d) = unsafe { getenv(DEPTH_ENV_C) }.and_then(parse_usize) {
         DEPTH.store(d.min(MAX_DEPTH), Ordering::Relaxed);
     }
     // SAFETY: reading the environment.
-    if let Some(m) = unsafe { getenv(c"TRACEKIT_RTRACE_MODULES") } {
+    if let Some(m) = unsafe { getenv(MODULES_ENV_C) } {
         let mut mask = 0;
         for part in m.split(|&b| b == b',') {
             match part {
@@ -391,7 +389,7 @@ unsafe fn initialise() -> bool {
 unsafe fn map_stream() -> bool {
     use core::ffi::c_long;
     // SAFETY: reading the environment.
-    let Some(path) = (unsafe { getenv(c"TRACEKIT_RTRACE_STREAM") }) else {
+    let Some(path) = (unsafe { getenv(STREAM_ENV_C) }) else {
         return false;
     };
     let mut buf = [0u8; 4096];
@@ -510,7 +508,11 @@ fn send_after_wait(h: &OpaqueHeader, id: u32, parts: &[&[u8]], pid: i32, thread:
     // SAFETY: errno location is valid; restored below.
     let errno = unsafe { *libc::__errno_location() };
     let running = consts::POSIX_TRACE_RUNNING as u32;
-    let start = mono_ns();
+    // The limit counts from the reader's last progress, not from the start
+    // of the wait: a writer that keeps losing the race for room while the
+    // recorder drains normally must not give up.
+    let mut start = mono_ns();
+    let mut drained = consumed(h);
     let mut written = false;
     let mut spins = 0u32;
     while !READER_GONE.load(Ordering::Relaxed) {
@@ -528,7 +530,11 @@ fn send_after_wait(h: &OpaqueHeader, id: u32, parts: &[&[u8]], pid: i32, thread:
                 break;
             }
         }
-        if mono_ns().wrapping_sub(start) > WAIT_LIMIT_NS {
+        let now = consumed(h);
+        if now != drained {
+            drained = now;
+            start = mono_ns();
+        } else if mono_ns().wrapping_sub(start) > WAIT_LIMIT_NS {
             READER_GONE.store(true, Ordering::Relaxed);
             break;
         }
@@ -557,6 +563,15 @@ fn send_after_wait(h: &OpaqueHeader, id: u32, parts: &[&[u8]], pid: i32, thread:
     written
 }
 
+/// How many slots the reader has finished with, over all lanes: changes
+/// whenever the recorder makes progress.
+fn consumed(h: &OpaqueHeader) -> u64 {
+    let lanes = (h.lanes as usize).min(producer::MAX_LANES);
+    h.lane[..lanes].iter().fold(0u64, |sum, l| {
+        sum.wrapping_add(l.head.0.load(Ordering::Acquire))
+    })
+}
+
 /// Sends one metadata record (`kind`, `data`) in pieces that fit the
 /// stream's events, each behind the fragment header of `wire::META_HEAD`.
 fn send_meta(kind: u32, data: &[u8]) {
@@ -572,10 +587,10 @@ fn send_meta(kind: u32, data: &[u8]) {
     loop {
         let n = (data.len() - off).min(room);
         let mut head = [0u8; META_HEAD];
-        head[0..4].copy_from_slice(&kind.to_le_bytes());
-        head[4..8].copy_from_slice(&serial.to_le_bytes());
-        head[8..12].copy_from_slice(&(off as u32).to_le_bytes());
-        head[12..16].copy_from_slice(&(data.len() as u32).to_le_bytes());
+        head[0..4].copy_from_slice(&kind.to_ne_bytes());
+        head[4..8].copy_from_slice(&serial.to_ne_bytes());
+        head[8..12].copy_from_slice(&(off as u32).to_ne_bytes());
+        head[12..16].copy_from_slice(&(data.len() as u32).to_ne_bytes());
         if !send(id, &[&head, &data[off..off + n]]) {
             // The rest is useless without this piece; the recorder
             // reports the incomplete record.
@@ -718,9 +733,9 @@ extern "C" fn at_exit() {
 // reader's per-event work off the allocation path. A process killed by a
 // signal loses at most the batch each thread was filling.
 
-/// The stream's max data size is 4 KiB (`wire::stream_max_data`) for every
-/// depth up to 64; a larger one is used only up to this.
-const BATCH_CAP: usize = 4096;
+/// The recorder's stream takes events of this size; another stream's
+/// larger max data size is used only up to this.
+const BATCH_CAP: usize = STREAM_MAX_DATA;
 
 const OPEN: u32 = 0;
 const BUSY: u32 = 1;

@@ -2,15 +2,19 @@
 //! `src/lib.rs`). Built by `build.rs` as a `no_std`, `panic=abort` cdylib.
 
 #![no_std]
-#![allow(clippy::missing_safety_doc, clippy::too_many_arguments, dead_code)]
+#![allow(clippy::missing_safety_doc, clippy::too_many_arguments)]
 
+// Shared with the recorder, which uses the parts the shim does not.
+#[allow(dead_code)]
 #[path = "../src/wire.rs"]
 mod wire;
 
 // The stream layout and its no_std writer, compiled from tracekit-posix's
-// source (they need only `core`).
+// source (they need only `core`; the shim uses part of them).
+#[allow(dead_code)]
 #[path = "../../tracekit-posix/src/consts.rs"]
 mod consts;
+#[allow(dead_code)]
 #[path = "../../tracekit-posix/src/producer.rs"]
 mod producer;
 

@@ -5,7 +5,6 @@
 
 use core::ffi::{c_char, c_int, c_long, c_void};
 
-pub type c_uint = core::ffi::c_uint;
 pub type time_t = i64;
 pub type pthread_t = usize;
 
@@ -24,10 +23,7 @@ pub struct pthread_attr_t {
 pub const AT_FDCWD: c_int = -100;
 pub const CLOCK_REALTIME: c_int = 0;
 pub const CLOCK_MONOTONIC: c_int = 1;
-pub const EINTR: c_int = 4;
 pub const EBADF: c_int = 9;
-pub const EEXIST: c_int = 17;
-pub const F_DUPFD_CLOEXEC: c_int = 1030;
 pub const MAP_SHARED: c_int = 0x01;
 pub const MAP_PRIVATE: c_int = 0x02;
 pub const MAP_ANONYMOUS: c_int = 0x20;
@@ -35,10 +31,6 @@ pub const MAP_FAILED: *mut c_void = !0usize as *mut c_void;
 pub const O_RDONLY: c_int = 0;
 pub const O_RDWR: c_int = 0o2;
 pub const SEEK_END: c_int = 2;
-pub const O_WRONLY: c_int = 0o1;
-pub const O_CREAT: c_int = 0o100;
-pub const O_EXCL: c_int = 0o200;
-pub const O_APPEND: c_int = 0o2000;
 pub const O_CLOEXEC: c_int = 0o2000000;
 pub const PROT_READ: c_int = 1;
 pub const PROT_WRITE: c_int = 2;
@@ -57,7 +49,6 @@ unsafe extern "C" {
     #[allow(clashing_extern_declarations)]
     pub fn clock_gettime(clock: c_int, ts: *mut timespec) -> c_int;
     pub fn dlsym(handle: *mut c_void, name: *const c_char) -> *mut c_void;
-    pub fn fcntl(fd: c_int, cmd: c_int, ...) -> c_int;
     pub fn getenv(name: *const c_char) -> *mut c_char;
     pub fn getpid() -> c_int;
     pub fn getppid() -> c_int;

@@ -62,9 +62,28 @@ pub const HEADER_FIXED: usize = 32;
 pub const MODULE_MEMORY: u32 = 1;
 pub const MODULE_FILE: u32 = 2;
 
+use core::ffi::CStr;
+
 /// The environment variable naming the POSIX trace stream (a
 /// `tracekit-posix` stream file for all processes) the shim writes into.
-pub const STREAM_ENV: &str = "TRACEKIT_RTRACE_STREAM";
+pub const STREAM_ENV_C: &CStr = c"TRACEKIT_RTRACE_STREAM";
+pub const STREAM_ENV: &str = env_name(STREAM_ENV_C);
+/// The environment variable holding the backtrace depth (frames).
+pub const DEPTH_ENV_C: &CStr = c"TRACEKIT_RTRACE_DEPTH";
+pub const DEPTH_ENV: &str = env_name(DEPTH_ENV_C);
+/// The environment variable listing the modules (`memory,file`).
+pub const MODULES_ENV_C: &CStr = c"TRACEKIT_RTRACE_MODULES";
+pub const MODULES_ENV: &str = env_name(MODULES_ENV_C);
+
+/// A variable's name as the recorder spells it (the shim's `getenv`
+/// needs the C string).
+const fn env_name(name: &'static CStr) -> &'static str {
+    match core::str::from_utf8(name.to_bytes()) {
+        Ok(s) => s,
+        Err(_) => panic!("environment variable names are ASCII"),
+    }
+}
+
 /// The user event type of allocation events: the payload is one or more
 /// whole events of the layout above (`EVENT_FIXED + 8 * nframes` bytes
 /// each), all of one thread in the order it recorded them; the stream's
@@ -72,22 +91,19 @@ pub const STREAM_ENV: &str = "TRACEKIT_RTRACE_STREAM";
 pub const STREAM_EVENT: &[u8] = b"tracekit.rtrace.event";
 /// The user event type of the per-image metadata (the header and the
 /// memory maps), sent in fragments: `META_HEAD` bytes (kind, serial,
-/// offset, total: u32 little-endian each) before each piece.
+/// offset, total: u32 each, native order) before each piece: the header
+/// of `tracekit_posix::fragments`.
 pub const STREAM_META: &[u8] = b"tracekit.rtrace.meta";
 pub const META_HEAD: usize = 16;
 /// `kind` of a metadata record: the header chunk's payload (starts an
 /// image of the slot's pid), or the text of `/proc/self/maps`.
 pub const META_HEADER: u32 = 1;
 pub const META_MAPS: u32 = 2;
-/// The stream's max data size for `depth` frames: the shim gathers a
-/// thread's events and writes up to this many bytes of them as one stream
-/// event (whole events, concatenated), so one event of the deepest
-/// backtrace always fits; metadata pieces are this size minus `META_HEAD`.
-pub const fn stream_max_data(depth: usize) -> usize {
-    let ev = EVENT_FIXED + 8 * depth;
-    if ev > 4096 {
-        ev
-    } else {
-        4096
-    }
-}
+/// The deepest backtrace the recorder asks for (frames).
+pub const MAX_DEPTH: usize = 64;
+/// The stream's max data size: the shim gathers a thread's events and
+/// writes up to this many bytes of them as one stream event (whole events,
+/// concatenated); metadata pieces are this size minus `META_HEAD`.
+pub const STREAM_MAX_DATA: usize = 4096;
+// One event of the deepest backtrace always fits a batch.
+const _: () = assert!(EVENT_FIXED + 8 * MAX_DEPTH <= STREAM_MAX_DATA);

@@ -37,6 +37,7 @@ use std::time::{Duration, Instant};
 
 use tracekit_posix::api;
 use tracekit_posix::consts::POSIX_TRACE_UNTIL_FULL;
+use tracekit_posix::fragments::{errno_error, Reassembler, RecorderStream};
 use tracekit_posix::TraceAttr;
 
 use super::wire::*;
@@ -90,16 +91,12 @@ pub struct CaptureStats {
 /// A stream being recorded into: create it with [`Capture::start`], run
 /// the command with [`Capture::env`], then [`Capture::finish`].
 pub struct Capture {
-    trid: api::TraceId,
-    path: PathBuf,
+    /// Shut down (its file removed) when the capture is dropped, after
+    /// the reader has stopped.
+    stream: RecorderStream,
     depth: usize,
     done: Arc<AtomicBool>,
     reader: Option<JoinHandle<io::Result<Demux>>>,
-}
-
-fn errno(what: &str, e: api::Errno) -> io::Error {
-    let os = io::Error::from_raw_os_error(e);
-    io::Error::new(os.kind(), format!("{what}: {os}"))
 }
 
 impl Capture {
@@ -114,39 +111,36 @@ impl Capture {
     pub fn start_sized(dir: &Path, depth: usize, stream_size: u64) -> io::Result<Capture> {
         let mut attr = TraceAttr::default();
         attr.set_stream_policy(POSIX_TRACE_UNTIL_FULL);
-        attr.set_max_data_size(stream_max_data(depth) as u64);
+        attr.set_max_data_size(STREAM_MAX_DATA as u64);
         attr.stream_size = stream_size;
-        let trid = api::create(api::POSIX_TRACE_ALLPROC, Some(&attr), None)
-            .map_err(|e| errno("creating the recorder's trace stream", e))?;
-        let mut capture = Capture {
-            trid,
-            path: PathBuf::new(),
-            depth,
-            done: Arc::new(AtomicBool::new(false)),
-            reader: None,
+        let (stream, ids) = RecorderStream::create(
+            &attr,
+            &[STREAM_EVENT, STREAM_META],
+            "the recorder's trace stream",
+        )?;
+        let demux = Demux::new(dir.to_path_buf(), ids[0], ids[1]);
+        let done = Arc::new(AtomicBool::new(false));
+        let trid = stream.trid();
+        let reader = {
+            let done = done.clone();
+            std::thread::Builder::new()
+                .name("rtrace-reader".into())
+                .spawn(move || demux.run(trid, &done))?
         };
-        let event_id = api::trid_eventid_open(trid, STREAM_EVENT)
-            .map_err(|e| errno("registering the allocation event type", e))?;
-        let meta_id = api::trid_eventid_open(trid, STREAM_META)
-            .map_err(|e| errno("registering the metadata event type", e))?;
-        api::start(trid).map_err(|e| errno("starting the recorder's trace stream", e))?;
-        capture.path =
-            api::stream_path(trid).map_err(|e| errno("naming the recorder's trace stream", e))?;
-        let demux = Demux::new(dir.to_path_buf(), event_id, meta_id);
-        let done = capture.done.clone();
-        let reader = std::thread::Builder::new()
-            .name("rtrace-reader".into())
-            .spawn(move || demux.run(trid, &done))?;
-        capture.reader = Some(reader);
-        Ok(capture)
+        Ok(Capture {
+            stream,
+            depth,
+            done,
+            reader: Some(reader),
+        })
     }
 
     /// The variables the traced command needs (besides `LD_PRELOAD`).
     pub fn env(&self, modules: &str) -> Vec<(&'static str, std::ffi::OsString)> {
         vec![
-            (STREAM_ENV, self.path.clone().into_os_string()),
-            ("TRACEKIT_RTRACE_DEPTH", self.depth.to_string().into()),
-            ("TRACEKIT_RTRACE_MODULES", modules.into()),
+            (STREAM_ENV, self.stream.path().as_os_str().to_owned()),
+            (DEPTH_ENV, self.depth.to_string().into()),
+            (MODULES_ENV, modules.into()),
         ]
     }
 
@@ -159,7 +153,7 @@ impl Capture {
             Some(Ok(r)) => r?,
             _ => return Err(io::Error::other("the trace stream's reader failed")),
         };
-        let refused = api::lost_events(self.trid).unwrap_or(0);
+        let refused = api::lost_events(self.stream.trid()).unwrap_or(0);
         let mut stats = demux.stats;
         stats.refused_writes = refused;
         let mut images = demux.images;
@@ -174,8 +168,7 @@ impl Drop for Capture {
         if let Some(r) = self.reader.take() {
             let _ = r.join();
         }
-        // Also removes the stream's /dev/shm file.
-        let _ = api::shutdown(self.trid);
+        // `stream` is shut down next, which also removes its /dev/shm file.
     }
 }
 
@@ -213,9 +206,13 @@ struct Demux {
     event_id: u32,
     meta_id: u32,
     images: Vec<Image>,
+    /// The image each pid is recorded into. An entry leaves only when the
+    /// pid's next image replaces it (exec, or a new process reusing the
+    /// pid) or at the end, so a pid seen before always has one here.
     current: HashMap<i32, Current>,
-    /// Metadata records being reassembled: (pid, serial) -> (kind, bytes).
-    partial: HashMap<(i32, u32), (u32, Vec<u8>)>,
+    /// Metadata records being reassembled, keyed by pid and serial; the
+    /// fragment header's word is the record's kind.
+    meta: Reassembler<(i32, u32)>,
     stats: CaptureStats,
     scratch: Vec<u8>,
 }
@@ -228,7 +225,7 @@ impl Demux {
             meta_id,
             images: Vec::new(),
             current: HashMap::default(),
-            partial: HashMap::default(),
+            meta: Reassembler::new(MAX_META),
             stats: CaptureStats::default(),
             scratch: Vec::new(),
         }
@@ -268,7 +265,7 @@ impl Demux {
                     nap_ms = (nap_ms * 2).min(8);
                 }
                 Err(libc::EINTR) => {}
-                Err(e) => return Err(errno("reading the recorder's trace stream", e)),
+                Err(e) => return Err(errno_error("reading the recorder's trace stream", e)),
             }
         }
         self.end_all()?;
@@ -277,8 +274,8 @@ impl Demux {
 
     /// Counts unfinished metadata and writes every image's buffered events.
     fn end_all(&mut self) -> io::Result<()> {
-        self.stats.incomplete_meta += self.partial.len() as u64;
-        self.partial.clear();
+        self.stats.incomplete_meta += self.meta.incomplete();
+        self.meta = Reassembler::new(MAX_META);
         let pids: Vec<i32> = self.current.keys().copied().collect();
         for pid in pids {
             self.end_image(pid)?;
@@ -330,74 +327,30 @@ impl Demux {
     }
 
     fn fragment(&mut self, pid: i32, data: &[u8]) -> io::Result<()> {
-        let word = |i: usize| {
-            data.get(i * 4..i * 4 + 4)
-                .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        };
-        let (Some(kind), Some(serial), Some(off), Some(total)) =
-            (word(0), word(1), word(2), word(3))
-        else {
+        // Records arrive in the order they completed: a header before the
+        // events and maps that follow it. Stream times are not needed.
+        if self
+            .meta
+            .fragment(0, data, |_, serial| (pid, serial))
+            .is_err()
+        {
             self.stats.incomplete_meta += 1;
-            return Ok(());
-        };
-        let (off, total) = (off as usize, total as usize);
-        let piece = &data[META_HEAD..];
-        if total > MAX_META || off + piece.len() > total {
-            self.stats.incomplete_meta += 1;
-            return Ok(());
         }
-        let key = (pid, serial);
-        let record = if off == 0 {
-            if self.partial.remove(&key).is_some() {
-                self.stats.incomplete_meta += 1;
-            }
-            if piece.len() == total {
-                piece.to_vec()
-            } else {
-                let mut buf = Vec::with_capacity(total);
-                buf.extend_from_slice(piece);
-                self.partial.insert(key, (kind, buf));
-                return Ok(());
-            }
-        } else {
-            match self.partial.get_mut(&key) {
-                Some((k, buf)) if *k == kind && buf.len() == off => {
-                    buf.extend_from_slice(piece);
-                    if buf.len() < total {
-                        return Ok(());
-                    }
-                    match self.partial.remove(&key) {
-                        Some((_, buf)) => buf,
-                        None => return Ok(()),
-                    }
-                }
-                _ => {
-                    // A piece of a record whose start was lost.
-                    self.stats.incomplete_meta += 1;
-                    return Ok(());
-                }
-            }
-        };
-        self.meta(pid, kind, &record)
+        for c in self.meta.take_complete() {
+            self.meta(pid, c.word, &c.record)?;
+        }
+        Ok(())
     }
 
     fn meta(&mut self, pid: i32, kind: u32, record: &[u8]) -> io::Result<()> {
         match kind {
             META_HEADER => {
-                let n = match self.current.contains_key(&pid) {
-                    true => {
-                        let n = self.images[self.current[&pid].image].n + 1;
-                        self.end_image(pid)?;
-                        n
-                    }
-                    false => self
-                        .images
-                        .iter()
-                        .filter(|i| i.pid == pid)
-                        .map(|i| i.n + 1)
-                        .max()
-                        .unwrap_or(0),
-                };
+                // A pid without a current image has none yet (see `current`).
+                let n = self
+                    .current
+                    .get(&pid)
+                    .map_or(0, |c| self.images[c.image].n + 1);
+                self.end_image(pid)?;
                 let path = self.dir.join(format!("{pid}-{n}.tkrt"));
                 let mut f = File::create(&path)?;
                 write_chunk(&mut f, TAG_HEADER, record)?;
@@ -488,7 +441,7 @@ mod tests {
     fn meta(kind: u32, serial: u32, off: usize, total: usize, piece: &[u8]) -> Vec<u8> {
         let mut v = Vec::new();
         for w in [kind, serial, off as u32, total as u32] {
-            v.extend_from_slice(&w.to_le_bytes());
+            v.extend_from_slice(&w.to_ne_bytes());
         }
         v.extend_from_slice(piece);
         v

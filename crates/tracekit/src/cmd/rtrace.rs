@@ -205,8 +205,11 @@ pub fn record_mem(a: RecordArgs) -> Result<ExitCode> {
             bail!("--modules: unknown module {m} (memory, file)");
         }
     }
-    if a.backtrace_depth > 64 {
-        bail!("--backtrace-depth: at most 64");
+    if a.backtrace_depth > tracekit_rtrace_preload::wire::MAX_DEPTH {
+        bail!(
+            "--backtrace-depth: at most {}",
+            tracekit_rtrace_preload::wire::MAX_DEPTH
+        );
     }
     let dir = std::env::temp_dir().join(format!("tracekit-rtrace-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| tracekit_core::Error::io(Some(&dir), e))?;
@@ -232,18 +235,24 @@ fn record_into(dir: &Path, preload: std::ffi::OsString, a: &RecordArgs) -> Resul
     use tracekit_rtrace::recording::capture::Capture;
     let capture = Capture::start(dir, a.backtrace_depth)
         .with_context(|| "cannot set up the recorder's trace stream".to_string())?;
-    let status = std::process::Command::new(&a.command[0])
+    let mut child = std::process::Command::new(&a.command[0])
         .args(&a.command[1..])
         .env("LD_PRELOAD", preload)
         .envs(capture.env(&a.modules))
-        .status()
+        .spawn()
         .with_context(|| format!("cannot run {}", a.command[0].to_string_lossy()))?;
-    let (_, stats) = capture
+    let root = child.id() as i32;
+    let status = child
+        .wait()
+        .with_context(|| format!("waiting for {}", a.command[0].to_string_lossy()))?;
+    let (images, stats) = capture
         .finish()
         .with_context(|| "reading the recorder's trace stream".to_string())?;
     if stats.refused_writes > 0 {
+        // The stream's lost count covers more than events lost for good:
+        // the shim retries a refused write until there is room.
         eprintln!(
-            "tracekit: the trace stream was full {} time(s); the program waited for the recorder",
+            "tracekit: the trace stream counted {} lost write(s): refused while it was full (the writer waited and retried), skipped slots of writers that died mid-write, or events given up (those show as lost below)",
             stats.refused_writes
         );
     }
@@ -253,46 +262,47 @@ fn record_into(dir: &Path, preload: std::ffi::OsString, a: &RecordArgs) -> Resul
             stats.orphan_events, stats.damaged_events, stats.incomplete_meta
         );
     }
-    convert_recordings(dir, a, status)
+    convert_recordings(&images, root, a, status)
 }
 
+/// Converts the recorded images (as [`Capture::finish`] lists them) into
+/// text traces: the command's own first image (`root`-0) into the main
+/// output, the others beside it as `<main>.<pid>-<n>.rtrace`.
+///
+/// [`Capture::finish`]: tracekit_rtrace::recording::capture::Capture::finish
 fn convert_recordings(
-    dir: &Path,
+    images: &[tracekit_rtrace::recording::capture::Image],
+    root: i32,
     a: &RecordArgs,
     status: std::process::ExitStatus,
 ) -> Result<ExitCode> {
     use std::os::unix::process::ExitStatusExt;
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "tkrt"))
-        .collect();
-    // <pid>-<n>: oldest process first, images in order.
-    let key = |p: &PathBuf| -> (u64, u64) {
-        let stem = p
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let (pid, n) = stem.split_once('-').unwrap_or((&stem, "0"));
-        (pid.parse().unwrap_or(u64::MAX), n.parse().unwrap_or(0))
-    };
-    files.sort_by_key(key);
-    if files.is_empty() {
+    // The command's own image; if it was not recorded (a static program
+    // starting dynamic ones), the first image stands for it.
+    let Some(main) = images
+        .iter()
+        .position(|i| i.pid == root && i.n == 0)
+        .or((!images.is_empty()).then_some(0))
+    else {
         bail!("the command produced no recording (is it statically linked, or setuid?)");
-    }
-    let first = files[0].clone();
+    };
     let main_out = match &a.output {
         Some(p) => p.clone(),
-        None => PathBuf::from(format!("{}.rtrace", key(&first).0)),
+        None => PathBuf::from(format!("{}.rtrace", images[main].pid)),
     };
-    for f in &files {
-        let out_path = if *f == first {
+    for (k, image) in images.iter().enumerate() {
+        let out_path = if k == main {
             main_out.clone()
         } else {
-            let (pid, n) = key(f);
-            PathBuf::from(format!("{}.{pid}-{n}.rtrace", main_out.display()))
+            PathBuf::from(format!(
+                "{}.{}-{}.rtrace",
+                main_out.display(),
+                image.pid,
+                image.n
+            ))
         };
         let out = output(Some(&out_path))?;
-        let (info, stats) = tracekit_rtrace::recording::decode_file(f, out)?;
+        let (info, stats) = tracekit_rtrace::recording::decode_file(&image.path, out)?;
         eprintln!(
             "tracekit: {}: {} ({} allocations, {} releases{}{})",
             out_path.display(),
