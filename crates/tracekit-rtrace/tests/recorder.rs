@@ -8,10 +8,11 @@
 #![cfg(all(target_arch = "x86_64", target_os = "linux"))]
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, ExitStatus};
 
 use tracekit_rtrace::postproc::{self, Options};
-use tracekit_rtrace::recording::capture::Capture;
+use tracekit_rtrace::recording::capture::{Capture, CaptureStats, Image, STREAM_SIZE};
+use tracekit_rtrace::recording::DecodeStats;
 use tracekit_rtrace::report;
 
 const PROGRAM: &str = r#"
@@ -109,32 +110,59 @@ fn shim(dir: &Path) -> PathBuf {
     p
 }
 
-fn build_program(dir: &Path) -> PathBuf {
-    let src = dir.join("leaky.c");
-    std::fs::write(&src, PROGRAM).unwrap();
-    let exe = dir.join("leaky");
+fn build(dir: &Path, name: &str, src: &str) -> PathBuf {
+    let c = dir.join(format!("{name}.c"));
+    std::fs::write(&c, src).unwrap();
+    let exe = dir.join(name);
     let status = Command::new("cc")
         .args(["-O0", "-g", "-fno-omit-frame-pointer", "-pthread", "-o"])
         .arg(&exe)
-        .arg(&src)
+        .arg(&c)
         .status()
         .expect("a C compiler (cc) is needed for this test");
     assert!(status.success());
     exe
 }
 
+/// Runs `exe args` with the shim writing into a stream of `stream_size`
+/// bytes per lane (depth 10, `modules`), the image files going to
+/// `dir/rec`.
+fn record(
+    dir: &Path,
+    exe: &Path,
+    args: &[&str],
+    modules: &str,
+    stream_size: u64,
+) -> (ExitStatus, Vec<Image>, CaptureStats) {
+    let so = shim(dir);
+    let rec = dir.join("rec");
+    std::fs::create_dir(&rec).unwrap();
+    // The recorder's side: a POSIX trace stream, read while the program runs.
+    let capture = Capture::start_sized(&rec, 10, stream_size).unwrap();
+    let status = Command::new(exe)
+        .args(args)
+        .env("LD_PRELOAD", &so)
+        .envs(capture.env(modules))
+        .status()
+        .unwrap();
+    let (images, stats) = capture.finish().unwrap();
+    (status, images, stats)
+}
+
 struct Recorded {
     text: String,
     report: report::Report,
+    stats: DecodeStats,
 }
 
 fn decode(path: &Path) -> Recorded {
     let mut text = Vec::new();
-    tracekit_rtrace::recording::decode_file(path, &mut text).unwrap();
+    let (_, stats) = tracekit_rtrace::recording::decode_file(path, &mut text).unwrap();
     let report = report::analyse(&text[..], 100, false).unwrap();
     Recorded {
         text: String::from_utf8(text).unwrap(),
         report,
+        stats,
     }
 }
 
@@ -151,19 +179,9 @@ fn leaks(r: &Recorded, resource: &str) -> (u64, i64) {
 #[test]
 fn records_known_leaks_exactly() {
     let tmp = tempfile::tempdir().unwrap();
-    let exe = build_program(tmp.path());
-    let so = shim(tmp.path());
-    let rec = tmp.path().join("rec");
-    std::fs::create_dir(&rec).unwrap();
-    // The recorder's side: a POSIX trace stream, read while the program runs.
-    let capture = Capture::start(&rec, 10).unwrap();
-    let status = Command::new(&exe)
-        .env("LD_PRELOAD", &so)
-        .envs(capture.env("memory,file"))
-        .status()
-        .unwrap();
+    let exe = build(tmp.path(), "leaky", PROGRAM);
+    let (status, images, stats) = record(tmp.path(), &exe, &[], "memory,file", STREAM_SIZE);
     assert!(status.success(), "the traced program failed: {status:?}");
-    let (images, stats) = capture.finish().unwrap();
     assert_eq!(
         (
             stats.orphan_events,
@@ -174,7 +192,7 @@ fn records_known_leaks_exactly() {
         "{stats:?}"
     );
 
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&rec)
+    let mut files: Vec<PathBuf> = std::fs::read_dir(tmp.path().join("rec"))
         .unwrap()
         .map(|e| e.unwrap().path())
         .collect();
@@ -326,20 +344,6 @@ int main(int argc, char **argv) {
 }
 "#;
 
-fn build(dir: &Path, name: &str, src: &str) -> PathBuf {
-    let c = dir.join(format!("{name}.c"));
-    std::fs::write(&c, src).unwrap();
-    let exe = dir.join(name);
-    let status = Command::new("cc")
-        .args(["-O0", "-g", "-fno-omit-frame-pointer", "-pthread", "-o"])
-        .arg(&exe)
-        .arg(&c)
-        .status()
-        .expect("a C compiler (cc) is needed for this test");
-    assert!(status.success());
-    exe
-}
-
 /// A stream far too small for four threads allocating flat out: it fills
 /// again and again, the shim waits for the reader instead of dropping, and
 /// every event arrives.
@@ -347,27 +351,18 @@ fn build(dir: &Path, name: &str, src: &str) -> PathBuf {
 fn a_full_stream_makes_writers_wait_not_lose() {
     let tmp = tempfile::tempdir().unwrap();
     let exe = build(tmp.path(), "storm", STORM);
-    let so = shim(tmp.path());
-    let rec = tmp.path().join("rec");
-    std::fs::create_dir(&rec).unwrap();
     // 64 KiB per lane: 15 batches of 4 KiB.
-    let capture = Capture::start_sized(&rec, 10, 64 << 10).unwrap();
-    let status = Command::new(&exe)
-        .env("LD_PRELOAD", &so)
-        .envs(capture.env("memory"))
-        .status()
-        .unwrap();
+    let (status, images, stats) = record(tmp.path(), &exe, &[], "memory", 64 << 10);
     assert!(status.success(), "{status:?}");
-    let (images, stats) = capture.finish().unwrap();
     assert!(
         stats.refused_writes > 0,
         "the stream never filled: {stats:?}"
     );
     assert_eq!(images.len(), 1);
-    let mut text = Vec::new();
-    let (_, d) = tracekit_rtrace::recording::decode_file(&images[0].path, &mut text).unwrap();
+    let Recorded {
+        report, stats: d, ..
+    } = decode(&images[0].path);
     assert_eq!(d.lost, 0, "{stats:?}");
-    let report = report::analyse(&text[..], 10, false).unwrap();
     let mem = report
         .resources
         .iter()
@@ -393,22 +388,10 @@ fn a_full_stream_makes_writers_wait_not_lose() {
 fn a_killed_process_keeps_what_it_sent() {
     let tmp = tempfile::tempdir().unwrap();
     let exe = build(tmp.path(), "storm", STORM);
-    let so = shim(tmp.path());
-    let rec = tmp.path().join("rec");
-    std::fs::create_dir(&rec).unwrap();
-    let capture = Capture::start(&rec, 10).unwrap();
-    let status = Command::new(&exe)
-        .arg("crash")
-        .env("LD_PRELOAD", &so)
-        .envs(capture.env("memory"))
-        .status()
-        .unwrap();
+    let (status, images, _) = record(tmp.path(), &exe, &["crash"], "memory", STREAM_SIZE);
     assert!(!status.success());
-    let (images, _) = capture.finish().unwrap();
     assert_eq!(images.len(), 1);
-    let mut text = Vec::new();
-    let (_, d) = tracekit_rtrace::recording::decode_file(&images[0].path, &mut text).unwrap();
-    let text = String::from_utf8(text).unwrap();
+    let Recorded { text, stats: d, .. } = decode(&images[0].path);
     let exe_name = exe.display().to_string();
     assert!(
         text.lines()
