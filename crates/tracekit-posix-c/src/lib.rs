@@ -737,3 +737,29 @@ pub unsafe extern "C" fn posix_trace_timedgetnext_event(
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stream-min-size too large to lay out (`size_t` is unbounded in the
+    /// C API) fails `posix_trace_create` with ENOMEM instead of a panic
+    /// inside `extern "C"` or a mapping smaller than its slots.
+    #[test]
+    fn create_with_a_huge_stream_size_is_enomem() {
+        let mut attr = TraceAttrT {
+            opaque: [0; TRACE_ATTR_T_SIZE],
+        };
+        let mut trid: TraceId = 0;
+        // SAFETY: valid pointers to a local trace_attr_t and trace_id_t.
+        unsafe {
+            assert_eq!(posix_trace_attr_init(&mut attr), 0);
+            for size in [usize::MAX, usize::MAX / 2 + 1, 1 << 60] {
+                assert_eq!(posix_trace_attr_setstreamsize(&mut attr, size), 0);
+                assert_eq!(posix_trace_create(0, &attr, &mut trid), libc::ENOMEM);
+                assert_eq!(trid, 0, "out-parameter untouched on failure");
+            }
+            assert_eq!(posix_trace_attr_destroy(&mut attr), 0);
+        }
+    }
+}

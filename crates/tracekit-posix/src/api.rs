@@ -32,9 +32,12 @@ pub type TraceId = u64;
 /// (through [`traced::STREAM_ENV`]) writes into it. The rationale of the
 /// standard suggests such a value (`POSIX_TRACE_ALLPROC`).
 pub const POSIX_TRACE_ALLPROC: i32 = -1;
+/// How many events the reader converts between two looks at the clock
+/// calibration (reading the clock per event would cost more than the
+/// conversion).
+const RECALIBRATE_EVERY: u32 = 4096;
 /// How long a reserved slot may stay incomplete before the reader decides
 /// its writer died and skips it.
-const RECALIBRATE_EVERY: u32 = 4096;
 const STUCK_SLOT: Duration = Duration::from_millis(100);
 
 /// What a read returns: the event and how many payload bytes were copied.
@@ -150,20 +153,49 @@ impl Consumer {
                     // Idle: let the next event check the calibration.
                     self.since_check = RECALIBRATE_EVERY;
                     let h = view.header();
-                    if h.running.0.load(Acquire) == AUTO_SUSPENDED && h.shutdown.load(Acquire) == 0
-                    {
-                        // Drained after an automatic stop: report it, then
-                        // restart the stream with a START event (unless the
-                        // controller stopped it meanwhile).
+                    if h.shutdown.load(Acquire) != 0 {
+                        return Next::Empty;
+                    }
+                    let running = h.running.0.load(Acquire);
+                    if h.stream_policy == POSIX_TRACE_LOOP {
+                        // Drained: an empty stream is not full.
+                        h.full.store(POSIX_TRACE_NOT_FULL as u32, Relaxed);
+                        return Next::Empty;
+                    }
+                    // UNTIL_FULL/FLUSH, drained. It stopped itself because
+                    // full if it is still suspended that way, or if the
+                    // controller stopped it since (`full` still set: the
+                    // controller's stop records nothing then). Either way
+                    // the reader gets the automatic STOP after the last
+                    // event, and the stream is no longer full (a writer
+                    // that fills it again suspends it again).
+                    let stopped_full = running == AUTO_SUSPENDED
+                        || (running == POSIX_TRACE_SUSPENDED as u32 && h.full.load(Acquire) != 0);
+                    if stopped_full {
                         let ts = crate::clock::realtime_ns();
                         h.full.store(POSIX_TRACE_NOT_FULL as u32, Relaxed);
-                        view.record_system(POSIX_TRACE_START, &view.filter().to_bytes(), 0, 0);
-                        let _ = h.running.0.compare_exchange(
-                            AUTO_SUSPENDED,
-                            POSIX_TRACE_RUNNING as u32,
-                            AcqRel,
-                            Relaxed,
-                        );
+                        // Restart unless the controller stopped it: the
+                        // START event is recorded only once the restart
+                        // took place, with the time it was decided.
+                        let ticks = view.now();
+                        if h.running
+                            .0
+                            .compare_exchange(
+                                AUTO_SUSPENDED,
+                                POSIX_TRACE_RUNNING as u32,
+                                AcqRel,
+                                Relaxed,
+                            )
+                            .is_ok()
+                        {
+                            view.record_system_at(
+                                POSIX_TRACE_START,
+                                &view.filter().to_bytes(),
+                                0,
+                                0,
+                                ticks,
+                            );
+                        }
                         data.clear();
                         data.extend_from_slice(&1i32.to_ne_bytes());
                         return Next::Event(EventInfo {
@@ -361,9 +393,10 @@ pub fn create(pid: i32, attr: Option<&TraceAttr>, log_fd: Option<i32>) -> Result
     attr.create_time_sec = now / 1_000_000_000;
     attr.create_time_nsec = now % 1_000_000_000;
     let (slot_data, slot_size) = shm::slot_geometry(attr.max_data_size);
-    let slots = shm::slot_count_for(attr.stream_size, slot_size);
+    // A stream-min-size too large to lay out is more memory than there is.
+    let slots = shm::slot_count_for(attr.stream_size, slot_size).ok_or(libc::ENOMEM)?;
     let lanes = shm::lane_count();
-    let len = shm::stream_len(slots, slot_size, lanes);
+    let len = shm::stream_len(slots, slot_size, lanes).ok_or(libc::ENOMEM)?;
     let named_path = if self_traced {
         None
     } else {
@@ -636,11 +669,21 @@ pub fn flush(trid: TraceId) -> Result<(), Errno> {
     Ok(())
 }
 
-/// `posix_trace_start`.
+/// `posix_trace_start`: records START and runs, unless the stream is
+/// running already or full, where it records nothing and changes nothing
+/// (as the standard says). Full means: suspended by itself because full
+/// (it restarts once drained), or stopped by the controller while so and
+/// not drained since (it can be started once drained). A LOOP stream is
+/// never kept from running by being full: it records by overwriting.
 pub fn start(trid: TraceId) -> Result<(), Errno> {
     let a = active(trid)?;
+    // Serialised with the reader's automatic restart (see `stop_active`).
+    let _consumer = lock(&a.consumer);
     let h = a.view.header();
-    if h.running.0.load(Acquire) == POSIX_TRACE_RUNNING as u32 || h.full.load(Acquire) != 0 {
+    if h.running.0.load(Acquire) != POSIX_TRACE_SUSPENDED as u32 {
+        return Ok(());
+    }
+    if h.stream_policy != POSIX_TRACE_LOOP && h.full.load(Acquire) != 0 {
         return Ok(());
     }
     a.view.record_system(
@@ -661,11 +704,17 @@ pub fn stop(trid: TraceId) -> Result<(), Errno> {
 }
 
 fn stop_active(a: &Active) {
+    // The reader restarts a drained full stream under this lock: holding
+    // it, the restart and this stop cannot interleave, so the stream's
+    // last START/STOP event always matches its state.
+    let _consumer = lock(&a.consumer);
     let h = a.view.header();
     // Running, or suspended only because it was full: now stopped by the
-    // controller (a full stream must not restart itself after this).
+    // controller (a full stream must not restart itself after this). A
+    // stream that stopped itself is already stopped: its STOP (automatic)
+    // is reported by the reader once drained (`full` stays set until then).
     let was = h.running.0.swap(POSIX_TRACE_SUSPENDED as u32, AcqRel);
-    if was != POSIX_TRACE_SUSPENDED as u32 {
+    if was == POSIX_TRACE_RUNNING as u32 {
         a.view.record_system(
             POSIX_TRACE_STOP,
             &0i32.to_ne_bytes(),

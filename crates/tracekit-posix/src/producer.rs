@@ -224,11 +224,43 @@ pub enum Outcome {
     },
 }
 
-fn note_lost<A, C>(h: &StreamHeaderOf<A, C>) {
+/// Counts `n` events lost by the stream and raises its overrun flag.
+#[cold]
+pub fn note_lost<A, C>(h: &StreamHeaderOf<A, C>, n: u64) {
     if h.overrun.load(Relaxed) == 0 {
         h.overrun.store(POSIX_TRACE_OVERRUN as u32, Relaxed);
     }
-    h.lost.fetch_add(1, Relaxed);
+    h.lost.fetch_add(n, Relaxed);
+}
+
+/// Is event type `id` filtered out of the stream?
+#[inline(always)]
+pub fn is_filtered<A, C>(h: &StreamHeaderOf<A, C>, id: u32) -> bool {
+    let w = (id / 64) as usize;
+    w < EVENTSET_WORDS && h.filter[w].load(Relaxed) & (1 << (id % 64)) != 0
+}
+
+/// Should an event of type `id` be recorded now? `Ok` if the stream is
+/// running and `id` passes the filter; otherwise what became of the event:
+/// refused because an UNTIL_FULL/FLUSH stream stopped itself, it is lost
+/// (and counted here); stopped by the controller or filtered out, it is
+/// simply not recorded. The one admission check of every writer.
+#[inline(always)]
+pub fn admit<A, C>(h: &StreamHeaderOf<A, C>, id: u32) -> Result<(), Outcome> {
+    let running = h.running.0.load(Relaxed);
+    if running != POSIX_TRACE_RUNNING as u32 {
+        if running == AUTO_SUSPENDED {
+            note_lost(h, 1);
+            return Err(Outcome::Lost {
+                wake_flusher: false,
+            });
+        }
+        return Err(Outcome::NotAdmitted);
+    }
+    if is_filtered(h, id) {
+        return Err(Outcome::NotAdmitted);
+    }
+    Ok(())
 }
 
 /// Records one event, its payload the concatenation of `parts` (so a
@@ -249,19 +281,8 @@ pub unsafe fn write_event<A, C>(
     thread: u64,
     ticks: u64,
 ) -> Outcome {
-    let running = h.running.0.load(Relaxed);
-    if running != POSIX_TRACE_RUNNING as u32 {
-        if running == AUTO_SUSPENDED {
-            note_lost(h);
-            return Outcome::Lost {
-                wake_flusher: false,
-            };
-        }
-        return Outcome::NotAdmitted;
-    }
-    let w = (id / 64) as usize;
-    if w < EVENTSET_WORDS && h.filter[w].load(Relaxed) & (1 << (id % 64)) != 0 {
-        return Outcome::NotAdmitted;
+    if let Err(refused) = admit(h, id) {
+        return refused;
     }
     let lane = lane_for(h, thread, pid);
     let pos = match reserve(h, lane) {
@@ -328,7 +349,7 @@ pub fn reserve<A, C>(h: &StreamHeaderOf<A, C>, lane: usize) -> Result<u64, Full>
                 Release,
                 Relaxed,
             );
-            note_lost(h);
+            note_lost(h, 1);
             return Err(Full {
                 wake_flusher: h.stream_policy == POSIX_TRACE_FLUSH,
             });

@@ -209,9 +209,13 @@ pub fn lane_count() -> u32 {
         .clamp(4, MAX_LANES) as u32
 }
 
-/// Bytes of a stream mapping.
-pub fn stream_len(slot_count: u64, slot_size: usize, lanes: u32) -> usize {
-    header_size() + lanes as usize * slot_count as usize * slot_size
+/// Bytes of a stream mapping; `None` if that does not fit in a `usize`.
+pub fn stream_len(slot_count: u64, slot_size: usize, lanes: u32) -> Option<usize> {
+    usize::try_from(slot_count)
+        .ok()?
+        .checked_mul(lanes as usize)?
+        .checked_mul(slot_size)?
+        .checked_add(header_size())
 }
 
 /// Initialises a fresh mapping as a stream of `lanes` lanes of
@@ -250,11 +254,13 @@ pub fn init_stream(
     h.magic = STREAM_MAGIC;
 }
 
-/// Slot count for a stream-min-size: a power of two, at least 4.
-pub fn slot_count_for(stream_size: u64, slot_size: usize) -> u64 {
-    (stream_size.div_ceil(slot_size as u64))
+/// Slot count for a stream-min-size: a power of two, at least 4; `None`
+/// if that power of two does not fit in a `u64`.
+pub fn slot_count_for(stream_size: u64, slot_size: usize) -> Option<u64> {
+    stream_size
+        .div_ceil((slot_size as u64).max(1))
         .max(4)
-        .next_power_of_two()
+        .checked_next_power_of_two()
 }
 
 /// A raw view of a mapped stream. Copyable; valid while the mapping is.
@@ -324,24 +330,15 @@ impl StreamView {
 
     #[inline(always)]
     pub fn is_filtered(&self, id: u32) -> bool {
-        let w = (id / 64) as usize;
-        w < EVENTSET_WORDS && self.header().filter[w].load(Relaxed) & (1 << (id % 64)) != 0
+        crate::producer::is_filtered(self.header(), id)
     }
 
-    /// Should an event of type `id` be recorded now? (Running and not
-    /// filtered out; an event refused because an UNTIL_FULL/FLUSH stream
-    /// stopped itself is counted as lost.)
+    /// Should an event of type `id` be recorded now? (See
+    /// [`crate::producer::admit`]: an event refused because an
+    /// UNTIL_FULL/FLUSH stream stopped itself is counted as lost.)
     #[inline(always)]
     pub fn admits(&self, id: u32) -> bool {
-        let h = self.header();
-        let running = h.running.0.load(Relaxed);
-        if running != POSIX_TRACE_RUNNING as u32 {
-            if running == crate::producer::AUTO_SUSPENDED {
-                self.note_lost(1);
-            }
-            return false;
-        }
-        !self.is_filtered(id)
+        crate::producer::admit(self.header(), id).is_ok()
     }
 
     /// Records an event if the stream is running and `id` passes the
@@ -356,20 +353,29 @@ impl StreamView {
     /// Records regardless of the running state (system events written by
     /// the controller); still honours the filter. Returns false if lost.
     pub fn record_system(&self, id: u32, data: &[u8], pid: i32, thread: u64) -> bool {
+        self.record_system_at(id, data, pid, thread, self.now())
+    }
+
+    /// [`Self::record_system`] with a timestamp (raw ticks, see
+    /// [`Self::now`]) read earlier: for an event that describes a state
+    /// change made after reading the clock and before recording.
+    pub fn record_system_at(
+        &self,
+        id: u32,
+        data: &[u8],
+        pid: i32,
+        thread: u64,
+        ticks: u64,
+    ) -> bool {
         if self.is_filtered(id) {
             return true;
         }
-        let ticks = crate::clock::raw_now(self.header().calibration.kind);
         self.write(id, data, pid, thread, 0, ticks)
     }
 
-    #[cold]
-    fn note_lost(&self, n: u64) {
-        let h = self.header();
-        if h.overrun.load(Relaxed) == 0 {
-            h.overrun.store(POSIX_TRACE_OVERRUN as u32, Relaxed);
-        }
-        h.lost.fetch_add(n, Relaxed);
+    /// The stream's raw clock now.
+    pub fn now(&self) -> u64 {
+        crate::clock::raw_now(self.header().calibration.kind)
     }
 
     pub fn wake_flusher(&self) {
@@ -526,7 +532,7 @@ impl StreamView {
             .compare_exchange(pos, pos + 1, Release, Relaxed)
             .is_ok()
         {
-            self.note_lost(1);
+            crate::producer::note_lost(self.header(), 1);
         }
     }
 

@@ -221,6 +221,170 @@ fn until_full_stops_by_itself_and_restarts_when_drained() {
 }
 
 #[test]
+fn until_full_stopped_while_full_reports_the_automatic_stop_and_starts_once_drained() {
+    let _s = serial();
+    let trid = api::create(0, Some(&small(4, POSIX_TRACE_UNTIL_FULL)), None).unwrap();
+    let id = traced::eventid_open(b"stopfull").unwrap();
+    api::start(trid).unwrap();
+    for i in 0u32..10 {
+        traced::trace_event(id, &i.to_le_bytes());
+    }
+    // Stopped by the controller while suspended because full.
+    api::stop(trid).unwrap();
+    let st = api::get_status(trid).unwrap();
+    assert_eq!(st.stream_status, POSIX_TRACE_SUSPENDED);
+    assert_eq!(st.stream_full_status, POSIX_TRACE_FULL);
+    // Still full: start records nothing and changes nothing.
+    api::start(trid).unwrap();
+    assert_eq!(
+        api::get_status(trid).unwrap().stream_status,
+        POSIX_TRACE_SUSPENDED
+    );
+    let got = drain(trid);
+    // The stream stopped itself (STOP with auto != 0) and, stopped by the
+    // controller since, does not restart by itself.
+    assert_eq!(
+        ids(&got),
+        vec![POSIX_TRACE_START, id, id, id, POSIX_TRACE_STOP],
+        "{got:?}"
+    );
+    assert_eq!(got[4].1, 1i32.to_ne_bytes());
+    let st = api::get_status(trid).unwrap();
+    assert_eq!(st.stream_status, POSIX_TRACE_SUSPENDED);
+    assert_eq!(st.stream_full_status, POSIX_TRACE_NOT_FULL, "drained");
+    // Drained: start works again.
+    api::start(trid).unwrap();
+    assert_eq!(
+        api::get_status(trid).unwrap().stream_status,
+        POSIX_TRACE_RUNNING
+    );
+    traced::trace_event(id, &42u32.to_le_bytes());
+    let got = drain(trid);
+    assert_eq!(ids(&got), vec![POSIX_TRACE_START, id], "{got:?}");
+    api::shutdown(trid).unwrap();
+}
+
+#[test]
+fn a_loop_stream_that_wrapped_can_be_stopped_and_started_again() {
+    let _s = serial();
+    let trid = api::create(0, Some(&small(4, POSIX_TRACE_LOOP)), None).unwrap();
+    let id = traced::eventid_open(b"loopagain").unwrap();
+    api::start(trid).unwrap();
+    for i in 0u32..10 {
+        traced::trace_event(id, &i.to_le_bytes());
+    }
+    api::stop(trid).unwrap();
+    let st = api::get_status(trid).unwrap();
+    assert_eq!(st.stream_status, POSIX_TRACE_SUSPENDED);
+    assert_eq!(st.stream_full_status, POSIX_TRACE_FULL);
+    // A full LOOP stream records by overwriting: start is not refused.
+    api::start(trid).unwrap();
+    assert_eq!(
+        api::get_status(trid).unwrap().stream_status,
+        POSIX_TRACE_RUNNING
+    );
+    traced::trace_event(id, &42u32.to_le_bytes());
+    let got = drain(trid);
+    let tail: Vec<u32> = ids(&got).into_iter().rev().take(3).collect();
+    assert_eq!(
+        tail,
+        vec![id, POSIX_TRACE_START, POSIX_TRACE_STOP],
+        "{got:?}"
+    );
+    assert_eq!(got.last().unwrap().1, 42u32.to_le_bytes());
+    // Drained: no longer full.
+    let st = api::get_status(trid).unwrap();
+    assert_eq!(st.stream_status, POSIX_TRACE_RUNNING);
+    assert_eq!(st.stream_full_status, POSIX_TRACE_NOT_FULL);
+    api::shutdown(trid).unwrap();
+}
+
+/// The reader restarts a drained UNTIL_FULL stream while the controller
+/// stops and starts it: the restart must never be recorded for a stream
+/// the controller stopped meanwhile (START, START in a row: a START for a
+/// stopped stream, then the controller's own), and the last state event
+/// must match the final state. A race, so this hammers it, in rounds on
+/// fresh streams (before the fixes a stream stopped while full stayed
+/// stopped for good, so each round gave the race one chance).
+#[test]
+fn automatic_restart_racing_the_controller_keeps_start_and_stop_in_order() {
+    use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+    use std::time::{Duration, Instant};
+    let _s = serial();
+    for round in 0..30 {
+        let trid = api::create(0, Some(&small(4, POSIX_TRACE_UNTIL_FULL)), None).unwrap();
+        let id = traced::eventid_open(b"restartrace").unwrap();
+        api::start(trid).unwrap();
+        let done = AtomicBool::new(false);
+        let states = std::thread::scope(|s| {
+            let writer = s.spawn(|| {
+                while !done.load(Relaxed) {
+                    traced::trace_event(id, &[]);
+                }
+            });
+            let reader = s.spawn(|| {
+                let mut states = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !done.load(Relaxed) {
+                    while let Some(e) = api::getnext_event(trid, &mut buf, Wait::Never).unwrap() {
+                        if matches!(e.info.event_id, POSIX_TRACE_START | POSIX_TRACE_STOP) {
+                            states.push(e.info.event_id);
+                        }
+                    }
+                }
+                states
+            });
+            let until = Instant::now() + Duration::from_millis(10);
+            while Instant::now() < until {
+                api::stop(trid).unwrap();
+                std::thread::yield_now();
+                api::start(trid).unwrap();
+                std::thread::yield_now();
+            }
+            api::stop(trid).unwrap();
+            done.store(true, Relaxed);
+            // No event half-written any more: the drain below sees all.
+            writer.join().unwrap();
+            let mut states = reader.join().unwrap();
+            states.extend(drain(trid).iter().map(|e| e.0).filter(|&i| i != id));
+            states
+        });
+        let twice = states
+            .windows(2)
+            .position(|w| w == [POSIX_TRACE_START, POSIX_TRACE_START]);
+        assert_eq!(
+            twice, None,
+            "round {round}: START twice in a row: {states:?}"
+        );
+        let tail = &states[states.len().saturating_sub(8)..];
+        assert_eq!(
+            states.last(),
+            Some(&POSIX_TRACE_STOP),
+            "round {round}: {tail:?}"
+        );
+        assert_eq!(
+            api::get_status(trid).unwrap().stream_status,
+            POSIX_TRACE_SUSPENDED
+        );
+        api::shutdown(trid).unwrap();
+    }
+}
+
+#[test]
+fn a_stream_size_too_large_to_lay_out_is_enomem() {
+    let _s = serial();
+    for size in [u64::MAX, 1 << 63, 1 << 60, 1 << 56] {
+        let mut a = TraceAttr::default();
+        a.stream_size = size;
+        assert_eq!(
+            api::create(0, Some(&a), None),
+            Err(libc::ENOMEM),
+            "stream_size {size}"
+        );
+    }
+}
+
+#[test]
 fn flush_policy_needs_a_log() {
     let _s = serial();
     let a = small(8, POSIX_TRACE_FLUSH);
