@@ -28,8 +28,13 @@ pub enum Scope {
     Thread,
 }
 
+/// Each event is built in a reusable line buffer and handed to the sink
+/// in one `write_all` (a sink behind `dyn Write` costs a call per write;
+/// no extra buffering is needed for speed, and a sink error leaves whole
+/// events behind).
 pub struct ChromeWriter<W: Write> {
     out: W,
+    line: Vec<u8>,
     first: bool,
     events: u64,
 }
@@ -39,6 +44,7 @@ impl<W: Write> ChromeWriter<W> {
         out.write_all(b"{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n")?;
         Ok(ChromeWriter {
             out,
+            line: Vec::with_capacity(256),
             first: true,
             events: 0,
         })
@@ -49,54 +55,67 @@ impl<W: Write> ChromeWriter<W> {
         self.events
     }
 
+    /// Starts the next event in the line buffer.
     fn open(&mut self, ph: &str, pid: i64, tid: i64) -> io::Result<()> {
+        self.line.clear();
         if !self.first {
-            self.out.write_all(b",\n")?;
+            self.line.extend_from_slice(b",\n");
         }
+        self.line.extend_from_slice(b"{\"ph\":\"");
+        self.line.extend_from_slice(ph.as_bytes());
+        self.line.extend_from_slice(b"\",\"pid\":");
+        write_i64(&mut self.line, pid)?;
+        self.line.extend_from_slice(b",\"tid\":");
+        write_i64(&mut self.line, tid)
+    }
+
+    /// Closes the event in the line buffer and writes it out.
+    fn emit(&mut self, tail: &[u8]) -> io::Result<()> {
+        self.line.extend_from_slice(tail);
+        self.out.write_all(&self.line)?;
         self.first = false;
         self.events += 1;
-        self.out.write_all(b"{\"ph\":\"")?;
-        self.out.write_all(ph.as_bytes())?;
-        self.out.write_all(b"\",\"pid\":")?;
-        write_i64(&mut self.out, pid)?;
-        self.out.write_all(b",\"tid\":")?;
-        write_i64(&mut self.out, tid)
+        Ok(())
+    }
+
+    fn key(&mut self, key: &str) {
+        self.line.extend_from_slice(b",\"");
+        self.line.extend_from_slice(key.as_bytes());
+        self.line.extend_from_slice(b"\":");
     }
 
     fn field_str(&mut self, key: &str, v: &[u8]) -> io::Result<()> {
-        self.out.write_all(b",\"")?;
-        self.out.write_all(key.as_bytes())?;
-        self.out.write_all(b"\":")?;
-        write_str(&mut self.out, v)
+        self.key(key);
+        write_str(&mut self.line, v)
     }
 
     fn field_f64(&mut self, key: &str, v: f64) -> io::Result<()> {
-        self.out.write_all(b",\"")?;
-        self.out.write_all(key.as_bytes())?;
-        self.out.write_all(b"\":")?;
-        write_f64(&mut self.out, v)
+        self.key(key);
+        write_f64(&mut self.line, v)
     }
 
     fn args(&mut self, args: &[(&str, Arg<'_>)]) -> io::Result<()> {
         if args.is_empty() {
             return Ok(());
         }
-        self.out.write_all(b",\"args\":{")?;
+        let line = &mut self.line;
+        line.extend_from_slice(b",\"args\":{");
         for (i, (k, v)) in args.iter().enumerate() {
             if i > 0 {
-                self.out.write_all(b",")?;
+                line.push(b',');
             }
-            write_str(&mut self.out, k.as_bytes())?;
-            self.out.write_all(b":")?;
+            write_str(line, k.as_bytes())?;
+            line.push(b':');
             match v {
-                Arg::Str(s) => write_str(&mut self.out, s)?,
-                Arg::Int(n) => write_i64(&mut self.out, *n)?,
-                Arg::Float(f) => write_f64(&mut self.out, *f)?,
-                Arg::Bool(b) => self.out.write_all(if *b { b"true" } else { b"false" })?,
-                Arg::RawJson(j) => self.out.write_all(j)?,
+                Arg::Str(s) => write_str(line, s)?,
+                Arg::Int(n) => write_i64(line, *n)?,
+                Arg::Float(f) => write_f64(line, *f)?,
+                Arg::Bool(b) => line.extend_from_slice(if *b { b"true" } else { b"false" }),
+                Arg::RawJson(j) => line.extend_from_slice(j),
             }
         }
-        self.out.write_all(b"}")
+        line.push(b'}');
+        Ok(())
     }
 
     /// A slice with a known duration (`ph: X`).
@@ -119,7 +138,7 @@ impl<W: Write> ChromeWriter<W> {
             self.field_str("cat", cat)?;
         }
         self.args(args)?;
-        self.out.write_all(b"}")
+        self.emit(b"}")
     }
 
     /// The start of a slice whose end comes later (`ph: B`).
@@ -139,7 +158,7 @@ impl<W: Write> ChromeWriter<W> {
             self.field_str("cat", cat)?;
         }
         self.args(args)?;
-        self.out.write_all(b"}")
+        self.emit(b"}")
     }
 
     /// The end of the innermost open slice on that thread (`ph: E`).
@@ -153,7 +172,7 @@ impl<W: Write> ChromeWriter<W> {
         self.open("E", pid, tid)?;
         self.field_f64("ts", ts_us)?;
         self.args(args)?;
-        self.out.write_all(b"}")
+        self.emit(b"}")
     }
 
     /// A point in time (`ph: i`).
@@ -181,7 +200,7 @@ impl<W: Write> ChromeWriter<W> {
         };
         self.field_str("s", s)?;
         self.args(args)?;
-        self.out.write_all(b"}")
+        self.emit(b"}")
     }
 
     /// A counter sample (`ph: C`): each series becomes a line in the track
@@ -196,16 +215,17 @@ impl<W: Write> ChromeWriter<W> {
         self.open("C", pid, 0)?;
         self.field_f64("ts", ts_us)?;
         self.field_str("name", name)?;
-        self.out.write_all(b",\"args\":{")?;
+        let line = &mut self.line;
+        line.extend_from_slice(b",\"args\":{");
         for (i, (k, v)) in series.iter().enumerate() {
             if i > 0 {
-                self.out.write_all(b",")?;
+                line.push(b',');
             }
-            write_str(&mut self.out, k.as_bytes())?;
-            self.out.write_all(b":")?;
-            write_f64(&mut self.out, *v)?;
+            write_str(line, k.as_bytes())?;
+            line.push(b':');
+            write_f64(line, *v)?;
         }
-        self.out.write_all(b"}}")
+        self.emit(b"}}")
     }
 
     /// Names a process track.
@@ -213,7 +233,7 @@ impl<W: Write> ChromeWriter<W> {
         self.open("M", pid, 0)?;
         self.field_str("name", b"process_name")?;
         self.args(&[("name", Arg::Str(name))])?;
-        self.out.write_all(b"}")
+        self.emit(b"}")
     }
 
     /// Names a thread track.
@@ -221,7 +241,7 @@ impl<W: Write> ChromeWriter<W> {
         self.open("M", pid, tid)?;
         self.field_str("name", b"thread_name")?;
         self.args(&[("name", Arg::Str(name))])?;
-        self.out.write_all(b"}")
+        self.emit(b"}")
     }
 
     /// Orders thread tracks within a process (lower first).
@@ -229,7 +249,7 @@ impl<W: Write> ChromeWriter<W> {
         self.open("M", pid, tid)?;
         self.field_str("name", b"thread_sort_index")?;
         self.args(&[("sort_index", Arg::Int(index))])?;
-        self.out.write_all(b"}")
+        self.emit(b"}")
     }
 
     /// Closes the JSON document and returns the sink.
@@ -280,6 +300,44 @@ mod tests {
         assert_eq!(evs[2]["dur"], 10.0);
         assert_eq!(evs[5]["name"], "err\"x");
         assert_eq!(evs[5]["args"]["raw"]["a"], 1);
+    }
+
+    /// Counts the writes a sink receives.
+    struct CountingSink(Vec<u8>, usize);
+
+    impl Write for CountingSink {
+        fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+            self.1 += 1;
+            self.0.extend_from_slice(b);
+            Ok(b.len())
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn one_sink_write_per_event() {
+        let mut w = ChromeWriter::new(CountingSink(Vec::new(), 0)).unwrap();
+        w.thread_name(1, 2, b"main").unwrap();
+        w.begin(
+            1,
+            2,
+            1.0,
+            b"f\"n",
+            b"c",
+            &[("args", Arg::RawJson(b"[1,2]"))],
+        )
+        .unwrap();
+        w.end(1, 2, 2.5, &[]).unwrap();
+        let sink = w.finish().unwrap();
+        // The header, three events, the closing.
+        assert_eq!(sink.1, 5);
+        let v: serde_json::Value = serde_json::from_slice(&sink.0).unwrap();
+        assert_eq!(v["traceEvents"][1]["name"], "f\"n");
+        assert_eq!(v["traceEvents"][1]["args"]["args"][1], 2);
+        assert_eq!(v["traceEvents"][2]["ts"], 2.5);
     }
 
     #[test]

@@ -48,27 +48,22 @@ pub fn account_rows(
     trace: &Trace<'_>,
     args: &AccountArgs,
 ) -> Result<(Vec<account::Row>, usize, Warnings)> {
-    if trace.header.kind == crate::LogKind::Fdr
+    let mut warnings = trace.warnings.clone();
+    let (mut rows, w) = if trace.header.kind == crate::LogKind::Fdr
         && !args.deduce_sibling_calls
         && !args.recursive_calls_only
     {
         let workers = crate::trace::worker_count();
-        let mut warnings = trace.warnings.clone();
-        let (mut rows, w) =
-            account::account_fdr_parallel(trace, args.keep_going, workers, workers)?;
-        warnings.extend(w);
-        let total = rows.len();
-        account::sort_rows(&mut rows, args.sort, args.descending, args.top);
-        return Ok((rows, total, warnings));
-    }
-    let mut acc = Accountant::new(AccountOptions {
-        keep_going: args.keep_going,
-        deduce_sibling_calls: args.deduce_sibling_calls,
-        recursive_calls_only: args.recursive_calls_only,
-    });
-    let mut warnings = trace.warnings.clone();
-    warnings.extend(trace.try_for_each(|r| acc.add(r))?);
-    let (mut rows, w) = acc.rows(trace.header.cycle_frequency);
+        account::account_fdr_parallel(trace, args.keep_going, workers, workers)?
+    } else {
+        let mut acc = Accountant::new(AccountOptions {
+            keep_going: args.keep_going,
+            deduce_sibling_calls: args.deduce_sibling_calls,
+            recursive_calls_only: args.recursive_calls_only,
+        });
+        warnings.extend(trace.try_for_each(|r| acc.add(r))?);
+        acc.rows(trace.header.cycle_frequency)
+    };
     warnings.extend(w);
     let total = rows.len();
     account::sort_rows(&mut rows, args.sort, args.descending, args.top);
@@ -272,18 +267,13 @@ pub fn convert_trace_event<W: Write>(
     sort: bool,
     out: W,
 ) -> Result<Warnings> {
-    let mut w = crate::trace_event::TraceEventWriter::new(out, trace.header).map_err(io)?;
-    let mut namer = |id: i32| -> String {
-        if symbolize {
-            names.symbol_or_number(id).to_string()
-        } else {
-            id.to_string()
-        }
-    };
+    let mut w =
+        crate::trace_event::TraceEventWriter::new(out, trace.header, symbolize.then_some(names))
+            .map_err(io)?;
     let mut warnings = trace.warnings.clone();
     let mut run = |it: &mut dyn Iterator<Item = Result<crate::Record<'_>>>| -> Result<()> {
         for r in it {
-            w.record(&r?, &mut namer).map_err(io)?;
+            w.record(&r?).map_err(io)?;
         }
         Ok(())
     };
@@ -298,7 +288,7 @@ pub fn convert_trace_event<W: Write>(
         warnings.extend(s.warnings());
         res?;
     }
-    w.finish(&mut namer).map_err(io)?;
+    w.finish().map_err(io)?;
     Ok(warnings)
 }
 
@@ -320,7 +310,7 @@ pub fn convert_chrome<W: Write>(
     };
     let base = earliest_tsc(trace);
     let us = |tsc: u64| (tsc.wrapping_sub(base)) as i64 as f64 * 1e6 / freq;
-    let mut w = ChromeWriter::new(Batched::new(out)).map_err(io)?;
+    let mut w = ChromeWriter::new(out).map_err(io)?;
     let mut warnings = trace.warnings.clone();
     // Per thread: open calls and (pid, last timestamp). The thread being
     // read is kept out of the maps (records come thread by thread in FDR
@@ -331,7 +321,6 @@ pub fn convert_chrome<W: Write>(
     let mut current: Option<(u32, u32)> = None;
     let mut stack: Vec<i32> = Vec::new();
     let mut last_tsc = 0u64;
-    let mut name_cache: Vec<Option<std::rc::Rc<str>>> = Vec::new();
     let mut orphans = 0u64;
     let mut arg_text = String::new();
     let res = trace.try_for_each(|r| {
@@ -378,17 +367,7 @@ pub fn convert_chrome<W: Write>(
                 .map_err(io);
         }
         if r.kind.is_entry() {
-            let name = match usize::try_from(r.func_id) {
-                Ok(i) if i < 1 << 16 => {
-                    if i >= name_cache.len() {
-                        name_cache.resize(i + 1, None);
-                    }
-                    name_cache[i]
-                        .get_or_insert_with(|| names.symbol_or_number(r.func_id))
-                        .clone()
-                }
-                _ => names.symbol_or_number(r.func_id),
-            };
+            let name = names.symbol_or_number(r.func_id);
             if r.args.is_empty() {
                 w.begin(pid, tid, us(r.tsc), name.as_bytes(), b"", &[])
                     .map_err(io)?;
@@ -459,60 +438,6 @@ pub fn convert_chrome<W: Write>(
     }
     w.finish().map_err(io)?;
     Ok(warnings)
-}
-
-/// Collects small writes in a large buffer handed to `inner` in one
-/// piece (the Chrome writer writes a dozen pieces per event; through a
-/// `Box<dyn Write>` each was a call). Flushes what it holds when dropped,
-/// so output before an error stays written.
-struct Batched<W: Write> {
-    inner: W,
-    buf: Vec<u8>,
-}
-
-impl<W: Write> Batched<W> {
-    const FLUSH_AT: usize = 1 << 20;
-
-    fn new(inner: W) -> Self {
-        Batched {
-            inner,
-            buf: Vec::with_capacity(Self::FLUSH_AT + 4096),
-        }
-    }
-
-    fn drain(&mut self) -> std::io::Result<()> {
-        let r = self.inner.write_all(&self.buf);
-        self.buf.clear();
-        r
-    }
-}
-
-impl<W: Write> Write for Batched<W> {
-    #[inline]
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.write_all(b)?;
-        Ok(b.len())
-    }
-
-    #[inline]
-    fn write_all(&mut self, b: &[u8]) -> std::io::Result<()> {
-        self.buf.extend_from_slice(b);
-        if self.buf.len() >= Self::FLUSH_AT {
-            self.drain()?;
-        }
-        Ok(())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.drain()?;
-        self.inner.flush()
-    }
-}
-
-impl<W: Write> Drop for Batched<W> {
-    fn drop(&mut self) {
-        let _ = self.drain();
-    }
 }
 
 /// The smallest timestamp of the trace, cheaply (block starts for FDR, a

@@ -1,11 +1,10 @@
 //! Function ids to names and source positions: the instrumentation map
 //! gives the function's address, the binary's symbol table (else DWARF)
 //! its name, demangled, and DWARF's line table its file and line, the way
-//! llvm-xray's symbolizer reports them. Results are cached per id.
+//! llvm-xray's symbolizer reports them. Names are made once per id.
 
 use std::borrow::Cow;
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::path::Path;
 use std::rc::Rc;
 
@@ -109,7 +108,42 @@ pub struct FunctionNames {
     map: Option<InstrMap>,
     binary: Option<Binary>,
     demangle: bool,
-    names: RefCell<HashMap<i32, Rc<str>>>,
+    names: RefCell<NameCache>,
+}
+
+/// Names already made, by id: a table for the small ids maps use, a hash
+/// map for the rest (callers ask once per record, so this is hot).
+#[derive(Default)]
+struct NameCache {
+    dense: Vec<Option<Rc<str>>>,
+    sparse: rustc_hash::FxHashMap<i32, Rc<str>>,
+}
+
+impl NameCache {
+    /// Ids below this are kept in the table (at most 16 MiB of slots).
+    const DENSE: usize = 1 << 20;
+
+    #[inline]
+    fn get(&self, id: i32) -> Option<&Rc<str>> {
+        match usize::try_from(id) {
+            Ok(i) if i < Self::DENSE => self.dense.get(i)?.as_ref(),
+            _ => self.sparse.get(&id),
+        }
+    }
+
+    fn insert(&mut self, id: i32, name: Rc<str>) {
+        match usize::try_from(id) {
+            Ok(i) if i < Self::DENSE => {
+                if i >= self.dense.len() {
+                    self.dense.resize(i + 1, None);
+                }
+                self.dense[i] = Some(name);
+            }
+            _ => {
+                self.sparse.insert(id, name);
+            }
+        }
+    }
 }
 
 impl Default for FunctionNames {
@@ -156,11 +190,19 @@ impl FunctionNames {
 
     /// The function's name; `#id` when the map does not know the id,
     /// `@(hexaddr)` when the binary cannot name the address.
+    #[inline]
     pub fn symbol_or_number(&self, id: i32) -> Rc<str> {
-        if let Some(n) = self.names.borrow().get(&id) {
+        if let Some(n) = self.names.borrow().get(id) {
             return n.clone();
         }
-        let name: Rc<str> = match self.map.as_ref().and_then(|m| m.function_address(id)) {
+        let name = self.make_name(id);
+        self.names.borrow_mut().insert(id, name.clone());
+        name
+    }
+
+    #[cold]
+    fn make_name(&self, id: i32) -> Rc<str> {
+        match self.map.as_ref().and_then(|m| m.function_address(id)) {
             None => Rc::from(format!("#{id}")),
             Some(addr) => {
                 let raw = self.binary.as_ref().and_then(|b| {
@@ -174,9 +216,7 @@ impl FunctionNames {
                     None => Rc::from(format!("@({addr:x})")),
                 }
             }
-        };
-        self.names.borrow_mut().insert(id, name.clone());
-        name
+        }
     }
 
     /// `file:line:column` of the function's entry, or `(unknown)`.

@@ -4,19 +4,23 @@
 
 use rustc_hash::FxHashMap as HashMap;
 use std::io::{self, Write};
+use std::rc::Rc;
 
 use crate::densemap;
 use crate::header::FileHeader;
+use crate::names::FunctionNames;
 use crate::record::Record;
 
 struct Frame {
     func_id: i32,
+    /// The function's name, looked up once per frame (not per event).
+    name: Rc<str>,
     parent: Option<usize>,
     children: HashMap<i32, usize>,
 }
 
 /// Streams llvm-xray's trace_event JSON.
-pub struct TraceEventWriter<W: Write> {
+pub struct TraceEventWriter<'n, W: Write> {
     out: W,
     header: FileHeader,
     frames: Vec<Frame>,
@@ -24,46 +28,15 @@ pub struct TraceEventWriter<W: Write> {
     cursors: HashMap<u32, Option<usize>>,
     written: u64,
     line: Vec<u8>,
-    names: NameCache,
+    /// Names frames by symbol; `None`: by function id (no `-symbolize`).
+    names: Option<&'n FunctionNames>,
 }
 
-/// Function names by id, asked for once each (the namer allocates).
-#[derive(Default)]
-struct NameCache {
-    dense: Vec<Option<Box<str>>>,
-    sparse: HashMap<i32, Box<str>>,
-}
-
-impl NameCache {
-    const DENSE: usize = 1 << 20;
-
-    #[inline]
-    fn fill(&mut self, id: i32, name: &mut dyn FnMut(i32) -> String) {
-        match usize::try_from(id) {
-            Ok(i) if i < Self::DENSE => {
-                if i >= self.dense.len() {
-                    self.dense.resize(i + 1, None);
-                }
-                if self.dense[i].is_none() {
-                    self.dense[i] = Some(name(id).into_boxed_str());
-                }
-            }
-            _ => {
-                self.sparse
-                    .entry(id)
-                    .or_insert_with(|| name(id).into_boxed_str());
-            }
-        }
-    }
-
-    /// The name `fill` stored (empty if it was not called for `id`).
-    #[inline]
-    fn get(&self, id: i32) -> &str {
-        let found = match usize::try_from(id) {
-            Ok(i) if i < Self::DENSE => self.dense.get(i).and_then(|n| n.as_deref()),
-            _ => self.sparse.get(&id).map(|n| &**n),
-        };
-        found.unwrap_or("")
+/// The name of function `id`: its symbol, else its number.
+fn frame_name(names: Option<&FunctionNames>, id: i32) -> Rc<str> {
+    match names {
+        Some(n) => n.symbol_or_number(id),
+        None => Rc::from(itoa::Buffer::new().format(id)),
     }
 }
 
@@ -94,10 +67,8 @@ fn push_fixed(out: &mut Vec<u8>, v: f64, digits: u32) {
             let int = q / scale;
             let dec = (q % scale) as u64;
             let mut num = itoa::Buffer::new();
-            match u64::try_from(int) {
-                Ok(i) => out.extend_from_slice(num.format(i).as_bytes()),
-                Err(_) => out.extend_from_slice(num.format(int).as_bytes()),
-            }
+            // (v < 2^53: the integer part fits.)
+            out.extend_from_slice(num.format(int as u64).as_bytes());
             out.push(b'.');
             let d = num.format(dec).as_bytes();
             out.extend(std::iter::repeat_n(b'0', digits as usize - d.len()));
@@ -108,8 +79,13 @@ fn push_fixed(out: &mut Vec<u8>, v: f64, digits: u32) {
     let _ = write!(out, "{v:.prec$}", prec = digits as usize);
 }
 
-impl<W: Write> TraceEventWriter<W> {
-    pub fn new(mut out: W, header: FileHeader) -> io::Result<Self> {
+impl<'n, W: Write> TraceEventWriter<'n, W> {
+    /// `names` names frames by symbol; `None`: by function id.
+    pub fn new(
+        mut out: W,
+        header: FileHeader,
+        names: Option<&'n FunctionNames>,
+    ) -> io::Result<Self> {
         out.write_all(b"{\n  \"traceEvents\": [\n")?;
         Ok(TraceEventWriter {
             out,
@@ -119,7 +95,7 @@ impl<W: Write> TraceEventWriter<W> {
             cursors: HashMap::default(),
             written: 0,
             line: Vec::with_capacity(256),
-            names: NameCache::default(),
+            names,
         })
     }
 
@@ -133,6 +109,7 @@ impl<W: Write> TraceEventWriter<W> {
         }
         self.frames.push(Frame {
             func_id,
+            name: frame_name(self.names, func_id),
             parent,
             children: HashMap::default(),
         });
@@ -148,7 +125,8 @@ impl<W: Write> TraceEventWriter<W> {
         n
     }
 
-    fn event(&mut self, func_id: i32, ph: &str, r: &Record<'_>, frame: usize) -> io::Result<()> {
+    /// Writes a `ph` event of the call at `frame`.
+    fn event(&mut self, ph: &str, r: &Record<'_>, frame: usize) -> io::Result<()> {
         let l = &mut self.line;
         l.clear();
         if self.written > 0 {
@@ -158,7 +136,7 @@ impl<W: Write> TraceEventWriter<W> {
         let ts = 1_000_000f64 / self.header.cycle_frequency as f64 * r.tsc as f64;
         let mut num = itoa::Buffer::new();
         l.extend_from_slice(b"    { \"name\" : \"");
-        l.extend_from_slice(self.names.get(func_id).as_bytes());
+        l.extend_from_slice(self.frames[frame].name.as_bytes());
         l.extend_from_slice(b"\", \"ph\" : \"");
         l.extend_from_slice(ph.as_bytes());
         l.extend_from_slice(b"\", \"tid\" : \"");
@@ -178,29 +156,23 @@ impl<W: Write> TraceEventWriter<W> {
         self.out.write_all(l)
     }
 
-    /// Adds one record (time order); `name` names function ids.
-    pub fn record(
-        &mut self,
-        r: &Record<'_>,
-        name: &mut dyn FnMut(i32) -> String,
-    ) -> io::Result<()> {
+    /// Adds one record (time order).
+    pub fn record(&mut self, r: &Record<'_>) -> io::Result<()> {
         if r.kind.is_event() {
             return Ok(());
         }
-        self.names.fill(r.func_id, name);
         let cursor = self.cursors.get(&r.tid).copied().flatten();
         if r.kind.is_entry() {
             let n = self.child(cursor, r.func_id);
             self.cursors.insert(r.tid, Some(n));
-            return self.event(r.func_id, "B", r, n);
+            return self.event("B", r, n);
         }
         let Some(mut cur) = cursor else {
             return Ok(());
         };
         loop {
             let f = self.frames[cur].func_id;
-            self.names.fill(f, name);
-            self.event(f, "E", r, cur)?;
+            self.event("E", r, cur)?;
             let parent = self.frames[cur].parent;
             if f == r.func_id || parent.is_none() {
                 self.cursors.insert(r.tid, parent);
@@ -210,7 +182,7 @@ impl<W: Write> TraceEventWriter<W> {
         }
     }
 
-    pub fn finish(mut self, name: &mut dyn FnMut(i32) -> String) -> io::Result<W> {
+    pub fn finish(mut self) -> io::Result<W> {
         self.out
             .write_all(b"\n  ],\n  \"displayTimeUnit\": \"ns\",\n  \"stackFrames\": {")?;
         let hashes: Vec<u32> = (0..self.frames.len())
@@ -219,15 +191,16 @@ impl<W: Write> TraceEventWriter<W> {
         for (k, i) in densemap::iteration_order(&hashes).into_iter().enumerate() {
             self.out.write_all(if k == 0 { b"\n" } else { b",\n" })?;
             let f = &self.frames[i];
-            write!(
-                self.out,
-                "    \"{i}\" : {{ \"name\" : \"{}\"",
-                name(f.func_id)
-            )?;
+            let l = &mut self.line;
+            l.clear();
+            write!(l, "    \"{i}\" : {{ \"name\" : \"")?;
+            l.extend_from_slice(f.name.as_bytes());
+            l.push(b'"');
             if let Some(p) = f.parent {
-                write!(self.out, ", \"parent\": \"{p}\"")?;
+                write!(l, ", \"parent\": \"{p}\"")?;
             }
-            self.out.write_all(b" }")?;
+            l.extend_from_slice(b" }");
+            self.out.write_all(l)?;
         }
         self.out.write_all(b"\n  }\n}\n")?;
         Ok(self.out)
