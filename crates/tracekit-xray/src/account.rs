@@ -88,8 +88,9 @@ enum Durations {
     Hist(Box<Histogram>),
 }
 
-/// Functions with this many durations switch to a [`Histogram`] (which
-/// then costs at most the 4 bytes per duration the list would).
+/// Functions with this many durations switch to a [`Histogram`] (whose
+/// table of counts then costs what the listed durations did; the long
+/// durations stay listed, 8 bytes each).
 const HIST_FROM: usize = 1 << 17;
 /// Durations below this are counted by value, exactly.
 const HIST_LEN: usize = 1 << 16;
@@ -118,6 +119,21 @@ impl Histogram {
         match self.counts.get_mut(d as usize) {
             Some(c) if d < HIST_LEN as u64 => *c += 1,
             _ => self.big.push(d),
+        }
+    }
+
+    /// Adds the durations of `d`.
+    fn absorb(&mut self, d: Durations) {
+        match d {
+            Durations::Narrow(v) => v.iter().for_each(|&x| self.push(u64::from(x))),
+            Durations::Wide(v) => v.iter().for_each(|&x| self.push(x)),
+            Durations::Hist(h) => {
+                for (a, b) in self.counts.iter_mut().zip(&h.counts) {
+                    *a += b;
+                }
+                self.big.extend_from_slice(&h.big);
+                self.n += h.n;
+            }
         }
     }
 
@@ -206,30 +222,11 @@ impl Durations {
             }
             Durations::Narrow(_) | Durations::Wide(_) => {
                 let mut h = Box::new(Histogram::new());
-                self.drain_into(&mut h);
+                h.absorb(std::mem::replace(self, Durations::Narrow(Vec::new())));
                 h.push(d);
                 *self = Durations::Hist(h);
             }
             Durations::Hist(h) => h.push(d),
-        }
-    }
-
-    /// Moves the listed durations into `h`.
-    fn drain_into(&mut self, h: &mut Histogram) {
-        match self {
-            Durations::Narrow(v) => {
-                for &x in v.iter() {
-                    h.push(u64::from(x));
-                }
-                *v = Vec::new();
-            }
-            Durations::Wide(v) => {
-                for &x in v.iter() {
-                    h.push(x);
-                }
-                *v = Vec::new();
-            }
-            Durations::Hist(_) => {}
         }
     }
 }
@@ -276,16 +273,13 @@ fn stats<T: Copy + Ord + Into<u64>>(v: &mut [T]) -> (f64, f64, f64, f64, f64, f6
         (*x).into()
     };
     let med = select(0, k_med);
+    // (k_med <= k90 <= k99; an equal rank is the element selected.)
     let p90 = if k90 > k_med {
         select(k_med + 1, k90)
     } else {
-        select(0, k90)
+        med
     };
-    let p99 = if k99 > k90 && k90 >= k_med {
-        select(k90 + 1, k99)
-    } else {
-        select(0, k99)
-    };
+    let p99 = if k99 > k90 { select(k90 + 1, k99) } else { p90 };
     (
         min as f64, med as f64, p90 as f64, p99 as f64, max as f64, sum,
     )
@@ -394,13 +388,7 @@ impl Accountant {
                         self.scratch = done;
                         return Ok(());
                     }
-                    return Err(Error::malformed(
-                        Position::Unknown,
-                        format!(
-                            "thread {}: exit of function {} at tsc {} does not match the innermost open call (function {top_id}); use -d to deduce sibling calls or -k to skip such records",
-                            r.tid, r.func_id, r.tsc
-                        ),
-                    ));
+                    return Err(mismatch(r.tid, r.func_id, r.tsc, top_id));
                 }
             }
         }
@@ -413,24 +401,7 @@ impl Accountant {
 
     /// The rows in llvm-xray's order before sorting (its DenseMap order).
     pub fn rows(mut self, cycle_frequency: u64) -> (Vec<Row>, Warnings) {
-        if self.orphan_exits > 0 {
-            self.warnings.push(
-                Position::Unknown,
-                format!(
-                    "{} exits without a matching entry skipped (the trace starts in the middle of calls)",
-                    self.orphan_exits
-                ),
-            );
-        }
-        if self.skipped > 0 {
-            self.warnings.push(
-                Position::Unknown,
-                format!(
-                    "{} exits not matching the innermost open call skipped (-k)",
-                    self.skipped
-                ),
-            );
-        }
+        warn_skipped(&mut self.warnings, self.orphan_exits, self.skipped);
         let hashes: Vec<u32> = self
             .order
             .iter()
@@ -513,42 +484,36 @@ impl Durations {
     }
 
     /// Adds `other`'s durations.
-    fn append(&mut self, mut other: Durations) {
-        if let Durations::Hist(mut h) = other {
-            if let Durations::Hist(mine) = self {
-                for (a, b) in mine.counts.iter_mut().zip(&h.counts) {
-                    *a += b;
-                }
-                mine.big.extend_from_slice(&h.big);
-                mine.n += h.n;
-            } else {
-                self.drain_into(&mut h);
-                *self = Durations::Hist(h);
+    fn append(&mut self, other: Durations) {
+        let listed = self.len() + other.len() <= HIST_FROM;
+        match (self, other) {
+            (Durations::Narrow(a), Durations::Narrow(b)) if listed => a.extend_from_slice(&b),
+            (Durations::Wide(a), Durations::Wide(b)) if listed => a.extend_from_slice(&b),
+            (Durations::Wide(a), Durations::Narrow(b)) if listed => {
+                a.extend(b.iter().map(|&x| u64::from(x)))
             }
-            return;
-        }
-        if self.len() + other.len() > HIST_FROM {
-            if !matches!(self, Durations::Hist(_)) {
-                let mut h = Box::new(Histogram::new());
-                self.drain_into(&mut h);
-                *self = Durations::Hist(h);
+            (Durations::Hist(h), other) => h.absorb(other),
+            (this, other) => {
+                let mine = std::mem::replace(this, Durations::Narrow(Vec::new()));
+                *this = match (mine, other) {
+                    (Durations::Narrow(a), Durations::Wide(b)) if listed => {
+                        let mut w: Vec<u64> = Vec::with_capacity(a.len() + b.len());
+                        w.extend(a.iter().map(|&x| u64::from(x)));
+                        w.extend_from_slice(&b);
+                        Durations::Wide(w)
+                    }
+                    (mine, Durations::Hist(mut h)) => {
+                        h.absorb(mine);
+                        Durations::Hist(h)
+                    }
+                    (mine, other) => {
+                        let mut h = Box::new(Histogram::new());
+                        h.absorb(mine);
+                        h.absorb(other);
+                        Durations::Hist(h)
+                    }
+                };
             }
-            if let Durations::Hist(h) = self {
-                other.drain_into(h);
-            }
-            return;
-        }
-        match (&mut *self, other) {
-            (Durations::Narrow(a), Durations::Narrow(b)) => a.extend_from_slice(&b),
-            (Durations::Wide(a), Durations::Wide(b)) => a.extend_from_slice(&b),
-            (Durations::Wide(a), Durations::Narrow(b)) => a.extend(b.iter().map(|&x| u64::from(x))),
-            (Durations::Narrow(a), Durations::Wide(b)) => {
-                let mut w: Vec<u64> = Vec::with_capacity(a.len() + b.len());
-                w.extend(a.iter().map(|&x| u64::from(x)));
-                w.extend_from_slice(&b);
-                *self = Durations::Wide(w);
-            }
-            (Durations::Hist(_), _) | (_, Durations::Hist(_)) => {}
         }
     }
 }
@@ -574,6 +539,25 @@ fn row(func_id: i32, mut d: Durations, cycle_frequency: u64) -> Row {
         pct99: s.3 / f,
         max: s.4 / f,
         sum: s.5 / f,
+    }
+}
+
+/// Reports the exits skipped: `orphans` without any open call on their
+/// thread, `skipped` (with -k) not matching the innermost one.
+fn warn_skipped(warnings: &mut Warnings, orphans: u64, skipped: u64) {
+    if orphans > 0 {
+        warnings.push(
+            Position::Unknown,
+            format!(
+                "{orphans} exits without a matching entry skipped (the trace starts in the middle of calls)"
+            ),
+        );
+    }
+    if skipped > 0 {
+        warnings.push(
+            Position::Unknown,
+            format!("{skipped} exits not matching the innermost open call skipped (-k)"),
+        );
     }
 }
 
@@ -717,45 +701,13 @@ pub fn account_fdr_parallel(
     workers: usize,
     parts: usize,
 ) -> Result<(Vec<Row>, Warnings)> {
-    let cut = trace.split_load_order(parts.max(1));
-    let mut numbered: Vec<Vec<(usize, crate::trace::Segment)>> = Vec::new();
-    let mut n = 0usize;
-    for part in cut {
-        numbered.push(
-            part.into_iter()
-                .map(|s| {
-                    n += 1;
-                    (n - 1, s)
-                })
-                .collect(),
-        );
-    }
-    let workers = workers.clamp(1, numbered.len().max(1));
-    // Parts go to workers in consecutive groups.
-    let per = numbered.len().div_ceil(workers);
-    let mut results: Vec<WorkerPart> = std::thread::scope(|scope| {
-        let handles: Vec<_> = numbered
-            .chunks(per.max(1))
-            .map(|group| {
-                let segments: Vec<(usize, crate::trace::Segment)> =
-                    group.iter().flatten().cloned().collect();
-                scope.spawn(move || account_worker(trace, &segments, keep_going))
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect()
-    });
-
-    if results
-        .iter()
-        .flat_map(|w| &w.segments)
-        .any(|p| p.tid_switched)
-    {
-        // Damaged input whose records change threads inside a block: the
-        // parts' per-thread stacks would not be llvm-xray's.
-        drop(results);
+    let results = trace.par_groups(
+        workers,
+        parts,
+        |segments| account_worker(trace, segments, keep_going),
+        |w| w.segments.iter().any(|p| p.tid_switched),
+    );
+    let Some(mut results) = results else {
         let mut acc = Accountant::new(AccountOptions {
             keep_going,
             deduce_sibling_calls: false,
@@ -765,7 +717,7 @@ pub fn account_fdr_parallel(
         let (rows, w) = acc.rows(trace.header.cycle_frequency);
         warnings.extend(w);
         return Ok((rows, warnings));
-    }
+    };
     let mut warnings = Warnings::default();
     let mut stacks: HashMap<u32, Vec<(i32, u64)>> = HashMap::default();
     let mut replayed = Store::default();
@@ -800,20 +752,7 @@ pub fn account_fdr_parallel(
             warnings.extend(part.warnings);
         }
     }
-    if orphans > 0 {
-        warnings.push(
-            Position::Unknown,
-            format!(
-                "{orphans} exits without a matching entry skipped (the trace starts in the middle of calls)"
-            ),
-        );
-    }
-    if skipped > 0 {
-        warnings.push(
-            Position::Unknown,
-            format!("{skipped} exits not matching the innermost open call skipped (-k)"),
-        );
-    }
+    warn_skipped(&mut warnings, orphans, skipped);
     // First-latency order over the whole load order.
     firsts.sort_by_key(|&(_, pos)| pos);
     let mut seen: rustc_hash::FxHashSet<i32> = Default::default();
@@ -876,21 +815,10 @@ fn rows_parallel(gathered: Vec<(i32, Durations)>, freq: u64, workers: usize) -> 
         }
     }
     let mut rows: Vec<Option<Row>> = (0..n).map(|_| None).collect();
-    let done: Vec<Vec<(usize, Row)>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = bins
+    let done: Vec<Vec<(usize, Row)>> = crate::trace::par_map(bins, |(_, items)| {
+        items
             .into_iter()
-            .map(|(_, items)| {
-                scope.spawn(move || {
-                    items
-                        .into_iter()
-                        .map(|(i, id, d)| (i, row(id, d, freq)))
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .map(|(i, id, d)| (i, row(id, d, freq)))
             .collect()
     });
     for (i, r) in done.into_iter().flatten() {

@@ -16,6 +16,18 @@ pub enum FunctionAction {
     EnterArg,
 }
 
+impl From<FunctionAction> for crate::record::RecordKind {
+    fn from(a: FunctionAction) -> Self {
+        use crate::record::RecordKind;
+        match a {
+            FunctionAction::Enter => RecordKind::Enter,
+            FunctionAction::Exit => RecordKind::Exit,
+            FunctionAction::TailExit => RecordKind::TailExit,
+            FunctionAction::EnterArg => RecordKind::EnterArg,
+        }
+    }
+}
+
 impl FunctionAction {
     pub fn from_code(code: u8) -> Option<FunctionAction> {
         Some(match code {

@@ -52,12 +52,40 @@ macro_rules! impl_charge {
 }
 impl_charge!(Node, LocalNode);
 
-/// An exit at `exit_tsc` returns from the open calls `closed` (outermost
-/// first): all but the deepest as intermediate, the deepest as
-/// intermediate or terminal.
-fn charge_exit(
-    nodes: &mut [Node],
-    closed: &[(usize, u64, i32)],
+/// A node index: `usize` in the whole trie, `u32` in a segment's.
+trait NodeIx: Copy {
+    fn ix(self) -> usize;
+    fn from_ix(i: usize) -> Self;
+}
+
+impl NodeIx for usize {
+    #[inline(always)]
+    fn ix(self) -> usize {
+        self
+    }
+    fn from_ix(i: usize) -> usize {
+        i
+    }
+}
+
+impl NodeIx for u32 {
+    #[inline(always)]
+    fn ix(self) -> usize {
+        self as usize
+    }
+    /// (Segments hold far fewer than 2^32 nodes: a node per entry record
+    /// of at most a few buffers.)
+    fn from_ix(i: usize) -> u32 {
+        i as u32
+    }
+}
+
+/// An exit at `exit_tsc` returns from the open calls `closed` (node,
+/// entry tsc, function; outermost first): all but the deepest as
+/// intermediate, the deepest as intermediate or terminal.
+fn charge_exit<N: Charge, I: NodeIx>(
+    nodes: &mut [N],
+    closed: &[(I, u64, i32)],
     exit_tsc: u64,
     deepest_intermediate: bool,
 ) {
@@ -65,9 +93,130 @@ fn charge_exit(
         return;
     };
     for &(n, tsc, _) in above {
-        nodes[n].charge(tsc.abs_diff(exit_tsc), true);
+        nodes[n.ix()].charge(tsc.abs_diff(exit_tsc), true);
     }
-    nodes[deepest].charge(start.abs_diff(exit_tsc), deepest_intermediate);
+    nodes[deepest.ix()].charge(start.abs_diff(exit_tsc), deepest_intermediate);
+}
+
+/// The error of an exit without its entry on the stack (without -k).
+fn unmatched_exit(tid: u32, func_id: i32, tsc: u64) -> Error {
+    Error::malformed(
+        Position::Unknown,
+        format!(
+            "thread {tid}: exit of function {func_id} at tsc {tsc} has no matching entry on the stack (use -k to keep going)"
+        ),
+    )
+}
+
+/// A trie node whose callees are found by function id.
+trait TrieNode {
+    type Ix: NodeIx;
+    fn new(func_id: i32, parent: Option<Self::Ix>) -> Self;
+    fn func_id(&self) -> i32;
+    /// The callees and their function ids (same order).
+    fn callees(&self) -> (&[Self::Ix], &[i32]);
+    fn push_callee(&mut self, n: Self::Ix, func_id: i32);
+}
+
+impl TrieNode for Node {
+    type Ix = usize;
+    fn new(func_id: i32, parent: Option<usize>) -> Node {
+        Node {
+            func_id,
+            parent,
+            ..Default::default()
+        }
+    }
+    #[inline(always)]
+    fn func_id(&self) -> i32 {
+        self.func_id
+    }
+    #[inline(always)]
+    fn callees(&self) -> (&[usize], &[i32]) {
+        (&self.callees, &self.callee_ids)
+    }
+    fn push_callee(&mut self, n: usize, func_id: i32) {
+        self.callees.push(n);
+        self.callee_ids.push(func_id);
+    }
+}
+
+impl TrieNode for LocalNode {
+    type Ix = u32;
+    /// (The parent of a segment's node is implied by the trie's shape.)
+    fn new(func_id: i32, _parent: Option<u32>) -> LocalNode {
+        LocalNode {
+            func_id,
+            ..Default::default()
+        }
+    }
+    #[inline(always)]
+    fn func_id(&self) -> i32 {
+        self.func_id
+    }
+    #[inline(always)]
+    fn callees(&self) -> (&[u32], &[i32]) {
+        (&self.callees, &self.callee_ids)
+    }
+    fn push_callee(&mut self, n: u32, func_id: i32) {
+        self.callees.push(n);
+        self.callee_ids.push(func_id);
+    }
+}
+
+/// Where a call is made: under an open call's node, or at the bottom of
+/// the stack among these roots.
+enum Caller<'r, I> {
+    Node(I),
+    Root(&'r mut Vec<I>),
+}
+
+/// The node of a call of `func_id` from `caller`: the one of an earlier
+/// such call, else a new one (callees and roots in first-call order).
+#[inline(always)]
+fn callee_node<N: TrieNode>(nodes: &mut Vec<N>, caller: Caller<'_, N::Ix>, func_id: i32) -> N::Ix {
+    let found = match &caller {
+        Caller::Node(p) => {
+            let (callees, ids) = nodes[p.ix()].callees();
+            ids.iter().position(|&f| f == func_id).map(|i| callees[i])
+        }
+        Caller::Root(roots) => roots
+            .iter()
+            .copied()
+            .find(|&n| nodes[n.ix()].func_id() == func_id),
+    };
+    match found {
+        Some(n) => n,
+        None => new_callee(nodes, caller, func_id),
+    }
+}
+
+#[cold]
+fn new_callee<N: TrieNode>(nodes: &mut Vec<N>, caller: Caller<'_, N::Ix>, func_id: i32) -> N::Ix {
+    let n = N::Ix::from_ix(nodes.len());
+    match caller {
+        Caller::Node(p) => {
+            nodes.push(N::new(func_id, Some(p)));
+            nodes[p.ix()].push_callee(n, func_id);
+        }
+        Caller::Root(roots) => {
+            nodes.push(N::new(func_id, None));
+            roots.push(n);
+        }
+    }
+    n
+}
+
+/// The thread's roots (listing the thread at its first root).
+fn thread_roots<'r>(
+    roots: &'r mut HashMap<u32, Vec<usize>>,
+    root_order: &mut Vec<u32>,
+    tid: u32,
+) -> &'r mut Vec<usize> {
+    roots.entry(tid).or_insert_with(|| {
+        root_order.push(tid);
+        Vec::new()
+    })
 }
 
 /// What the flame output aggregates (`-aggregation-type`).
@@ -103,22 +252,6 @@ impl StackTrie {
         }
     }
 
-    fn new_node(&mut self, func_id: i32, parent: Option<usize>) -> usize {
-        self.nodes.push(Node {
-            func_id,
-            parent,
-            ..Default::default()
-        });
-        self.nodes.len() - 1
-    }
-
-    fn thread_roots(&mut self, tid: u32) -> &mut Vec<usize> {
-        if !self.roots.contains_key(&tid) {
-            self.root_order.push(tid);
-        }
-        self.roots.entry(tid).or_default()
-    }
-
     /// Adds one record (load order, as llvm-xray feeds them).
     pub fn add(&mut self, r: &Record<'_>) -> Result<()> {
         if r.kind.is_event() {
@@ -126,28 +259,14 @@ impl StackTrie {
         }
         let i = match self.last_thread {
             Some((t, i)) if t == r.tid => i,
-            _ => {
-                let n = self.stacks.len();
-                let i = *self.stack_index.entry(r.tid).or_insert(n);
-                if i == n {
-                    self.stacks.push(Vec::new());
-                }
-                self.last_thread = Some((r.tid, i));
-                i
-            }
+            _ => self.stack_slot(r.tid),
         };
         let mut ts = std::mem::take(&mut self.stacks[i]);
         // A small error type on the hot path; the full error only when needed.
         let unmatched = self.add_inner(r, &mut ts);
         self.stacks[i] = ts;
         if unmatched {
-            return Err(Error::malformed(
-                Position::Unknown,
-                format!(
-                    "thread {}: exit of function {} at tsc {} has no matching entry on the stack (use -k to keep going)",
-                    r.tid, r.func_id, r.tsc
-                ),
-            ));
+            return Err(unmatched_exit(r.tid, r.func_id, r.tsc));
         }
         Ok(())
     }
@@ -157,34 +276,11 @@ impl StackTrie {
     fn add_inner(&mut self, r: &Record<'_>, ts: &mut Vec<(usize, u64, i32)>) -> bool {
         if r.kind.is_entry() {
             self.was_last_exit = false;
-            let node = match ts.last() {
-                None => {
-                    let roots = self.thread_roots(r.tid).clone();
-                    let found = roots
-                        .into_iter()
-                        .find(|&n| self.nodes[n].func_id == r.func_id);
-                    match found {
-                        Some(n) => n,
-                        None => {
-                            let n = self.new_node(r.func_id, None);
-                            self.thread_roots(r.tid).push(n);
-                            n
-                        }
-                    }
-                }
-                Some(&(top, _, _)) => {
-                    let t = &self.nodes[top];
-                    match t.callee_ids.iter().position(|&f| f == r.func_id) {
-                        Some(i) => t.callees[i],
-                        None => {
-                            let n = self.new_node(r.func_id, Some(top));
-                            self.nodes[top].callees.push(n);
-                            self.nodes[top].callee_ids.push(r.func_id);
-                            n
-                        }
-                    }
-                }
+            let caller = match ts.last() {
+                Some(&(top, _, _)) => Caller::Node(top),
+                None => Caller::Root(thread_roots(&mut self.roots, &mut self.root_order, r.tid)),
             };
+            let node = callee_node(&mut self.nodes, caller, r.func_id);
             ts.push((node, r.tsc, r.func_id));
             return false;
         }
@@ -523,16 +619,17 @@ impl crate::record::FunctionSink for SegmentTrie {
     fn function(&mut self, kind: crate::RecordKind, func_id: i32, tsc: u64) -> Result<()> {
         if kind.is_entry() {
             self.last_was_exit = Some(false);
-            let node = match self.open.last() {
-                Some(&(top, _, _)) => {
-                    let t = &self.nodes[top as usize];
-                    match t.callee_ids.iter().position(|&f| f == func_id) {
-                        Some(i) => t.callees[i],
-                        None => self.new_callee(Some(top), func_id),
+            let caller = match self.open.last() {
+                Some(&(top, _, _)) => Caller::Node(top),
+                None => {
+                    if self.contexts.is_empty() {
+                        self.contexts.push(Vec::new());
                     }
+                    let last = self.contexts.len() - 1;
+                    Caller::Root(&mut self.contexts[last])
                 }
-                None => self.root(func_id),
             };
+            let node = callee_node(&mut self.nodes, caller, func_id);
             self.open.push((node, tsc, func_id));
             return Ok(());
         }
@@ -552,46 +649,6 @@ impl crate::record::FunctionSink for SegmentTrie {
 }
 
 impl SegmentTrie {
-    #[cold]
-    fn new_callee(&mut self, parent: Option<u32>, func_id: i32) -> u32 {
-        let n = self.nodes.len() as u32;
-        self.nodes.push(LocalNode {
-            func_id,
-            ..Default::default()
-        });
-        match parent {
-            None => {
-                if let Some(roots) = self.contexts.last_mut() {
-                    roots.push(n);
-                }
-            }
-            Some(top) => {
-                let t = &mut self.nodes[top as usize];
-                t.callees.push(n);
-                t.callee_ids.push(func_id);
-            }
-        }
-        n
-    }
-
-    /// The node of a call opened on the segment's empty stack.
-    fn root(&mut self, func_id: i32) -> u32 {
-        let nodes = &self.nodes;
-        let found = self
-            .contexts
-            .last()
-            .and_then(|roots| {
-                roots
-                    .iter()
-                    .find(|&&n| nodes[n as usize].func_id == func_id)
-            })
-            .copied();
-        match found {
-            Some(n) => n,
-            None => self.new_callee(None, func_id),
-        }
-    }
-
     /// An exit of another than the innermost call: the calls inside it
     /// return too; deferred when it reaches below the segment.
     #[cold]
@@ -599,14 +656,10 @@ impl SegmentTrie {
         let open = &mut self.open;
         let matched = open.iter().rposition(|&(_, _, f)| f == func_id);
         let had_local = !open.is_empty();
-        if let Some(last) = open.len().checked_sub(1) {
+        if had_local {
             let from = matched.unwrap_or(0);
-            for &(n, start, _) in &open[from..last] {
-                self.nodes[n as usize].charge(start.abs_diff(tsc), true);
-            }
-            let (deepest, start, _) = open[last];
             // `was` is known: the open call came before in this segment.
-            self.nodes[deepest as usize].charge(start.abs_diff(tsc), was == Some(true));
+            charge_exit(&mut self.nodes, &open[from..], tsc, was == Some(true));
             open.truncate(from);
         }
         if matched.is_none() {
@@ -657,32 +710,20 @@ impl StackTrie {
         workers: usize,
         parts: usize,
     ) -> Result<Warnings> {
-        let cut = trace.split_load_order(parts.max(1));
-        let workers = workers.clamp(1, cut.len().max(1));
-        let per = cut.len().div_ceil(workers).max(1);
-        let results: Vec<Vec<StackPart>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = cut
-                .chunks(per)
-                .map(|group| {
-                    scope.spawn(move || {
-                        group
-                            .iter()
-                            .flatten()
-                            .map(|s| stack_segment(trace, s))
-                            .collect::<Vec<_>>()
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                .collect()
-        });
-        if results.iter().flatten().any(|p| p.tid_switched) {
-            // Damaged input whose records change threads inside a block.
-            drop(results);
+        let results = trace.par_groups(
+            workers,
+            parts,
+            |segments| {
+                segments
+                    .iter()
+                    .map(|(_, s)| stack_segment(trace, s))
+                    .collect::<Vec<_>>()
+            },
+            |parts| parts.iter().any(|p| p.tid_switched),
+        );
+        let Some(results) = results else {
             return trace.try_for_each(|r| self.add(r));
-        }
+        };
         let mut warnings = Warnings::default();
         for part in results.into_iter().flatten() {
             self.merge_part(part, &mut warnings)?;
@@ -690,6 +731,8 @@ impl StackTrie {
         Ok(warnings)
     }
 
+    /// The index of the thread's stack (made if new), remembered as the
+    /// last thread.
     fn stack_slot(&mut self, tid: u32) -> usize {
         let n = self.stacks.len();
         let i = *self.stack_index.entry(tid).or_insert(n);
@@ -751,13 +794,7 @@ impl StackTrie {
             }
             if matched.is_none() {
                 if !self.keep_going {
-                    return Err(Error::malformed(
-                        Position::Unknown,
-                        format!(
-                            "thread {}: exit of function {} at tsc {} has no matching entry on the stack (use -k to keep going)",
-                            part.tid, d.func_id, d.tsc
-                        ),
-                    ));
+                    return Err(unmatched_exit(part.tid, d.func_id, d.tsc));
                 }
                 self.unmatched += 1;
             }
@@ -786,38 +823,11 @@ impl StackTrie {
         let mut todo: Vec<(u32, Option<usize>)> = vec![(root, parent)];
         while let Some((l, p)) = todo.pop() {
             let ln = &local[l as usize];
-            let g = match p {
-                None => {
-                    self.thread_roots(tid);
-                    let nodes = &self.nodes;
-                    let found = self.roots.get(&tid).and_then(|roots| {
-                        roots
-                            .iter()
-                            .copied()
-                            .find(|&n| nodes[n].func_id == ln.func_id)
-                    });
-                    match found {
-                        Some(n) => n,
-                        None => {
-                            let n = self.new_node(ln.func_id, None);
-                            self.thread_roots(tid).push(n);
-                            n
-                        }
-                    }
-                }
-                Some(p) => {
-                    let t = &self.nodes[p];
-                    match t.callee_ids.iter().position(|&f| f == ln.func_id) {
-                        Some(i) => t.callees[i],
-                        None => {
-                            let n = self.new_node(ln.func_id, Some(p));
-                            self.nodes[p].callees.push(n);
-                            self.nodes[p].callee_ids.push(ln.func_id);
-                            n
-                        }
-                    }
-                }
+            let caller = match p {
+                Some(p) => Caller::Node(p),
+                None => Caller::Root(thread_roots(&mut self.roots, &mut self.root_order, tid)),
             };
+            let g = callee_node(&mut self.nodes, caller, ln.func_id);
             let node = &mut self.nodes[g];
             node.terminal_count += ln.terminal_count;
             node.terminal_sum = node.terminal_sum.wrapping_add(ln.terminal_sum);

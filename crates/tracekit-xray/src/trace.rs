@@ -47,7 +47,9 @@ pub type Release<'a> = &'a (dyn Fn(usize, usize) + Sync + 'a);
 
 /// An opened trace over its bytes (usually a memory map).
 pub struct Trace<'a> {
-    /// See [`Trace::set_release`].
+    /// Called as `f(offset, len)` for input ranges the streams are done
+    /// with (FDR buffers, basic-mode stretches): memory-mapped inputs drop
+    /// those pages from the resident set.
     release: Option<Release<'a>>,
     pub data: &'a [u8],
     pub header: FileHeader,
@@ -67,8 +69,7 @@ impl<'a> Trace<'a> {
         Self::open_releasing(data, None)
     }
 
-    /// [`Trace::open`] with the release hook already set (see
-    /// [`Trace::set_release`]), so that indexing hands back each buffer's
+    /// [`Trace::open`] with a release hook (see [`Release`]), so that indexing hands back each buffer's
     /// pages as soon as it has read the buffer's header: the kernel maps
     /// whole large folios of the page cache on a fault, so touching one
     /// header per buffer could otherwise make most of the file resident.
@@ -226,13 +227,6 @@ impl<'a> Trace<'a> {
                 }
             })
             .collect();
-    }
-
-    /// Streams will call `f(offset, len)` for input ranges they are done
-    /// with (FDR buffers, basic-mode stretches). Memory-mapped inputs use
-    /// it to drop pages from the resident set.
-    pub fn set_release(&mut self, f: Release<'a>) {
-        self.release = Some(f);
     }
 
     /// Tells the release hook (if any) that `data[offset..offset + len]`
@@ -484,17 +478,19 @@ impl<'a> ThreadCursor<'a> {
     fn take_function_record(&mut self) -> Option<Record<'a>> {
         let reader = self.reader.as_mut()?;
         let (action, func_id, delta) = reader.take_function()?;
+        Some(self.function_record(action, func_id, delta))
+    }
+
+    /// The record of a function record just read (with the call arguments
+    /// that follow it), advancing the thread's tsc.
+    #[inline]
+    fn function_record(&mut self, action: FunctionAction, func_id: u32, delta: u32) -> Record<'a> {
         self.func_id = func_id as i32;
         self.base_tsc = self.base_tsc.wrapping_add(u64::from(delta));
         let mut rec = Record {
             record_type: self.record_type,
             cpu: self.cpu,
-            kind: match action {
-                FunctionAction::Enter => RecordKind::Enter,
-                FunctionAction::Exit => RecordKind::Exit,
-                FunctionAction::TailExit => RecordKind::TailExit,
-                FunctionAction::EnterArg => RecordKind::EnterArg,
-            },
+            kind: action.into(),
             func_id: self.func_id,
             tsc: self.base_tsc,
             tid: self.tid,
@@ -502,11 +498,13 @@ impl<'a> ThreadCursor<'a> {
             args: Vec::new(),
             data: &[],
         };
-        while let Some(arg) = reader.take_call_argument() {
-            rec.args.push(arg);
-            rec.kind = RecordKind::EnterArg;
+        if let Some(reader) = self.reader.as_mut() {
+            while let Some(arg) = reader.take_call_argument() {
+                rec.args.push(arg);
+                rec.kind = RecordKind::EnterArg;
+            }
         }
-        Some(rec)
+        rec
     }
 
     /// Calls `f` with every record of the thread, in order: the same
@@ -677,24 +675,7 @@ impl<'a> Iterator for ThreadCursor<'a> {
                     action,
                     func_id,
                     delta,
-                } => {
-                    self.func_id = func_id as i32;
-                    self.base_tsc = self.base_tsc.wrapping_add(u64::from(delta));
-                    let kind = match action {
-                        FunctionAction::Enter => RecordKind::Enter,
-                        FunctionAction::Exit => RecordKind::Exit,
-                        FunctionAction::TailExit => RecordKind::TailExit,
-                        FunctionAction::EnterArg => RecordKind::EnterArg,
-                    };
-                    let mut rec = self.start(kind, self.cpu, self.base_tsc, &[]);
-                    if let (Some(r), Some(reader)) = (rec.as_mut(), self.reader.as_mut()) {
-                        while let Some(arg) = reader.take_call_argument() {
-                            r.args.push(arg);
-                            r.kind = RecordKind::EnterArg;
-                        }
-                    }
-                    rec
-                }
+                } => Some(self.function_record(action, func_id, delta)),
             };
             if let Some(r) = emitted {
                 return Some(Ok(r));
@@ -861,7 +842,58 @@ pub fn worker_count() -> usize {
         .clamp(1, 64)
 }
 
+/// Runs `work` on each item on its own scoped thread; the results in item
+/// order. A worker's panic is raised again here.
+pub fn par_map<T: Send, R: Send>(items: Vec<T>, work: impl Fn(T) -> R + Sync) -> Vec<R> {
+    let work = &work;
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = items
+            .into_iter()
+            .map(|item| scope.spawn(move || work(item)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    })
+}
+
 impl<'a> Trace<'a> {
+    /// The FDR load order cut into `parts` parts
+    /// ([`Trace::split_load_order`]), its segments numbered in load order,
+    /// the parts given to `workers` threads in consecutive groups: `work`
+    /// runs once per group, the results in load order. `None` when
+    /// `switched` says a result's records changed threads inside a block
+    /// (damaged input): per-part stacks would then not be llvm-xray's, and
+    /// callers run sequentially instead.
+    pub fn par_groups<R: Send>(
+        &self,
+        workers: usize,
+        parts: usize,
+        work: impl Fn(&[(usize, Segment)]) -> R + Sync,
+        switched: impl Fn(&R) -> bool,
+    ) -> Option<Vec<R>> {
+        let cut = self.split_load_order(parts.max(1));
+        let workers = workers.clamp(1, cut.len().max(1));
+        let per = cut.len().div_ceil(workers).max(1);
+        let mut index = 0usize;
+        let groups: Vec<Vec<(usize, Segment)>> = cut
+            .chunks(per)
+            .map(|group| {
+                group
+                    .iter()
+                    .flatten()
+                    .map(|s| {
+                        index += 1;
+                        (index - 1, s.clone())
+                    })
+                    .collect()
+            })
+            .collect();
+        let results = par_map(groups, |group| work(&group));
+        (!results.iter().any(switched)).then_some(results)
+    }
+
     /// Cuts the FDR load order (threads one after the other, each in time
     /// order) at block boundaries into at most `parts` consecutive parts of
     /// about equal bytes; each part is its segments in load order.
