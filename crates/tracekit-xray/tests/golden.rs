@@ -6,12 +6,10 @@ use std::path::{Path, PathBuf};
 
 use tracekit_xray::Trace;
 
+mod common;
+
 pub fn corpus() -> PathBuf {
-    Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/corpus/xray"
-    ))
-    .to_path_buf()
+    Path::new(common::CORPUS).to_path_buf()
 }
 
 /// (output file, command words) of every successful golden command.

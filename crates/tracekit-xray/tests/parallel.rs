@@ -42,7 +42,7 @@ fn messages(w: &tracekit_core::Warnings) -> Vec<String> {
 fn sequential_account(
     trace: &Trace<'_>,
     keep_going: bool,
-) -> Result<(Vec<account::Row>, Vec<String>), String> {
+) -> Outputs<(Vec<account::Row>, Vec<String>)> {
     let mut acc = Accountant::new(AccountOptions {
         keep_going,
         deduce_sibling_calls: false,
@@ -56,19 +56,38 @@ fn sequential_account(
     Ok((rows, messages(&w)))
 }
 
-#[test]
-fn parallel_account_equals_sequential() {
+/// `account` rows and warnings, sequential (`None`) or on (workers,
+/// parts).
+fn account_outputs(
+    trace: &Trace<'_>,
+    keep_going: bool,
+    parallel: Option<(usize, usize)>,
+) -> Outputs<(Vec<account::Row>, Vec<String>)> {
+    match parallel {
+        None => sequential_account(trace, keep_going),
+        Some((workers, parts)) => account::account_fdr_parallel(trace, keep_going, workers, parts)
+            .map(|(rows, w)| (rows, messages(&w)))
+            .map_err(|e| e.to_string()),
+    }
+}
+
+/// An analysis' outputs, or its error message.
+type Outputs<T> = Result<T, String>;
+
+/// `run` sequential (`None`) against `run` on (workers, parts), on every
+/// FDR trace of the corpus cut into every number of parts up to 12, with
+/// and without -k.
+fn check_corpus<T: PartialEq + std::fmt::Debug>(
+    run: impl Fn(&Trace<'_>, bool, Option<(usize, usize)>) -> Outputs<T>,
+) {
     let mut compared = 0;
     for (path, data) in fdr_traces() {
         let trace = Trace::open(&data).unwrap();
-        let blocks = trace.blocks.len();
         for keep_going in [false, true] {
-            let want = sequential_account(&trace, keep_going);
-            for parts in 1..=blocks.min(12) {
+            let want = run(&trace, keep_going, None);
+            for parts in 1..=trace.blocks.len().min(12) {
                 for workers in [1, 2, 3] {
-                    let got = account::account_fdr_parallel(&trace, keep_going, workers, parts)
-                        .map(|(rows, w)| (rows, messages(&w)))
-                        .map_err(|e| e.to_string());
+                    let got = run(&trace, keep_going, Some((workers, parts)));
                     assert_eq!(
                         got,
                         want,
@@ -81,6 +100,47 @@ fn parallel_account_equals_sequential() {
         }
     }
     assert!(compared > 100, "{compared} comparisons");
+}
+
+/// [`check_corpus`] on [`synthetic`] traces, cut anywhere.
+fn check_tiny_buffers<T: PartialEq + std::fmt::Debug>(
+    run: impl Fn(&Trace<'_>, bool, Option<(usize, usize)>) -> Outputs<T>,
+) {
+    for (seed, threads, noise) in [(1, 1, false), (2, 3, false), (3, 1, true), (4, 3, true)] {
+        let data = synthetic(seed, threads, noise);
+        let trace = Trace::open(&data).unwrap();
+        assert!(trace.blocks.len() > 50, "{} blocks", trace.blocks.len());
+        for keep_going in [false, true] {
+            let want = run(&trace, keep_going, None);
+            if !noise {
+                assert!(want.is_ok(), "clean synthetic trace fails: {want:?}");
+            }
+            for parts in [1, 2, 3, 5, 17, trace.blocks.len()] {
+                let got = run(&trace, keep_going, Some((2, parts)));
+                assert_eq!(got, want, "seed {seed} -k={keep_going} parts={parts}");
+            }
+        }
+    }
+}
+
+#[test]
+fn parallel_account_equals_sequential() {
+    check_corpus(account_outputs);
+}
+
+#[test]
+fn parallel_account_equals_sequential_on_tiny_buffers() {
+    check_tiny_buffers(account_outputs);
+}
+
+#[test]
+fn parallel_stack_equals_sequential() {
+    check_corpus(stack_outputs);
+}
+
+#[test]
+fn parallel_stack_equals_sequential_on_tiny_buffers() {
+    check_tiny_buffers(stack_outputs);
 }
 
 /// A synthetic FDR trace in tiny buffers (so the cuts fall everywhere):
@@ -173,34 +233,13 @@ fn synthetic(seed: u64, threads: u32, noise: bool) -> Vec<u8> {
     w.finish().unwrap().0
 }
 
-#[test]
-fn parallel_account_equals_sequential_on_tiny_buffers() {
-    for (seed, threads, noise) in [(1, 1, false), (2, 3, false), (3, 1, true), (4, 3, true)] {
-        let data = synthetic(seed, threads, noise);
-        let trace = Trace::open(&data).unwrap();
-        assert!(trace.blocks.len() > 50, "{} blocks", trace.blocks.len());
-        for keep_going in [false, true] {
-            let want = sequential_account(&trace, keep_going);
-            if !noise {
-                assert!(want.is_ok(), "clean synthetic trace fails: {want:?}");
-            }
-            for parts in [1, 2, 3, 5, 17, trace.blocks.len()] {
-                let got = account::account_fdr_parallel(&trace, keep_going, 2, parts)
-                    .map(|(rows, w)| (rows, messages(&w)))
-                    .map_err(|e| e.to_string());
-                assert_eq!(got, want, "seed {seed} -k={keep_going} parts={parts}");
-            }
-        }
-    }
-}
-
 /// Every `stack` output of a trie (reports, per thread, merged threads,
 /// flame lines by time and count) and the warnings, as one text.
 fn stack_outputs(
     trace: &Trace<'_>,
     keep_going: bool,
     parallel: Option<(usize, usize)>,
-) -> Result<String, String> {
+) -> Outputs<String> {
     use tracekit_xray::stack::{Aggregation, StackTrie};
     let names = tracekit_xray::names::FunctionNames::none();
     let mut trie = StackTrie::new(keep_going);
@@ -229,48 +268,6 @@ fn stack_outputs(
     trie.write_flame(&mut out, &names, &merged, None, Aggregation::Time)
         .unwrap();
     Ok(String::from_utf8(out).unwrap())
-}
-
-#[test]
-fn parallel_stack_equals_sequential() {
-    let mut compared = 0;
-    for (path, data) in fdr_traces() {
-        let trace = Trace::open(&data).unwrap();
-        for keep_going in [false, true] {
-            let want = stack_outputs(&trace, keep_going, None);
-            for parts in 1..=trace.blocks.len().min(12) {
-                for workers in [1, 2, 3] {
-                    let got = stack_outputs(&trace, keep_going, Some((workers, parts)));
-                    assert_eq!(
-                        got,
-                        want,
-                        "{}: -k={keep_going} parts={parts} workers={workers}",
-                        path.display()
-                    );
-                    compared += 1;
-                }
-            }
-        }
-    }
-    assert!(compared > 100, "{compared} comparisons");
-}
-
-#[test]
-fn parallel_stack_equals_sequential_on_tiny_buffers() {
-    for (seed, threads, noise) in [(1, 1, false), (2, 3, false), (3, 1, true), (4, 3, true)] {
-        let data = synthetic(seed, threads, noise);
-        let trace = Trace::open(&data).unwrap();
-        for keep_going in [false, true] {
-            let want = stack_outputs(&trace, keep_going, None);
-            if !noise {
-                assert!(want.is_ok(), "clean synthetic trace fails: {want:?}");
-            }
-            for parts in [1, 2, 3, 5, 17, trace.blocks.len()] {
-                let got = stack_outputs(&trace, keep_going, Some((2, parts)));
-                assert_eq!(got, want, "seed {seed} -k={keep_going} parts={parts}");
-            }
-        }
-    }
 }
 
 /// A function's calls of 1, 2^53 and 1 cycles, the long one replayed by

@@ -8,11 +8,10 @@ use std::path::{Path, PathBuf};
 
 use tracekit_xray::{Record, Trace};
 
+mod common;
+
 fn traces() -> Vec<PathBuf> {
-    let root = Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/corpus/xray"
-    ));
+    let root = Path::new(common::CORPUS);
     let mut v = Vec::new();
     for dir in ["args", "events", "mt", "recursion", "tailcall", "synthetic"] {
         for e in std::fs::read_dir(root.join(dir)).unwrap() {

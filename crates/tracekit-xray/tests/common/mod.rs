@@ -1,4 +1,6 @@
 //! Shared by the integration tests: finding XRay logs.
+// (Each test crate uses a part of this.)
+#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 
