@@ -7,10 +7,10 @@
 #
 #   micro   N x fork+exec of /bin/true from bash (default 2000): added microseconds per
 #           process started, the target being <= 100 us (Bear 3.1.1: ~30,000 us;
-#           strace --seccomp-bpf: ~300 us; ../shared/bench/buildtrace/BASELINES.md).
+#           strace --seccomp-bpf: ~300 us; bench/inputs/buildtrace/BASELINES.md).
 #   --gzip  also GNU gzip 1.12 `./configure` + `make -j2` (the issue's real build; target
 #           <= 1.10x plain). The source comes from GZIP_ORIG=/path/to/gzip_1.12.orig.tar.xz
-#           or is fetched with apt-get source (as ../shared/corpus/buildtrace/gzip-1.12/rebuild.sh
+#           or is fetched with apt-get source (as tests/corpus/buildtrace/gzip-1.12/rebuild.sh
 #           does). Each variant builds a fresh copy; variants are interleaved per repetition.
 #
 # Needs: a release tracekit (cargo build --release -p tracekit), strace, GNU time

@@ -8,8 +8,8 @@
 # event type filtered out, from two threads at once, and reading a
 # 2 M-event trace log with posix_trace_getnext_event. Prints our medians
 # next to the figures measured on this machine class for LTTng-UST and
-# babeltrace2 (../shared/bench/README.md, section "POSIX tracing";
-# regenerate those with ../shared/bench/posix/make_traces.sh and peers.sh).
+# babeltrace2 (bench/inputs/BASELINES.md, section "POSIX tracing";
+# regenerate those with bench/inputs/posix/make_traces.sh and peers.sh).
 #
 # "cpu" rows use the benchmark thread's CPU time: on the shared 2-core
 # machine wall time mostly measures the other jobs (the README's baseline
@@ -20,7 +20,7 @@ export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
 ARGS=(--warm-up-time 2 --measurement-time 5)
 [ "${1:-}" = --quick ] && ARGS=(--warm-up-time 1 --measurement-time 2)
 
-README=../shared/bench/README.md
+README=bench/inputs/BASELINES.md
 if [ -f "$README" ] && ! grep -q 'Enabled, `small` event, best 50 k-event batch of 40 | \*\*133\*\*' "$README"; then
   echo "note: $README changed; check the baseline figures below against it" >&2
 fi
@@ -66,7 +66,7 @@ rows = [
      "babeltrace2 CTF->text 0.23-0.47 M ev/s", ""),
 ]
 w = max(len(r[0]) for r in rows)
-print(f"{'measure':<{w}}  {'tracekit':>14}  {'baseline (../shared/bench/README.md)':<50}  target")
+print(f"{'measure':<{w}}  {'tracekit':>14}  {'baseline (bench/inputs/BASELINES.md)':<50}  target")
 for r in rows:
     print(f"{r[0]:<{w}}  {r[1]:>14}  {r[2]:<50}  {r[3]}")
 PY

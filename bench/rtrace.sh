@@ -26,7 +26,7 @@ TK=${TRACEKIT:-$HERE/target/release/tracekit}
 if [ ! -x "$TK" ]; then
   (cd "$HERE" && cargo build --release -p tracekit) >&2 || exit 1
 fi
-SRC=$HERE/../shared/bench/rtrace/alloc_bench.c
+SRC=$HERE/bench/inputs/rtrace/alloc_bench.c
 [ -f "$SRC" ] || SRC=${ALLOC_BENCH_C:?set ALLOC_BENCH_C to alloc_bench.c}
 gcc -O2 -g -fno-omit-frame-pointer -pthread -o "$D/alloc_bench" "$SRC" || exit 1
 

@@ -17,7 +17,7 @@ DIR=$(realpath -m "${1:-./bench-data}")/trace2-listen
 CLIENTS=${2:-50}
 LINES=${3:-20000}
 TRACEKIT=${TRACEKIT:-$ROOT/target/release/tracekit}
-PEER=$ROOT/../shared/corpus/trace2/uds_listener.py
+PEER=$ROOT/tests/corpus/trace2/uds_listener.py
 if [ ! -x "$TRACEKIT" ]; then
     (cd "$ROOT" && cargo build --release -p tracekit)
 fi

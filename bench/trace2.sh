@@ -5,8 +5,8 @@
 #   bench/trace2.sh [DATA_DIR] [RUNS]
 #
 # DATA_DIR defaults to ./bench-data; it must hold trace2/big.event.jsonl
-# from ../shared/bench/trace2/make_big.sh (run that first; ~320 MiB).
-# Baselines: the stdlib-json Python analysis from ../shared/bench/trace2
+# from bench/inputs/trace2/make_big.sh (run that first; ~320 MiB).
+# Baselines: the stdlib-json Python analysis from bench/inputs/trace2
 # (per-command percentiles and per-region totals, like `tracekit report`),
 # jq (a streaming count by event), and cat (the I/O floor).
 set -euo pipefail
@@ -14,7 +14,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 data=${1:-./bench-data}
 runs=${2:-3}
 file=$data/trace2/big.event.jsonl
-peers=$here/../shared/bench/trace2
+peers=$here/bench/inputs/trace2
 [ -f "$file" ] || { echo "no $file: run $peers/make_big.sh $data first" >&2; exit 1; }
 command -v hyperfine >/dev/null || { apt-get update -qq && apt-get install -y -qq hyperfine; }
 command -v jq >/dev/null || { apt-get update -qq && apt-get install -y -qq jq; }

@@ -4,7 +4,7 @@
 #   usage: bench/xray.sh [DIR] [TRACEKIT]
 #
 # DIR (default ../bench-data) must hold xray/{bigtrace,big.fdr.xray,big-1t.fdr.xray}
-# from ../shared/bench/xray/make_big_trace.sh DIR (never put them in the repo).
+# from bench/inputs/xray/make_big_trace.sh DIR (never put them in the repo).
 # TRACEKIT defaults to target/release/tracekit (build it with
 # `cargo build --release -p tracekit`).
 # For each command: wall and CPU seconds (user+sys) and peak RSS of both tools

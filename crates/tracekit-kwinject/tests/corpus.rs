@@ -1,4 +1,4 @@
-//! The real and hand-made traces of ../shared/corpus/buildtrace against the
+//! The real and hand-made traces of tests/corpus/buildtrace against the
 //! reference outputs beside them (Bear 3.1.1's databases, the build-spec
 //! records of the corpus README).
 
@@ -16,7 +16,7 @@ use tracekit_kwinject::trace::{Env, Process, Trace};
 fn corpus(name: &str) -> PathBuf {
     Path::new(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/corpus/buildtrace"
+        "/../../tests/corpus/buildtrace"
     ))
     .join(name)
 }

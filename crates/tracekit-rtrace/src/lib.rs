@@ -4,7 +4,7 @@
 //! resolution ([`resolve`]) and the analyses of `tracekit report`
 //! ([`report`]).
 //!
-//! Format notes: `shared/specs/rtrace.md`.
+//! Format notes: `docs/formats/rtrace.md`.
 
 pub mod postproc;
 pub mod reader;

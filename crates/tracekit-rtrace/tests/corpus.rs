@@ -11,7 +11,7 @@ use tracekit_rtrace::Reader;
 fn corpus() -> PathBuf {
     PathBuf::from(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/corpus/rtrace/upstream"
+        "/../../tests/corpus/rtrace/upstream"
     ))
 }
 

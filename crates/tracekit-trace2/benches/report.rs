@@ -1,7 +1,7 @@
 //! Parsing and report aggregation throughput on EVENT input.
 //!
 //! Input: `TRACEKIT_BENCH_TRACE2` (e.g. the file from
-//! `../shared/bench/trace2/make_big.sh`; its first 64 MiB are used), else
+//! `bench/inputs/trace2/make_big.sh`; its first 64 MiB are used), else
 //! every corpus `event.jsonl` concatenated and repeated to about 16 MiB.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
@@ -9,7 +9,7 @@ use tracekit_core::Warnings;
 use tracekit_trace2::report::{report_bytes, ReportBuilder};
 use tracekit_trace2::{Format, RecordIter};
 
-const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/corpus/trace2");
+const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/corpus/trace2");
 
 fn input() -> Vec<u8> {
     if let Ok(path) = std::env::var("TRACEKIT_BENCH_TRACE2") {

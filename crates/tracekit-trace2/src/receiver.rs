@@ -1247,7 +1247,7 @@ mod tests {
     fn corpus(rel: &str) -> PathBuf {
         PathBuf::from(concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../../../shared/corpus/trace2/"
+            "/../../tests/corpus/trace2/"
         ))
         .join(rel)
     }

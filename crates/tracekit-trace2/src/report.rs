@@ -2021,7 +2021,7 @@ mod tests {
     /// parser does, and declines what it cannot read.
     #[test]
     fn fast_region_agrees_with_the_parser() {
-        let corpus = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/corpus/trace2");
+        let corpus = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/corpus/trace2");
         let mut seen = 0;
         for entry in std::fs::read_dir(corpus).unwrap().flatten() {
             let Ok(data) = std::fs::read(entry.path().join("event.jsonl")) else {

@@ -25,7 +25,7 @@ use tracekit_trace2::reader::{detect, Format, RecordIter};
 use tracekit_trace2::{Body, Kind};
 
 fn cases() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus/trace2");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/corpus/trace2");
     let mut v: Vec<PathBuf> = std::fs::read_dir(&root)
         .expect("corpus")
         .map(|e| e.expect("entry").path())
@@ -184,7 +184,7 @@ fn event_to_normal_equals_git_normal() {
 #[test]
 fn brief_event_to_full_perf_derives_times() {
     std::env::set_var("TZ", "UTC");
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus/trace2/12-brief");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/corpus/trace2/12-brief");
     let lines = convert(&root.join("event.jsonl"), Format::Perf { brief: false });
     assert!(lines.len() > 100);
     let times: Vec<String> = lines

@@ -10,7 +10,7 @@ use tracekit_trace2::reader::detect;
 use tracekit_trace2::report::{report_bytes, write_text, ProcessReport, Report, ReportBuilder};
 use tracekit_trace2::{Format, RecordIter};
 
-const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/corpus/trace2");
+const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/corpus/trace2");
 const EXPECTED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/expected");
 
 fn corpus(rel: &str) -> PathBuf {

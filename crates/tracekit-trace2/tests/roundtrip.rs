@@ -8,7 +8,7 @@ use tracekit_trace2::reader::{detect, RecordIter};
 use tracekit_trace2::Kind;
 
 fn corpus() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus/trace2")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/corpus/trace2")
 }
 
 /// Every trace file in the corpus: the three logs of each case and the

@@ -81,7 +81,7 @@ fn summary(path: &Path) -> String {
 fn broken_files_give_errors_or_warnings() {
     let dir = Path::new(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/corpus/xray/synthetic"
+        "/../../tests/corpus/xray/synthetic"
     ));
     let expected_dir = Path::new(concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -119,7 +119,7 @@ fn broken_files_give_errors_or_warnings() {
 fn truncated_traces_never_panic() {
     let p = Path::new(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/corpus/xray/events/events.fdr.xray"
+        "/../../tests/corpus/xray/events/events.fdr.xray"
     ));
     let data = std::fs::read(p).unwrap();
     for cut in (0..data.len()).step_by(7) {

@@ -11,7 +11,7 @@ fn tracekit() -> Command {
 
 fn corpus(case: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/corpus/trace2")
+        .join("../../tests/corpus/trace2")
         .join(case)
 }
 

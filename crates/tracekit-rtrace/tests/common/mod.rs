@@ -1,10 +1,10 @@
 //! Shared by the integration tests: the upstream sp-rtrace corpus.
 
-/// A file of `../shared/corpus/rtrace/upstream/`.
+/// A file of `tests/corpus/rtrace/upstream/`.
 pub fn upstream(name: &str) -> Vec<u8> {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/corpus/rtrace/upstream/"
+        "/../../tests/corpus/rtrace/upstream/"
     )
     .to_string()
         + name;

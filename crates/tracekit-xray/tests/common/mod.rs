@@ -4,8 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-/// `../shared/corpus/xray`.
-pub const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/corpus/xray");
+/// `tests/corpus/xray`.
+pub const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/corpus/xray");
 
 /// Every `*.xray` file below `dir`, appended to `out`.
 pub fn xray_files(dir: &Path, out: &mut Vec<PathBuf>) {
