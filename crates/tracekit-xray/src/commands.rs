@@ -388,7 +388,7 @@ pub fn convert_chrome<W: Write>(
                     us(r.tsc),
                     name.as_bytes(),
                     b"",
-                    &[("args", Arg::RawJson(arg_text.as_bytes()))],
+                    &[("args", Arg::Json(arg_text.as_bytes()))],
                 )
                 .map_err(io)?;
             }

@@ -8,6 +8,8 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
+use tracekit_core::timeline::Sink;
+
 use crate::cmd::{convert, info, report};
 use crate::input::Input;
 
@@ -20,6 +22,17 @@ pub trait Dialect: Sync {
     fn info(&self, inputs: &[Input], args: &info::Args) -> Result<ExitCode>;
     fn report(&self, inputs: &[Input], args: &report::Args) -> Result<ExitCode>;
     fn convert(&self, input: &Input, args: &convert::Args) -> Result<ExitCode>;
+    /// Maps the input to the timeline model, into `sink` (Chrome JSON,
+    /// Perfetto, ...). `Ok(None)` when this dialect has no timeline
+    /// mapping yet: `convert` then handles `--to chrome` itself.
+    fn timeline(
+        &self,
+        _input: &Input,
+        _args: &convert::Args,
+        _sink: &mut dyn Sink,
+    ) -> Result<Option<ExitCode>> {
+        Ok(None)
+    }
 }
 
 /// The dialects, in detection order (most specific first).
