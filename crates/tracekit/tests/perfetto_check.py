@@ -40,6 +40,7 @@ def read_perfetto(path):
     tracks = {}  # uuid -> dict(kind, pid, name, parent)
     seqs = {}
     slices, instants, counters = [], [], []
+    marks = []  # slice begins and ends, in file order
     open_slices = collections.defaultdict(list)
     flows = collections.defaultdict(dict)  # id -> {"from": key, "to": key}
 
@@ -117,16 +118,25 @@ def read_perfetto(path):
         ev = {"uuid": uuid, "ts": ts, "name": name, "cat": cats[0] if cats else "", "args": args}
         if te.type == pb.TrackEvent.TYPE_SLICE_BEGIN:
             ev["flows"] = [(i, False) for i in te.flow_ids] + [(i, True) for i in te.terminating_flow_ids]
-            open_slices[uuid].append(ev)
+            ev["begin"] = True
+            marks.append(ev)
         elif te.type == pb.TrackEvent.TYPE_SLICE_END:
-            b = open_slices[uuid].pop()
-            b["dur"] = ts - b["ts"]
-            b["args"].update(args)
-            slices.append(b)
+            ev["begin"] = False
+            marks.append(ev)
         elif te.type == pb.TrackEvent.TYPE_INSTANT:
             instants.append(ev)
         elif te.type == pb.TrackEvent.TYPE_COUNTER:
             counters.append({"uuid": uuid, "ts": ts, "value": te.double_counter_value if te.HasField("double_counter_value") else te.counter_value})
+    # As Perfetto's trace processor does: events sorted by time (ties in
+    # file order), then each end closes the innermost open slice.
+    for ev in sorted(marks, key=lambda e: e["ts"]):
+        if ev["begin"]:
+            open_slices[ev["uuid"]].append(ev)
+        else:
+            b = open_slices[ev["uuid"]].pop()
+            b["dur"] = ev["ts"] - b["ts"]
+            b["args"].update(ev["args"])
+            slices.append(b)
     unclosed = sum(len(v) for v in open_slices.values())
 
     by_pid = {t["pid"]: t["name"] for t in tracks.values() if t["kind"] == "process"}
@@ -231,9 +241,21 @@ def compare(kind, a, b, ts_field, errors):
                 return
 
 
+def rebase(t):
+    """Times relative to the trace's first one: Chrome JSON may be relative
+    where Perfetto carries Unix time (build traces), or both absolute."""
+    times = [x[2] for k in ("slices", "instants", "counters") for x in t[k]]
+    t0 = min(times) if times else 0
+    for k in ("slices", "instants", "counters"):
+        t[k] = [x[:2] + (x[2] - t0,) + x[3:] for x in t[k]]
+    t["flows"] = [tuple(None if e is None else e[:2] + (e[2] - t0,) + e[3:] for e in f) for f in t["flows"]]
+    return t
+
+
 def main():
     pf, unclosed = read_perfetto(sys.argv[1])
     ch = read_chrome(sys.argv[2])
+    pf, ch = rebase(pf), rebase(ch)
     errors = []
     if unclosed:
         errors.append(f"{unclosed} slices never ended in the Perfetto trace")

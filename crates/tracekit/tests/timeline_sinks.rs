@@ -17,7 +17,10 @@ fn root() -> PathBuf {
 
 fn perfetto_available() -> bool {
     let ok = Command::new("python3")
-        .args(["-c", "import perfetto.protos.perfetto.trace.perfetto_trace_pb2"])
+        .args([
+            "-c",
+            "import perfetto.protos.perfetto.trace.perfetto_trace_pb2",
+        ])
         .output()
         .is_ok_and(|o| o.status.success());
     if !ok {
@@ -95,4 +98,17 @@ fn trace2_perfetto_equals_chrome() {
     compare("tests/corpus/trace2/23-crash/normal.log", &[]);
     let s = compare("tests/corpus/trace2/13-directory-target/dir-event", &[]);
     assert!(!s.contains(" 0 flows"), "{s}");
+}
+
+#[test]
+fn build_perfetto_equals_chrome() {
+    if !perfetto_available() {
+        return;
+    }
+    let s = compare("tests/corpus/buildtrace/recorded/hello-make-j2.trace", &[]);
+    // 14 processes, each joined to its parent by a flow (13).
+    assert_eq!(
+        s,
+        "compared 14 slices, 0 instants, 0 counter samples, 13 flows"
+    );
 }
