@@ -10,6 +10,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use tracekit_export::chrome::{Arg, ChromeWriter, Scope};
+use tracekit_posix::analysis::{event_name, policy_name, summarise};
 use tracekit_posix::api::{self, Wait};
 use tracekit_posix::consts::*;
 use tracekit_posix::log::{EventInfo, LogReader, LOG_MAGIC, VERSION_MAJOR, VERSION_MINOR};
@@ -300,12 +301,6 @@ fn open_log(input: &Input) -> Result<LogReader> {
     Ok(LogReader::open_path(&input.path)?)
 }
 
-fn event_name(r: &LogReader, id: u32) -> Vec<u8> {
-    r.type_name(id)
-        .map(<[u8]>::to_vec)
-        .unwrap_or_else(|| format!("event-{id}").into_bytes())
-}
-
 /// Prints events as text columns or JSON lines.
 struct Printer {
     json: bool,
@@ -435,51 +430,6 @@ fn dump(a: DumpArgs) -> Result<ExitCode> {
 /// The POSIX trace log dialect.
 pub struct PosixLog;
 
-#[derive(Default)]
-struct Summary {
-    events: u64,
-    by_type: BTreeMap<u32, (u64, u64)>,
-    pids: BTreeMap<i32, u64>,
-    threads: BTreeMap<(i32, u64), u64>,
-    first_ns: Option<i64>,
-    last_ns: Option<i64>,
-    truncated: u64,
-    corrupt: u64,
-}
-
-fn summarise(r: &mut LogReader) -> Summary {
-    let mut s = Summary::default();
-    while let Some(e) = r.next_event() {
-        let Ok(e) = e else {
-            s.corrupt += 1;
-            continue;
-        };
-        let i = &e.info;
-        s.events += 1;
-        let t = s.by_type.entry(i.event_id).or_default();
-        t.0 += 1;
-        t.1 += e.data.len() as u64;
-        *s.pids.entry(i.pid).or_default() += 1;
-        *s.threads.entry((i.pid, i.thread)).or_default() += 1;
-        s.first_ns = Some(s.first_ns.map_or(i.timestamp_ns, |f| f.min(i.timestamp_ns)));
-        s.last_ns = Some(s.last_ns.map_or(i.timestamp_ns, |l| l.max(i.timestamp_ns)));
-        if i.truncation != POSIX_TRACE_NOT_TRUNCATED {
-            s.truncated += 1;
-        }
-    }
-    s
-}
-
-fn policy_name(p: i32) -> &'static str {
-    match p {
-        POSIX_TRACE_LOOP => "loop",
-        POSIX_TRACE_UNTIL_FULL => "until-full",
-        POSIX_TRACE_FLUSH => "flush",
-        POSIX_TRACE_APPEND => "append",
-        _ => "unknown",
-    }
-}
-
 impl Dialect for PosixLog {
     fn name(&self) -> &'static str {
         "POSIX trace log"
@@ -508,7 +458,7 @@ fn posix_info(inputs: &[Input], args: &info::Args) -> Result<ExitCode> {
         for input in inputs {
             let mut r = open_log(input)?;
             let s = summarise(&mut r);
-            let span = s.last_ns.zip(s.first_ns).map(|(l, f)| (l - f) as f64 / 1e9);
+            let span = s.span_s();
             let types: Vec<serde_json::Value> = s
                 .by_type
                 .iter()
@@ -600,24 +550,15 @@ fn posix_report(inputs: &[Input], args: &report::Args) -> Result<ExitCode> {
         for input in inputs {
             let mut r = open_log(input)?;
             let s = summarise(&mut r);
-            let span_s = s
-                .last_ns
-                .zip(s.first_ns)
-                .map_or(0.0, |(l, f)| (l - f) as f64 / 1e9);
-            let mut types: Vec<(u32, u64, u64)> =
-                s.by_type.iter().map(|(i, (n, b))| (*i, *n, *b)).collect();
-            types.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-            types.truncate(args.top);
-            let mut threads: Vec<((i32, u64), u64)> =
-                s.threads.iter().map(|(k, v)| (*k, *v)).collect();
-            threads.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-            threads.truncate(args.top);
+            let span_s = s.span_s().unwrap_or(0.0);
+            let types = s.top_types(args.top);
+            let threads = s.top_threads(args.top);
             if args.json {
                 let v = serde_json::json!({
                     "file": input.display(),
                     "events": s.events,
                     "span_s": span_s,
-                    "events_per_s": if span_s > 0.0 { s.events as f64 / span_s } else { 0.0 },
+                    "events_per_s": s.events_per_s(),
                     "lost_in_stream": r.meta.events_lost_stream,
                     "lost_in_log": r.meta.events_lost_log,
                     "event_types": types.iter().map(|(i, n, b)| serde_json::json!({
@@ -635,11 +576,7 @@ fn posix_report(inputs: &[Input], args: &report::Args) -> Result<ExitCode> {
                 input.display(),
                 s.events,
                 span_s,
-                if span_s > 0.0 {
-                    s.events as f64 / span_s
-                } else {
-                    0.0
-                }
+                s.events_per_s()
             )?;
             if r.meta.events_lost_stream + r.meta.events_lost_log > 0 {
                 writeln!(
