@@ -503,3 +503,53 @@ pub fn write_folded<W: Write + ?Sized>(
     }
     Ok(())
 }
+
+/// An output format of `convert` (llvm-xray's `-output-format` and ours).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConvertFormat {
+    /// llvm-xray's YAML.
+    Yaml,
+    /// llvm-xray's Chrome trace JSON.
+    TraceEvent,
+    /// Chrome Trace Event JSON through tracekit's writer (args, events).
+    Chrome,
+    /// A basic-mode (llvm-xray's `raw`) v3 log.
+    Basic,
+    /// An FDR v5 log.
+    Fdr,
+}
+
+impl ConvertFormat {
+    /// The names `-output-format` takes.
+    pub const NAMES: &'static str = "yaml, trace_event, chrome, raw/basic, fdr";
+
+    pub fn parse(s: &str) -> Option<ConvertFormat> {
+        Some(match s {
+            "yaml" => ConvertFormat::Yaml,
+            "trace_event" => ConvertFormat::TraceEvent,
+            "chrome" => ConvertFormat::Chrome,
+            "raw" | "basic" => ConvertFormat::Basic,
+            "fdr" => ConvertFormat::Fdr,
+            _ => return None,
+        })
+    }
+}
+
+/// `convert` to `format`. `symbolize` and `sort` apply to yaml and
+/// trace_event (llvm-xray's `-symbolize`, `-sort`).
+pub fn convert<W: Write>(
+    trace: &Trace<'_>,
+    names: &FunctionNames,
+    format: ConvertFormat,
+    symbolize: bool,
+    sort: bool,
+    out: W,
+) -> Result<Warnings> {
+    match format {
+        ConvertFormat::Yaml => convert_yaml(trace, names, symbolize, sort, out),
+        ConvertFormat::TraceEvent => convert_trace_event(trace, names, symbolize, sort, out),
+        ConvertFormat::Chrome => convert_chrome(trace, names, out),
+        ConvertFormat::Basic => crate::writer::convert_to_basic(trace, out),
+        ConvertFormat::Fdr => crate::writer::convert_to_fdr(trace, out),
+    }
+}
