@@ -33,6 +33,7 @@ pub mod profile;
 pub mod record;
 pub mod stack;
 pub mod summary;
+pub mod timeline;
 pub mod trace;
 pub mod trace_event;
 pub mod writer;

@@ -112,3 +112,21 @@ fn build_perfetto_equals_chrome() {
         "compared 14 slices, 0 instants, 0 counter samples, 13 flows"
     );
 }
+
+#[test]
+fn xray_perfetto_equals_chrome() {
+    if !perfetto_available() {
+        return;
+    }
+    // FDR with the emulated clock and with rdtsc (2.5 GHz ticks), basic
+    // mode, several threads, call arguments, custom and typed events.
+    for name in ["mt", "args", "events", "recursion", "tailcall"] {
+        for variant in ["fdr", "fdr-rdtsc", "basic"] {
+            let dir = format!("tests/corpus/xray/{name}");
+            let bin = root().join(&dir).join(name);
+            let bin = bin.to_str().expect("utf-8 path");
+            let s = compare(&format!("{dir}/{name}.{variant}.xray"), &["-m", bin]);
+            assert!(!s.starts_with("compared 0 slices"), "{name}.{variant}: {s}");
+        }
+    }
+}

@@ -13,6 +13,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Parser;
+use tracekit_core::timeline::Sink;
 use tracekit_xray::account::SortField;
 use tracekit_xray::commands;
 use tracekit_xray::graph::Stat;
@@ -721,6 +722,28 @@ impl Dialect for Xray {
 
     fn convert(&self, input: &Input, args: &convert::Args) -> Result<ExitCode> {
         quiet_pipe(self.convert_inner(input, args))
+    }
+
+    fn timeline(
+        &self,
+        input: &Input,
+        args: &convert::Args,
+        sink: &mut dyn Sink,
+    ) -> Result<Option<ExitCode>> {
+        let mut run = || -> Result<ExitCode> {
+            let names = names_for(&args.instr_map)?;
+            let bytes = open_bytes(&input.path)?;
+            let rel = releaser(&bytes);
+            let trace = open_trace(&input.path, &bytes, &*rel)?;
+            let source = input.display().to_string();
+            let w = in_file(
+                tracekit_xray::timeline::map_trace(&trace, &names, &source, sink),
+                &input.path,
+            )?;
+            print_warnings(input.path.display(), &w);
+            Ok(ExitCode::SUCCESS)
+        };
+        quiet_pipe(run()).map(Some)
     }
 }
 
