@@ -107,3 +107,26 @@ pub fn policy_name(p: i32) -> &'static str {
         _ => "unknown",
     }
 }
+
+/// An event's payload in hex.
+pub fn hex(data: &[u8]) -> String {
+    let mut s = String::with_capacity(data.len() * 2);
+    for b in data {
+        use std::fmt::Write as _;
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}
+
+/// An event's payload as text: printable ASCII as is, anything else `.`.
+pub fn printable(data: &[u8]) -> String {
+    data.iter()
+        .map(|&b| {
+            if (0x20..0x7f).contains(&b) {
+                b as char
+            } else {
+                '.'
+            }
+        })
+        .collect()
+}

@@ -115,6 +115,7 @@ pub mod fragments;
 pub mod log;
 pub mod producer;
 pub mod shm;
+pub mod timeline;
 pub mod traced;
 
 pub use api::{Errno, ReadEvent, TraceId, Wait};

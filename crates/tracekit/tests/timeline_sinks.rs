@@ -130,3 +130,45 @@ fn xray_perfetto_equals_chrome() {
         }
     }
 }
+
+#[test]
+fn posix_log_perfetto_equals_chrome() {
+    use std::os::fd::AsRawFd;
+    use tracekit_posix::{api, traced};
+    if !perfetto_available() {
+        return;
+    }
+    // A log written by the engine in this process: two event types, the
+    // main thread and a second one, a flush in the middle.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("t.ptl");
+    let f = std::fs::File::create(&path).expect("log file");
+    let trid = api::create(0, None, Some(f.as_raw_fd())).expect("create");
+    let a = traced::eventid_open(b"sinks-a").expect("event type");
+    let b = traced::eventid_open(b"sinks-b").expect("event type");
+    api::start(trid).expect("start");
+    for i in 0u32..20 {
+        traced::trace_event(a, format!("a {i}").as_bytes());
+    }
+    std::thread::spawn(move || {
+        for i in 0u32..20 {
+            traced::trace_event(b, &i.to_le_bytes());
+        }
+    })
+    .join()
+    .expect("thread");
+    api::flush(trid).expect("flush");
+    traced::trace_event(a, b"after the flush");
+    api::shutdown(trid).expect("shutdown");
+    let rel = path.strip_prefix(root()).unwrap_or(&path).to_path_buf();
+    let s = compare(rel.to_str().expect("utf-8 path"), &[]);
+    // Flushes (ours, and the one shutdown makes) are slices; 41 user
+    // events and the system events (START, STOP) are instants.
+    let n = |what: &str| -> u64 {
+        let words: Vec<&str> = s.split([' ', ',']).filter(|w| !w.is_empty()).collect();
+        let i = words.iter().position(|w| *w == what).expect(what);
+        words[i - 1].parse().expect("a count")
+    };
+    assert!(n("slices") >= 1, "{s}");
+    assert!(n("instants") >= 43, "{s}");
+}

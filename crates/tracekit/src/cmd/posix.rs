@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
-use tracekit_export::chrome::{Arg, ChromeWriter, Scope};
-use tracekit_posix::analysis::{event_name, policy_name, summarise};
+use tracekit_core::timeline::Sink;
+use tracekit_posix::analysis::{event_name, hex, policy_name, printable, summarise};
 use tracekit_posix::api::{self, Wait};
 use tracekit_posix::consts::*;
 use tracekit_posix::log::{EventInfo, LogReader, LOG_MAGIC, VERSION_MAJOR, VERSION_MINOR};
@@ -306,27 +306,6 @@ struct Printer {
     json: bool,
 }
 
-fn hex(data: &[u8]) -> String {
-    let mut s = String::with_capacity(data.len() * 2);
-    for b in data {
-        use std::fmt::Write as _;
-        let _ = write!(s, "{b:02x}");
-    }
-    s
-}
-
-fn printable(data: &[u8]) -> String {
-    data.iter()
-        .map(|&b| {
-            if (0x20..0x7f).contains(&b) {
-                b as char
-            } else {
-                '.'
-            }
-        })
-        .collect()
-}
-
 fn truncation_name(t: i32) -> &'static str {
     match t {
         POSIX_TRACE_TRUNCATED_RECORD => "record",
@@ -449,6 +428,22 @@ impl Dialect for PosixLog {
 
     fn convert(&self, input: &Input, args: &convert::Args) -> Result<ExitCode> {
         quiet_pipe(posix_convert(input, args))
+    }
+
+    fn timeline(
+        &self,
+        input: &Input,
+        _args: &convert::Args,
+        sink: &mut dyn Sink,
+    ) -> Result<Option<ExitCode>> {
+        let mut r = open_log(input)?;
+        let w = tracekit_posix::timeline::map_log(&mut r, &input.display().to_string(), sink)?;
+        super::print_warnings(input.display(), &w);
+        Ok(Some(if w.is_empty() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        }))
     }
 }
 
@@ -613,73 +608,6 @@ fn posix_convert(input: &Input, args: &convert::Args) -> Result<ExitCode> {
     {
         let mut r = open_log(input)?;
         match args.to.as_str() {
-            "chrome" | "chrome-json" => {
-                let out = output(args.output.as_deref())?;
-                let mut w = ChromeWriter::new(out)?;
-                let names: BTreeMap<u32, Vec<u8>> = r.types.iter().cloned().collect();
-                // Small thread numbers per process, in order of appearance.
-                let mut tids: BTreeMap<(i32, u64), i64> = BTreeMap::new();
-                // Times relative to the stream's creation (flush events are
-                // written out of time order, so not "the first event").
-                let created = r.attr.create_time_sec * 1_000_000_000 + r.attr.create_time_nsec;
-                let mut first: Option<i64> = (created > 0).then_some(created);
-                let mut flush_begin: Option<(f64, i32, i64)> = None;
-                while let Some(e) = r.next_event() {
-                    let Ok(e) = e else { continue };
-                    let i = e.info;
-                    let base = *first.get_or_insert(i.timestamp_ns);
-                    let ts_us = (i.timestamp_ns - base) as f64 / 1000.0;
-                    let n = tids.len() as i64;
-                    let tid = *tids.entry((i.pid, i.thread)).or_insert_with(|| {
-                        if i.thread == 0 {
-                            0
-                        } else {
-                            n + 1
-                        }
-                    });
-                    let name = names
-                        .get(&i.event_id)
-                        .cloned()
-                        .or_else(|| system_event_name(i.event_id).map(|s| s.as_bytes().to_vec()))
-                        .unwrap_or_else(|| format!("event-{}", i.event_id).into_bytes());
-                    match i.event_id {
-                        POSIX_TRACE_FLUSH_START => flush_begin = Some((ts_us, i.pid, tid)),
-                        POSIX_TRACE_FLUSH_STOP => {
-                            if let Some((b, p, t)) = flush_begin.take() {
-                                w.complete(
-                                    p as i64,
-                                    t,
-                                    b,
-                                    ts_us - b,
-                                    b"flush",
-                                    b"posix_trace",
-                                    &[],
-                                )?;
-                            }
-                        }
-                        _ => {
-                            let hx = hex(e.data);
-                            let text = printable(e.data);
-                            let cat: &[u8] = if i.event_id >= USER_EVENT_FIRST {
-                                b"user"
-                            } else {
-                                b"system"
-                            };
-                            let mut a: Vec<(&str, Arg<'_>)> = Vec::new();
-                            if !e.data.is_empty() {
-                                a.push(("data_hex", Arg::Str(hx.as_bytes())));
-                                a.push(("data_text", Arg::Str(text.as_bytes())));
-                            }
-                            if i.truncation != POSIX_TRACE_NOT_TRUNCATED {
-                                a.push(("truncated", Arg::Bool(true)));
-                            }
-                            w.instant(i.pid as i64, tid, ts_us, &name, cat, Scope::Thread, &a)?;
-                        }
-                    }
-                }
-                let mut out = w.finish()?;
-                out.flush()?;
-            }
             "text" | "dump" | "json" => {
                 let mut out = output(args.output.as_deref())?;
                 let mut p = Printer::new(args.to == "json");
@@ -698,7 +626,7 @@ fn posix_convert(input: &Input, args: &convert::Args) -> Result<ExitCode> {
                 out.flush()?;
             }
             other => bail!(
-                "a POSIX trace log cannot be converted to {other}; targets: chrome, text, json"
+                "a POSIX trace log cannot be converted to {other}; targets: chrome, perfetto, text, json"
             ),
         }
         Ok(ExitCode::SUCCESS)
@@ -795,10 +723,17 @@ mod tests {
             out.as_os_str(),
         ])
         .unwrap();
-        posix_convert(&input, &w.args).unwrap();
+        let mut sink =
+            tracekit_export::chrome_sink::ChromeSink::new(std::fs::File::create(&out).unwrap())
+                .unwrap();
+        PosixLog.timeline(&input, &w.args, &mut sink).unwrap();
+        sink.into_inner().unwrap();
         let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
         let evs = v["traceEvents"].as_array().unwrap();
         assert_eq!(evs.iter().filter(|e| e["name"] == "cli-test").count(), 10);
-        assert!(evs.iter().all(|e| e["ts"].as_f64().unwrap() >= 0.0));
+        assert!(evs
+            .iter()
+            .filter(|e| e["ph"] != "M")
+            .all(|e| e["ts"].as_f64().unwrap() >= 0.0));
     }
 }
