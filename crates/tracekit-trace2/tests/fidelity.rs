@@ -237,3 +237,70 @@ fn brief_event_to_full_variant_fails_naming_the_field() {
         }
     }
 }
+
+/// PERF -> NORMAL equals git's own NORMAL, time of day aside (each target
+/// samples the clock itself) and file names longer than PERF's column, on
+/// both git versions: the records' own file:line are copied, signal/atexit
+/// get NORMAL's target line of the release named by PERF's `version`
+/// record (PERF has no SID).
+#[test]
+fn perf_to_normal_equals_git_normal_on_both_versions() {
+    let mut compared = 0;
+    for corpus in CORPORA {
+        for case in cases(corpus) {
+            let data = std::fs::read(case.join("perf.log")).expect("read");
+            let format = detect(&data).expect("format");
+            let Format::Perf { brief } = format else {
+                panic!("{}: not PERF", case.display())
+            };
+            let want = std::fs::read(case.join("normal.log")).expect("read");
+            let mut conv = Converter::new(Format::Normal { brief });
+            let mut got = Vec::new();
+            for rec in RecordIter::new(&data, format) {
+                let ev = format.parse(rec.bytes).expect("parses");
+                conv.write(&ev, &mut got).expect("converts");
+            }
+            // PERF's file:line column keeps the last 25 bytes behind "..."
+            // of a longer one: compare that much of NORMAL's (the rest is
+            // not in the input; the converter copies the column as read).
+            let masked = |b: &[u8]| -> Vec<Vec<u8>> {
+                b.split(|&c| c == b'\n')
+                    .map(|l| {
+                        if brief || l.len() <= 16 || l[2] != b':' {
+                            return l.to_vec();
+                        }
+                        let rest = &l[16..];
+                        let end = rest.iter().position(|&c| c == b' ').unwrap_or(rest.len());
+                        let (loc, msg) = rest.split_at(end);
+                        let loc = loc.strip_prefix(b"...").unwrap_or(loc);
+                        let tail = &loc[loc.len().saturating_sub(25)..];
+                        let msg = &msg[msg.iter().take_while(|&&c| c == b' ').count()..];
+                        [tail, b" ", msg].concat()
+                    })
+                    .collect()
+            };
+            // Concurrent processes interleave differently in each target's
+            // file: compare as multisets (every line matches exactly one).
+            let (mut got, mut want) = (masked(&got), masked(&want));
+            got.sort();
+            want.sort();
+            compared += want.len();
+            let missing: Vec<_> = want.iter().filter(|w| !got.contains(w)).take(3).collect();
+            let extra: Vec<_> = got.iter().filter(|g| !want.contains(g)).take(3).collect();
+            assert!(
+                got == want,
+                "{}: missing {:?}\n extra {:?}",
+                case.display(),
+                missing
+                    .iter()
+                    .map(|l| String::from_utf8_lossy(l))
+                    .collect::<Vec<_>>(),
+                extra
+                    .iter()
+                    .map(|l| String::from_utf8_lossy(l))
+                    .collect::<Vec<_>>()
+            );
+        }
+    }
+    assert!(compared > 2000, "{compared}");
+}

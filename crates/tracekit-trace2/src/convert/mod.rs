@@ -28,7 +28,12 @@
 //!   record is an error ([`ConvertError`]) naming the missing field,
 //!   instead of a made-up `00:00:00.000000`; the brief variants do not show
 //!   them. Brief EVENT also lacks `t_abs` on regions and children: brief
-//!   PERF leaves that column blank there.
+//!   PERF leaves that column blank there. NORMAL has no thread (nor PERF's
+//!   depth and columns), PERF and NORMAL have no SID: NORMAL -> PERF and
+//!   PERF/NORMAL -> EVENT fail naming `thread` / `sid`.
+//! * **Cut by PERF's columns**: a `def_param` scope cut to `scope:comman`
+//!   is whole again in other formats (git's scope names are a closed set);
+//!   a file name cut to `...` stays cut (the rest is not in the input).
 //!
 //! **Architecture Invariant:** converting an event allocates nothing but
 //! the state of a newly seen process or thread; state is dropped when the
@@ -90,6 +95,32 @@ fn target_index(target: Format) -> usize {
         Format::Event => 0,
         Format::Perf { .. } => 1,
         Format::Normal { .. } => 2,
+    }
+}
+
+/// git's config scope names (`config_scope_name()`).
+const SCOPES: [&[u8]; 7] = [
+    b"system",
+    b"global",
+    b"local",
+    b"worktree",
+    b"command",
+    b"submodule",
+    b"unknown",
+];
+
+/// The scope PERF cut to its 12-byte category column (`scope:` and 6
+/// bytes), if `scope` is such a cut.
+fn uncut_scope(scope: &[u8]) -> Option<&'static [u8]> {
+    if scope.len() != 6 {
+        return None;
+    }
+    let mut found = SCOPES
+        .iter()
+        .filter(|s| s.len() > scope.len() && s.starts_with(scope));
+    match (found.next(), found.next()) {
+        (Some(s), None) => Some(s),
+        _ => None,
     }
 }
 
@@ -164,7 +195,55 @@ impl Converter {
         if let Body::Version { exe, .. } = &ev.body {
             self.note_version(ev.sid.as_deref(), exe);
         }
+        // Fields whole formats lack: NORMAL has no thread (nor PERF's depth
+        // and columns), PERF and NORMAL have no SID.
+        let needed = match self.target {
+            Format::Event => ev.sid.is_none().then_some(("sid", "a session id")),
+            Format::Perf { .. } if kind != Kind::TooManyFiles => {
+                ev.thread.is_none().then_some(("thread", "a thread name"))
+            }
+            _ => None,
+        };
+        if let Some((field, what)) = needed {
+            return Err(ConvertError {
+                field,
+                message: format!(
+                    "'{}' record has no '{field}' (NORMAL has no thread, PERF and NORMAL no SID): {} needs {what} on every record",
+                    String::from_utf8_lossy(ev.body.name()),
+                    self.target.name(),
+                ),
+            });
+        }
+        // PERF's category column cuts `scope:command` to `scope:comman`;
+        // git's scope names are a closed set, so the cut one names exactly
+        // one of them.
+        if let Body::DefParam {
+            scope: Some(scope),
+            param,
+            value,
+        } = &ev.body
+        {
+            if !matches!(self.target, Format::Perf { .. }) {
+                if let Some(full) = uncut_scope(scope) {
+                    let mut ev = ev.clone();
+                    ev.body = Body::DefParam {
+                        scope: Some(std::borrow::Cow::Borrowed(full)),
+                        param: param.clone(),
+                        value: value.clone(),
+                    };
+                    return self.write_checked(&ev, kind, out);
+                }
+            }
+        }
+        self.write_checked(ev, kind, out)
+    }
 
+    fn write_checked(
+        &mut self,
+        ev: &Event<'_>,
+        kind: Kind,
+        out: &mut Vec<u8>,
+    ) -> Result<(), ConvertError> {
         if self.target == Format::Event {
             let location = self.target_location(ev)?;
             if location.is_none() {
@@ -398,5 +477,80 @@ impl Converter {
         };
         let local = u.0 + offset * 1_000_000;
         TimeOfDay(local.rem_euclid(86_400_000_000) as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn convert(input: &[u8], from: Format, to: Format) -> Result<Vec<u8>, ConvertError> {
+        let mut conv = Converter::new(to);
+        let mut out = Vec::new();
+        for rec in crate::reader::RecordIter::new(input, from) {
+            let ev = from.parse(rec.bytes).expect("parses");
+            conv.write(&ev, &mut out)?;
+        }
+        Ok(out)
+    }
+
+    /// git < 2.38 writes def_param without a scope (read from its
+    /// tr2_tgt_*.c): nothing may add one.
+    #[test]
+    fn def_param_without_scope_stays_without() {
+        let normal: &[u8] =
+            b"12:00:00.000001 trace2.c:437                      def_param core.abbrev=12\n";
+        let full = Format::Normal { brief: false };
+        assert_eq!(convert(normal, full, full).unwrap(), normal);
+        let event: &[u8] = b"{\"event\":\"def_param\",\"sid\":\"20240101T120000.000000Z-H0a7c9cdf-P00001234\",\"thread\":\"main\",\"time\":\"2024-01-01T12:00:00.000001Z\",\"file\":\"trace2.c\",\"line\":437,\"param\":\"core.abbrev\",\"value\":\"12\"}\n";
+        std::env::set_var("TZ", "UTC");
+        assert_eq!(convert(event, Format::Event, full).unwrap(), normal);
+        let perf = convert(event, Format::Event, Format::Perf { brief: false }).unwrap();
+        let perf = String::from_utf8(perf).unwrap();
+        assert!(
+            perf.ends_with("|              | core.abbrev:12\n"),
+            "{perf}"
+        );
+        assert!(!perf.contains("scope"), "{perf}");
+    }
+
+    /// PERF cuts the scope to 6 bytes; converted to NORMAL it is whole
+    /// again (git's scope names are a closed set).
+    #[test]
+    fn cut_scopes_are_whole_again() {
+        assert_eq!(uncut_scope(b"comman"), Some(&b"command"[..]));
+        assert_eq!(uncut_scope(b"worktr"), Some(&b"worktree"[..]));
+        assert_eq!(uncut_scope(b"unknow"), Some(&b"unknown"[..]));
+        assert_eq!(uncut_scope(b"submod"), Some(&b"submodule"[..]));
+        assert_eq!(uncut_scope(b"global"), None);
+        assert_eq!(uncut_scope(b"local"), None);
+        assert_eq!(uncut_scope(b"bogus!"), None);
+    }
+
+    #[test]
+    fn formats_without_a_field_fail_naming_it() {
+        let normal = format!("{:<50}version 2.47.3\n", "12:00:00.000001 common-main.c:58");
+        let normal = normal.as_bytes();
+        let e = convert(
+            normal,
+            Format::Normal { brief: false },
+            Format::Perf { brief: false },
+        )
+        .unwrap_err();
+        assert_eq!(e.field, "thread", "{e}");
+        let e = convert(normal, Format::Normal { brief: false }, Format::Event).unwrap_err();
+        assert_eq!(e.field, "sid", "{e}");
+    }
+
+    /// A target-emitted record without a `version` before it: its line in
+    /// another target is unknowable.
+    #[test]
+    fn atexit_without_version_fails_naming_line() {
+        let event: &[u8] = b"{\"event\":\"atexit\",\"sid\":\"20240101T120000.000000Z-H0a7c9cdf-P00001234\",\"thread\":\"main\",\"time\":\"2024-01-01T12:00:00.000001Z\",\"file\":\"trace2/tr2_tgt_event.c\",\"line\":205,\"t_abs\":0.001000,\"code\":0}\n";
+        let e = convert(event, Format::Event, Format::Perf { brief: false }).unwrap_err();
+        assert_eq!(e.field, "line", "{e}");
+        assert!(e.message.contains("no 'version'"), "{e}");
+        // Into EVENT it keeps its own.
+        assert_eq!(convert(event, Format::Event, Format::Event).unwrap(), event);
     }
 }
