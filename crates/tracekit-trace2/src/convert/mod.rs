@@ -138,6 +138,14 @@ struct Process {
     version: Option<Version>,
 }
 
+fn new_process(sid: &[u8]) -> Process {
+    Process {
+        start: UnixMicros::parse_sid(sid_own(sid)),
+        depth: memchr::memchr_iter(b'/', sid).count() as u32,
+        ..Process::default()
+    }
+}
+
 /// Converts a stream of events (of any format) to `target`.
 pub struct Converter {
     target: Format,
@@ -417,16 +425,9 @@ impl Converter {
     }
 
     fn process(&mut self, sid: &[u8]) -> &mut Process {
-        // Look up by borrowed SID: only a new process allocates.
-        if !self.processes.contains_key(sid) {
-            let p = Process {
-                start: UnixMicros::parse_sid(sid_own(sid)),
-                depth: memchr::memchr_iter(b'/', sid).count() as u32,
-                ..Process::default()
-            };
-            self.processes.insert(sid.to_vec(), p);
-        }
-        self.processes.get_mut(sid).expect("inserted above")
+        self.processes
+            .entry(sid.to_vec())
+            .or_insert_with(|| new_process(sid))
     }
 
     /// Returns the regions open on the event's thread before the event, the
@@ -435,7 +436,14 @@ impl Converter {
         let thread: &[u8] = ev.thread.as_deref().unwrap_or(b"main");
         let (threads, start, depth) = match &ev.sid {
             Some(sid) => {
-                let p = self.process(sid);
+                // One lookup on the hot path; only a new process allocates.
+                let p = match self.processes.get_mut(&sid[..]) {
+                    Some(p) => p,
+                    None => self
+                        .processes
+                        .entry(sid.to_vec())
+                        .or_insert_with(|| new_process(sid)),
+                };
                 (&mut p.open, p.start, p.depth)
             }
             None => {
