@@ -32,7 +32,9 @@ fn main() {
             Ok(ev) => {
                 n += 1;
                 if let Some(c) = conv.as_mut() {
-                    c.write(&ev, &mut out);
+                    if c.write(&ev, &mut out).is_err() {
+                        bad += 1;
+                    }
                     if out.len() > 1 << 20 {
                         sink.write_all(&out).ok();
                         out.clear();

@@ -1,4 +1,5 @@
-//! Git Trace2: the NORMAL, PERF and EVENT formats as git 2.47 writes them.
+//! Git Trace2: the NORMAL, PERF and EVENT formats as git writes them
+//! (checked on git 2.47.3 and 2.39.5).
 //!
 //! * [`Event`] is one trace2 event, whatever format it came from. Strings
 //!   are byte strings borrowed from the input where possible (git does not
@@ -8,7 +9,9 @@
 //! * [`reader`]: splits an input into records (PERF and NORMAL records may
 //!   span several lines) and detects the format.
 //! * [`convert::Converter`]: writes events of any format in another format,
-//!   keeping the per-thread state (region depth) the target formats need.
+//!   keeping the per-thread state (region depth) the target formats need;
+//!   its docs say what is exact, what is derived (from git's version), and
+//!   what fails because the input does not carry it.
 //! * [`receiver`]: the af_unix listener behind `tracekit trace2 listen`.
 //!
 //! **Architecture Invariant:** parsing a record allocates only for argv-like

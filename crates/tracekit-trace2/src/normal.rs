@@ -171,14 +171,17 @@ pub fn parse(rec: &[u8], brief: bool) -> Result<Event<'_>, ParseError> {
             }
         }
         b"def_param" => {
-            let r = rest
-                .strip_prefix(b"scope:")
-                .ok_or_else(|| bad("expected 'scope:'"))?;
-            let s = memchr::memchr(b' ', r).ok_or_else(|| bad("expected 'param=value'"))?;
-            let pv = &r[s + 1..];
+            // git < 2.38 writes no scope: `def_param param=value`.
+            let (scope, pv) = match rest.strip_prefix(b"scope:") {
+                Some(r) => {
+                    let s = memchr::memchr(b' ', r).ok_or_else(|| bad("expected 'param=value'"))?;
+                    (Some(Cow::Borrowed(&r[..s])), &r[s + 1..])
+                }
+                None => (None, rest),
+            };
             let e = memchr::memchr(b'=', pv).ok_or_else(|| bad("expected 'param=value'"))?;
             Body::DefParam {
-                scope: Some(Cow::Borrowed(&r[..s])),
+                scope,
                 param: Cow::Borrowed(&pv[..e]),
                 value: Some(Cow::Borrowed(&pv[e + 1..])),
             }
@@ -466,9 +469,13 @@ fn message(ev: &Event<'_>, out: &mut Vec<u8>) {
             param,
             value,
         } => {
-            add(b"def_param scope:");
-            add(scope.as_deref().unwrap_or(b"unknown"));
-            out.push(b' ');
+            add(b"def_param ");
+            // git < 2.38 has no scope (and no scope in its EVENT).
+            if let Some(scope) = scope {
+                add(b"scope:");
+                add(scope);
+                out.push(b' ');
+            }
             out.extend_from_slice(param);
             out.push(b'=');
             if let Some(v) = value {

@@ -82,6 +82,19 @@ pub fn detect(head: &[u8]) -> Option<Format> {
     None
 }
 
+/// Is `head` (the start of an EVENT input) the brief variant
+/// (`GIT_TRACE2_EVENT_BRIEF`)? Brief EVENT records have no `file`/`line`;
+/// full ones always have both, starting with the first record.
+pub fn event_is_brief(head: &[u8]) -> bool {
+    let Some(line) = head
+        .split(|&c| c == b'\n')
+        .find(|l| !l.iter().all(|c| c.is_ascii_whitespace()))
+    else {
+        return false;
+    };
+    memchr::memmem::find(line, b"\"file\":").is_none()
+}
+
 /// A record: its first line's 1-based number and its bytes (without the
 /// final newline).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

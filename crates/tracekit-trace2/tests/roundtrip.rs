@@ -1,21 +1,25 @@
-//! Every trace2 file of the real corpus, read and written back in its own
-//! format, is byte-identical.
+//! Every trace2 file of the real corpus (git 2.47.3 and git 2.39.5), read
+//! and written back in its own format, is byte-identical: through the
+//! record writers, and through the [`Converter`] the CLI's `convert` uses
+//! (which must keep each record's own `file:line`, atexit included, and
+//! the input's variant).
 
 use std::path::{Path, PathBuf};
 
-use tracekit_trace2::convert::write_same_format;
+use tracekit_trace2::convert::{write_same_format, Converter};
 use tracekit_trace2::reader::{detect, RecordIter};
 use tracekit_trace2::Kind;
 
-fn corpus() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/corpus/trace2")
+fn corpora() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/corpus");
+    vec![root.join("trace2"), root.join("trace2-git2.39")]
 }
 
 /// Every trace file in the corpus: the three logs of each case and the
 /// per-process files of directory targets.
 fn trace_files() -> Vec<PathBuf> {
     let mut out = Vec::new();
-    let mut stack = vec![corpus()];
+    let mut stack = corpora();
     while let Some(dir) = stack.pop() {
         for e in std::fs::read_dir(&dir).expect("corpus directory") {
             let p = e.expect("entry").path();
@@ -40,9 +44,26 @@ fn trace_files() -> Vec<PathBuf> {
 
 #[test]
 fn corpus_round_trips_byte_for_byte() {
+    round_trip(false);
+}
+
+#[test]
+fn corpus_round_trips_through_the_converter() {
+    round_trip(true);
+}
+
+fn round_trip(through_converter: bool) {
     let files = trace_files();
     assert!(
-        files.len() > 60,
+        files
+            .iter()
+            .filter(|f| f.to_string_lossy().contains("git2.39"))
+            .count()
+            >= 21,
+        "git 2.39 corpus not found or incomplete"
+    );
+    assert!(
+        files.len() > 80,
         "corpus not found or incomplete: {} files",
         files.len()
     );
@@ -55,6 +76,7 @@ fn corpus_round_trips_byte_for_byte() {
         let format =
             detect(&data).unwrap_or_else(|| panic!("{}: format not recognised", path.display()));
         let mut out = Vec::with_capacity(data.len());
+        let mut conv = Converter::new(format);
         for rec in RecordIter::new(&data, format) {
             match format.parse(rec.bytes) {
                 Ok(ev) => {
@@ -69,7 +91,12 @@ fn corpus_round_trips_byte_for_byte() {
                             ev.kind()
                         ));
                     }
-                    write_same_format(&ev, format, &mut out)
+                    if !through_converter {
+                        write_same_format(&ev, format, &mut out)
+                    } else if let Err(e) = conv.write(&ev, &mut out) {
+                        failures.push(format!("{}:{}: {e}", path.display(), rec.line));
+                        break;
+                    }
                 }
                 Err(e) => {
                     failures.push(format!("{}:{}: {e}", path.display(), rec.line));

@@ -15,6 +15,13 @@ fn corpus(case: &str) -> PathBuf {
         .join(case)
 }
 
+/// A case of the git 2.39.5 corpus.
+fn corpus_2_39(case: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/corpus/trace2-git2.39")
+        .join(case)
+}
+
 fn run(args: &[&str]) -> Output {
     tracekit().args(args).output().expect("run tracekit")
 }
@@ -227,4 +234,159 @@ fn unknown_target_says_what_exists() {
     ]);
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("targets: trace2-event, trace2-perf, trace2-normal"));
+}
+
+/// Every file of both git versions' corpora, converted to its own format
+/// by the CLI (no variant flag), is byte for byte the input: the records'
+/// own file:line (2.39's `tr2_tgt_perf.c:216`) and the brief variant stay.
+#[test]
+fn convert_to_own_format_is_byte_for_byte_on_both_git_versions() {
+    let mut checked = 0;
+    for (case, dir) in [
+        ("01-init-add-commit", corpus("01-init-add-commit")),
+        ("12-brief", corpus("12-brief")),
+        ("17-signal-exec", corpus("17-signal-exec")),
+        ("01-init-add-commit", corpus_2_39("01-init-add-commit")),
+        ("12-brief", corpus_2_39("12-brief")),
+        ("17-signal-exec", corpus_2_39("17-signal-exec")),
+    ] {
+        for (file, to) in [
+            ("event.jsonl", "trace2-event"),
+            ("perf.log", "trace2-perf"),
+            ("normal.log", "trace2-normal"),
+        ] {
+            let path = dir.join(file);
+            let out = run(&["convert", "--to", to, path.to_str().expect("utf8")]);
+            assert!(out.status.success(), "{case} {file}: {}", text(&out.stderr));
+            let want = std::fs::read(&path).expect("read");
+            assert!(out.stdout == want, "{} -> {to} differs", path.display());
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 18);
+    // The git 2.39 lines that 2.47 writes one higher.
+    let signal = std::fs::read_to_string(corpus_2_39("17-signal-exec/perf.log")).expect("read");
+    assert!(signal.contains("tr2_tgt_perf.c:204 "));
+    let atexit = std::fs::read_to_string(corpus_2_39("01-init-add-commit/perf.log")).expect("read");
+    assert!(atexit.contains("tr2_tgt_perf.c:216 "));
+}
+
+/// EVENT from git 2.39 to PERF/NORMAL: signal and atexit get git 2.39's
+/// target lines (derived from the `version` record), equal to git's own.
+#[test]
+fn event_to_perf_and_normal_take_the_producers_target_lines() {
+    for (to, file, col) in [
+        ("trace2-perf", "perf.log", 16),
+        ("trace2-normal", "normal.log", 16),
+    ] {
+        for dir in [
+            corpus("17-signal-exec"),
+            corpus("01-init-add-commit"),
+            corpus_2_39("17-signal-exec"),
+            corpus_2_39("01-init-add-commit"),
+        ] {
+            let out = tracekit()
+                .env("TZ", "UTC")
+                .args(["convert", "--to", to])
+                .arg(dir.join("event.jsonl"))
+                .output()
+                .expect("run");
+            assert!(out.status.success(), "{}", text(&out.stderr));
+            assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
+            let emitted = |s: &str| -> Vec<String> {
+                s.lines()
+                    .filter(|l| l.contains("tr2_tgt_"))
+                    .map(|l| l[col..].split_whitespace().next().unwrap_or("").to_string())
+                    .collect()
+            };
+            let want = std::fs::read_to_string(dir.join(file)).expect("read");
+            let (got, want) = (emitted(&text(&out.stdout)), emitted(&want));
+            assert!(want.len() >= 3, "{}: {want:?}", dir.display());
+            assert_eq!(got, want, "{} -> {to}", dir.display());
+        }
+    }
+}
+
+/// A version not in the table: the nearest release below, and a warning
+/// that says so; exit 0. A git without Trace2: an error naming the field.
+#[test]
+fn unknown_git_versions_are_said() {
+    let data = std::fs::read_to_string(corpus_2_39("17-signal-exec/event.jsonl")).expect("read");
+    let newer = data.replace("\"exe\":\"2.39.5\"", "\"exe\":\"2.39.77\"");
+    let out = run_stdin(&["convert", "-", "--to", "trace2-perf"], newer.as_bytes());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("warning: git 2.39.77 is not a release known here"),
+        "{err}"
+    );
+    assert!(err.contains("taken from git 2.39.5"), "{err}");
+    assert_eq!(err.lines().count(), 1, "said once: {err}");
+    assert!(text(&out.stdout).contains("tr2_tgt_perf.c:204 "));
+
+    let old = data.replace("\"exe\":\"2.39.5\"", "\"exe\":\"2.21.0\"");
+    let out = run_stdin(&["convert", "-", "--to", "trace2-perf"], old.as_bytes());
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("<stdin>:") && err.contains("has no Trace2"),
+        "{err}"
+    );
+    assert!(
+        !text(&out.stdout).contains("tr2_tgt_perf.c"),
+        "no invented line"
+    );
+}
+
+/// Brief input converts to the brief variant unless --full is asked for;
+/// --full then fails at the first record, naming the missing field.
+#[test]
+fn brief_input_stays_brief_and_full_fails_naming_the_field() {
+    for dir in [corpus("12-brief"), corpus_2_39("12-brief")] {
+        let event = dir.join("event.jsonl");
+        let event = event.to_str().expect("utf8");
+        let out = run(&["convert", "--to", "trace2-perf", event]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let first = text(&out.stdout).lines().next().unwrap_or("").to_string();
+        assert!(first.starts_with("d0 | main "), "brief PERF: {first}");
+
+        for to in ["trace2-perf", "trace2-normal"] {
+            let out = run(&["convert", "--to", to, "--full", event]);
+            assert_eq!(out.status.code(), Some(1), "{to}");
+            let err = text(&out.stderr);
+            assert!(
+                err.contains(&format!("{event}:1: 'version' record has no 'file'")),
+                "{err}"
+            );
+            assert!(!text(&out.stdout).contains("00:00:00.000000"));
+            assert!(
+                out.stdout.is_empty(),
+                "nothing written before the failing record"
+            );
+        }
+        // Brief PERF to full NORMAL: the time of day is missing.
+        let perf = dir.join("perf.log");
+        let out = run(&[
+            "convert",
+            "--to",
+            "trace2-normal",
+            "--full",
+            perf.to_str().expect("utf8"),
+        ]);
+        assert_eq!(out.status.code(), Some(1));
+        assert!(
+            text(&out.stderr).contains(":1: 'version' record has no 'time'"),
+            "{}",
+            text(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn convert_help_says_what_is_exact_and_what_is_derived() {
+    let out = run(&["convert", "--help"]);
+    let help = text(&out.stdout);
+    for needle in ["exact", "derived", "version", "--full", "made-up"] {
+        assert!(help.contains(needle), "{needle}: {help}");
+    }
 }

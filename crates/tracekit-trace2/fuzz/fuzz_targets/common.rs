@@ -13,7 +13,7 @@ pub fn check(data: &[u8], format: Format) {
     for rec in RecordIter::new(data, format) {
         n += 1;
         let Ok(ev) = format.parse(rec.bytes) else { continue };
-        conv.write(&ev, &mut sink);
+        let _ = conv.write(&ev, &mut sink);
         let mut out = Vec::new();
         write_same_format(&ev, format, &mut out);
         let line = out.strip_suffix(b"\n").unwrap_or(&out);

@@ -15,7 +15,7 @@ use crate::input::Input;
 
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Targets:\n  chrome           Chrome Trace Event JSON (Perfetto UI, chrome://tracing)\n  perfetto         Perfetto's native protobuf trace (.pftrace): ui.perfetto.dev and trace_processor;\n                   a fraction of Chrome JSON's size, written as a stream\n  trace2-event     Git Trace2 EVENT (JSON lines)\n  trace2-perf      Git Trace2 PERF, as git writes it\n  trace2-normal    Git Trace2 NORMAL, as git writes it\n  (each dialect lists its own targets in its error message)\n\nExamples:\n  tracekit convert event.jsonl --to trace2-perf\n  tracekit convert event.jsonl --to chrome -o trace.json\n  tracekit convert xray-log.app.XXXX -m ./app --to perfetto -o app.pftrace"
+    after_help = "Targets:\n  chrome           Chrome Trace Event JSON (Perfetto UI, chrome://tracing)\n  perfetto         Perfetto's native protobuf trace (.pftrace): ui.perfetto.dev and trace_processor;\n                   a fraction of Chrome JSON's size, written as a stream\n  trace2-event     Git Trace2 EVENT (JSON lines)\n  trace2-perf      Git Trace2 PERF, as git writes it\n  trace2-normal    Git Trace2 NORMAL, as git writes it\n  (each dialect lists its own targets in its error message)\n\nGit Trace2: what is exact, what is derived (docs/formats/trace2.md):\n  exact     every field a record carries, its own file:line included: a file\n            converted to its own format and variant is byte for byte the same\n  derived   the tr2_tgt_*.c line of signal/atexit/timer/counter written by\n            another target: from the git release in the 'version' record\n            (table of git 2.20.0 .. 2.55.0; other versions: nearest release\n            below, with a warning); local time of day from EVENT's UTC time\n            (set TZ to the producer's); PERF's t_abs where EVENT has none\n  variant   the input's (brief stays brief); --brief/--full choose. A full\n            variant from brief input fails naming the field it lacks (time,\n            file), never writing a made-up 00:00:00.000000\n\nExamples:\n  tracekit convert event.jsonl --to trace2-perf\n  tracekit convert perf.log --to trace2-normal --brief\n  tracekit convert event.jsonl --to chrome -o trace.json\n  tracekit convert xray-log.app.XXXX -m ./app --to perfetto -o app.pftrace"
 )]
 pub struct Args {
     /// The trace to convert (`-` reads standard input).
@@ -28,8 +28,13 @@ pub struct Args {
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Write the brief variant (Trace2 targets: no time or file:line).
-    #[arg(long)]
+    /// Trace2 default: the input's variant.
+    #[arg(long, conflicts_with = "full")]
     pub brief: bool,
+    /// Write the full variant even from brief input (Trace2 targets; fails
+    /// on the first record that lacks a field it needs).
+    #[arg(long)]
+    pub full: bool,
     /// The instrumented binary, for formats that need it to name things
     /// (XRay function ids).
     #[arg(short = 'm', long = "instr-map", value_name = "BIN")]

@@ -259,33 +259,96 @@ impl Dialect for Trace2 {
     }
 
     fn convert(&self, input: &Input, args: &convert::Args) -> Result<ExitCode> {
+        #[derive(Clone, Copy)]
+        enum Target {
+            Event,
+            Perf,
+            Normal,
+        }
         let target = match args.to.as_str() {
-            "trace2-event" | "event" => Format::Event,
-            "trace2-perf" | "perf" => Format::Perf { brief: args.brief },
-            "trace2-normal" | "normal" => Format::Normal { brief: args.brief },
+            "trace2-event" | "event" => Target::Event,
+            "trace2-perf" | "perf" => Target::Perf,
+            "trace2-normal" | "normal" => Target::Normal,
             other => anyhow::bail!(
-                "{}: cannot convert Git Trace2 to '{other}' (targets: trace2-event, trace2-perf, trace2-normal, chrome)",
+                "{}: cannot convert Git Trace2 to '{other}' (targets: trace2-event, trace2-perf, trace2-normal, chrome, perfetto)",
                 input.display()
             ),
         };
         let mut out = output(args.output.as_deref())?;
-        let mut conv = Converter::new(target);
+        // Created at the first source: the variant follows its input's
+        // unless --brief/--full say otherwise.
+        let mut conv: Option<Converter> = None;
         let mut buf = Vec::with_capacity(1 << 16);
-        let warnings = read_events(
-            input,
-            |ev| {
-                conv.write(ev, &mut buf);
+        let mut failed: Option<String> = None;
+        let mut notes = Vec::new();
+        let warnings = for_each_source(input, |name, format, content, warnings| {
+            if failed.is_some() {
+                return Ok(());
+            }
+            let conv = conv.get_or_insert_with(|| {
+                let brief = if args.brief {
+                    true
+                } else if args.full {
+                    false
+                } else {
+                    match format {
+                        Format::Perf { brief } | Format::Normal { brief } => brief,
+                        Format::Event => reader::event_is_brief(match &content {
+                            Content::Mapped(map) => &map[..map.len().min(64 * 1024)],
+                            Content::Stream(_) => &input.head,
+                        }),
+                    }
+                };
+                Converter::new(match target {
+                    Target::Event => Format::Event,
+                    Target::Perf => Format::Perf { brief },
+                    Target::Normal => Format::Normal { brief },
+                })
+            });
+            let mut one = |rec: reader::Record<'_>| -> Result<()> {
+                let Some(ev) = rec.parse_or_warn(format, warnings) else {
+                    return Ok(());
+                };
+                if let Err(e) = conv.write(&ev, &mut buf) {
+                    failed = Some(format!("{name}:{}: {e}", rec.line));
+                    // Stop reading this source; the error is reported below.
+                    return Err(anyhow::anyhow!("stop"));
+                }
                 if buf.len() >= 1 << 16 {
                     out.write_all(&buf)?;
                     buf.clear();
                 }
                 Ok(())
-            },
-            |_, _| {},
-        )?;
+            };
+            let read = match content {
+                Content::Mapped(map) => {
+                    reader::for_each_in(map, format, |r| reader::release_pages(map, r), one)
+                }
+                Content::Stream(r) => for_each_record(r, format, &mut one).map(|_| ()),
+            };
+            // Values derived less exactly (a git version not in the table):
+            // said, but the conversion is complete.
+            notes.extend(
+                conv.take_notes()
+                    .into_iter()
+                    .map(|n| format!("{name}: warning: {n}")),
+            );
+            match read {
+                Err(_) if failed.is_some() => Ok(()),
+                other => other,
+            }
+        })?;
         out.write_all(&buf)?;
         out.flush()?;
-        Ok(exit_code(print_all_warnings(&warnings)))
+        for note in notes {
+            eprintln!("tracekit: {note}");
+        }
+        let lost = print_all_warnings(&warnings);
+        if let Some(msg) = failed {
+            eprintln!("tracekit: {msg}");
+            return Ok(ExitCode::from(1));
+        }
+        Ok(exit_code(lost))
     }
 }
 
