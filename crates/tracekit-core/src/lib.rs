@@ -8,6 +8,7 @@
 //! crate only holds what must be the same everywhere, so that the CLI can
 //! report every problem as `tracekit: FILE:LINE: what is wrong`.
 
+pub mod files;
 pub mod timeline;
 
 use std::fmt;

@@ -27,8 +27,20 @@ mod input;
 #[derive(Parser, Debug)]
 #[command(name = "tracekit", version, verbatim_doc_comment, max_term_width = 100)]
 struct Cli {
+    /// Mode of the files tracekit creates with trace content (traces,
+    /// conversions, reports, logs; the receiver's socket): private by
+    /// default, since traces carry command lines, URLs and environments.
+    /// Also TRACEKIT_FILE_MODE.
+    #[arg(long, global = true, value_name = "OCTAL", default_value = "600",
+          env = "TRACEKIT_FILE_MODE", value_parser = parse_file_mode)]
+    file_mode: u32,
     #[command(subcommand)]
     command: Command,
+}
+
+fn parse_file_mode(s: &str) -> Result<u32, String> {
+    tracekit_core::files::parse_mode(s)
+        .ok_or_else(|| format!("{s:?} is not an octal file mode (e.g. 600, 640)"))
 }
 
 #[derive(Subcommand, Debug)]
@@ -68,6 +80,7 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    tracekit_core::files::set_mode(cli.file_mode);
     let result = match cli.command {
         Command::Info(args) => cmd::info::run(args),
         Command::Report(args) => cmd::report::run(args),

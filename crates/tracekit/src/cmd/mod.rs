@@ -12,7 +12,6 @@ pub mod trace2_listen;
 pub mod xray;
 // Dialect modules: add yours above this line.
 
-use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
@@ -46,7 +45,8 @@ pub fn output(path: Option<&Path>) -> Result<Box<dyn Write>> {
             io::stdout().lock(),
         ))),
         Some(p) => {
-            let f = File::create(p).map_err(|e| tracekit_core::Error::io(Some(p), e))?;
+            // Trace content: private unless the user chose a mode.
+            let f = tracekit_core::files::create(p).map_err(|e| tracekit_core::Error::io(Some(p), e))?;
             Ok(Box::new(BufWriter::with_capacity(1 << 16, f)))
         }
     }

@@ -181,7 +181,7 @@ fn record(a: RecordArgs) -> Result<ExitCode> {
     }
     let log_file = match &a.log {
         Some(p) => Some(
-            std::fs::OpenOptions::new()
+            tracekit_core::files::options()
                 .read(true)
                 .write(true)
                 .create(true)

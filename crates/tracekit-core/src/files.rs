@@ -1,0 +1,80 @@
+//! Files tracekit writes with trace content (recorded and received traces,
+//! conversions, reports, logs): command lines, URLs and environments make
+//! them private by default, mode 0600, unless the user chooses another mode
+//! (`--file-mode` or `TRACEKIT_FILE_MODE` in the CLI).
+//!
+//! The mode applies when a file is created (the process umask still
+//! removes bits); files that already exist keep theirs.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::path::Path;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// The default: owner read and write only.
+pub const PRIVATE: u32 = 0o600;
+
+static MODE: AtomicU32 = AtomicU32::new(PRIVATE);
+
+/// Sets the mode of the files created from now on (process-wide).
+pub fn set_mode(mode: u32) {
+    MODE.store(mode & 0o7777, Ordering::Relaxed);
+}
+
+/// The mode new trace files get.
+pub fn mode() -> u32 {
+    MODE.load(Ordering::Relaxed)
+}
+
+/// Options that create files with [`mode`]; add the access flags.
+pub fn options() -> OpenOptions {
+    let mut o = OpenOptions::new();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        o.mode(mode());
+    }
+    o
+}
+
+/// Creates (or truncates) `path` for writing, with [`mode`] if new.
+pub fn create(path: &Path) -> io::Result<File> {
+    options().write(true).create(true).truncate(true).open(path)
+}
+
+/// Parses an octal mode as users write it (`600`, `0644`, `0o640`).
+pub fn parse_mode(s: &str) -> Option<u32> {
+    let digits = s.strip_prefix("0o").unwrap_or(s);
+    if digits.is_empty() || digits.len() > 4 {
+        return None;
+    }
+    u32::from_str_radix(digits, 8).ok().filter(|m| *m <= 0o7777)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_octal_modes() {
+        assert_eq!(parse_mode("600"), Some(0o600));
+        assert_eq!(parse_mode("0644"), Some(0o644));
+        assert_eq!(parse_mode("0o640"), Some(0o640));
+        assert_eq!(parse_mode("9"), None);
+        assert_eq!(parse_mode(""), None);
+        assert_eq!(parse_mode("77777"), None);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn new_files_are_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("tracekit-files-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("t");
+        drop(create(&p).unwrap());
+        let m = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(m, 0o600);
+    }
+}
