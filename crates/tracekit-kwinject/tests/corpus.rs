@@ -135,6 +135,7 @@ fn bear3() -> CdbOptions {
         bear3: true,
         with_output: true,
         expand_response_files: false,
+        ..Default::default()
     }
 }
 
