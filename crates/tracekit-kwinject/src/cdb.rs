@@ -900,6 +900,238 @@ mod tests {
         }
     }
 
+    fn process(exe: &str, args: &[&str]) -> Process {
+        let mut p = Process::new(1, None, "/w".into(), exe.into());
+        p.args = args.iter().map(|s| s.to_string()).collect();
+        p
+    }
+
+    /// Bear's `use_cc`/`use_cxx` cases: a program `CC`/`CXX` names is a
+    /// compiler, whatever its name.
+    #[test]
+    fn environment_compilers() {
+        let p = process("/usr/bin/true", &["true", "-c", "-o", "a.o", "a.c"]);
+        let env = Env::new();
+        let mut opts = CdbOptions::default();
+        assert_eq!(entries_for(&p, &env, &opts), None);
+        let build_env: Env = [("CXX", "/usr/bin/true"), ("CC", "gcc -m32")]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        opts.add_environment_compilers(&build_env);
+        // `gcc` is known already: only `true` is added.
+        assert_eq!(opts.compilers.len(), 1);
+        let e = entries_for(&p, &env, &opts).unwrap();
+        assert_eq!(e[0].arguments, ["/usr/bin/true", "-c", "-o", "a.o", "a.c"]);
+        // A bare name matches by file name, except in --bear3 mode.
+        let mut opts = CdbOptions::default();
+        let mpi: Env = [("CC".to_string(), "mpicc".to_string())].into();
+        opts.add_environment_compilers(&mpi);
+        let p = process("/usr/bin/mpicc", &["mpicc", "-c", "x.c"]);
+        assert_eq!(entries_for(&p, &env, &opts).map(|e| e.len()), Some(1));
+        opts.bear3 = true;
+        assert_eq!(entries_for(&p, &env, &opts), None);
+    }
+
+    /// Bear's `empty_argument` case: an empty argument gives no entry.
+    #[test]
+    fn empty_argument_gives_nothing() {
+        let env = Env::new();
+        let opts = CdbOptions::default();
+        for args in [
+            &["cc", "-c", "-o", "a.o", "a.c", ""][..],
+            &["cc", "-c", "-o", "a.o", "", "a.c"][..],
+        ] {
+            let p = process("/usr/bin/cc", args);
+            assert_eq!(outcome_for(&p, &env, &opts), Some(Outcome::Unreadable));
+        }
+        // An empty variable adds no `-I`; an empty entry is `.`.
+        let p = process("/usr/bin/cc", &["cc", "-c", "a.c"]);
+        let cpath = |v: &str| -> Env { [("CPATH".to_string(), v.to_string())].into() };
+        assert_eq!(
+            entries_for(&p, &cpath(""), &opts).unwrap()[0]
+                .arguments
+                .len(),
+            3
+        );
+        assert_eq!(
+            entries_for(&p, &cpath(":/x"), &opts).unwrap()[0].arguments,
+            ["/usr/bin/cc", "-c", "-I", ".", "-I", "/x", "a.c"]
+        );
+    }
+
+    #[test]
+    fn configured_compilers_and_exclusions() {
+        let env = Env::new();
+        let mut opts = CdbOptions {
+            compilers: vec![ExtraCompiler {
+                executable: "/opt/mpi/bin/mpicc".into(),
+                flags_to_add: vec!["-I/opt/mpi/include".into()],
+                flags_to_remove: vec!["-Wall".into(), "-c".into()],
+            }],
+            compilers_to_exclude: vec!["/usr/bin/c++".into()],
+            ..Default::default()
+        };
+        let p = process("/opt/mpi/bin/mpicc", &["mpicc", "-Wall", "a.c", "-o", "a"]);
+        assert_eq!(
+            entries_for(&p, &env, &opts).unwrap()[0].arguments,
+            ["/opt/mpi/bin/mpicc", "-I/opt/mpi/include", "-o", "a", "a.c"]
+        );
+        let p = process("/usr/bin/c++", &["c++", "-c", "a.cc"]);
+        assert_eq!(entries_for(&p, &env, &opts), None);
+        // A configured Clang keeps Clang's table (GCC's with --bear3).
+        opts.compilers[0].executable = "/usr/bin/clang".into();
+        let p = process(
+            "/usr/bin/clang",
+            &["clang", "-c", "a.c", "-Xclang", "-load"],
+        );
+        assert_eq!(
+            entries_for(&p, &env, &opts).unwrap()[0].arguments,
+            [
+                "/usr/bin/clang",
+                "-Xclang",
+                "-load",
+                "-I/opt/mpi/include",
+                "a.c"
+            ]
+        );
+        opts.bear3 = true;
+        assert_eq!(
+            entries_for(&p, &env, &opts).unwrap()[0].arguments,
+            ["/usr/bin/clang", "-Xclang", "-I/opt/mpi/include", "a.c"]
+        );
+    }
+
+    fn entry(file: &str, output: Option<&str>, args: &[&str]) -> Entry {
+        Entry {
+            directory: "/w".into(),
+            file: file.into(),
+            arguments: args.iter().map(|s| s.to_string()).collect(),
+            output: output.map(str::to_string),
+        }
+    }
+
+    /// `--append`: new entries first, then old ones; the newest entry of a
+    /// (file, output) wins; the path filters and the duplicate key apply to
+    /// both.
+    #[test]
+    fn append_and_filters() {
+        let opts = CdbOptions {
+            existing_only: false,
+            paths_to_exclude: vec!["/w/test".into()],
+            ..Default::default()
+        };
+        let mut b = CdbBuilder::new(opts.clone());
+        let p = process("/usr/bin/cc", &["cc", "-O1", "-c", "a.c", "-o", "a.o"]);
+        b.add(&p, &Env::new());
+        b.append(vec![
+            entry("/w/a.c", Some("/w/a.o"), &["cc", "-O2", "-c", "a.c"]),
+            entry("/w/b.c", Some("/w/b.o"), &["cc", "-c", "b.c"]),
+            entry("/w/test/t.c", None, &["cc", "-c", "t.c"]),
+            entry("/w/testing.c", None, &["cc", "-c", "testing.c"]),
+        ]);
+        b.finish();
+        let files: Vec<(&str, &str)> = b
+            .entries
+            .iter()
+            .map(|e| (e.file.as_str(), e.arguments[1].as_str()))
+            .collect();
+        assert_eq!(
+            files,
+            [("/w/a.c", "-O1"), ("/w/b.c", "-c"), ("/w/testing.c", "-c")]
+        );
+        assert_eq!(
+            (
+                b.stats.appended,
+                b.stats.dropped_duplicate,
+                b.stats.dropped_by_path
+            ),
+            (4, 1, 1)
+        );
+        // Keyed on the file alone, or on everything.
+        for (key, n) in [(DuplicateKey::File, 1), (DuplicateKey::All, 3)] {
+            let mut b = CdbBuilder::new(CdbOptions {
+                duplicates: key,
+                ..opts.clone()
+            });
+            b.append(vec![
+                entry("/w/a.c", Some("/w/a.o"), &["cc", "-c", "a.c"]),
+                entry("/w/a.c", Some("/w/a.pic.o"), &["cc", "-c", "a.c"]),
+                entry("/w/a.c", Some("/w/a.pic.o"), &["cc", "-fPIC", "-c", "a.c"]),
+            ]);
+            b.finish();
+            assert_eq!(b.entries.len(), n, "{key:?}");
+        }
+        let mut b = CdbBuilder::new(CdbOptions {
+            paths_to_include: vec!["/w/test/".into()],
+            ..opts
+        });
+        b.append(vec![
+            entry("/w/test/t.c", None, &["cc"]),
+            entry("/w/b.c", None, &["cc"]),
+        ]);
+        b.finish();
+        assert_eq!(b.entries.len(), 0, "excluded wins over included");
+    }
+
+    #[test]
+    fn command_strings_round_trip() {
+        let args: Vec<String> = [
+            "/usr/bin/gcc",
+            "-DMESSAGE=\"Hello World\\n\"",
+            "-DX=a b",
+            "",
+            "it's",
+            "line\nfeed",
+            "ünï",
+            "$HOME",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let text = shell_join(&args);
+        assert!(
+            text.starts_with("/usr/bin/gcc -DMESSAGE\\=\\\"Hello\\ World"),
+            "{text}"
+        );
+        assert_eq!(shlex::split(&text).unwrap(), args);
+        let mut out = Vec::new();
+        write_database(
+            &[entry("/w/a.c", None, &["cc", "a b.c"])],
+            true,
+            false,
+            &mut out,
+        )
+        .unwrap();
+        let back = read_database(&out[..]).unwrap();
+        assert_eq!(back[0].arguments, ["cc", "a b.c"]);
+    }
+
+    #[test]
+    fn unreadable_databases() {
+        for (text, want) in [
+            ("{}", "not a JSON array"),
+            ("[\n{\"file\": 1}]", "entry 1: \"file\" is not a string"),
+            (r#"[{"file":"a.c","directory":"/w"}]"#, "neither"),
+            (
+                r#"[{"file":"a.c","directory":"/w","arguments":[]}]"#,
+                "is empty",
+            ),
+            (
+                r#"[{"file":"a.c","directory":"","arguments":["cc"]}]"#,
+                "\"directory\" is empty",
+            ),
+            (
+                r#"[{"file":"a.c","directory":"/w","command":"cc 'a.c"}]"#,
+                "unbalanced",
+            ),
+            ("[\n\n{", "3:"),
+        ] {
+            let e = read_database(text.as_bytes()).unwrap_err().to_string();
+            assert!(e.contains(want), "{text}: {e}");
+        }
+    }
+
     #[test]
     fn lexical_paths() {
         assert_eq!(absolute("/a/b", "../c/./d.c"), "/a/c/d.c");
