@@ -374,6 +374,8 @@ pub enum Outcome {
     NoCompilation,
     /// An argument Bear's rules cannot read (an empty one).
     Unreadable,
+    /// A compiler in `compilers_to_exclude`.
+    Excluded,
 }
 
 /// The entries one execution gives (before the filters); `None` when it is
@@ -381,15 +383,17 @@ pub enum Outcome {
 pub fn entries_for(p: &Process, env: &Env, opts: &CdbOptions) -> Option<Vec<Entry>> {
     match outcome_for(p, env, opts)? {
         Outcome::Entries(e) => Some(e),
+        Outcome::Excluded => None,
         _ => Some(Vec::new()),
     }
 }
 
 /// [`entries_for`], saying why a compiler run gives none; `None` when it
-/// is not a compiler run (or an excluded one).
+/// is not a compiler run.
 pub fn outcome_for(p: &Process, env: &Env, opts: &CdbOptions) -> Option<Outcome> {
     match classify_call(p, env, opts) {
-        Call::Other | Call::Excluded => None,
+        Call::Other => None,
+        Call::Excluded => Some(Outcome::Excluded),
         Call::Query => Some(Outcome::NoCompilation),
         Call::Compiler {
             executable,
@@ -579,16 +583,18 @@ impl CdbBuilder {
             outcome_for(p, env, &self.opts)
         };
         let Some(outcome) = outcome else {
-            if matches!(classify_call(p, env, &self.opts), Call::Excluded) {
-                self.stats.excluded_compiler += 1;
-            }
             return;
         };
+        if outcome == Outcome::Excluded {
+            self.stats.excluded_compiler += 1;
+            return;
+        }
         self.stats.compiler_execs += 1;
         match outcome {
             Outcome::Entries(e) => self.entries.extend(e),
             Outcome::NoCompilation => self.stats.no_compilation += 1,
             Outcome::Unreadable => self.stats.unreadable_arguments += 1,
+            Outcome::Excluded => {}
         }
     }
 
