@@ -248,20 +248,20 @@ fn file_name(path: &str) -> &str {
 /// Recognises an execution: excluded compilers, then configured ones (the
 /// last named first), then the built-in families and launchers.
 pub fn classify_call<'a>(p: &'a Process, env: &Env, opts: &'a CdbOptions) -> Call<'a> {
-    let exe = if p.executable.is_empty() {
+    let exe: &str = if p.executable.is_empty() {
         match p.args.first() {
-            Some(a) => a.clone(),
+            Some(a) => a,
             None => return Call::Other,
         }
     } else {
-        p.executable.clone()
+        &p.executable
     };
     let args = p.args.get(1..).unwrap_or(&[]);
-    if opts.compilers_to_exclude.contains(&exe) {
+    if opts.compilers_to_exclude.iter().any(|x| x == exe) {
         return Call::Excluded;
     }
     let by_name = |c: &ExtraCompiler| {
-        !opts.bear3 && !c.executable.contains('/') && c.executable == file_name(&exe)
+        !opts.bear3 && !c.executable.contains('/') && c.executable == file_name(exe)
     };
     if let Some(c) = opts
         .compilers
@@ -269,23 +269,23 @@ pub fn classify_call<'a>(p: &'a Process, env: &Env, opts: &'a CdbOptions) -> Cal
         .rev()
         .find(|c| c.executable == exe || by_name(c))
     {
-        let flags = match recognize(&exe) {
+        let flags = match recognize(exe) {
             Some(Tool::Clang) if !opts.bear3 => Flags::Clang,
             _ => Flags::Gcc,
         };
         return Call::Compiler {
-            executable: exe,
+            executable: exe.to_string(),
             args,
             flags,
             extra: Some(c),
         };
     }
-    let Some(tool) = recognize(&exe) else {
+    let Some(tool) = recognize(exe) else {
         return Call::Other;
     };
     match tool {
         Tool::Gcc | Tool::Clang | Tool::Nvcc => Call::Compiler {
-            executable: exe,
+            executable: exe.to_string(),
             args,
             flags: Flags::for_tool(tool),
             extra: None,
@@ -424,9 +424,15 @@ fn compile_entries(
     extra: Option<&ExtraCompiler>,
     env: &Env,
 ) -> Outcome {
-    let mut input = args.to_vec();
-    input.extend(flags_from_environment(env));
-    let Ok(flags) = parse(&input, table) else {
+    let env_flags = flags_from_environment(env);
+    let with_env;
+    let input: &[String] = if env_flags.is_empty() {
+        args
+    } else {
+        with_env = [args, &env_flags].concat();
+        &with_env
+    };
+    let Ok(flags) = parse(input, table) else {
         return Outcome::Unreadable;
     };
     let query = flags.is_empty()
