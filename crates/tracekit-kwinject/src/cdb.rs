@@ -588,20 +588,17 @@ impl CdbBuilder {
         } else {
             outcome_for(p, env, &self.opts)
         };
-        let Some(outcome) = outcome else {
-            return;
-        };
-        if outcome == Outcome::Excluded {
-            self.stats.excluded_compiler += 1;
-            return;
+        match outcome {
+            None => return,
+            Some(Outcome::Excluded) => {
+                self.stats.excluded_compiler += 1;
+                return;
+            }
+            Some(Outcome::Entries(e)) => self.entries.extend(e),
+            Some(Outcome::NoCompilation) => self.stats.no_compilation += 1,
+            Some(Outcome::Unreadable) => self.stats.unreadable_arguments += 1,
         }
         self.stats.compiler_execs += 1;
-        match outcome {
-            Outcome::Entries(e) => self.entries.extend(e),
-            Outcome::NoCompilation => self.stats.no_compilation += 1,
-            Outcome::Unreadable => self.stats.unreadable_arguments += 1,
-            Outcome::Excluded => {}
-        }
     }
 
     /// The existing database's entries (`--append`), placed after the new

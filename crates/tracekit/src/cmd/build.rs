@@ -264,6 +264,11 @@ fn spec(args: SpecArgs) -> Result<ExitCode> {
             print_db_stats(&b, args.json, false);
         }
         "kwinject" => {
+            if args.db.append || args.db.config.is_some() {
+                return usage(
+                    "--append and --config are for the compilation database (--format json)",
+                );
+            }
             let read = |p: &str| std::fs::read_to_string(p).ok();
             let mut folder = EnvFolder::new(trace.env.clone(), mode);
             let mut b = SpecBuilder::new(&read);
