@@ -25,7 +25,8 @@
 //! environment apart from `LD_PRELOAD` / `TRACEKIT_PRELOAD_OUT`.
 //!
 //! **API Boundary:** [`trace::Trace`] / [`trace::TraceReader`] /
-//! [`trace::TraceWriter`], [`EnvFolder`](crate::env::EnvFolder), [`cdb::CdbBuilder`],
+//! [`trace::TraceWriter`], [`EnvFolder`](crate::env::EnvFolder), [`cdb::CdbBuilder`]
+//! (with [`cdb::read_database`] for `--append` and [`bear_config::BearConfig`]),
 //! [`kwspec::SpecBuilder`], [`analysis::Build`] and
 //! [`record::Assembler`] + [`record::ptrace::record`] /
 //! [`record::preload::record`]; the record layout ([`record::events`]) and
