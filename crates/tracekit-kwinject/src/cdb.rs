@@ -2,7 +2,8 @@
 //! Bear 3.1.1's rules (`build-tools.md` §5.3), so a database made by
 //! tracekit equals Bear's entry for entry.
 //!
-//! Bear's configuration file ([`BearConfig`](crate::bear_config::BearConfig), `--config`) and `--append` mean
+//! Bear's configuration file (`--config`,
+//! [`BearConfig`](crate::bear_config::BearConfig)) and `--append` mean
 //! here what they mean to Bear 3.1.1: extra compilers (with flags to add
 //! and remove), compilers to exclude, directories to include or exclude,
 //! existing sources only, the duplicate key, `command` strings instead of
