@@ -3,7 +3,10 @@
 # on the same workloads, in one go; prints medians and ratios.
 #
 #   bench/buildtrace.sh [--reps N] [--micro-n N] [--gzip] [--data DIR] [--tracekit BIN]
-#                       [--variants 'plain tracekit-preload tracekit-ptrace strace-seccomp bear']
+#                       [--variants 'plain tracekit-preload tracekit-cdb tracekit-ptrace strace-seccomp bear']
+#
+#   tracekit-cdb is `tracekit record build --compile-db` (preload): the trace and the
+#   compilation database in one command, the like-for-like comparison with `bear --`.
 #
 #   micro   N x fork+exec of /bin/true from bash (default 2000): added microseconds per
 #           process started, the issue's target being <= 100 us (Bear 3.1.1: ~30,000 us;
@@ -38,7 +41,7 @@ done
 TK=$(cd "$(dirname "$TK")" && pwd)/$(basename "$TK")
 mkdir -p "$DATA"; DATA=$(cd "$DATA" && pwd)
 
-VARIANTS="plain tracekit-preload tracekit-ptrace"
+VARIANTS="plain tracekit-preload tracekit-cdb tracekit-ptrace"
 command -v strace >/dev/null && VARIANTS="$VARIANTS strace-seccomp"
 command -v bear >/dev/null && VARIANTS="$VARIANTS bear"
 VARIANTS=${ONLY:-$VARIANTS}
@@ -49,6 +52,7 @@ prefix() {
     case $1 in
         plain) ;;
         tracekit-preload) printf '%s\n' "$TK" record build -o "$2/$3.trace" -- ;;
+        tracekit-cdb) printf '%s\n' "$TK" record build -o "$2/$3.trace" --compile-db "$2/$3.cdb.json" -- ;;
         tracekit-ptrace) printf '%s\n' "$TK" record build --method ptrace -o "$2/$3.trace" -- ;;
         strace-seccomp) printf '%s\n' strace -f -q --seccomp-bpf -e trace=execve,execveat -o "$2/$3.strace" -- ;;
         bear) printf '%s\n' bear --output "$2/$3.cdb.json" -- ;;
@@ -130,6 +134,7 @@ for v in $VARIANTS; do
     cpu=$(cpu_total "$DATA/gzip/$v")
     e=-
     case $v in
+        tracekit-cdb) e=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))' "$DATA/gzip/$v/make.cdb.json" 2>/dev/null || echo -) ;;
         tracekit-*) (cd "$DATA/gzip/$v/src/gzip-1.12" && "$TK" build spec "$DATA/gzip/$v/make.trace" -o "$DATA/gzip/$v/cdb.json" 2>/dev/null) &&
             e=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))' "$DATA/gzip/$v/cdb.json") ;;
         bear) e=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))' "$DATA/gzip/$v/make.cdb.json" 2>/dev/null || echo -) ;;

@@ -15,7 +15,7 @@ use std::collections::{HashMap, HashSet};
 use std::io::{self, Write};
 
 use crate::cdb::{absolute, CdbOptions};
-use crate::compiler::{classify, recognize, FlagKind, Tool};
+use crate::compiler::{classify, recognize, FlagKind};
 use crate::trace::{Env, Process};
 
 /// Reads a response file (absolute path); `None` when it is gone.
@@ -90,9 +90,7 @@ impl<'a> SpecBuilder<'a> {
         let under_driver = p.parent().is_some_and(|pp| self.drivers.contains_key(&pp));
         let name = p.program_name().to_string();
         let opts = CdbOptions::default();
-        if let Some(Tool::Gcc | Tool::Clang | Tool::Ccache | Tool::Distcc | Tool::Nvcc) =
-            recognize(&name)
-        {
+        if recognize(&name).is_some() {
             self.drivers.insert(p.id, ());
             if under_driver {
                 return;

@@ -7,7 +7,8 @@
 //! * [`env`](mod@env): each process's full environment, folded down the parent chain.
 //! * [`compiler`], [`cdb`], [`kwspec`]: compiler recognition and the two
 //!   outputs, `compile_commands.json` (Bear 3.1.1's rules) and Klocwork's
-//!   build specification.
+//!   build specification; [`bear_config`]: Bear 3.1.1's configuration file
+//!   and what it sets for the database.
 //! * [`analysis`]: the build report (process tree, slowest compile units,
 //!   critical path, parallelism) and the Chrome trace conversion.
 //! * [`record`]: running a build and recording every exec (ptrace or the
@@ -24,7 +25,8 @@
 //! environment apart from `LD_PRELOAD` / `TRACEKIT_PRELOAD_OUT`.
 //!
 //! **API Boundary:** [`trace::Trace`] / [`trace::TraceReader`] /
-//! [`trace::TraceWriter`], [`EnvFolder`](crate::env::EnvFolder), [`cdb::CdbBuilder`],
+//! [`trace::TraceWriter`], [`EnvFolder`](crate::env::EnvFolder), [`cdb::CdbBuilder`]
+//! (with [`cdb::read_database`] for `--append` and [`bear_config::BearConfig`]),
 //! [`kwspec::SpecBuilder`], [`analysis::Build`] and
 //! [`record::Assembler`] + [`record::ptrace::record`] /
 //! [`record::preload::record`]; the record layout ([`record::events`]) and
@@ -32,6 +34,7 @@
 //! shared with `tracekit-preload` only.
 
 pub mod analysis;
+pub mod bear_config;
 pub mod cdb;
 pub mod compiler;
 pub mod env;

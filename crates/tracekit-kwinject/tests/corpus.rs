@@ -135,6 +135,7 @@ fn bear3() -> CdbOptions {
         bear3: true,
         with_output: true,
         expand_response_files: false,
+        ..Default::default()
     }
 }
 
@@ -459,4 +460,79 @@ fn recorded_build_timeline_is_stable() {
         "Chrome timeline differs from {}",
         expected.display()
     );
+}
+
+/// Every flag name of Bear 3.1.1's GCC and Clang tables in four forms, and
+/// awkward command lines (empty arguments, launchers, CPATH, a flag short
+/// of its value): with `--bear3`, every entry equals Bear's, in order.
+#[test]
+fn flag_edges_equal_bear() {
+    let t = read("kwtrace-04-flag-edges.jsonl");
+    assert_eq!(t.processes.len(), 1265);
+    let ours = cdb_of(&t, bear3());
+    let ours = ours.as_array().unwrap();
+    let text = std::fs::read_to_string(corpus(
+        "kwtrace-04-flag-edges.bear-3.1.1.compile_commands.jsonl",
+    ))
+    .unwrap();
+    let reference: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(reference.len(), 1234);
+    let mut differ = Vec::new();
+    let mut i = 0;
+    let mut j = 0;
+    // Walk both in order; report every entry one side lacks or has otherwise.
+    while i < ours.len() || j < reference.len() {
+        match (ours.get(i), reference.get(j)) {
+            (Some(a), Some(b)) if a == b => {
+                i += 1;
+                j += 1;
+            }
+            (Some(a), Some(b)) if a["file"] == b["file"] => {
+                differ.push(format!("ours:  {a}\nBear:  {b}"));
+                i += 1;
+                j += 1;
+            }
+            (Some(a), _) if !reference[j..].iter().any(|r| r["file"] == a["file"]) => {
+                differ.push(format!("ours only: {a}"));
+                i += 1;
+            }
+            (_, Some(b)) => {
+                differ.push(format!("Bear only: {b}"));
+                j += 1;
+            }
+            _ => unreachable!(),
+        }
+    }
+    assert!(
+        differ.is_empty(),
+        "{} differences:\n{}",
+        differ.len(),
+        differ.join("\n")
+    );
+    // Without --bear3, tracekit unwraps icecc and keeps Clang's table behind ccache.
+    let ours = cdb_of(
+        &t,
+        CdbOptions {
+            bear3: false,
+            ..bear3()
+        },
+    );
+    let by_file = |f: &str| {
+        ours.as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["file"] == format!("/home/dev/proj/{f}"))
+            .cloned()
+    };
+    // (`gcc` is looked up on the recorded PATH on this machine.)
+    let icecc = by_file("e26.c").unwrap();
+    assert!(
+        icecc["arguments"][0].as_str().unwrap().ends_with("gcc"),
+        "{icecc}"
+    );
+    assert_eq!(icecc["arguments"][1], "-c");
+    assert_eq!(by_file("e19.c").unwrap()["arguments"][3], "-load");
 }

@@ -113,6 +113,7 @@ fn records_a_make_build(method: Method) {
         }
         b.add(p, &env);
     }
+    b.finish();
     let d = dir.display().to_string();
     let mut got: Vec<(String, String, Vec<String>)> = b
         .entries

@@ -103,3 +103,66 @@ fn build_outlives_a_killed_recorder() {
     let expect: String = (1..=10).map(|i| format!("{i}\n")).collect();
     assert_eq!(std::fs::read_to_string(dir.join("out")).unwrap(), expect);
 }
+
+/// `--compile-db` as a Bear user types it, and what goes wrong: a bad
+/// configuration stops before the build runs; an unreadable database to
+/// append to is an error after it (the build's own status wins when it
+/// failed; the old file stays as it was); `--append` to standard output is
+/// a usage error.
+#[test]
+fn compile_db_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(dir.join("a.c"), "int a;\n").unwrap();
+    std::fs::write(
+        dir.join("bad.json"),
+        r#"{"output": {"format": {"command_as_array": "yes"}}}"#,
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        tracekit()
+            .current_dir(dir)
+            .args(["record", "build", "-o", "b.trace"])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = run(&["--config", "bad.json", "--", "sh", "-c", "touch ran"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bad.json: output.format.command_as_array: not true or false"),
+        "{err}"
+    );
+    assert!(!dir.join("ran").exists(), "the build ran");
+
+    std::fs::write(dir.join("compile_commands.json"), "[{\"file\": 1}]").unwrap();
+    for (cmd, status) in [("cc -c a.c", 1), ("cc -c a.c; exit 3", 3)] {
+        let out = run(&["--compile-db", "--append", "--", "sh", "-c", cmd]);
+        assert_eq!(out.status.code(), Some(status), "{cmd}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("compile_commands.json:entry 1: \"file\" is not a string"),
+            "{err}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.join("compile_commands.json")).unwrap(),
+            "[{\"file\": 1}]"
+        );
+        assert!(dir.join("b.trace").exists());
+    }
+
+    let out = run(&["--compile-db", "-", "--append", "--", "true"]);
+    assert_eq!(out.status.code(), Some(2));
+
+    // `--append` alone implies the default database file; the build's
+    // output and the database's summary stay apart.
+    std::fs::remove_file(dir.join("compile_commands.json")).unwrap();
+    let out = run(&["--append", "--", "sh", "-c", "cc -c a.c && echo built"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "built\n");
+    let db: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("compile_commands.json")).unwrap())
+            .unwrap();
+    assert_eq!(db.as_array().unwrap().len(), 1, "{db}");
+}

@@ -186,6 +186,16 @@ impl Assembler {
         self.records.len()
     }
 
+    /// The records so far, in exec order (as [`write`](Self::write) writes them).
+    pub fn processes(&self) -> &[Process] {
+        &self.records
+    }
+
+    /// The environment the build started with (the trace's top-level `env`).
+    pub fn top_env(&self) -> &Env {
+        &self.top_env
+    }
+
     pub fn is_empty(&self) -> bool {
         self.records.is_empty()
     }

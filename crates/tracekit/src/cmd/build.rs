@@ -9,11 +9,12 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use tracekit_core::timeline::Sink;
 use tracekit_kwinject::analysis::{self, Build};
-use tracekit_kwinject::cdb::{CdbBuilder, CdbOptions};
+use tracekit_kwinject::bear_config::BearConfig;
+use tracekit_kwinject::cdb::{read_database, CdbBuilder, CdbOptions};
 use tracekit_kwinject::env::{EnvBase, EnvFolder};
 use tracekit_kwinject::kwspec::SpecBuilder;
 use tracekit_kwinject::record::{self, Assembler, Method};
-use tracekit_kwinject::trace::Trace;
+use tracekit_kwinject::trace::{Env, Process, Trace};
 
 use crate::cmd::{convert, info, output, report};
 use crate::formats::Dialect;
@@ -25,7 +26,7 @@ pub enum Command {
     /// as Bear writes it) or a Klocwork build specification.
     #[command(
         verbatim_doc_comment,
-        after_help = "Examples:\n  tracekit record build -- make -j8\n  tracekit build spec build.trace -o compile_commands.json\n  tracekit build spec build.trace --format kwinject -o kwinject.out\n  tracekit build spec kwwrap.trace --all-sources --bear3 -o -\n\nCompilers are recognised as Bear 3.1.1 does (gcc, g++, cc, c++, clang, clang++,\nwith cross prefixes and version suffixes; through ccache and distcc). One entry per\nsource; preprocess-only (-E, -M, -MM) and query runs give none; dependency flags\n(-MD -MF ...) and link flags are dropped from `arguments`."
+        after_help = "Examples:\n  tracekit record build -- make -j8\n  tracekit build spec build.trace -o compile_commands.json\n  tracekit build spec build.trace --append --config bear.json\n  tracekit build spec build.trace --format kwinject -o kwinject.out\n  tracekit build spec kwwrap.trace --all-sources --bear3 -o -\n\nCompilers are recognised as Bear 3.1.1 does (gcc, g++, cc, c++, clang, clang++,\nwith cross prefixes and version suffixes; through ccache and distcc). One entry per\nsource; preprocess-only (-E, -M, -MM) and query runs give none; dependency flags\n(-MD -MF ...) and link flags are dropped from `arguments`. Programs named by CC, CXX\nand FC in the build's environment (the trace's top-level env) are compilers too.\n\n--config reads Bear's configuration file (JSON): compilation.compilers_to_recognize\n(executable, flags_to_add, flags_to_remove), compilation.compilers_to_exclude,\noutput.content.include_only_existing_source, paths_to_include, paths_to_exclude,\nduplicate_filter_fields (all, file, file_output), output.format.command_as_array,\ndrop_output_field. Relative directories are taken against the current directory."
     )]
     Spec(SpecArgs),
 }
@@ -43,6 +44,32 @@ pub struct SpecArgs {
     /// specification: `compile`/`link` records).
     #[arg(long, default_value = "json", value_name = "FORMAT")]
     pub format: String,
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// The trace's env-diffs are against the top-level env (not against
+    /// the parent process, which is what tracekit writes).
+    #[arg(long)]
+    pub env_diff_top_level: bool,
+    /// Print what happened to the executions as JSON on standard error.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// How the compilation database is made (`build spec`, `record build`).
+#[derive(clap::Args, Debug)]
+pub struct DbArgs {
+    /// Bear's configuration file (JSON, `bear --config`): compilers to
+    /// recognise (with flags to add and remove) or exclude, directories to
+    /// include or exclude, existing sources only, duplicate key, `command`
+    /// strings, no `output` field. See docs/formats/build-tools.md §4.1.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Merge with the database already at the output path, as `bear
+    /// --append` does: new entries first, then the old ones; sources that
+    /// are gone are dropped, and an entry with the same file and output as
+    /// a newer one (the duplicate key) is replaced.
+    #[arg(long)]
+    pub append: bool,
     /// Keep entries whose source file does not exist now (by default they
     /// are dropped, as Bear does: configure's conftest.c is gone).
     #[arg(long)]
@@ -58,13 +85,140 @@ pub struct SpecArgs {
     /// token). The files are read now, relative to each compile's directory.
     #[arg(long)]
     pub expand_response_files: bool,
-    /// The trace's env-diffs are against the top-level env (not against
-    /// the parent process, which is what tracekit writes).
-    #[arg(long)]
-    pub env_diff_top_level: bool,
-    /// Print what happened to the executions as JSON on standard error.
-    #[arg(long)]
-    pub json: bool,
+}
+
+impl DbArgs {
+    /// The options these arguments, the configuration file and the build's
+    /// environment (`CC`, `CXX`, `FC`) give. The configuration's warnings
+    /// are printed.
+    fn options(&self, top_env: &Env) -> Result<CdbOptions> {
+        let mut opts = CdbOptions {
+            bear3: self.bear3,
+            expand_response_files: self.expand_response_files,
+            ..Default::default()
+        };
+        if let Some(path) = &self.config {
+            let config = read_config(path)?;
+            let cwd = std::env::current_dir()
+                .context("the current directory")?
+                .display()
+                .to_string();
+            config.apply(&mut opts, &cwd);
+        }
+        // Switches given here override the file.
+        if self.all_sources {
+            opts.existing_only = false;
+        }
+        if self.no_output_field {
+            opts.with_output = false;
+        }
+        opts.add_environment_compilers(top_env);
+        Ok(opts)
+    }
+}
+
+fn read_config(path: &std::path::Path) -> Result<BearConfig> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| tracekit_core::Error::io(Some(path), e))?;
+    let config =
+        BearConfig::parse(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    for w in &config.warnings {
+        eprintln!("tracekit: {}: warning: {w}", path.display());
+    }
+    Ok(config)
+}
+
+/// Folds each record's environment and collects the database.
+fn collect_db(
+    processes: &[Process],
+    top_env: &Env,
+    mode: EnvBase,
+    opts: CdbOptions,
+    warnings: &mut tracekit_core::Warnings,
+) -> (CdbBuilder, u64) {
+    let mut folder = EnvFolder::new(top_env.clone(), mode);
+    let mut b = CdbBuilder::new(opts);
+    for p in processes {
+        let env = folder.fold(p, warnings);
+        b.add(p, &env);
+    }
+    (b, folder.unknown_parents())
+}
+
+/// Merges the old database (`--append`), filters, and writes `path`
+/// through a temporary file beside it (as Bear does: a failed write leaves
+/// the old database as it was).
+fn write_db(b: &mut CdbBuilder, path: &std::path::Path, append: bool) -> Result<()> {
+    let stdout = path.as_os_str() == "-";
+    if append && !stdout && path.exists() {
+        let f = std::fs::File::open(path).map_err(|e| tracekit_core::Error::io(Some(path), e))?;
+        let old = read_database(std::io::BufReader::new(f))
+            .map_err(|e| anyhow::anyhow!("{}:{e}", path.display()))?;
+        b.append(old);
+    }
+    b.finish();
+    if stdout {
+        return b
+            .write(output(None)?)
+            .context("standard output: cannot write");
+    }
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    b.write(output(Some(&tmp))?)
+        .with_context(|| format!("{}: cannot write", tmp.display()))?;
+    std::fs::rename(&tmp, path)
+        .with_context(|| format!("{}: cannot rename to {}", tmp.display(), path.display()))?;
+    Ok(())
+}
+
+/// Says what happened to the executions: always with `--json` (as JSON)
+/// or `always`, else when the database is empty or short (Bear users ask).
+fn print_db_stats(b: &CdbBuilder, json: bool, always: bool) {
+    let s = &b.stats;
+    if json {
+        eprintln!(
+            "{}",
+            serde_json::json!({
+                "execs": s.execs, "compiler_execs": s.compiler_execs,
+                "no_compilation": s.no_compilation,
+                "unreadable_arguments": s.unreadable_arguments,
+                "excluded_compiler": s.excluded_compiler,
+                "appended": s.appended, "entries": s.entries,
+                "dropped_missing_source": s.dropped_missing_source,
+                "dropped_by_path": s.dropped_by_path,
+                "dropped_duplicate": s.dropped_duplicate,
+                "missing_response_files": s.missing_response_files,
+            })
+        );
+    } else if always
+        || s.entries == 0
+        || s.dropped_missing_source > 0
+        || s.missing_response_files > 0
+        || s.unreadable_arguments > 0
+    {
+        let appended = if s.appended > 0 {
+            format!(" and {} from the existing database", s.appended)
+        } else {
+            String::new()
+        };
+        eprintln!(
+            "tracekit: {} entries from {} compiler runs among {} processes{appended}; dropped: {} \
+             (source gone; --all-sources keeps them), {} by path filters, {} duplicates; \
+             {} runs compile nothing, {} have an empty argument, {} excluded compilers; \
+             {} response files not found",
+            s.entries,
+            s.compiler_execs,
+            s.execs,
+            s.dropped_missing_source,
+            s.dropped_by_path,
+            s.dropped_duplicate,
+            s.no_compilation,
+            s.unreadable_arguments,
+            s.excluded_compiler,
+            s.missing_response_files
+        );
+    }
 }
 
 pub fn run(command: Command) -> Result<ExitCode> {
@@ -80,6 +234,11 @@ fn read_trace(input: &Input) -> Result<Trace> {
     Ok(trace)
 }
 
+fn usage(message: &str) -> Result<ExitCode> {
+    eprintln!("tracekit: {message}");
+    Ok(ExitCode::from(2))
+}
+
 fn spec(args: SpecArgs) -> Result<ExitCode> {
     let input = Input::open(&args.trace)?;
     let trace = read_trace(&input)?;
@@ -88,57 +247,31 @@ fn spec(args: SpecArgs) -> Result<ExitCode> {
     } else {
         EnvBase::Parent
     };
-    let mut folder = EnvFolder::new(trace.env.clone(), mode);
     let mut warnings = tracekit_core::Warnings::default();
+    let unknown_parents: u64;
     match args.format.as_str() {
         "json" | "compile_commands" => {
-            let mut b = CdbBuilder::new(CdbOptions {
-                existing_only: !args.all_sources,
-                bear3: args.bear3,
-                with_output: !args.no_output_field,
-                expand_response_files: args.expand_response_files,
-            });
-            for p in &trace.processes {
-                let env = folder.fold(p, &mut warnings);
-                b.add(p, &env);
-            }
+            let opts = args.db.options(&trace.env)?;
             let path = args
                 .output
                 .unwrap_or_else(|| PathBuf::from("compile_commands.json"));
-            let out = output(Some(&path))?;
-            b.write(out)
-                .with_context(|| format!("{}: cannot write", path.display()))?;
-            let s = &b.stats;
-            if args.json {
-                eprintln!(
-                    "{}",
-                    serde_json::json!({
-                        "execs": s.execs, "compiler_execs": s.compiler_execs,
-                        "no_compilation": s.no_compilation, "entries": s.entries,
-                        "dropped_missing_source": s.dropped_missing_source,
-                        "dropped_duplicate": s.dropped_duplicate,
-                        "missing_response_files": s.missing_response_files,
-                    })
-                );
-            } else if s.entries == 0 || s.dropped_missing_source > 0 || s.missing_response_files > 0
-            {
-                // Say why a database is empty or short (Bear users ask).
-                eprintln!(
-                    "tracekit: {} entries from {} compiler runs among {} processes; dropped: {} \
-                     (source gone; --all-sources keeps them), {} duplicates, {} runs compile nothing; \
-                     {} response files not found",
-                    s.entries,
-                    s.compiler_execs,
-                    s.execs,
-                    s.dropped_missing_source,
-                    s.dropped_duplicate,
-                    s.no_compilation,
-                    s.missing_response_files
-                );
+            if args.db.append && path.as_os_str() == "-" {
+                return usage("--append needs a file to merge with, not standard output");
             }
+            let (mut b, unknown) =
+                collect_db(&trace.processes, &trace.env, mode, opts, &mut warnings);
+            unknown_parents = unknown;
+            write_db(&mut b, &path, args.db.append)?;
+            print_db_stats(&b, args.json, false);
         }
         "kwinject" => {
+            if args.db.append || args.db.config.is_some() {
+                return usage(
+                    "--append and --config are for the compilation database (--format json)",
+                );
+            }
             let read = |p: &str| std::fs::read_to_string(p).ok();
+            let mut folder = EnvFolder::new(trace.env.clone(), mode);
             let mut b = SpecBuilder::new(&read);
             for p in &trace.processes {
                 let env = folder.fold(p, &mut warnings);
@@ -151,15 +284,15 @@ fn spec(args: SpecArgs) -> Result<ExitCode> {
             let out = output(Some(&path))?;
             b.write(out)
                 .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            unknown_parents = folder.unknown_parents();
         }
         other => anyhow::bail!("unknown --format {other:?} (json, kwinject)"),
     }
-    if folder.unknown_parents() > 0 {
+    if unknown_parents > 0 {
         eprintln!(
-            "tracekit: {}: warning: {} records name a parent that no earlier record has; \
-             their environment folds from the top-level env",
+            "tracekit: {}: warning: {unknown_parents} records name a parent that no earlier \
+             record has; their environment folds from the top-level env",
             input.display(),
-            folder.unknown_parents()
         );
     }
     super::print_warnings(input.display(), &warnings);
@@ -170,7 +303,7 @@ fn spec(args: SpecArgs) -> Result<ExitCode> {
 #[derive(clap::Args, Debug)]
 #[command(
     verbatim_doc_comment,
-    after_help = "Examples:\n  tracekit record build -- make -j8\n  tracekit record build -o gzip.trace -- sh -c './configure && make'\n  tracekit record build --method ptrace -o static.trace -- ./build.sh\n  tracekit build spec build.trace -o compile_commands.json\n  tracekit report build.trace\n\nMethods:\n  preload  (default) a small LD_PRELOAD library in every dynamically linked\n           process reports its exec, forks and reaped children; lowest cost.\n  ptrace   the recorder follows the build with ptrace (fork/exec events, no\n           syscall stops); also sees statically linked programs.\n\nThe build runs unchanged: same exit status (a fatal signal is re-raised), same\nstdout/stderr, same environment apart from LD_PRELOAD and TRACEKIT_PRELOAD_OUT\n(preload), which the trace leaves out."
+    after_help = "Examples:\n  tracekit record build -- make -j8\n  tracekit record build --compile-db -- make -j8    # and compile_commands.json\n  tracekit record build --compile-db --append -- make   # keeps files not rebuilt\n  tracekit record build --compile-db cdb.json --config bear.json -- ninja\n  tracekit record build -o gzip.trace -- sh -c './configure && make'\n  tracekit record build --method ptrace -o static.trace -- ./build.sh\n  tracekit build spec build.trace -o compile_commands.json\n  tracekit report build.trace\n\nMethods:\n  preload  (default) a small LD_PRELOAD library in every dynamically linked\n           process reports its exec, forks and reaped children; lowest cost.\n  ptrace   the recorder follows the build with ptrace (fork/exec events, no\n           syscall stops); also sees statically linked programs.\n\nThe build runs unchanged: same exit status (a fatal signal is re-raised), same\nstdout/stderr, same environment apart from LD_PRELOAD and TRACEKIT_PRELOAD_OUT\n(preload), which the trace leaves out.\n\nWith --compile-db (or --append, --config) the compilation database is written\nafter the build, by the rules of `tracekit build spec` (Bear 3.1.1's); programs\nnamed by CC, CXX and FC in this environment count as compilers, as with Bear.\nThe exit status stays the build's; if the build succeeded but the database\ncould not be written, it is 1."
 )]
 pub struct RecordArgs {
     /// Where to write the kwinject trace (`-` is standard output).
@@ -179,6 +312,17 @@ pub struct RecordArgs {
     /// `preload` or `ptrace`.
     #[arg(long, default_value = "preload", value_name = "METHOD")]
     pub method: String,
+    /// Also write the compilation database (default file:
+    /// compile_commands.json; `-` is standard output), as `bear -- CMD` does.
+    #[arg(
+        long,
+        value_name = "FILE",
+        num_args = 0..=1,
+        default_missing_value = "compile_commands.json"
+    )]
+    pub compile_db: Option<PathBuf>,
+    #[command(flatten)]
+    pub db: DbArgs,
     /// Print a summary on standard error when the build is over.
     #[arg(short = 'v', long)]
     pub verbose: bool,
@@ -196,9 +340,29 @@ pub fn record_build(args: RecordArgs) -> Result<ExitCode> {
     let method = match args.method.as_str() {
         "preload" => Method::Preload,
         "ptrace" => Method::Ptrace,
-        m => anyhow::bail!("unknown --method {m:?} (preload, ptrace)"),
+        m => return usage(&format!("unknown --method {m:?} (preload, ptrace)")),
     };
     let top_env = record::current_env();
+    // The database settings are checked before the build runs.
+    let wants_db = args.compile_db.is_some()
+        || args.db.append
+        || args.db.config.is_some()
+        || args.db.all_sources
+        || args.db.bear3
+        || args.db.no_output_field
+        || args.db.expand_response_files;
+    let db = if wants_db {
+        let path = args
+            .compile_db
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("compile_commands.json"));
+        if args.db.append && path.as_os_str() == "-" {
+            return usage("--append needs a file to merge with, not standard output");
+        }
+        Some((path, args.db.options(&top_env)?))
+    } else {
+        None
+    };
     let mut warnings = tracekit_core::Warnings::default();
     let (exit, asm) = match method {
         Method::Ptrace => {
@@ -236,11 +400,33 @@ pub fn record_build(args: RecordArgs) -> Result<ExitCode> {
             }
         );
     }
+    let mut db_failed = false;
+    if let Some((path, opts)) = db {
+        let mut w = tracekit_core::Warnings::default();
+        let (mut b, _) = collect_db(
+            asm.processes(),
+            asm.top_env(),
+            EnvBase::Parent,
+            opts,
+            &mut w,
+        );
+        match write_db(&mut b, &path, args.db.append) {
+            Ok(()) => print_db_stats(&b, false, args.verbose),
+            Err(e) => {
+                eprintln!("tracekit: {e:#}");
+                db_failed = true;
+            }
+        }
+    }
     // The process ends right after: freeing thousands of environments one
     // by one would only add to the build's wall time.
     std::mem::forget(asm);
-    let code = record::mirror_exit(exit);
-    Ok(ExitCode::from(code.clamp(0, 255) as u8))
+    // Last: a build killed by a signal takes the recorder down the same way.
+    let code = record::mirror_exit(exit).clamp(0, 255) as u8;
+    if db_failed && code == 0 {
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::from(code))
 }
 
 pub struct Kwinject;

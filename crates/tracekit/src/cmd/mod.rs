@@ -46,7 +46,8 @@ pub fn output(path: Option<&Path>) -> Result<Box<dyn Write>> {
         ))),
         Some(p) => {
             // Trace content: private unless the user chose a mode.
-            let f = tracekit_core::files::create(p).map_err(|e| tracekit_core::Error::io(Some(p), e))?;
+            let f = tracekit_core::files::create(p)
+                .map_err(|e| tracekit_core::Error::io(Some(p), e))?;
             Ok(Box::new(BufWriter::with_capacity(1 << 16, f)))
         }
     }

@@ -1,0 +1,1 @@
+int more(void) { return 0; }

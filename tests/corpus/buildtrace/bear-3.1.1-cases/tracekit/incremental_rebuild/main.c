@@ -1,0 +1,3 @@
+int util(void);
+int more(void);
+int main(void) { return util() + more(); }
