@@ -1,8 +1,8 @@
 //! sp-rtrace, the resource-allocation tracer of Maemo/MeeGo: its text
 //! protocol (streaming [`reader`], [`record`] writer), the post-processor
 //! ([`postproc`], `sp-rtrace-postproc`'s options and output), address
-//! resolution ([`resolve`]) and the analyses of `tracekit report`
-//! ([`report`]).
+//! resolution ([`resolve`]), the analyses of `tracekit report`
+//! ([`report`]) and the record counts of `tracekit info` ([`summary`]).
 //!
 //! Format notes: `docs/formats/rtrace.md`.
 
@@ -12,6 +12,7 @@ pub mod record;
 pub mod recording;
 pub mod report;
 pub mod resolve;
+pub mod summary;
 
 pub use reader::{Assembler, FullCall, Item, Reader};
 pub use record::{Call, CallKind, Frame, Header, Record};

@@ -1,14 +1,13 @@
 //! sp-rtrace: the dialect behind `info`/`report`/`convert`, and
 //! `tracekit rtrace postproc|report`.
 
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 
 use tracekit_rtrace::postproc::{self, CallAddress, Options, SortOrder};
-use tracekit_rtrace::record::Record;
 use tracekit_rtrace::report;
 
 use crate::cmd::{convert, info, output};
@@ -458,7 +457,8 @@ impl Dialect for Rtrace {
             if input.is_dir {
                 bail!("{}: a directory; name the trace files", input.display());
             }
-            let counts = count_records(input.reader()?).map_err(|e| with_name(e, input))?;
+            let counts = tracekit_rtrace::summary::summarise(input.reader()?)
+                .map_err(|e| with_name(e, input))?;
             let name = input.display();
             if args.json {
                 let v = serde_json::json!({
@@ -580,56 +580,6 @@ impl Dialect for Rtrace {
         }
         Ok(ExitCode::SUCCESS)
     }
-}
-
-#[derive(Default)]
-struct Counts {
-    header: tracekit_rtrace::Header,
-    allocs: u64,
-    frees: u64,
-    frames: u64,
-    args: u64,
-    maps: u64,
-    contexts: u64,
-    resources: u64,
-    resource_names: Vec<String>,
-    attachments: u64,
-    comments: u64,
-    first_ts: Option<u32>,
-    last_ts: Option<u32>,
-}
-
-fn count_records(r: Box<dyn BufRead>) -> tracekit_core::Result<Counts> {
-    let mut reader = tracekit_rtrace::Reader::new(r);
-    let mut c = Counts::default();
-    while let Some(rec) = reader.next_record()? {
-        match rec {
-            Record::Header(h) => c.header = h,
-            Record::Call(call) => {
-                if call.is_alloc() {
-                    c.allocs += 1;
-                } else {
-                    c.frees += 1;
-                }
-                if let Some(t) = call.timestamp {
-                    c.first_ts.get_or_insert(t);
-                    c.last_ts = Some(t);
-                }
-            }
-            Record::Frame(_) => c.frames += 1,
-            Record::Arg(_) => c.args += 1,
-            Record::Map(_) => c.maps += 1,
-            Record::Context(_) => c.contexts += 1,
-            Record::Resource(r) => {
-                c.resources += 1;
-                c.resource_names.push(r.name);
-            }
-            Record::Attachment(_) => c.attachments += 1,
-            Record::Comment(_) | Record::TempComment(_) => c.comments += 1,
-            Record::EndBacktrace => {}
-        }
-    }
-    Ok(c)
 }
 
 #[cfg(all(test, target_arch = "x86_64", target_os = "linux"))]
