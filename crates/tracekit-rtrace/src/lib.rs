@@ -1,11 +1,12 @@
 //! sp-rtrace, the resource-allocation tracer of Maemo/MeeGo: its text
 //! protocol (streaming [`reader`], [`record`] writer), the post-processor
 //! ([`postproc`], `sp-rtrace-postproc`'s options and output), address
-//! resolution ([`resolve`]), the analyses of `tracekit report`
+//! resolution ([`resolve`]), heaptrack's data file ([`heaptrack`]), the analyses of `tracekit report`
 //! ([`report`]) and the record counts of `tracekit info` ([`summary`]).
 //!
 //! Format notes: `docs/formats/rtrace.md`.
 
+pub mod heaptrack;
 pub mod postproc;
 pub mod reader;
 pub mod record;

@@ -20,6 +20,15 @@ pub trait Dialect: Sync {
     fn info(&self, inputs: &[Input], args: &info::Args) -> Result<ExitCode>;
     fn report(&self, inputs: &[Input], args: &report::Args) -> Result<ExitCode>;
     fn convert(&self, input: &Input, args: &convert::Args) -> Result<ExitCode>;
+    /// `report --diff A B`: what changed from `base` to `new`.
+    fn diff(&self, base: &Input, new: &Input, args: &report::Args) -> Result<ExitCode> {
+        let _ = (new, args);
+        anyhow::bail!(
+            "{}: --diff is not available for {}",
+            base.display(),
+            self.name()
+        )
+    }
 }
 
 /// The dialects, in detection order (most specific first).
