@@ -179,3 +179,25 @@ fn flame_graphs_carry_every_byte_and_call() {
     let plot = String::from_utf8(plot).unwrap();
     assert!(plot.contains(">seconds</text>"), "{plot}");
 }
+
+#[test]
+fn the_recorders_notes_reach_the_report() {
+    // Permanent comments of the recorder (`## tracekit: …`): how the
+    // program ended, what could not be recorded. Other comments are not
+    // notes.
+    let mut t = trace(&["+100@1"], 0x400000);
+    t += "## tracekit: 2 event(s) of this process were lost while recording\n## heap status\n";
+    let rep = report::analyse(t.as_bytes(), 10, false).unwrap();
+    assert_eq!(
+        rep.notes,
+        ["2 event(s) of this process were lost while recording"]
+    );
+    let mut text = Vec::new();
+    rep.write_text(&mut text, "t").unwrap();
+    let text = String::from_utf8(text).unwrap();
+    assert!(
+        text.contains("\n  2 event(s) of this process were lost while recording\n"),
+        "{text}"
+    );
+    assert_eq!(rep.to_json("t")["notes"][0], rep.notes[0]);
+}
