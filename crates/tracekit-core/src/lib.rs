@@ -1,10 +1,14 @@
 //! The pieces every tracekit dialect shares: where in an input something
 //! happened ([`Position`]), the common error type ([`Error`]), loss
-//! accounting ([`Warnings`]) and small helpers for byte strings.
+//! accounting ([`Warnings`]), small helpers for byte strings, and the
+//! [`timeline`] model every dialect maps to and every cross-format sink
+//! writes from.
 //!
 //! Dialect crates parse their own formats into their own event types; this
 //! crate only holds what must be the same everywhere, so that the CLI can
 //! report every problem as `tracekit: FILE:LINE: what is wrong`.
+
+pub mod timeline;
 
 use std::fmt;
 use std::path::{Path, PathBuf};

@@ -8,16 +8,16 @@ use std::io::{self, Write};
 
 use crate::json::{write_f64, write_i64, write_str};
 
-/// A value in an event's `args`.
-#[derive(Debug, Clone, Copy)]
-pub enum Arg<'a> {
-    Str(&'a [u8]),
-    Int(i64),
-    Float(f64),
-    Bool(bool),
-    /// Already-encoded JSON, written verbatim (the caller guarantees it is
-    /// valid).
-    RawJson(&'a [u8]),
+/// A value in an event's `args`: the timeline model's typed value
+/// (`Json` is written verbatim; the caller guarantees it is valid).
+pub use tracekit_core::timeline::Value as Arg;
+
+/// Which end of a flow a flow event is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlowPhase {
+    Start,
+    Step,
+    Finish,
 }
 
 /// Scope of an instant event.
@@ -37,6 +37,7 @@ pub struct ChromeWriter<W: Write> {
     line: Vec<u8>,
     first: bool,
     events: u64,
+    closed: bool,
 }
 
 impl<W: Write> ChromeWriter<W> {
@@ -47,6 +48,7 @@ impl<W: Write> ChromeWriter<W> {
             line: Vec::with_capacity(256),
             first: true,
             events: 0,
+            closed: false,
         })
     }
 
@@ -109,9 +111,10 @@ impl<W: Write> ChromeWriter<W> {
             match v {
                 Arg::Str(s) => write_str(line, s)?,
                 Arg::Int(n) => write_i64(line, *n)?,
+                Arg::UInt(n) => line.extend_from_slice(itoa::Buffer::new().format(*n).as_bytes()),
                 Arg::Float(f) => write_f64(line, *f)?,
                 Arg::Bool(b) => line.extend_from_slice(if *b { b"true" } else { b"false" }),
-                Arg::RawJson(j) => line.extend_from_slice(j),
+                Arg::Json(j) => line.extend_from_slice(j),
             }
         }
         line.push(b'}');
@@ -252,10 +255,52 @@ impl<W: Write> ChromeWriter<W> {
         self.emit(b"}")
     }
 
+    /// Orders process tracks (lower first).
+    pub fn process_sort_index(&mut self, pid: i64, index: i64) -> io::Result<()> {
+        self.open("M", pid, 0)?;
+        self.field_str("name", b"process_sort_index")?;
+        self.args(&[("sort_index", Arg::Int(index))])?;
+        self.emit(b"}")
+    }
+
+    /// One end of a flow arrow (`ph` `s` start, `t` step, `f` finish),
+    /// bound to the slice enclosing `ts` on that thread (`bp: e`).
+    pub fn flow(
+        &mut self,
+        ph: FlowPhase,
+        pid: i64,
+        tid: i64,
+        ts_us: f64,
+        id: u64,
+    ) -> io::Result<()> {
+        let ph = match ph {
+            FlowPhase::Start => "s",
+            FlowPhase::Step => "t",
+            FlowPhase::Finish => "f",
+        };
+        self.open(ph, pid, tid)?;
+        self.field_f64("ts", ts_us)?;
+        self.field_str("name", b"flow")?;
+        self.field_str("cat", b"flow")?;
+        self.key("id");
+        self.line
+            .extend_from_slice(itoa::Buffer::new().format(id).as_bytes());
+        self.field_str("bp", b"e")?;
+        self.emit(b"}")
+    }
+
+    /// Closes the JSON document (once) and flushes the sink.
+    pub fn close(&mut self) -> io::Result<()> {
+        if !self.closed {
+            self.closed = true;
+            self.out.write_all(b"\n]}\n")?;
+        }
+        self.out.flush()
+    }
+
     /// Closes the JSON document and returns the sink.
     pub fn finish(mut self) -> io::Result<W> {
-        self.out.write_all(b"\n]}\n")?;
-        self.out.flush()?;
+        self.close()?;
         Ok(self.out)
     }
 }
@@ -288,7 +333,7 @@ mod tests {
             b"err\"x",
             b"error",
             Scope::Thread,
-            &[("raw", Arg::RawJson(b"{\"a\":1}"))],
+            &[("raw", Arg::Json(b"{\"a\":1}"))],
         )
         .unwrap();
         w.counter(1, 4.0, b"c", &[("value", 2.0)]).unwrap();
@@ -321,15 +366,8 @@ mod tests {
     fn one_sink_write_per_event() {
         let mut w = ChromeWriter::new(CountingSink(Vec::new(), 0)).unwrap();
         w.thread_name(1, 2, b"main").unwrap();
-        w.begin(
-            1,
-            2,
-            1.0,
-            b"f\"n",
-            b"c",
-            &[("args", Arg::RawJson(b"[1,2]"))],
-        )
-        .unwrap();
+        w.begin(1, 2, 1.0, b"f\"n", b"c", &[("args", Arg::Json(b"[1,2]"))])
+            .unwrap();
         w.end(1, 2, 2.5, &[]).unwrap();
         let sink = w.finish().unwrap();
         // The header, three events, the closing.

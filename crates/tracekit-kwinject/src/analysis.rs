@@ -1,6 +1,6 @@
 //! The build report: process tree with durations and exit codes, slowest
 //! compile units, critical path, parallelism over time; and the Chrome
-//! Trace Event conversion.
+//! Trace Event conversion (through the timeline, [`crate::timeline`]).
 //!
 //! Times come from tracekit's extension keys (`tk_start_us`, `tk_end_us`);
 //! traces of other producers have none, and the time-based parts then say
@@ -9,7 +9,7 @@
 use std::io::{self, Write};
 
 use serde_json::{json, Value};
-use tracekit_export::chrome::{Arg, ChromeWriter};
+use tracekit_export::chrome_sink::ChromeSink;
 
 use crate::cdb::{entries_for, CdbOptions};
 use crate::env::{EnvBase, EnvFolder};
@@ -356,82 +356,11 @@ pub fn report_json(b: &Build, top: usize) -> Value {
     })
 }
 
-/// Chrome Trace Event JSON: one slice per process, packed into lanes so
-/// that children nest under their parents where they fit. Records without
-/// times are skipped and counted (returned).
+/// Chrome Trace Event JSON of the build's timeline
+/// ([`crate::timeline::map_build`]). Records without times are skipped and
+/// counted (returned).
 pub fn to_chrome<W: Write>(b: &Build, out: W) -> io::Result<(W, u64)> {
-    let t = b.trace;
-    let base = b.span().map(|(s, _)| s).unwrap_or(0);
-    let mut order: Vec<usize> = (0..t.processes.len())
-        .filter(|&i| t.processes[i].start_us.is_some())
-        .collect();
-    let skipped = (t.processes.len() - order.len()) as u64;
-    order.sort_by_key(|&i| {
-        let p = &t.processes[i];
-        (p.start_us, std::cmp::Reverse(p.end_us))
-    });
-    let mut w = ChromeWriter::new(out)?;
-    w.process_name(1, b"build")?;
-    // Per lane, the stack of (end) of open slices.
-    let mut lanes: Vec<Vec<u64>> = Vec::new();
-    for i in order {
-        let p = &t.processes[i];
-        let s = p.start_us.unwrap_or(base);
-        let e = p.end_us.unwrap_or(s).max(s);
-        let mut lane = None;
-        for (k, stack) in lanes.iter_mut().enumerate() {
-            while stack.last().is_some_and(|&end| end <= s) {
-                stack.pop();
-            }
-            if stack.last().is_none_or(|&end| end >= e) {
-                stack.push(e);
-                lane = Some(k);
-                break;
-            }
-        }
-        let lane = match lane {
-            Some(k) => k,
-            None => {
-                lanes.push(vec![e]);
-                w.thread_name(
-                    1,
-                    lanes.len() as i64,
-                    format!("lane {}", lanes.len()).as_bytes(),
-                )?;
-                lanes.len() - 1
-            }
-        };
-        let cmd = p.args.join(" ");
-        let exit = match p.exit {
-            Some(Exit::Code(c)) => c as i64,
-            Some(Exit::Signal(s)) => -(s as i64),
-            None => i64::MIN,
-        };
-        let mut args = vec![
-            ("pid", Arg::Int(p.id)),
-            ("cmd", Arg::Str(cmd.as_bytes())),
-            ("cwd", Arg::Str(p.work_dir.as_bytes())),
-        ];
-        if exit != i64::MIN {
-            args.push(("exit", Arg::Int(exit)));
-        }
-        if let Some(f) = &b.compile_file[i] {
-            args.push(("file", Arg::Str(f.as_bytes())));
-        }
-        let cat: &[u8] = if b.compile_file[i].is_some() {
-            b"compile"
-        } else {
-            b"process"
-        };
-        w.complete(
-            1,
-            lane as i64 + 1,
-            (s - base) as f64,
-            (e - s) as f64,
-            p.program_name().as_bytes(),
-            cat,
-            &args,
-        )?;
-    }
-    Ok((w.finish()?, skipped))
+    let mut sink = ChromeSink::new(out)?;
+    let skipped = crate::timeline::map_build(b, "-", &mut sink)?;
+    Ok((sink.into_inner()?, skipped))
 }

@@ -37,4 +37,5 @@ pub mod compiler;
 pub mod env;
 pub mod kwspec;
 pub mod record;
+pub mod timeline;
 pub mod trace;

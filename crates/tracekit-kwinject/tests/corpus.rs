@@ -430,3 +430,33 @@ fn non_utf8_bytes_round_trip() {
     let v = p.env_diff.get("V").cloned().flatten().unwrap();
     assert_eq!(latin1_bytes(&v).unwrap(), b"\xff\xfe");
 }
+
+/// The Chrome timeline of a recorded build, against the blessed output
+/// (`TRACEKIT_BLESS=1` re-blesses): one slice per process packed in lanes,
+/// and a flow from each process to every child it started.
+#[test]
+fn recorded_build_timeline_is_stable() {
+    use tracekit_kwinject::analysis::{to_chrome, Build};
+    let t = read("recorded/hello-make-j2.trace");
+    let b = Build::new(&t);
+    let (out, skipped) = to_chrome(&b, Vec::new()).unwrap();
+    assert_eq!(skipped, 0);
+    let v: Value = serde_json::from_slice(&out).unwrap();
+    let evs = v["traceEvents"].as_array().unwrap();
+    let count = |ph: &str| evs.iter().filter(|e| e["ph"] == ph).count();
+    assert_eq!(count("X"), t.processes.len());
+    assert_eq!(count("f"), t.processes.len() - 1);
+    assert_eq!(count("s"), count("f"));
+    let expected =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/expected/hello-make-j2.chrome.json");
+    if std::env::var_os("TRACEKIT_BLESS").is_some() {
+        std::fs::create_dir_all(expected.parent().unwrap()).unwrap();
+        std::fs::write(&expected, &out).unwrap();
+    }
+    let want = std::fs::read(&expected).expect("expected output (TRACEKIT_BLESS=1 writes it)");
+    assert!(
+        want == out,
+        "Chrome timeline differs from {}",
+        expected.display()
+    );
+}

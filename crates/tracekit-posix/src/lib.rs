@@ -105,6 +105,7 @@
 //!   their `/dev/shm` name while the controller lives, because processes
 //!   attach to them by name at any time, not only right after creation.
 
+pub mod analysis;
 pub mod api;
 pub mod attr;
 pub mod clock;
@@ -114,6 +115,7 @@ pub mod fragments;
 pub mod log;
 pub mod producer;
 pub mod shm;
+pub mod timeline;
 pub mod traced;
 
 pub use api::{Errno, ReadEvent, TraceId, Wait};

@@ -27,6 +27,7 @@ pub mod receiver;
 pub mod report;
 pub mod summary;
 pub mod time;
+pub mod timeline;
 
 pub use event::{Body, Event, Kind, Text, Time};
 pub use reader::{Format, Record, RecordIter};

@@ -5,9 +5,10 @@
 use std::path::{Path, PathBuf};
 
 use tracekit_core::Warnings;
-use tracekit_trace2::chrome::ChromeExporter;
+use tracekit_export::chrome_sink::ChromeSink;
 use tracekit_trace2::reader::detect;
 use tracekit_trace2::report::{report_bytes, write_text, ProcessReport, Report, ReportBuilder};
+use tracekit_trace2::timeline::{MapStats, Trace2Timeline};
 use tracekit_trace2::{Format, RecordIter};
 
 const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/corpus/trace2");
@@ -303,13 +304,14 @@ fn truncated_and_corrupt_input_warns_and_keeps_the_rest() {
 // ---------------------------------------------------------------------------
 // Chrome export.
 
-fn chrome(data: &[u8]) -> (serde_json::Value, tracekit_trace2::chrome::ChromeStats) {
+fn chrome(data: &[u8]) -> (serde_json::Value, MapStats) {
     let format = detect(data).unwrap();
-    let mut ex = ChromeExporter::new(Vec::new()).unwrap();
+    let mut tl = Trace2Timeline::new(ChromeSink::new(Vec::new()).unwrap(), "-");
     for rec in RecordIter::new(data, format) {
-        ex.add(&format.parse(rec.bytes).unwrap()).unwrap();
+        tl.add(&format.parse(rec.bytes).unwrap()).unwrap();
     }
-    let (out, stats) = ex.finish().unwrap();
+    let (sink, stats) = tl.finish().unwrap();
+    let out = sink.into_inner().unwrap();
     (serde_json::from_slice(&out).expect("valid JSON"), stats)
 }
 
@@ -341,7 +343,8 @@ fn chrome_export_of_every_corpus_case_is_balanced() {
         }
         assert!(depth.values().all(|&d| d == 0), "{case}: unbalanced");
         assert_properly_nested(evs, &case);
-        assert_eq!(b, count("region_enter"), "{case}");
+        // Regions and one process slice per process are B/E pairs.
+        assert_eq!(b, count("region_enter") + count("version"), "{case}");
         assert_eq!(stats.region_slices, count("region_leave"), "{case}");
         assert_eq!(stats.unmatched_leaves, 0, "{case}");
         let ph = |p: &str| evs.iter().filter(|e| e["ph"] == p).count() as u64;
@@ -358,17 +361,70 @@ fn chrome_export_of_every_corpus_case_is_balanced() {
         );
         // One process slice per process, and one child slice per child_start.
         let procs = count("version");
-        let xs: Vec<_> = evs.iter().filter(|e| e["ph"] == "X").collect();
+        let all = slices(evs);
         assert_eq!(
-            xs.iter().filter(|e| e["cat"] == "process").count() as u64,
+            all.iter().filter(|e| e["cat"] == "process").count() as u64,
             procs,
             "{case}"
         );
         assert_eq!(
-            xs.iter().filter(|e| e["cat"] == "child").count() as u64,
+            all.iter().filter(|e| e["cat"] == "child").count() as u64,
             count("child_start"),
             "{case}"
         );
+        // A child slice whose pid is a traced git process (the SID's P) has
+        // a flow to that process's slice. (A git run by a shell or a hook
+        // has another pid: its flow end has no start, and viewers ignore it.)
+        let flows = |ph: &str| -> Vec<(i64, i64, u64, f64)> {
+            evs.iter()
+                .filter(|e| e["ph"] == ph)
+                .map(|e| {
+                    let (pid, tid) = (e["pid"].as_i64().unwrap(), e["tid"].as_i64().unwrap());
+                    (
+                        pid,
+                        tid,
+                        e["id"].as_u64().unwrap(),
+                        e["ts"].as_f64().unwrap(),
+                    )
+                })
+                .collect()
+        };
+        let (starts, ends) = (flows("s"), flows("f"));
+        assert_eq!(ends.len() as u64, stats.flows, "{case}");
+        let traced: std::collections::HashSet<i64> = all
+            .iter()
+            .filter(|e| e["cat"] == "process")
+            .map(|e| e["pid"].as_i64().unwrap())
+            .collect();
+        let mut linked = 0;
+        for c in all.iter().filter(|e| e["cat"] == "child") {
+            let Some(child_pid) = c["args"]["pid"].as_i64() else {
+                continue;
+            };
+            if !traced.contains(&child_pid) {
+                continue;
+            }
+            let (pid, tid) = (c["pid"].as_i64().unwrap(), c["tid"].as_i64().unwrap());
+            let ts = c["ts"].as_f64().unwrap();
+            let mut from_slice = starts
+                .iter()
+                .filter(|s| s.0 == pid && s.1 == tid && s.3 == ts)
+                .peekable();
+            assert!(
+                from_slice.peek().is_some(),
+                "{case}: no flow from child slice {c}"
+            );
+            assert!(
+                from_slice.any(|s| ends
+                    .iter()
+                    .any(|e| e.0 == child_pid && e.1 == 1 && e.2 == s.2)),
+                "{case}: no flow from {c} reaches process {child_pid}"
+            );
+            linked += 1;
+        }
+        if case.starts_with("04-") {
+            assert!(linked >= 10, "{case}: only {linked} children linked");
+        }
         let names = evs
             .iter()
             .filter(|e| e["ph"] == "M" && e["name"] == "process_name")
@@ -392,7 +448,7 @@ fn chrome_export_of_case04_links_processes_and_times() {
         "chrome/04-clone-local.json",
         serde_json::to_string_pretty(&v).unwrap().as_bytes(),
     );
-    let evs = v["traceEvents"].as_array().unwrap();
+    let evs = slices(v["traceEvents"].as_array().unwrap());
     // The upload-pack child slice of the first clone lies within the
     // clone's process slice.
     let procs: Vec<_> = evs.iter().filter(|e| e["cat"] == "process").collect();
@@ -519,6 +575,34 @@ fn streamed_records_equal_mapped_input() {
 
 /// Slices on one track (B/E pairs and X events) must nest: viewers drop or
 /// misplace partially overlapping slices.
+/// The slices of a Chrome trace: `X` events, and `B`/`E` pairs per thread
+/// as one object each (`dur` from the pair, the end's args merged in).
+fn slices(evs: &[serde_json::Value]) -> Vec<serde_json::Value> {
+    use std::collections::HashMap;
+    let mut open: HashMap<(i64, i64), Vec<serde_json::Value>> = HashMap::new();
+    let mut out = Vec::new();
+    for e in evs {
+        let key = (e["pid"].as_i64().unwrap(), e["tid"].as_i64().unwrap());
+        match e["ph"].as_str().unwrap() {
+            "B" => open.entry(key).or_default().push(e.clone()),
+            "E" => {
+                let mut b = open.get_mut(&key).unwrap().pop().unwrap();
+                let dur = e["ts"].as_f64().unwrap() - b["ts"].as_f64().unwrap();
+                b["dur"] = dur.into();
+                if let Some(args) = e["args"].as_object() {
+                    for (k, v) in args {
+                        b["args"][k] = v.clone();
+                    }
+                }
+                out.push(b);
+            }
+            "X" => out.push(e.clone()),
+            _ => {}
+        }
+    }
+    out
+}
+
 fn assert_properly_nested(evs: &[serde_json::Value], case: &str) {
     use std::collections::HashMap;
     /// start, end, name

@@ -292,151 +292,16 @@ pub fn convert_trace_event<W: Write>(
     Ok(warnings)
 }
 
-/// Chrome Trace Event JSON through the shared writer: per-thread B/E
-/// slices (an exit closes the open frames up to its function), call
-/// arguments as args, custom/typed events as instants with their payload.
-/// Timestamps are microseconds since the earliest record. Threads are
-/// streamed one after the other, so nothing is sorted or held in memory.
+/// Chrome Trace Event JSON of the trace's timeline
+/// ([`crate::timeline::map_trace`]).
 pub fn convert_chrome<W: Write>(
     trace: &Trace<'_>,
     names: &FunctionNames,
     out: W,
 ) -> Result<Warnings> {
-    use tracekit_export::chrome::{Arg, ChromeWriter, Scope};
-    let freq = if trace.header.cycle_frequency == 0 {
-        1e9
-    } else {
-        trace.header.cycle_frequency as f64
-    };
-    let base = earliest_tsc(trace);
-    let us = |tsc: u64| (tsc.wrapping_sub(base)) as i64 as f64 * 1e6 / freq;
-    let mut w = ChromeWriter::new(out).map_err(io)?;
-    let mut warnings = trace.warnings.clone();
-    // Per thread: open calls and (pid, last timestamp). The thread being
-    // read is kept out of the maps (records come thread by thread in FDR
-    // logs) and put back when another one starts.
-    let mut stacks: rustc_hash::FxHashMap<u32, Vec<i32>> = Default::default();
-    let mut last: rustc_hash::FxHashMap<u32, (u32, u64)> = Default::default();
-    let mut named: rustc_hash::FxHashSet<(u32, u32)> = Default::default();
-    let mut current: Option<(u32, u32)> = None;
-    let mut stack: Vec<i32> = Vec::new();
-    let mut last_tsc = 0u64;
-    let mut orphans = 0u64;
-    let mut arg_text = String::new();
-    let res = trace.try_for_each(|r| {
-        if current != Some((r.pid, r.tid)) {
-            if let Some((pid, tid)) = current {
-                last.insert(tid, (pid, last_tsc));
-                if let Some(s) = stacks.get_mut(&tid) {
-                    std::mem::swap(s, &mut stack);
-                }
-            }
-            current = Some((r.pid, r.tid));
-            if named.insert((r.pid, r.tid)) {
-                w.thread_name(
-                    i64::from(r.pid),
-                    i64::from(r.tid),
-                    format!("thread {}", r.tid).as_bytes(),
-                )
-                .map_err(io)?;
-            }
-            stack = std::mem::take(stacks.entry(r.tid).or_default());
-        }
-        last_tsc = r.tsc;
-        let (pid, tid) = (i64::from(r.pid), i64::from(r.tid));
-        if r.kind.is_event() {
-            let what: &[u8] = if r.kind == crate::RecordKind::TypedEvent {
-                b"typed-event"
-            } else {
-                b"custom-event"
-            };
-            let data = String::from_utf8_lossy(r.data);
-            return w
-                .instant(
-                    pid,
-                    tid,
-                    us(r.tsc),
-                    what,
-                    b"xray",
-                    Scope::Thread,
-                    &[
-                        ("data", Arg::Str(data.as_bytes())),
-                        ("type", Arg::Int(i64::from(r.record_type))),
-                    ],
-                )
-                .map_err(io);
-        }
-        if r.kind.is_entry() {
-            let name = names.symbol_or_number(r.func_id);
-            if r.args.is_empty() {
-                w.begin(pid, tid, us(r.tsc), name.as_bytes(), b"", &[])
-                    .map_err(io)?;
-            } else {
-                use std::fmt::Write as _;
-                arg_text.clear();
-                arg_text.push('[');
-                for (i, a) in r.args.iter().enumerate() {
-                    if i > 0 {
-                        arg_text.push(',');
-                    }
-                    let _ = write!(arg_text, "{a}");
-                }
-                arg_text.push(']');
-                w.begin(
-                    pid,
-                    tid,
-                    us(r.tsc),
-                    name.as_bytes(),
-                    b"",
-                    &[("args", Arg::RawJson(arg_text.as_bytes()))],
-                )
-                .map_err(io)?;
-            }
-            stack.push(r.func_id);
-            return Ok(());
-        }
-        match stack.iter().rposition(|&f| f == r.func_id) {
-            None => orphans += 1,
-            Some(at) => {
-                let ts = us(r.tsc);
-                while stack.len() > at {
-                    stack.pop();
-                    w.end(pid, tid, ts, &[]).map_err(io)?;
-                }
-            }
-        }
-        Ok(())
-    });
-    if let Some((pid, tid)) = current {
-        last.insert(tid, (pid, last_tsc));
-        if let Some(s) = stacks.get_mut(&tid) {
-            std::mem::swap(s, &mut stack);
-        }
-    }
-    warnings.extend(res?);
-    let mut unfinished = 0u64;
-    for (tid, stack) in stacks {
-        if let Some(&(pid, tsc)) = last.get(&tid) {
-            for _ in 0..stack.len() {
-                unfinished += 1;
-                w.end(i64::from(pid), i64::from(tid), us(tsc), &[])
-                    .map_err(io)?;
-            }
-        }
-    }
-    if orphans > 0 {
-        warnings.push(
-            Position::Unknown,
-            format!("{orphans} exits without a matching entry skipped (the trace starts in the middle of calls)"),
-        );
-    }
-    if unfinished > 0 {
-        warnings.push(
-            Position::Unknown,
-            format!("{unfinished} calls never returned; closed at their thread's last timestamp"),
-        );
-    }
-    w.finish().map_err(io)?;
+    let mut sink = tracekit_export::chrome_sink::ChromeSink::new(out).map_err(io)?;
+    let warnings = crate::timeline::map_trace(trace, names, "-", &mut sink)?;
+    sink.into_inner().map_err(io)?;
     Ok(warnings)
 }
 
@@ -502,4 +367,54 @@ pub fn write_folded<W: Write + ?Sized>(
         tracekit_export::flame::write_folded(out, &frames, n.self_time).map_err(io)?;
     }
     Ok(())
+}
+
+/// An output format of `convert` (llvm-xray's `-output-format` and ours).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConvertFormat {
+    /// llvm-xray's YAML.
+    Yaml,
+    /// llvm-xray's Chrome trace JSON.
+    TraceEvent,
+    /// Chrome Trace Event JSON through tracekit's writer (args, events).
+    Chrome,
+    /// A basic-mode (llvm-xray's `raw`) v3 log.
+    Basic,
+    /// An FDR v5 log.
+    Fdr,
+}
+
+impl ConvertFormat {
+    /// The names `-output-format` takes.
+    pub const NAMES: &'static str = "yaml, trace_event, chrome, raw/basic, fdr";
+
+    pub fn parse(s: &str) -> Option<ConvertFormat> {
+        Some(match s {
+            "yaml" => ConvertFormat::Yaml,
+            "trace_event" => ConvertFormat::TraceEvent,
+            "chrome" => ConvertFormat::Chrome,
+            "raw" | "basic" => ConvertFormat::Basic,
+            "fdr" => ConvertFormat::Fdr,
+            _ => return None,
+        })
+    }
+}
+
+/// `convert` to `format`. `symbolize` and `sort` apply to yaml and
+/// trace_event (llvm-xray's `-symbolize`, `-sort`).
+pub fn convert<W: Write>(
+    trace: &Trace<'_>,
+    names: &FunctionNames,
+    format: ConvertFormat,
+    symbolize: bool,
+    sort: bool,
+    out: W,
+) -> Result<Warnings> {
+    match format {
+        ConvertFormat::Yaml => convert_yaml(trace, names, symbolize, sort, out),
+        ConvertFormat::TraceEvent => convert_trace_event(trace, names, symbolize, sort, out),
+        ConvertFormat::Chrome => convert_chrome(trace, names, out),
+        ConvertFormat::Basic => crate::writer::convert_to_basic(trace, out),
+        ConvertFormat::Fdr => crate::writer::convert_to_fdr(trace, out),
+    }
 }

@@ -32,6 +32,8 @@ pub mod names;
 pub mod profile;
 pub mod record;
 pub mod stack;
+pub mod summary;
+pub mod timeline;
 pub mod trace;
 pub mod trace_event;
 pub mod writer;

@@ -231,3 +231,35 @@ impl Profile {
         leaves
     }
 }
+
+/// The hottest functions of a [`Profile`], each list at most `top` long.
+#[derive(Debug, Clone, Default)]
+pub struct Hottest {
+    /// By total (inclusive) time, then function id.
+    pub by_total: Vec<(i32, FunctionTotals)>,
+    /// By self time, then function id.
+    pub by_self: Vec<(i32, FunctionTotals)>,
+    /// By calls, then function id.
+    pub by_calls: Vec<(i32, FunctionTotals)>,
+}
+
+impl Profile {
+    /// The `top` functions by total time, self time and calls.
+    pub fn hottest(&self, top: usize) -> Hottest {
+        let mut funcs: Vec<(i32, &FunctionTotals)> =
+            self.functions.iter().map(|(k, v)| (*k, v)).collect();
+        let mut pick = |key: fn(&FunctionTotals) -> u64| {
+            funcs.sort_by(|a, b| key(b.1).cmp(&key(a.1)).then(a.0.cmp(&b.0)));
+            funcs
+                .iter()
+                .take(top)
+                .map(|&(id, t)| (id, t.clone()))
+                .collect::<Vec<_>>()
+        };
+        Hottest {
+            by_total: pick(|t| t.total),
+            by_self: pick(|t| t.self_time),
+            by_calls: pick(|t| t.calls),
+        }
+    }
+}

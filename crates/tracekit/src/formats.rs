@@ -8,6 +8,8 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
+use tracekit_core::timeline::Sink;
+
 use crate::cmd::{convert, info, report};
 use crate::input::Input;
 
@@ -28,6 +30,17 @@ pub trait Dialect: Sync {
             base.display(),
             self.name()
         )
+    }
+    /// Maps the input to the timeline model, into `sink` (Chrome JSON,
+    /// Perfetto, ...). `Ok(None)` when this dialect has no timeline
+    /// mapping yet: `convert` then handles `--to chrome` itself.
+    fn timeline(
+        &self,
+        _input: &Input,
+        _args: &convert::Args,
+        _sink: &mut dyn Sink,
+    ) -> Result<Option<ExitCode>> {
+        Ok(None)
     }
 }
 

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
+use tracekit_core::timeline::Sink;
 use tracekit_kwinject::analysis::{self, Build};
 use tracekit_kwinject::cdb::{CdbBuilder, CdbOptions};
 use tracekit_kwinject::env::{EnvBase, EnvFolder};
@@ -331,27 +332,35 @@ impl Dialect for Kwinject {
         Ok(ExitCode::SUCCESS)
     }
 
+    fn timeline(
+        &self,
+        input: &Input,
+        _args: &convert::Args,
+        sink: &mut dyn Sink,
+    ) -> Result<Option<ExitCode>> {
+        let t = read_trace(input)?;
+        let b = Build::new(&t);
+        let skipped =
+            tracekit_kwinject::timeline::map_build(&b, &input.display().to_string(), sink)?;
+        if skipped > 0 {
+            eprintln!(
+                "tracekit: {}: {skipped} processes have no times (tk_start_us) and are not on the timeline",
+                input.display()
+            );
+        }
+        Ok(Some(ExitCode::SUCCESS))
+    }
+
     fn convert(&self, input: &Input, args: &convert::Args) -> Result<ExitCode> {
         let t = read_trace(input)?;
         let out = output(args.output.as_deref())?;
         match args.to.as_str() {
-            "chrome" => {
-                let b = Build::new(&t);
-                let (mut out, skipped) = analysis::to_chrome(&b, out)?;
-                out.flush()?;
-                if skipped > 0 {
-                    eprintln!(
-                        "tracekit: {}: {skipped} processes have no times (tk_start_us) and are not in the Chrome trace",
-                        input.display()
-                    );
-                }
-            }
             "kwinject" => {
                 let mut out = t.write(out)?;
                 out.flush()?;
             }
             other => anyhow::bail!(
-                "cannot convert a kwinject build trace to {other:?} (targets: chrome, kwinject; \
+                "cannot convert a kwinject build trace to {other:?} (targets: chrome, perfetto, kwinject; \
                  for compile_commands.json use `tracekit build spec`)"
             ),
         }

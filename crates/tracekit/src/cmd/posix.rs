@@ -9,7 +9,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
-use tracekit_export::chrome::{Arg, ChromeWriter, Scope};
+use tracekit_core::timeline::Sink;
+use tracekit_posix::analysis::{event_name, hex, policy_name, printable, summarise};
 use tracekit_posix::api::{self, Wait};
 use tracekit_posix::consts::*;
 use tracekit_posix::log::{EventInfo, LogReader, LOG_MAGIC, VERSION_MAJOR, VERSION_MINOR};
@@ -300,36 +301,9 @@ fn open_log(input: &Input) -> Result<LogReader> {
     Ok(LogReader::open_path(&input.path)?)
 }
 
-fn event_name(r: &LogReader, id: u32) -> Vec<u8> {
-    r.type_name(id)
-        .map(<[u8]>::to_vec)
-        .unwrap_or_else(|| format!("event-{id}").into_bytes())
-}
-
 /// Prints events as text columns or JSON lines.
 struct Printer {
     json: bool,
-}
-
-fn hex(data: &[u8]) -> String {
-    let mut s = String::with_capacity(data.len() * 2);
-    for b in data {
-        use std::fmt::Write as _;
-        let _ = write!(s, "{b:02x}");
-    }
-    s
-}
-
-fn printable(data: &[u8]) -> String {
-    data.iter()
-        .map(|&b| {
-            if (0x20..0x7f).contains(&b) {
-                b as char
-            } else {
-                '.'
-            }
-        })
-        .collect()
 }
 
 fn truncation_name(t: i32) -> &'static str {
@@ -435,51 +409,6 @@ fn dump(a: DumpArgs) -> Result<ExitCode> {
 /// The POSIX trace log dialect.
 pub struct PosixLog;
 
-#[derive(Default)]
-struct Summary {
-    events: u64,
-    by_type: BTreeMap<u32, (u64, u64)>,
-    pids: BTreeMap<i32, u64>,
-    threads: BTreeMap<(i32, u64), u64>,
-    first_ns: Option<i64>,
-    last_ns: Option<i64>,
-    truncated: u64,
-    corrupt: u64,
-}
-
-fn summarise(r: &mut LogReader) -> Summary {
-    let mut s = Summary::default();
-    while let Some(e) = r.next_event() {
-        let Ok(e) = e else {
-            s.corrupt += 1;
-            continue;
-        };
-        let i = &e.info;
-        s.events += 1;
-        let t = s.by_type.entry(i.event_id).or_default();
-        t.0 += 1;
-        t.1 += e.data.len() as u64;
-        *s.pids.entry(i.pid).or_default() += 1;
-        *s.threads.entry((i.pid, i.thread)).or_default() += 1;
-        s.first_ns = Some(s.first_ns.map_or(i.timestamp_ns, |f| f.min(i.timestamp_ns)));
-        s.last_ns = Some(s.last_ns.map_or(i.timestamp_ns, |l| l.max(i.timestamp_ns)));
-        if i.truncation != POSIX_TRACE_NOT_TRUNCATED {
-            s.truncated += 1;
-        }
-    }
-    s
-}
-
-fn policy_name(p: i32) -> &'static str {
-    match p {
-        POSIX_TRACE_LOOP => "loop",
-        POSIX_TRACE_UNTIL_FULL => "until-full",
-        POSIX_TRACE_FLUSH => "flush",
-        POSIX_TRACE_APPEND => "append",
-        _ => "unknown",
-    }
-}
-
 impl Dialect for PosixLog {
     fn name(&self) -> &'static str {
         "POSIX trace log"
@@ -500,6 +429,22 @@ impl Dialect for PosixLog {
     fn convert(&self, input: &Input, args: &convert::Args) -> Result<ExitCode> {
         quiet_pipe(posix_convert(input, args))
     }
+
+    fn timeline(
+        &self,
+        input: &Input,
+        _args: &convert::Args,
+        sink: &mut dyn Sink,
+    ) -> Result<Option<ExitCode>> {
+        let mut r = open_log(input)?;
+        let w = tracekit_posix::timeline::map_log(&mut r, &input.display().to_string(), sink)?;
+        super::print_warnings(input.display(), &w);
+        Ok(Some(if w.is_empty() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        }))
+    }
 }
 
 fn posix_info(inputs: &[Input], args: &info::Args) -> Result<ExitCode> {
@@ -508,7 +453,7 @@ fn posix_info(inputs: &[Input], args: &info::Args) -> Result<ExitCode> {
         for input in inputs {
             let mut r = open_log(input)?;
             let s = summarise(&mut r);
-            let span = s.last_ns.zip(s.first_ns).map(|(l, f)| (l - f) as f64 / 1e9);
+            let span = s.span_s();
             let types: Vec<serde_json::Value> = s
                 .by_type
                 .iter()
@@ -600,24 +545,15 @@ fn posix_report(inputs: &[Input], args: &report::Args) -> Result<ExitCode> {
         for input in inputs {
             let mut r = open_log(input)?;
             let s = summarise(&mut r);
-            let span_s = s
-                .last_ns
-                .zip(s.first_ns)
-                .map_or(0.0, |(l, f)| (l - f) as f64 / 1e9);
-            let mut types: Vec<(u32, u64, u64)> =
-                s.by_type.iter().map(|(i, (n, b))| (*i, *n, *b)).collect();
-            types.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-            types.truncate(args.top);
-            let mut threads: Vec<((i32, u64), u64)> =
-                s.threads.iter().map(|(k, v)| (*k, *v)).collect();
-            threads.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-            threads.truncate(args.top);
+            let span_s = s.span_s().unwrap_or(0.0);
+            let types = s.top_types(args.top);
+            let threads = s.top_threads(args.top);
             if args.json {
                 let v = serde_json::json!({
                     "file": input.display(),
                     "events": s.events,
                     "span_s": span_s,
-                    "events_per_s": if span_s > 0.0 { s.events as f64 / span_s } else { 0.0 },
+                    "events_per_s": s.events_per_s(),
                     "lost_in_stream": r.meta.events_lost_stream,
                     "lost_in_log": r.meta.events_lost_log,
                     "event_types": types.iter().map(|(i, n, b)| serde_json::json!({
@@ -635,11 +571,7 @@ fn posix_report(inputs: &[Input], args: &report::Args) -> Result<ExitCode> {
                 input.display(),
                 s.events,
                 span_s,
-                if span_s > 0.0 {
-                    s.events as f64 / span_s
-                } else {
-                    0.0
-                }
+                s.events_per_s()
             )?;
             if r.meta.events_lost_stream + r.meta.events_lost_log > 0 {
                 writeln!(
@@ -676,73 +608,6 @@ fn posix_convert(input: &Input, args: &convert::Args) -> Result<ExitCode> {
     {
         let mut r = open_log(input)?;
         match args.to.as_str() {
-            "chrome" | "chrome-json" => {
-                let out = output(args.output.as_deref())?;
-                let mut w = ChromeWriter::new(out)?;
-                let names: BTreeMap<u32, Vec<u8>> = r.types.iter().cloned().collect();
-                // Small thread numbers per process, in order of appearance.
-                let mut tids: BTreeMap<(i32, u64), i64> = BTreeMap::new();
-                // Times relative to the stream's creation (flush events are
-                // written out of time order, so not "the first event").
-                let created = r.attr.create_time_sec * 1_000_000_000 + r.attr.create_time_nsec;
-                let mut first: Option<i64> = (created > 0).then_some(created);
-                let mut flush_begin: Option<(f64, i32, i64)> = None;
-                while let Some(e) = r.next_event() {
-                    let Ok(e) = e else { continue };
-                    let i = e.info;
-                    let base = *first.get_or_insert(i.timestamp_ns);
-                    let ts_us = (i.timestamp_ns - base) as f64 / 1000.0;
-                    let n = tids.len() as i64;
-                    let tid = *tids.entry((i.pid, i.thread)).or_insert_with(|| {
-                        if i.thread == 0 {
-                            0
-                        } else {
-                            n + 1
-                        }
-                    });
-                    let name = names
-                        .get(&i.event_id)
-                        .cloned()
-                        .or_else(|| system_event_name(i.event_id).map(|s| s.as_bytes().to_vec()))
-                        .unwrap_or_else(|| format!("event-{}", i.event_id).into_bytes());
-                    match i.event_id {
-                        POSIX_TRACE_FLUSH_START => flush_begin = Some((ts_us, i.pid, tid)),
-                        POSIX_TRACE_FLUSH_STOP => {
-                            if let Some((b, p, t)) = flush_begin.take() {
-                                w.complete(
-                                    p as i64,
-                                    t,
-                                    b,
-                                    ts_us - b,
-                                    b"flush",
-                                    b"posix_trace",
-                                    &[],
-                                )?;
-                            }
-                        }
-                        _ => {
-                            let hx = hex(e.data);
-                            let text = printable(e.data);
-                            let cat: &[u8] = if i.event_id >= USER_EVENT_FIRST {
-                                b"user"
-                            } else {
-                                b"system"
-                            };
-                            let mut a: Vec<(&str, Arg<'_>)> = Vec::new();
-                            if !e.data.is_empty() {
-                                a.push(("data_hex", Arg::Str(hx.as_bytes())));
-                                a.push(("data_text", Arg::Str(text.as_bytes())));
-                            }
-                            if i.truncation != POSIX_TRACE_NOT_TRUNCATED {
-                                a.push(("truncated", Arg::Bool(true)));
-                            }
-                            w.instant(i.pid as i64, tid, ts_us, &name, cat, Scope::Thread, &a)?;
-                        }
-                    }
-                }
-                let mut out = w.finish()?;
-                out.flush()?;
-            }
             "text" | "dump" | "json" => {
                 let mut out = output(args.output.as_deref())?;
                 let mut p = Printer::new(args.to == "json");
@@ -761,7 +626,7 @@ fn posix_convert(input: &Input, args: &convert::Args) -> Result<ExitCode> {
                 out.flush()?;
             }
             other => bail!(
-                "a POSIX trace log cannot be converted to {other}; targets: chrome, text, json"
+                "a POSIX trace log cannot be converted to {other}; targets: chrome, perfetto, text, json"
             ),
         }
         Ok(ExitCode::SUCCESS)
@@ -858,10 +723,17 @@ mod tests {
             out.as_os_str(),
         ])
         .unwrap();
-        posix_convert(&input, &w.args).unwrap();
+        let mut sink =
+            tracekit_export::chrome_sink::ChromeSink::new(std::fs::File::create(&out).unwrap())
+                .unwrap();
+        PosixLog.timeline(&input, &w.args, &mut sink).unwrap();
+        sink.into_inner().unwrap();
         let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
         let evs = v["traceEvents"].as_array().unwrap();
         assert_eq!(evs.iter().filter(|e| e["name"] == "cli-test").count(), 10);
-        assert!(evs.iter().all(|e| e["ts"].as_f64().unwrap() >= 0.0));
+        assert!(evs
+            .iter()
+            .filter(|e| e["ph"] != "M")
+            .all(|e| e["ts"].as_f64().unwrap() >= 0.0));
     }
 }

@@ -6,12 +6,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Result;
+use tracekit_core::timeline::Sink;
 use tracekit_core::{Position, Warnings};
-use tracekit_trace2::chrome::ChromeExporter;
 use tracekit_trace2::convert::Converter;
 use tracekit_trace2::reader::{self, for_each_record, Format};
 use tracekit_trace2::report::{self, ReportBuilder};
 use tracekit_trace2::summary::Summary;
+use tracekit_trace2::timeline::Trace2Timeline;
 use tracekit_trace2::Event;
 
 use crate::cmd::{convert, info, output};
@@ -244,10 +245,20 @@ impl Dialect for Trace2 {
         Ok(exit_code(print_all_warnings(&all)))
     }
 
+    fn timeline(
+        &self,
+        input: &Input,
+        _args: &convert::Args,
+        sink: &mut dyn Sink,
+    ) -> Result<Option<ExitCode>> {
+        let source = input.display().to_string();
+        let mut tl = Trace2Timeline::new(sink, &source);
+        let warnings = read_events(input, |ev| Ok(tl.add(ev)?), |_, _| {})?;
+        tl.finish()?;
+        Ok(Some(exit_code(print_all_warnings(&warnings))))
+    }
+
     fn convert(&self, input: &Input, args: &convert::Args) -> Result<ExitCode> {
-        if args.to == "chrome" {
-            return convert_chrome(input, args);
-        }
         let target = match args.to.as_str() {
             "trace2-event" | "event" => Format::Event,
             "trace2-perf" | "perf" => Format::Perf { brief: args.brief },
@@ -276,16 +287,6 @@ impl Dialect for Trace2 {
         out.flush()?;
         Ok(exit_code(print_all_warnings(&warnings)))
     }
-}
-
-/// `convert --to chrome`: every file of the input into one Chrome trace.
-fn convert_chrome(input: &Input, args: &convert::Args) -> Result<ExitCode> {
-    let out = output(args.output.as_deref())?;
-    let mut ex = ChromeExporter::new(out)?;
-    let warnings = read_events(input, |ev| Ok(ex.add(ev)?), |_, _| {})?;
-    let (mut out, _stats) = ex.finish()?;
-    out.flush()?;
-    Ok(exit_code(print_all_warnings(&warnings)))
 }
 
 fn fmt_utc(u: tracekit_trace2::time::UnixMicros) -> String {

@@ -13,10 +13,13 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Parser;
+use tracekit_core::timeline::Sink;
 use tracekit_xray::account::SortField;
 use tracekit_xray::commands;
 use tracekit_xray::graph::Stat;
 use tracekit_xray::names::FunctionNames;
+use tracekit_xray::profile::FunctionTotals;
+use tracekit_xray::summary::{ticks_to_secs, Summary};
 use tracekit_xray::{LogKind, Trace};
 
 use crate::cmd::{convert, info, output, print_warnings, report};
@@ -503,18 +506,14 @@ fn run_inner(raw: RawArgs) -> Result<ExitCode> {
                 o => anyhow::bail!("-sort takes true or false, not {o:?}"),
             };
             let mut out = output(a.output.as_deref())?;
-            let w = match a.output_format.as_str() {
-                "yaml" => commands::convert_yaml(&trace, &names, a.symbolize, sort, &mut out),
-                "trace_event" => {
-                    commands::convert_trace_event(&trace, &names, a.symbolize, sort, &mut out)
-                }
-                "chrome" => commands::convert_chrome(&trace, &names, &mut out),
-                "raw" | "basic" => tracekit_xray::writer::convert_to_basic(&trace, &mut out),
-                "fdr" => tracekit_xray::writer::convert_to_fdr(&trace, &mut out),
-                o => anyhow::bail!(
-                    "unknown -output-format {o:?} (yaml, trace_event, chrome, raw/basic, fdr)"
-                ),
-            };
+            let format = commands::ConvertFormat::parse(&a.output_format).with_context(|| {
+                format!(
+                    "unknown -output-format {:?} ({})",
+                    a.output_format,
+                    commands::ConvertFormat::NAMES
+                )
+            })?;
+            let w = commands::convert(&trace, &names, format, a.symbolize, sort, &mut out);
             let w = in_file(w, &a.input)?;
             out.flush()?;
             print_warnings(a.input.display(), &w);
@@ -540,15 +539,6 @@ fn names_for(map: &Option<PathBuf>) -> Result<FunctionNames> {
     load_names(map, true)
 }
 
-fn ticks_to_secs(trace: &Trace<'_>, ticks: u64) -> f64 {
-    let f = trace.header.cycle_frequency;
-    if f == 0 {
-        ticks as f64 / 1e9
-    } else {
-        ticks as f64 / f as f64
-    }
-}
-
 impl Dialect for Xray {
     fn name(&self) -> &'static str {
         "LLVM XRay"
@@ -565,32 +555,15 @@ impl Dialect for Xray {
             let rel = releaser(&bytes);
             let trace = open_trace(&input.path, &bytes, &*rel)?;
             let h = trace.header;
-            let mut counts = std::collections::BTreeMap::<&str, u64>::new();
-            let mut threads = std::collections::BTreeSet::new();
-            let mut processes = std::collections::BTreeSet::new();
-            let (mut first, mut last) = (u64::MAX, 0u64);
-            let mut records = trace.records();
-            let mut error = None;
-            for r in records.by_ref() {
-                match r {
-                    Ok(r) => {
-                        *counts.entry(r.kind.yaml_name()).or_default() += 1;
-                        threads.insert(r.tid);
-                        processes.insert(r.pid);
-                        first = first.min(r.tsc);
-                        last = last.max(r.tsc);
-                    }
-                    Err(e) => error = Some(e.in_file(&input.path).to_string()),
-                }
-            }
-            let mut warnings = trace.warnings.clone();
-            warnings.extend(records.warnings());
-            let total: u64 = counts.values().sum();
-            let span = if total > 0 {
-                ticks_to_secs(&trace, last - first)
-            } else {
-                0.0
-            };
+            let mut summary = Summary::of(&trace);
+            let total = summary.records();
+            let span = summary.duration_secs(h.cycle_frequency);
+            let error = summary
+                .error
+                .take()
+                .map(|e| e.in_file(&input.path).to_string());
+            let counts = &summary.records_by_kind;
+            let warnings = &summary.warnings;
             let kind = match h.kind {
                 LogKind::Fdr => "FDR",
                 LogKind::Basic => "basic",
@@ -606,8 +579,8 @@ impl Dialect for Xray {
                 "buffers": trace.blocks.len(),
                 "records": total,
                 "records_by_kind": counts,
-                "threads": threads.len(),
-                "processes": processes.len(),
+                "threads": summary.threads,
+                "processes": summary.processes,
                 "duration_s": span,
                 "warnings": warnings.total(),
                 "error": error,
@@ -630,13 +603,13 @@ impl Dialect for Xray {
                     );
                 }
                 println!("  records:         {total}");
-                for (k, n) in &counts {
+                for (k, n) in counts {
                     println!("    {k:<20} {n}");
                 }
-                println!("  threads:         {}", threads.len());
-                println!("  processes:       {}", processes.len());
+                println!("  threads:         {}", summary.threads);
+                println!("  processes:       {}", summary.processes);
                 println!("  time span:       {span:.6} s");
-                print_warnings(input.path.display(), &warnings);
+                print_warnings(input.path.display(), warnings);
                 if let Some(e) = error {
                     eprintln!("tracekit: {e}");
                 }
@@ -662,19 +635,14 @@ impl Dialect for Xray {
             let rel = releaser(&bytes);
             let trace = open_trace(&input.path, &bytes, &*rel)?;
             let (p, w) = in_file(commands::profile(&trace), &input.path)?;
-            let secs = |t: u64| ticks_to_secs(&trace, t);
-            let mut funcs: Vec<(i32, &tracekit_xray::profile::FunctionTotals)> =
-                p.functions.iter().map(|(k, v)| (*k, v)).collect();
+            let freq = trace.header.cycle_frequency;
+            let secs = |t: u64| ticks_to_secs(freq, t);
             let name = |id: i32| names.symbol_or_number(id).to_string();
-            funcs.sort_by(|a, b| b.1.total.cmp(&a.1.total).then(a.0.cmp(&b.0)));
-            let by_total: Vec<_> = funcs.iter().take(args.top).cloned().collect();
-            funcs.sort_by(|a, b| b.1.self_time.cmp(&a.1.self_time).then(a.0.cmp(&b.0)));
-            let by_self: Vec<_> = funcs.iter().take(args.top).cloned().collect();
-            funcs.sort_by(|a, b| b.1.calls.cmp(&a.1.calls).then(a.0.cmp(&b.0)));
-            let by_calls: Vec<_> = funcs.iter().take(args.top).cloned().collect();
+            let hot = p.hottest(args.top);
+            let (by_total, by_self, by_calls) = (&hot.by_total, &hot.by_self, &hot.by_calls);
             let deepest = p.deepest(args.top.min(10));
             if args.json {
-                let row = |(id, t): &(i32, &tracekit_xray::profile::FunctionTotals)| {
+                let row = |(id, t): &(i32, FunctionTotals)| {
                     serde_json::json!({"funcid": id, "function": name(*id), "calls": t.calls,
                         "total_s": secs(t.total), "self_s": secs(t.self_time)})
                 };
@@ -703,7 +671,7 @@ impl Dialect for Xray {
                 )?;
                 let table = |out: &mut Box<dyn Write>,
                              title: &str,
-                             rows: &[(i32, &tracekit_xray::profile::FunctionTotals)]|
+                             rows: &[(i32, FunctionTotals)]|
                  -> Result<()> {
                     writeln!(out, "\n{title}")?;
                     writeln!(
@@ -726,10 +694,10 @@ impl Dialect for Xray {
                 table(
                     &mut out,
                     "Hottest functions by total (inclusive) time:",
-                    &by_total,
+                    by_total,
                 )?;
-                table(&mut out, "Hottest functions by self time:", &by_self)?;
-                table(&mut out, "Most called functions:", &by_calls)?;
+                table(&mut out, "Hottest functions by self time:", by_self)?;
+                table(&mut out, "Most called functions:", by_calls)?;
                 writeln!(out, "\nDeepest stacks:")?;
                 for &n in &deepest {
                     let path: Vec<String> = p.path(n).into_iter().map(name).collect();
@@ -754,6 +722,28 @@ impl Dialect for Xray {
 
     fn convert(&self, input: &Input, args: &convert::Args) -> Result<ExitCode> {
         quiet_pipe(self.convert_inner(input, args))
+    }
+
+    fn timeline(
+        &self,
+        input: &Input,
+        args: &convert::Args,
+        sink: &mut dyn Sink,
+    ) -> Result<Option<ExitCode>> {
+        let mut run = || -> Result<ExitCode> {
+            let names = names_for(&args.instr_map)?;
+            let bytes = open_bytes(&input.path)?;
+            let rel = releaser(&bytes);
+            let trace = open_trace(&input.path, &bytes, &*rel)?;
+            let source = input.display().to_string();
+            let w = in_file(
+                tracekit_xray::timeline::map_trace(&trace, &names, &source, sink),
+                &input.path,
+            )?;
+            print_warnings(input.path.display(), &w);
+            Ok(ExitCode::SUCCESS)
+        };
+        quiet_pipe(run()).map(Some)
     }
 }
 

@@ -1,0 +1,324 @@
+//! The stream life cycle: create (with or without log), start, stop,
+//! clear, shutdown (also at exit), and what a controller hands to the
+//! processes it starts.
+
+use super::*;
+
+extern "C" fn shutdown_all_at_exit() {
+    let ids: Vec<TraceId> = {
+        let t = lock(&TABLE);
+        t.iter()
+            .enumerate()
+            .filter(|(_, e)| matches!(&e.handle, Some(Handle::Active(a)) if a.creator_pid == traced::cached_pid()))
+            .map(|(i, e)| ((e.generation as u64) << 32) | (i as u64 + 1))
+            .collect()
+    };
+    for id in ids {
+        let _ = shutdown(id);
+    }
+}
+
+/// `posix_trace_create` (`log == None`) and `posix_trace_create_withlog`.
+/// `pid` 0 traces the calling process; another pid gets a stream in
+/// `/dev/shm` that the process attaches to on its next `eventid_open`;
+/// [`POSIX_TRACE_ALLPROC`] makes a stream that any process holding its name
+/// writes into (see [`stream_path`]).
+pub fn create(pid: i32, attr: Option<&TraceAttr>, log_fd: Option<i32>) -> Result<TraceId, Errno> {
+    let mut attr = attr.copied().unwrap_or_default();
+    if !attr.is_valid() {
+        return Err(libc::EINVAL);
+    }
+    let me = traced::cached_pid();
+    let self_traced = pid == 0 || pid == me;
+    if !self_traced && pid != POSIX_TRACE_ALLPROC {
+        // SAFETY: signal 0 only checks existence and permission.
+        if unsafe { libc::kill(pid, 0) } != 0 {
+            let e = std::io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::ESRCH);
+            return Err(if e == libc::EPERM {
+                libc::EPERM
+            } else {
+                libc::ESRCH
+            });
+        }
+    }
+    let policy = attr.effective_stream_policy(log_fd.is_some());
+    if policy == POSIX_TRACE_FLUSH && log_fd.is_none() {
+        return Err(libc::EINVAL);
+    }
+    attr.stream_policy = policy;
+    attr.stream_policy_set = 1;
+    let log_file = match log_fd {
+        None => None,
+        Some(fd) => Some(open_log_fd(fd)?),
+    };
+    let now = crate::clock::realtime_ns();
+    attr.create_time_sec = now / 1_000_000_000;
+    attr.create_time_nsec = now % 1_000_000_000;
+    let (slot_data, slot_size) = shm::slot_geometry(attr.max_data_size);
+    // A stream-min-size too large to lay out is more memory than there is.
+    let slots = shm::slot_count_for(attr.stream_size, slot_size).ok_or(libc::ENOMEM)?;
+    let lanes = shm::lane_count();
+    let len = shm::stream_len(slots, slot_size, lanes).ok_or(libc::ENOMEM)?;
+    let named_path = if self_traced {
+        None
+    } else {
+        let who = if pid == POSIX_TRACE_ALLPROC {
+            "all".to_string()
+        } else {
+            pid.to_string()
+        };
+        Some(PathBuf::from(format!(
+            "/dev/shm/{}{who}.{me}.{}",
+            traced::SHM_PREFIX,
+            NAME_SEQ.fetch_add(1, Relaxed)
+        )))
+    };
+    let region = match &named_path {
+        None => Region::create_anon(len),
+        Some(p) => Region::create_named(p, len),
+    }
+    .map_err(|e| match e.raw_os_error() {
+        Some(libc::ENOMEM) | Some(libc::ENOSPC) => libc::ENOMEM,
+        Some(libc::EEXIST) => libc::EAGAIN,
+        _ => libc::ENOMEM,
+    })?;
+    shm::init_stream(&region, &attr, policy, log_fd.is_some(), slots, lanes);
+    let view = region.view();
+    view.header()
+        .traced_pid
+        .store(if self_traced { me } else { pid }, Release);
+    let log = match log_file {
+        None => None,
+        Some(f) => Some(
+            LogWriter::new(f, &attr, slot_data, pid)
+                .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?,
+        ),
+    };
+    let a = Arc::new(Active {
+        consumer: Mutex::new(Consumer::new(&view)),
+        region: Some(region),
+        view,
+        creator_pid: me,
+        attach_idx: AtomicI32::new(-1),
+        named_path,
+        with_log: log.is_some(),
+        log: Mutex::new(log),
+        flush_error: AtomicI32::new(0),
+        flush_status: AtomicI32::new(POSIX_TRACE_NOT_FLUSHING),
+        flush_requested: AtomicU32::new(0),
+        log_overrun: AtomicI32::new(0),
+        log_full: AtomicI32::new(POSIX_TRACE_NOT_FULL),
+        typelist_pos: Mutex::new(0),
+        flusher: Mutex::new(None),
+        closed: AtomicBool::new(false),
+        keeper_fd: AtomicI32::new(-1),
+    });
+    let trid = insert(Handle::Active(a.clone()))?;
+    if self_traced {
+        match traced::attach(view) {
+            Some(i) => a.attach_idx.store(i as i32, Release),
+            None => {
+                remove(trid);
+                return Err(libc::EAGAIN);
+            }
+        }
+    }
+    if a.with_log {
+        let worker = a.clone();
+        let h = std::thread::Builder::new()
+            .name("tracekit-flush".into())
+            .spawn(move || flusher(worker))
+            .map_err(|_| libc::ENOMEM)?;
+        *lock(&a.flusher) = Some(h);
+    }
+    if a.with_log || a.named_path.is_some() {
+        let log_fd = lock(&a.log).as_ref().map(|w| w.raw_fd());
+        // Without a keeper the stream still works; only exec or a crash of
+        // this process would leave the log incomplete or the file behind.
+        let fd = keeper::spawn(a.view, log_fd, a.named_path.as_deref(), a.region_fd());
+        a.keeper_fd.store(fd, Release);
+    }
+    if !ATEXIT.swap(true, AcqRel) {
+        // SAFETY: registering a plain extern "C" function.
+        unsafe { libc::atexit(shutdown_all_at_exit) };
+    }
+    Ok(trid)
+}
+
+fn open_log_fd(fd: i32) -> Result<File, Errno> {
+    // SAFETY: fcntl on a caller-provided descriptor; failure means EBADF.
+    let fl = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if fl < 0 {
+        return Err(libc::EBADF);
+    }
+    if fl & libc::O_ACCMODE == libc::O_RDONLY {
+        return Err(libc::EBADF);
+    }
+    // SAFETY: st is a valid out-pointer.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fd checked valid above.
+    if unsafe { libc::fstat(fd, &mut st) } != 0 || st.st_mode & libc::S_IFMT != libc::S_IFREG {
+        return Err(libc::EINVAL);
+    }
+    // SAFETY: duplicating a valid descriptor; we own the duplicate.
+    let dup = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
+    if dup < 0 {
+        return Err(libc::EBADF);
+    }
+    // SAFETY: dup is a fresh descriptor owned by nobody else.
+    Ok(unsafe { File::from_raw_fd(dup) })
+}
+
+/// `posix_trace_start`: records START and runs, unless the stream is
+/// running already or full, where it records nothing and changes nothing
+/// (as the standard says). Full means: suspended by itself because full
+/// (it restarts once drained), or stopped by the controller while so and
+/// not drained since (it can be started once drained). A LOOP stream is
+/// never kept from running by being full: it records by overwriting.
+pub fn start(trid: TraceId) -> Result<(), Errno> {
+    let a = active(trid)?;
+    // Serialised with the reader's automatic restart (see `stop_active`).
+    let _consumer = lock(&a.consumer);
+    let h = a.view.header();
+    if h.running.0.load(Acquire) != POSIX_TRACE_SUSPENDED as u32 {
+        return Ok(());
+    }
+    if h.stream_policy != POSIX_TRACE_LOOP && h.full.load(Acquire) != 0 {
+        return Ok(());
+    }
+    a.view.record_system(
+        POSIX_TRACE_START,
+        &a.view.filter().to_bytes(),
+        traced::cached_pid(),
+        self_thread(),
+    );
+    h.running.0.store(POSIX_TRACE_RUNNING as u32, Release);
+    Ok(())
+}
+
+/// `posix_trace_stop`.
+pub fn stop(trid: TraceId) -> Result<(), Errno> {
+    let a = active(trid)?;
+    stop_active(&a);
+    Ok(())
+}
+
+fn stop_active(a: &Active) {
+    // The reader restarts a drained full stream under this lock: holding
+    // it, the restart and this stop cannot interleave, so the stream's
+    // last START/STOP event always matches its state.
+    let _consumer = lock(&a.consumer);
+    let h = a.view.header();
+    // Running, or suspended only because it was full: now stopped by the
+    // controller (a full stream must not restart itself after this). A
+    // stream that stopped itself is already stopped: its STOP (automatic)
+    // is reported by the reader once drained (`full` stays set until then).
+    let was = h.running.0.swap(POSIX_TRACE_SUSPENDED as u32, AcqRel);
+    if was == POSIX_TRACE_RUNNING as u32 {
+        a.view.record_system(
+            POSIX_TRACE_STOP,
+            &0i32.to_ne_bytes(),
+            traced::cached_pid(),
+            self_thread(),
+        );
+    }
+}
+
+/// `posix_trace_clear`.
+pub fn clear(trid: TraceId) -> Result<(), Errno> {
+    let a = active(trid)?;
+    let mut log = lock(&a.log);
+    let mut c = lock(&a.consumer);
+    let h = a.view.header();
+    a.view.discard_all();
+    c.pending.clear();
+    c.in_loss = false;
+    c.busy = None;
+    h.full.store(POSIX_TRACE_NOT_FULL as u32, Relaxed);
+    h.overrun.store(POSIX_TRACE_NO_OVERRUN as u32, Relaxed);
+    // Stopped only because it was full: it is not full any more.
+    let _ =
+        h.running
+            .0
+            .compare_exchange(AUTO_SUSPENDED, POSIX_TRACE_RUNNING as u32, AcqRel, Relaxed);
+    if let Some(w) = log.as_mut() {
+        w.clear()
+            .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
+        a.log_full.store(POSIX_TRACE_NOT_FULL, Release);
+    }
+    Ok(())
+}
+
+/// `posix_trace_shutdown`: stops, flushes what remains into the log (if
+/// any), completes the log and frees the stream.
+pub fn shutdown(trid: TraceId) -> Result<(), Errno> {
+    let a = active(trid)?;
+    stop_active(&a);
+    let mut result = Ok(());
+    if a.with_log {
+        a.closed.store(true, Release);
+        a.view.wake_flusher();
+        if let Some(t) = lock(&a.flusher).take() {
+            let _ = t.join();
+        }
+        do_flush(&a);
+        let view = a.view;
+        let status = stream_status(&a);
+        if let Some(w) = lock(&a.log).as_mut() {
+            if let Err(e) = w.finish(&user_types(&view), status, view.header().lost.load(Relaxed)) {
+                result = Err(e.raw_os_error().unwrap_or(libc::EIO));
+            }
+        }
+        *lock(&a.log) = None;
+    }
+    a.closed.store(true, Release);
+    {
+        // Wait out readers inside the ring before the mapping can go.
+        let _c = lock(&a.consumer);
+        a.view.header().shutdown.store(1, Release);
+    }
+    if let Ok(i) = usize::try_from(a.attach_idx.load(Acquire)) {
+        traced::detach(i);
+    }
+    if let Some(p) = &a.named_path {
+        let _ = std::fs::remove_file(p);
+    }
+    keeper::release(a.keeper_fd.swap(-1, AcqRel));
+    remove(trid);
+    result
+}
+
+/// The `/dev/shm` path of a stream created for another process (or for
+/// [`POSIX_TRACE_ALLPROC`]): put it in [`traced::STREAM_ENV`] of the
+/// processes to trace.
+pub fn stream_path(trid: TraceId) -> Result<PathBuf, Errno> {
+    active(trid)?.named_path.clone().ok_or(libc::EINVAL)
+}
+
+/// Lets a controller decide which pid may attach by name, e.g. from a
+/// `pre_exec` hook right before `exec` (async-signal-safe: one atomic
+/// store into the shared header).
+#[derive(Clone, Copy)]
+pub struct TracedPidSetter(*mut u8);
+// SAFETY: only performs an atomic store into a shared mapping that lives
+// as long as the stream.
+unsafe impl Send for TracedPidSetter {}
+// SAFETY: as above.
+unsafe impl Sync for TracedPidSetter {}
+
+impl TracedPidSetter {
+    pub fn set(&self, pid: i32) {
+        // SAFETY: the pointer is a live stream mapping (see `traced_pid_setter`).
+        unsafe { StreamView::from_ptr(self.0) }
+            .header()
+            .traced_pid
+            .store(pid, Release);
+    }
+}
+
+/// A [`TracedPidSetter`] for an active stream; valid until its shutdown.
+pub fn traced_pid_setter(trid: TraceId) -> Result<TracedPidSetter, Errno> {
+    Ok(TracedPidSetter(active(trid)?.view.as_ptr()))
+}

@@ -1,0 +1,103 @@
+//! The getnext family: reading an active stream (without log) or a
+//! pre-recorded log.
+
+use super::*;
+
+fn copy_out(info: EventInfo, data: &[u8], buf: &mut [u8]) -> ReadEvent {
+    let n = data.len().min(buf.len());
+    buf[..n].copy_from_slice(&data[..n]);
+    let mut info = info;
+    if n < data.len() {
+        info.truncation = POSIX_TRACE_TRUNCATED_READ;
+    }
+    ReadEvent { info, data_len: n }
+}
+
+/// The getnext functions: `Ok(None)` means "unavailable" (end of a log,
+/// nothing ready for [`Wait::Never`]).
+pub fn getnext_event(
+    trid: TraceId,
+    buf: &mut [u8],
+    wait: Wait,
+) -> Result<Option<ReadEvent>, Errno> {
+    match get(trid)? {
+        Handle::Log(p) => {
+            if matches!(wait, Wait::Never) {
+                return Err(libc::EINVAL);
+            }
+            let mut p = lock(&p);
+            let Pre {
+                reader, scratch, ..
+            } = &mut *p;
+            loop {
+                match reader.next_event() {
+                    None => return Ok(None),
+                    Some(Ok(e)) => return Ok(Some(copy_out(e.info, e.data, buf))),
+                    // A corrupt block: the reader skipped to the next one.
+                    Some(Err(_)) => {
+                        scratch.clear();
+                        continue;
+                    }
+                }
+            }
+        }
+        Handle::Active(a) => {
+            if a.creator_pid != traced::cached_pid() || a.with_log {
+                return Err(libc::EINVAL);
+            }
+            read_active(&a, buf, wait)
+        }
+    }
+}
+
+fn read_active(a: &Active, buf: &mut [u8], wait: Wait) -> Result<Option<ReadEvent>, Errno> {
+    let mut sleep_us = 1u64;
+    let mut validated = false;
+    loop {
+        {
+            let mut c = lock(&a.consumer);
+            if a.closed.load(Acquire) {
+                return Err(libc::EINVAL);
+            }
+            let mut data = std::mem::take(&mut c.out);
+            let next = c.next(&a.view, &mut data);
+            let got = match next {
+                Next::Event(info) => Some(copy_out(info, &data, buf)),
+                _ => None,
+            };
+            c.out = data;
+            if got.is_some() {
+                return Ok(got);
+            }
+        }
+        match wait {
+            Wait::Never => return Ok(None),
+            Wait::Forever => {}
+            Wait::Until(ts) => {
+                if !validated {
+                    if !(0..1_000_000_000).contains(&ts.tv_nsec) {
+                        return Err(libc::EINVAL);
+                    }
+                    validated = true;
+                }
+                let deadline = ts.tv_sec * 1_000_000_000 + ts.tv_nsec;
+                if crate::clock::realtime_ns() >= deadline {
+                    return Err(libc::ETIMEDOUT);
+                }
+            }
+        }
+        // Writers never make system calls, so the reader polls, backing
+        // off to 1 ms. A signal interrupts the sleep: EINTR.
+        let req = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: (sleep_us * 1000) as libc::c_long,
+        };
+        // SAFETY: valid timespec; the remainder pointer may be null.
+        if unsafe { libc::nanosleep(&req, std::ptr::null_mut()) } != 0
+            && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
+        {
+            return Err(libc::EINTR);
+        }
+        sleep_us = (sleep_us * 2).min(1000);
+    }
+}

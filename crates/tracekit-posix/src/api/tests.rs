@@ -1,0 +1,115 @@
+use super::*;
+
+/// Streams this process creates trace all of its threads: tests that
+/// count events must not run at the same time.
+fn serial() -> MutexGuard<'static, ()> {
+    static M: Mutex<()> = Mutex::new(());
+    M.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Threads writing at once use different lanes; the reader merges the
+/// lanes back into one stream: nothing lost, each thread's events in
+/// order, and (read after the writers finished) timestamps in order.
+#[test]
+fn concurrent_writers_are_merged_in_time_order() {
+    let _s = serial();
+    const THREADS: u32 = 4;
+    const EACH: u32 = 3000;
+    let trid = create(0, None, None).unwrap();
+    let id = traced::eventid_open(b"lanes").unwrap();
+    start(trid).unwrap();
+    let a = active(trid).unwrap();
+    let lanes: Vec<usize> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let h = a.view.header();
+                s.spawn(move || {
+                    for i in 0..EACH {
+                        let mut p = [0u8; 8];
+                        p[..4].copy_from_slice(&t.to_le_bytes());
+                        p[4..].copy_from_slice(&i.to_le_bytes());
+                        traced::trace_event(id, &p);
+                    }
+                    // SAFETY: pthread_self has no preconditions.
+                    let me = unsafe { libc::pthread_self() } as u64;
+                    crate::producer::lane_for(h, me, traced::cached_pid())
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let mut distinct = lanes.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert!(distinct.len() >= 2, "all threads in one lane: {lanes:?}");
+    let mut next = [0u32; THREADS as usize];
+    let mut last_ts = i64::MIN;
+    let mut in_order = true;
+    let mut buf = [0u8; 256];
+    while let Some(e) = getnext_event(trid, &mut buf, Wait::Never).unwrap() {
+        if e.info.event_id != id {
+            continue;
+        }
+        let t = u32::from_le_bytes(buf[..4].try_into().unwrap()) as usize;
+        let i = u32::from_le_bytes(buf[4..8].try_into().unwrap());
+        assert_eq!(i, next[t], "thread {t} out of order");
+        next[t] += 1;
+        in_order &= e.info.timestamp_ns >= last_ts;
+        last_ts = e.info.timestamp_ns;
+    }
+    assert_eq!(next, [EACH; THREADS as usize]);
+    assert_eq!(lost_events(trid).unwrap(), 0);
+    if distinct.len() == THREADS as usize {
+        // One writer per lane: each lane is in time order, so the merge is.
+        assert!(in_order, "merged events out of time order");
+    }
+    shutdown(trid).unwrap();
+}
+
+/// A writer that dies between reserving a slot and completing it costs
+/// that one event: the reader skips the slot after a grace period,
+/// reports the loss (OVERFLOW/RESUME) and reads on.
+#[test]
+fn a_crashed_writer_loses_only_its_event() {
+    let _s = serial();
+    let trid = create(0, None, None).unwrap();
+    let id = traced::eventid_open(b"crash").unwrap();
+    start(trid).unwrap();
+    traced::trace_event(id, b"before");
+    let a = active(trid).unwrap();
+    // Reserve a slot of this thread's lane and never complete it, as a
+    // killed writer would.
+    let h = a.view.header();
+    // SAFETY: pthread_self has no preconditions.
+    let thread = unsafe { libc::pthread_self() } as u64;
+    let lane = crate::producer::lane_for(h, thread, traced::cached_pid());
+    h.lane[lane].tail.0.fetch_add(1, AcqRel);
+    traced::trace_event(id, b"after");
+    let mut buf = [0u8; 256];
+    let mut got = Vec::new();
+    let t0 = Instant::now();
+    while got.len() < 5 {
+        if let Some(e) = getnext_event(trid, &mut buf, Wait::Never).unwrap() {
+            got.push((e.info.event_id, buf[..e.data_len].to_vec()));
+        }
+        assert!(t0.elapsed() < Duration::from_secs(10), "{got:?}");
+    }
+    let ids: Vec<u32> = got.iter().map(|g| g.0).collect();
+    assert_eq!(
+        ids,
+        [
+            POSIX_TRACE_START,
+            id,
+            POSIX_TRACE_OVERFLOW,
+            POSIX_TRACE_RESUME,
+            id
+        ]
+    );
+    assert_eq!(got[4].1, b"after");
+    assert_eq!(lost_events(trid).unwrap(), 1);
+    assert_eq!(
+        get_status(trid).unwrap().stream_overrun_status,
+        POSIX_TRACE_OVERRUN
+    );
+    shutdown(trid).unwrap();
+}

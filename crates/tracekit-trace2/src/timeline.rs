@@ -1,0 +1,863 @@
+//! Trace2 events mapped to the timeline model (`tracekit_core::timeline`),
+//! once, for every sink (Chrome JSON, Perfetto, and the sinks to come).
+//!
+//! * A **process** track per git process (pid = the `P` component of the
+//!   SID, or a fresh number above 2^32 when there is none or it is taken,
+//!   e.g. by an `exec`'d image), named `git <cmd_name>` (or its argv when
+//!   it never said), with a track per trace2 thread (`main` is 1, others
+//!   2, 3, ... in order of appearance: lanes, since trace2 names threads
+//!   but does not number them).
+//! * The process itself is a slice on its main thread, opened at its
+//!   first event once its first `cmd_name` is known (it names the slice) and
+//!   closed at its last event (`atexit`, `signal`, `exec`, or the end of
+//!   the input), with how it ended as arguments.
+//! * Regions are slices on their thread; children (`child_start` ..
+//!   `child_exit`) are complete slices on **lane** tracks of the parent
+//!   (`children`, `children 2`, ...: parallel children overlap), with a
+//!   **flow** to the child's own process slice when the child is a traced
+//!   git process (its SID's parent and pid say so).
+//! * data, errors, timers, exit/signal/exec are instants; counters are
+//!   **counter** tracks (`category/name`, series `count`).
+//!
+//! Time: microseconds. EVENT's UTC `time` is Unix time; PERF/NORMAL only
+//! carry a local time of day, so their clock is relative (a trace crossing
+//! midnight wraps). Events without a time (brief EVENT) are placed at the
+//! process start plus their `t_abs`, or at the latest time seen in the
+//! process.
+//!
+//! **Architecture Invariant:** streaming: state is kept per open process
+//! only (open slices, pending children) and dropped when it ends; a process
+//! that never ends is closed by [`Trace2Timeline::finish`] at the last time
+//! it was seen.
+
+use std::collections::{HashMap, HashSet};
+use std::io;
+
+use tracekit_core::timeline::{
+    Clock, Event as TEvent, Flow, Name, Origin, Scope, Sink, TraceInfo, Track, TrackId, TrackKind,
+    Value,
+};
+use tracekit_core::Warnings;
+
+use crate::event::{sid_own, sid_parent, Body, Event, Time};
+use crate::reader::{for_each_in, release_pages, Format};
+use crate::report::SyntheticSids;
+use crate::time::UnixMicros;
+
+/// Lane number (Chrome thread id) of a process's first child lane.
+const CHILD_LANE: i64 = 1_000_000;
+
+struct ThreadTrack {
+    name: Box<[u8]>,
+    track: TrackId,
+    /// Nesting of the regions open on this thread.
+    open: Vec<i64>,
+}
+
+struct PendingChild {
+    ts: i64,
+    lane: usize,
+    name: Vec<u8>,
+    class: Vec<u8>,
+    argv: Vec<u8>,
+}
+
+struct ProcTrack {
+    pid: i64,
+    track: TrackId,
+    /// The SID's parent and own pid, when both are real (for the flow from
+    /// the parent's child slice).
+    flow: Option<u64>,
+    argv: Vec<u8>,
+    /// Wall time at `t_abs` = 0, when known.
+    base: Option<i64>,
+    start: Option<i64>,
+    last: i64,
+    threads: Vec<ThreadTrack>,
+    children: HashMap<i64, PendingChild>,
+    /// Lane tracks; a lane is free when no pending child holds it.
+    lanes: Vec<TrackId>,
+    counters: HashMap<Vec<u8>, TrackId>,
+    cmd: Option<Vec<u8>>,
+    /// Whether the process slice was opened on the main thread.
+    opened: bool,
+    exit: Option<(&'static str, i64)>,
+}
+
+/// Counts of what was written, per kind (for tests and `--verbose`).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct MapStats {
+    pub processes: u64,
+    pub region_slices: u64,
+    pub child_slices: u64,
+    pub instants: u64,
+    pub counters: u64,
+    /// Flows from a parent's child slice to the child's process slice.
+    pub flows: u64,
+    /// `region_leave` with no open region on its thread (not written).
+    pub unmatched_leaves: u64,
+    /// Regions still open when their process ended or the input did
+    /// (closed at the last time seen).
+    pub closed_at_end: u64,
+    /// Events with no usable time and no earlier event in their process
+    /// (written at time 0).
+    pub untimed: u64,
+}
+
+/// The clock of a Trace2 input whose first event has `time`: EVENT's
+/// UTC times are Unix microseconds; PERF/NORMAL's local times of day (or
+/// no time at all) are only relative.
+pub fn clock(time: &Option<Time<'_>>) -> Clock {
+    Clock {
+        ticks_per_second: 1_000_000,
+        origin: match time {
+            Some(Time::Iso(_)) => Origin::Unix { ns_at_zero: 0 },
+            _ => Origin::Relative,
+        },
+    }
+}
+
+/// Maps trace2 events, in input order, to the timeline.
+pub struct Trace2Timeline<'s, S: Sink> {
+    sink: S,
+    source: &'s str,
+    /// Whether the sink was started (at the first event, whose time says
+    /// which clock the input has).
+    started: bool,
+    procs: HashMap<Box<[u8]>, ProcTrack>,
+    used_pids: HashSet<i64>,
+    next_pid: i64,
+    next_track: TrackId,
+    synthetic: SyntheticSids,
+    stats: MapStats,
+}
+
+fn ts_of(time: &Option<Time<'_>>) -> Option<i64> {
+    match time {
+        Some(Time::Iso(t)) => UnixMicros::parse_iso(t).map(|u| u.0),
+        Some(Time::OfDay(t)) => Some(t.0 as i64),
+        None => None,
+    }
+}
+
+fn sid_pid(own: &[u8]) -> Option<i64> {
+    let i = memchr::memrchr(b'P', own)?;
+    let hex = own.get(i + 1..)?;
+    if hex.is_empty() || hex.len() > 8 || !hex.iter().all(u8::is_ascii_hexdigit) {
+        return None;
+    }
+    i64::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()
+}
+
+/// The id of the flow from a parent process (by SID) to its child (by
+/// pid): FNV-1a over both, the same on either end.
+fn flow_id(parent_sid: &[u8], child_pid: i64) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in parent_sid
+        .iter()
+        .chain(b"\0")
+        .chain(&child_pid.to_le_bytes())
+    {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+fn joined(argv: &[crate::event::Text<'_>]) -> Vec<u8> {
+    let mut out = Vec::new();
+    crate::quote::sq_quote_argv(&mut out, argv);
+    out
+}
+
+/// Raw JSON from `data_json`, if it is valid (git copies bytes >= 0x80 raw,
+/// which can make it invalid UTF-8).
+fn valid_json(v: &[u8]) -> bool {
+    serde_json::from_slice::<serde::de::IgnoredAny>(v).is_ok()
+}
+
+impl<'s, S: Sink> Trace2Timeline<'s, S> {
+    /// The timeline of a Trace2 input named `source` (one file, or the
+    /// files of a directory target in turn).
+    pub fn new(sink: S, source: &'s str) -> Self {
+        Trace2Timeline {
+            sink,
+            source,
+            started: false,
+            procs: HashMap::new(),
+            used_pids: HashSet::new(),
+            next_pid: 1 << 32,
+            next_track: 1,
+            synthetic: SyntheticSids::default(),
+            stats: MapStats::default(),
+        }
+    }
+
+    fn start(&mut self, time: &Option<Time<'_>>) -> io::Result<()> {
+        if !self.started {
+            self.started = true;
+            self.sink.start(&TraceInfo {
+                dialect: "trace2",
+                source: self.source,
+                host: None,
+                clock: clock(time),
+            })?;
+        }
+        Ok(())
+    }
+
+    pub fn stats(&self) -> &MapStats {
+        &self.stats
+    }
+
+    fn new_track(next: &mut TrackId) -> TrackId {
+        let id = *next;
+        *next += 1;
+        id
+    }
+
+    /// Adds one event.
+    #[allow(clippy::collapsible_match)] // one arm per event kind reads best
+    pub fn add(&mut self, ev: &Event<'_>) -> io::Result<()> {
+        self.start(&ev.time)?;
+        let synthetic;
+        let sid: &[u8] = match &ev.sid {
+            Some(s) => s,
+            None => {
+                synthetic = self.synthetic.sid_for(ev);
+                &synthetic
+            }
+        };
+        if !self.procs.contains_key(sid) {
+            let own_pid = sid_pid(sid_own(sid));
+            let pid = match own_pid {
+                Some(p) if !self.used_pids.contains(&p) => p,
+                _ => {
+                    self.next_pid += 1;
+                    self.next_pid
+                }
+            };
+            self.used_pids.insert(pid);
+            self.stats.processes += 1;
+            let track = Self::new_track(&mut self.next_track);
+            self.sink.event(&TEvent::Track(Track {
+                id: track,
+                parent: None,
+                kind: TrackKind::Process { pid },
+                name: None,
+                sort_index: None,
+            }))?;
+            let flow = match (sid_parent(sid), own_pid) {
+                (Some(parent), Some(p)) if ev.sid.is_some() => Some(flow_id(parent, p)),
+                _ => None,
+            };
+            self.procs.insert(
+                sid.into(),
+                ProcTrack {
+                    pid,
+                    track,
+                    flow,
+                    argv: Vec::new(),
+                    base: None,
+                    start: None,
+                    last: 0,
+                    threads: Vec::new(),
+                    children: HashMap::new(),
+                    lanes: Vec::new(),
+                    counters: HashMap::new(),
+                    cmd: None,
+                    opened: false,
+                    exit: None,
+                },
+            );
+        }
+        let p = self.procs.get_mut(sid).expect("inserted above");
+        // Time of this event.
+        let t_abs = ev.body.t_abs().map(|t| t.0);
+        let ts = match (ts_of(&ev.time), t_abs) {
+            (Some(ts), Some(a)) => {
+                if p.base.is_none() {
+                    p.base = Some(ts - a);
+                }
+                ts
+            }
+            (Some(ts), None) => ts,
+            (None, Some(a)) => match p.base {
+                Some(b) => b + a,
+                None => p.last,
+            },
+            (None, None) => {
+                if p.start.is_none() {
+                    self.stats.untimed += 1;
+                }
+                p.last
+            }
+        };
+        if p.start.is_none() {
+            p.start = Some(ts);
+        }
+        p.last = p.last.max(ts);
+        let sink = &mut self.sink;
+        let next_track = &mut self.next_track;
+        let thread_name: &[u8] = ev.thread.as_deref().unwrap_or(b"main");
+        let ti = thread_index(sink, next_track, p, thread_name)?;
+        let track = p.threads[ti].track;
+        let stats = &mut self.stats;
+        let sid_for_flows = sid;
+        match &ev.body {
+            Body::Start { argv, .. } => p.argv = joined(argv),
+            // The first cmd_name names the process and its slice (an alias
+            // or a dashed command logs more, the slice is open by then).
+            Body::CmdName { name, .. } if p.cmd.is_none() => {
+                p.cmd = Some(name.to_vec());
+                let mut n = b"git ".to_vec();
+                n.extend_from_slice(name);
+                sink.event(&TEvent::TrackName {
+                    track: p.track,
+                    name: &n,
+                })?;
+                open_process_slice(sink, next_track, p)?;
+            }
+            Body::RegionEnter(r) => {
+                open_process_slice(sink, next_track, p)?;
+                let name: &[u8] = r
+                    .label
+                    .as_deref()
+                    .or(r.category.as_deref())
+                    .unwrap_or(b"region");
+                let mut args: Vec<(&str, Value<'_>)> = vec![("nesting", Value::Int(r.nesting))];
+                if let Some(m) = &r.msg {
+                    args.push(("msg", Value::Str(m)));
+                }
+                if let Some(repo) = ev.repo {
+                    args.push(("repo", Value::Int(repo)));
+                }
+                sink.event(&TEvent::Begin {
+                    track,
+                    ts,
+                    name: Name::text(name),
+                    category: r.category.as_deref().unwrap_or(b""),
+                    args: &args,
+                    flows: &[],
+                })?;
+                p.threads[ti].open.push(r.nesting);
+            }
+            Body::RegionLeave { region, t_rel } => {
+                let open = &mut p.threads[ti].open;
+                if open.last().is_some_and(|&n| n >= region.nesting) {
+                    // Close regions left open below this one first.
+                    while open.last().is_some_and(|&n| n > region.nesting) {
+                        open.pop();
+                        stats.closed_at_end += 1;
+                        sink.event(&TEvent::End {
+                            track,
+                            ts,
+                            args: &[],
+                        })?;
+                    }
+                    open.pop();
+                    stats.region_slices += 1;
+                    sink.event(&TEvent::End {
+                        track,
+                        ts,
+                        args: &[("t_rel_s", Value::Float(t_rel.as_secs_f64()))],
+                    })?;
+                } else {
+                    stats.unmatched_leaves += 1;
+                }
+            }
+            Body::ChildStart {
+                child_id,
+                child_class,
+                hook_name,
+                argv,
+                ..
+            } => {
+                let class = child_class.as_deref().unwrap_or(b"?").to_vec();
+                let name = child_slice_name(hook_name.as_deref(), argv, &class);
+                // Children get lanes of their own: a child often outlives
+                // the region it was started in, and parallel children
+                // overlap, which one track cannot show nested. Each open
+                // child holds a lane; a lane is free once its child exited.
+                let free = (0..p.lanes.len()).find(|&l| p.children.values().all(|c| c.lane != l));
+                let lane = match free {
+                    Some(l) => l,
+                    None => {
+                        let l = p.lanes.len();
+                        let number = CHILD_LANE + l as i64;
+                        let label = if l == 0 {
+                            b"children".to_vec()
+                        } else {
+                            format!("children {}", l + 1).into_bytes()
+                        };
+                        let id = Self::new_track(next_track);
+                        sink.event(&TEvent::Track(Track {
+                            id,
+                            parent: Some(p.track),
+                            kind: TrackKind::Lane {
+                                pid: p.pid,
+                                lane: number,
+                            },
+                            name: Some(&label),
+                            sort_index: Some(number),
+                        }))?;
+                        p.lanes.push(id);
+                        l
+                    }
+                };
+                p.children.insert(
+                    *child_id,
+                    PendingChild {
+                        ts,
+                        lane,
+                        name,
+                        class,
+                        argv: joined(argv),
+                    },
+                );
+            }
+            Body::ChildExit {
+                child_id,
+                pid: child_pid,
+                code,
+                t_rel,
+                ..
+            } => {
+                if let Some(c) = p.children.remove(child_id) {
+                    stats.child_slices += 1;
+                    let flows = [Flow {
+                        id: flow_id(sid_for_flows, *child_pid),
+                        terminating: false,
+                    }];
+                    sink.event(&TEvent::Complete {
+                        track: p.lanes[c.lane],
+                        ts: c.ts,
+                        dur: (ts - c.ts).max(0),
+                        name: Name::text(&c.name),
+                        category: b"child",
+                        args: &[
+                            ("class", Value::Str(&c.class)),
+                            ("argv", Value::Str(&c.argv)),
+                            ("pid", Value::Int(*child_pid)),
+                            ("code", Value::Int(*code)),
+                            ("t_rel_s", Value::Float(t_rel.as_secs_f64())),
+                        ],
+                        flows: if ev.sid.is_some() { &flows } else { &[] },
+                    })?;
+                }
+            }
+            Body::Data {
+                nesting,
+                category,
+                key,
+                value,
+                ..
+            } => {
+                stats.instants += 1;
+                sink.event(&TEvent::Instant {
+                    track,
+                    ts,
+                    name: Name::text(key),
+                    category: category.as_deref().unwrap_or(b"data"),
+                    scope: Scope::Thread,
+                    args: &[
+                        ("value", Value::Str(value)),
+                        ("nesting", Value::Int(*nesting)),
+                    ],
+                })?;
+            }
+            Body::DataJson {
+                nesting,
+                category,
+                key,
+                value,
+                ..
+            } => {
+                stats.instants += 1;
+                let v = if valid_json(value) {
+                    Value::Json(value)
+                } else {
+                    Value::Str(value)
+                };
+                sink.event(&TEvent::Instant {
+                    track,
+                    ts,
+                    name: Name::text(key),
+                    category: category.as_deref().unwrap_or(b"data"),
+                    scope: Scope::Thread,
+                    args: &[("value", v), ("nesting", Value::Int(*nesting))],
+                })?;
+            }
+            Body::Error { msg, fmt } => {
+                stats.instants += 1;
+                let mut args = Vec::new();
+                if let Some(m) = msg {
+                    args.push(("msg", Value::Str(m)));
+                }
+                if let Some(f) = fmt {
+                    args.push(("fmt", Value::Str(f)));
+                }
+                sink.event(&TEvent::Instant {
+                    track,
+                    ts,
+                    name: Name::text(b"error"),
+                    category: b"error",
+                    scope: Scope::Thread,
+                    args: &args,
+                })?;
+            }
+            Body::Counter {
+                category,
+                name,
+                count,
+                ..
+            } => {
+                stats.counters += 1;
+                let mut n = category.to_vec();
+                n.push(b'/');
+                n.extend_from_slice(name);
+                let counter = match p.counters.get(&n) {
+                    Some(&id) => id,
+                    None => {
+                        let id = Self::new_track(next_track);
+                        sink.event(&TEvent::Track(Track {
+                            id,
+                            parent: Some(p.track),
+                            kind: TrackKind::Counter {
+                                pid: p.pid,
+                                series: "count",
+                            },
+                            name: Some(&n),
+                            sort_index: None,
+                        }))?;
+                        p.counters.insert(n, id);
+                        id
+                    }
+                };
+                sink.event(&TEvent::Counter {
+                    track: counter,
+                    ts,
+                    value: *count as f64,
+                })?;
+            }
+            Body::Timer {
+                category,
+                name,
+                intervals,
+                t_total,
+                t_min,
+                t_max,
+                ..
+            } => {
+                stats.instants += 1;
+                let mut n = category.to_vec();
+                n.push(b'/');
+                n.extend_from_slice(name);
+                sink.event(&TEvent::Instant {
+                    track,
+                    ts,
+                    name: Name::text(&n),
+                    category: b"timer",
+                    scope: Scope::Thread,
+                    args: &[
+                        ("intervals", Value::Int(*intervals)),
+                        ("total_s", Value::Float(t_total.as_secs_f64())),
+                        ("min_s", Value::Float(t_min.as_secs_f64())),
+                        ("max_s", Value::Float(t_max.as_secs_f64())),
+                    ],
+                })?;
+            }
+            Body::Exit { code, .. } => {
+                p.exit = Some(("exit", *code));
+                stats.instants += 1;
+                sink.event(&TEvent::Instant {
+                    track,
+                    ts,
+                    name: Name::text(b"exit"),
+                    category: b"process",
+                    scope: Scope::Process,
+                    args: &[("code", Value::Int(*code))],
+                })?;
+            }
+            Body::AtExit { code, .. } => {
+                if p.exit.is_none() {
+                    p.exit = Some(("exit", *code));
+                }
+            }
+            Body::Signal { signo, .. } => {
+                p.exit = Some(("signal", *signo));
+                stats.instants += 1;
+                sink.event(&TEvent::Instant {
+                    track,
+                    ts,
+                    name: Name::text(b"signal"),
+                    category: b"process",
+                    scope: Scope::Process,
+                    args: &[("signo", Value::Int(*signo))],
+                })?;
+            }
+            Body::Exec { argv, .. } => {
+                p.exit = Some(("exec", 0));
+                stats.instants += 1;
+                let a = joined(argv);
+                sink.event(&TEvent::Instant {
+                    track,
+                    ts,
+                    name: Name::text(b"exec"),
+                    category: b"process",
+                    scope: Scope::Process,
+                    args: &[("argv", Value::Str(&a))],
+                })?;
+            }
+            _ => {}
+        }
+        let ended = matches!(
+            &ev.body,
+            Body::AtExit { .. } | Body::Signal { .. } | Body::Exec { .. }
+        );
+        if ended {
+            if let Some(p) = self.procs.remove(sid) {
+                close(&mut self.sink, &mut self.next_track, &mut self.stats, p)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Closes processes that never ended and hands the sink back.
+    pub fn finish(mut self) -> io::Result<(S, MapStats)> {
+        self.start(&None)?;
+        let mut rest: Vec<ProcTrack> = self.procs.drain().map(|(_, p)| p).collect();
+        rest.sort_by_key(|p| p.pid);
+        for p in rest {
+            close(&mut self.sink, &mut self.next_track, &mut self.stats, p)?;
+        }
+        self.sink.finish()?;
+        Ok((self.sink, self.stats))
+    }
+}
+
+/// The thread track of `name` in `p`, declared on first use.
+fn thread_index<S: Sink>(
+    sink: &mut S,
+    next_track: &mut TrackId,
+    p: &mut ProcTrack,
+    name: &[u8],
+) -> io::Result<usize> {
+    if let Some(i) = p.threads.iter().position(|t| &*t.name == name) {
+        return Ok(i);
+    }
+    let tid = if name == b"main" {
+        1
+    } else {
+        p.threads.len() as i64 + 2
+    };
+    let id = *next_track;
+    *next_track += 1;
+    sink.event(&TEvent::Track(Track {
+        id,
+        parent: Some(p.track),
+        // Trace2 names threads; their numbers are ours, not the system's,
+        // so they are lanes of the process.
+        kind: TrackKind::Lane {
+            pid: p.pid,
+            lane: tid,
+        },
+        name: Some(name),
+        sort_index: Some(tid),
+    }))?;
+    p.threads.push(ThreadTrack {
+        name: name.into(),
+        track: id,
+        open: Vec::new(),
+    });
+    Ok(p.threads.len() - 1)
+}
+
+/// Opens the process slice on the main thread, once: at `cmd_name` (which
+/// names it), or before the first region, or at the end.
+fn open_process_slice<S: Sink>(
+    sink: &mut S,
+    next_track: &mut TrackId,
+    p: &mut ProcTrack,
+) -> io::Result<()> {
+    if p.opened {
+        return Ok(());
+    }
+    p.opened = true;
+    let main = thread_index(sink, next_track, p, b"main")?;
+    let name: &[u8] = p.cmd.as_deref().unwrap_or(b"git");
+    let flows = p.flow.map(|id| Flow {
+        id,
+        terminating: true,
+    });
+    sink.event(&TEvent::Begin {
+        track: p.threads[main].track,
+        ts: p.start.unwrap_or(p.last),
+        name: Name::text(name),
+        category: b"process",
+        args: &[("argv", Value::Str(&p.argv))],
+        flows: flows.as_slice(),
+    })
+}
+
+/// What a child slice is called: the hook, the git subcommand, or the
+/// program.
+fn child_slice_name(hook: Option<&[u8]>, argv: &[crate::event::Text<'_>], class: &[u8]) -> Vec<u8> {
+    let mut name = b"child ".to_vec();
+    match (hook, argv.first()) {
+        (Some(h), _) => {
+            name.extend_from_slice(b"hook:");
+            name.extend_from_slice(h);
+        }
+        (None, Some(a0)) if &a0[..] == b"git" => {
+            name.extend_from_slice(b"git");
+            if let Some(sub) = argv.get(1).filter(|a| !a.starts_with(b"-")) {
+                name.push(b' ');
+                name.extend_from_slice(sub);
+            }
+        }
+        (None, Some(a0)) => {
+            // A shell command line: its first word.
+            let a0 = match memchr::memchr(b' ', a0) {
+                Some(i) => &a0[..i],
+                None => &a0[..],
+            };
+            let base = match memchr::memrchr(b'/', a0) {
+                Some(i) => &a0[i + 1..],
+                None => a0,
+            };
+            name.extend_from_slice(base);
+        }
+        (None, None) => name.extend_from_slice(class),
+    }
+    name
+}
+
+/// Closes what is open in a process, ends its slice and its tracks.
+fn close<S: Sink>(
+    sink: &mut S,
+    next_track: &mut TrackId,
+    stats: &mut MapStats,
+    mut p: ProcTrack,
+) -> io::Result<()> {
+    if p.cmd.is_none() {
+        let n: &[u8] = if p.argv.is_empty() { b"git" } else { &p.argv };
+        sink.event(&TEvent::TrackName {
+            track: p.track,
+            name: n,
+        })?;
+    }
+    open_process_slice(sink, next_track, &mut p)?;
+    for t in &p.threads {
+        for _ in &t.open {
+            stats.closed_at_end += 1;
+            sink.event(&TEvent::End {
+                track: t.track,
+                ts: p.last,
+                args: &[("unclosed", Value::Bool(true))],
+            })?;
+        }
+    }
+    let mut pending: Vec<&PendingChild> = p.children.values().collect();
+    pending.sort_by_key(|c| c.lane);
+    for c in pending {
+        stats.child_slices += 1;
+        sink.event(&TEvent::Complete {
+            track: p.lanes[c.lane],
+            ts: c.ts,
+            dur: (p.last - c.ts).max(0),
+            name: Name::text(&c.name),
+            category: b"child",
+            args: &[
+                ("class", Value::Str(&c.class)),
+                ("argv", Value::Str(&c.argv)),
+                ("no_child_exit", Value::Bool(true)),
+            ],
+            flows: &[],
+        })?;
+    }
+    let (end_kind, code) = match p.exit {
+        Some((k, c)) => (k, Some(c)),
+        None => ("none (crashed, killed or cut off)", None),
+    };
+    let mut args = vec![("end", Value::Str(end_kind.as_bytes()))];
+    if let Some(c) = code {
+        let key = if end_kind == "signal" {
+            "signo"
+        } else {
+            "code"
+        };
+        args.push((key, Value::Int(c)));
+    }
+    if p.flow.is_some() {
+        stats.flows += 1;
+    }
+    let main = p
+        .threads
+        .iter()
+        .find(|t| &*t.name == b"main")
+        .map(|t| t.track);
+    if let Some(main) = main {
+        sink.event(&TEvent::End {
+            track: main,
+            ts: p.last,
+            args: &args,
+        })?;
+    }
+    for t in p
+        .threads
+        .iter()
+        .map(|t| t.track)
+        .chain(p.lanes.iter().copied())
+    {
+        sink.event(&TEvent::TrackDone { track: t })?;
+    }
+    for &c in p.counters.values() {
+        sink.event(&TEvent::TrackDone { track: c })?;
+    }
+    sink.event(&TEvent::TrackDone { track: p.track })
+}
+
+/// Maps a whole input to `sink`. Records that do not parse are counted in
+/// `warnings` with their line number, and skipped.
+pub fn map_bytes<S: Sink>(
+    data: &[u8],
+    format: Format,
+    source: &str,
+    sink: S,
+    warnings: &mut Warnings,
+) -> io::Result<(S, MapStats)> {
+    map_with(data, format, source, sink, warnings, |_| {})
+}
+
+/// [`map_bytes`] on a memory map, handing pages back to the kernel once
+/// mapped so that resident memory stays small.
+pub fn map_mmap<S: Sink>(
+    map: &memmap2::Mmap,
+    format: Format,
+    source: &str,
+    sink: S,
+    warnings: &mut Warnings,
+) -> io::Result<(S, MapStats)> {
+    map_with(map, format, source, sink, warnings, |r| {
+        release_pages(map, r)
+    })
+}
+
+fn map_with<S: Sink>(
+    data: &[u8],
+    format: Format,
+    source: &str,
+    sink: S,
+    warnings: &mut Warnings,
+    consumed: impl Fn(std::ops::Range<usize>),
+) -> io::Result<(S, MapStats)> {
+    let mut tl = Trace2Timeline::new(sink, source);
+    for_each_in(data, format, consumed, |rec| {
+        match rec.parse_or_warn(format, warnings) {
+            Some(ev) => tl.add(&ev),
+            None => Ok(()),
+        }
+    })?;
+    tl.finish()
+}
