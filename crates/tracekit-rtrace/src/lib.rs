@@ -1,17 +1,19 @@
 //! sp-rtrace, the resource-allocation tracer of Maemo/MeeGo: its text
 //! protocol (streaming [`reader`], [`record`] writer), the post-processor
 //! ([`postproc`], `sp-rtrace-postproc`'s options and output), address
-//! resolution ([`resolve`]) and the analyses of `tracekit report`
-//! ([`report`]).
+//! resolution ([`resolve`]), heaptrack's data file ([`heaptrack`]), the analyses of `tracekit report`
+//! ([`report`]) and the record counts of `tracekit info` ([`summary`]).
 //!
 //! Format notes: `docs/formats/rtrace.md`.
 
+pub mod heaptrack;
 pub mod postproc;
 pub mod reader;
 pub mod record;
 pub mod recording;
 pub mod report;
 pub mod resolve;
+pub mod summary;
 
 pub use reader::{Assembler, FullCall, Item, Reader};
 pub use record::{Call, CallKind, Frame, Header, Record};

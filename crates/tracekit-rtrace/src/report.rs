@@ -1,19 +1,30 @@
-//! Analyses for `tracekit report`: what was never freed (grouped by
-//! backtrace, resolved), peak usage, top allocating backtraces, usage over
-//! time (SVG plot) and a flame graph of leaked bytes.
+//! Analyses for `tracekit report`, the views heaptrack_print gives:
+//! peak consumers (live bytes per backtrace at the moment of the peak),
+//! most calls to allocation functions, most temporary allocations, leaks,
+//! largest allocations and totals; usage over time (SVG plot), flame graphs
+//! of allocated bytes, calls and leaks, and [`diff`] between two recordings.
 //!
-//! One streaming pass; memory is bounded by the live allocations, the
-//! distinct backtraces and a fixed number of plot points.
+//! One streaming pass over the trace; memory is bounded by the live
+//! allocations, the distinct backtraces and a fixed number of plot points.
+//! Backtraces are symbolised once each, after the pass.
 
 use std::collections::HashMap;
-use std::io::{BufRead, Write};
+use std::io::BufRead;
+use std::path::PathBuf;
 
 use rustc_hash::FxHashMap;
 use tracekit_core::{Result, Warnings};
 
 use crate::reader::{Assembler, Item, Reader};
 use crate::record::{Header, MemoryMap, ResourceDef};
-use crate::resolve::{Resolved, Resolver};
+use crate::resolve::{Resolver, Symbol};
+
+mod diff;
+mod svg;
+mod text;
+
+pub use diff::{diff, Diff};
+pub use text::human_bytes;
 
 /// Usage of one resource type.
 #[derive(Debug, Default, Clone)]
@@ -31,7 +42,17 @@ pub struct ResourceStats {
     pub peak_at_index: i64,
     pub leaked_blocks: u64,
     pub leaked_bytes: i64,
+    /// Blocks released by the very next call after their allocation
+    /// (heaptrack's "temporary allocations").
+    pub temporary: u64,
+    /// The largest single allocation.
+    pub largest: i64,
 }
+
+/// One backtrace's frames, innermost first: `(address, function, file:line)`.
+/// An inlined function comes before the function it was inlined into, with
+/// the same address.
+pub type Frames = Vec<(u64, String, Option<String>)>;
 
 /// Leaks (or allocations) that share a backtrace.
 #[derive(Debug, Clone)]
@@ -39,8 +60,142 @@ pub struct Site {
     pub resource: String,
     pub blocks: u64,
     pub bytes: i64,
-    /// Innermost first; each `(address, label, file:line)`.
-    pub frames: Vec<(u64, String, Option<String>)>,
+    pub frames: Frames,
+}
+
+/// What one backtrace (or one location) cost. Signed: a [`diff`] holds
+/// differences.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Cost {
+    /// Calls to allocation functions.
+    pub allocations: i64,
+    /// Bytes they asked for.
+    pub allocated: i64,
+    /// Bytes still allocated when the resource's usage peaked.
+    pub peak: i64,
+    /// Bytes never released.
+    pub leaked: i64,
+    pub leaked_blocks: i64,
+    pub temporary: i64,
+    /// The largest single allocation (a maximum, not a sum).
+    pub largest: i64,
+}
+
+impl Cost {
+    fn add(&mut self, o: &Cost) {
+        self.allocations += o.allocations;
+        self.allocated += o.allocated;
+        self.peak += o.peak;
+        self.leaked += o.leaked;
+        self.leaked_blocks += o.leaked_blocks;
+        self.temporary += o.temporary;
+        self.largest = self.largest.max(o.largest);
+    }
+
+    /// `self - base`, field by field.
+    pub fn minus(&self, base: &Cost) -> Cost {
+        Cost {
+            allocations: self.allocations - base.allocations,
+            allocated: self.allocated - base.allocated,
+            peak: self.peak - base.peak,
+            leaked: self.leaked - base.leaked,
+            leaked_blocks: self.leaked_blocks - base.leaked_blocks,
+            temporary: self.temporary - base.temporary,
+            largest: self.largest - base.largest,
+        }
+    }
+
+    /// The value a [`Metric`] ranks by.
+    pub fn get(&self, m: Metric) -> i64 {
+        match m {
+            Metric::Allocations => self.allocations,
+            Metric::Allocated => self.allocated,
+            Metric::Peak => self.peak,
+            Metric::Leaked => self.leaked,
+            Metric::Temporary => self.temporary,
+            Metric::Largest => self.largest,
+        }
+    }
+}
+
+/// What a view ranks by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Metric {
+    Allocations,
+    Allocated,
+    Peak,
+    Leaked,
+    Temporary,
+    Largest,
+}
+
+impl Metric {
+    /// The views of the report, in heaptrack_print's order (largest last).
+    pub const VIEWS: [Metric; 5] = [
+        Metric::Allocations,
+        Metric::Peak,
+        Metric::Leaked,
+        Metric::Temporary,
+        Metric::Largest,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Allocations => "allocations",
+            Metric::Allocated => "allocated",
+            Metric::Peak => "peak",
+            Metric::Leaked => "leaked",
+            Metric::Temporary => "temporary",
+            Metric::Largest => "largest",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Metric> {
+        Some(match s {
+            "allocations" | "count" | "calls" => Metric::Allocations,
+            "allocated" | "bytes" => Metric::Allocated,
+            "peak" => Metric::Peak,
+            "leaked" | "leaks" => Metric::Leaked,
+            "temporary" => Metric::Temporary,
+            "largest" => Metric::Largest,
+            _ => return None,
+        })
+    }
+
+    /// Does it count bytes (or calls)?
+    pub fn is_bytes(self) -> bool {
+        !matches!(self, Metric::Allocations | Metric::Temporary)
+    }
+}
+
+/// A backtrace as `(function, file:line)` per frame.
+pub type TraceKey = Vec<(String, Option<String>)>;
+
+/// One backtrace of one resource type and what it cost.
+#[derive(Debug, Clone)]
+pub struct Trace {
+    /// Index into [`Report::resources`].
+    pub resource: usize,
+    pub cost: Cost,
+    pub frames: Frames,
+    /// `(function, file:line)` of every frame: what the backtrace is across
+    /// runs (addresses move with ASLR).
+    pub key: TraceKey,
+    /// The module of its location frame (see [`Location`]).
+    pub module: Option<String>,
+}
+
+/// Backtraces merged by the place that called the allocation function
+/// (the innermost frame after `operator new`), as heaptrack_print merges.
+#[derive(Debug, Clone)]
+pub struct Location {
+    pub resource: usize,
+    pub function: String,
+    pub position: Option<String>,
+    pub module: Option<String>,
+    pub cost: Cost,
+    /// Indices into [`Report::traces`].
+    pub traces: Vec<usize>,
 }
 
 /// One point of the usage-over-time plot.
@@ -59,19 +214,57 @@ pub struct Report {
     pub header: Header,
     pub calls: u64,
     pub resources: Vec<ResourceStats>,
-    /// Never-freed allocations grouped by backtrace, most bytes first.
+    /// Never-freed allocations grouped by backtrace, most bytes first
+    /// (the first `top`).
     pub leaks: Vec<Site>,
-    /// All allocations grouped by backtrace, most calls first.
+    /// All allocations grouped by backtrace, most calls first (the first
+    /// `top`).
     pub top_sites: Vec<Site>,
+    /// Every backtrace of every resource type with its cost.
+    pub traces: Vec<Trace>,
+    /// The backtraces merged by location.
+    pub locations: Vec<Location>,
     /// Live bytes of the first resource type over time (at most
     /// [`PLOT_POINTS`] points, the maxima of equal-width buckets).
     pub timeline: Vec<Point>,
-    /// Every leak group as a root-first stack and its bytes.
-    pub leaks_all_for_flame: Vec<(Vec<String>, i64)>,
+    /// Milliseconds between the first and the last timestamped call.
+    pub runtime_ms: Option<u64>,
+    /// How many entries the ranked views list.
+    pub top: usize,
+    /// Permanent comments of the recorder (`## tracekit: …`): how the
+    /// program ended, what could not be recorded.
+    pub notes: Vec<String>,
     pub warnings: Warnings,
 }
 
 pub const PLOT_POINTS: usize = 1000;
+
+/// How to name frames.
+#[derive(Debug, Clone, Default)]
+pub struct Symbolise {
+    /// Resolve addresses through the trace's maps and the module files.
+    pub resolve: bool,
+    /// Prefix of module paths (a copy of the recorded system's files).
+    pub root: Option<PathBuf>,
+    /// Where separate debug files are looked for.
+    pub debug_dirs: Vec<PathBuf>,
+}
+
+impl Symbolise {
+    /// Resolving with the system's debug directory.
+    pub fn system() -> Self {
+        Symbolise {
+            resolve: true,
+            root: None,
+            debug_dirs: vec![PathBuf::from(crate::resolve::DEFAULT_DEBUG_DIR)],
+        }
+    }
+
+    /// Addresses only.
+    pub fn none() -> Self {
+        Symbolise::default()
+    }
+}
 
 struct Live {
     size: i64,
@@ -79,16 +272,55 @@ struct Live {
     refs: u32,
 }
 
-#[derive(Default)]
+/// A backtrace's running cost in one resource type.
+#[derive(Default, Clone)]
 struct TraceAgg {
-    allocs: u64,
-    bytes: i64,
+    cost: Cost,
+    live: i64,
+    live_blocks: u64,
+    /// Live bytes when the resource last peaked, valid if `peak_gen`
+    /// equals the resource's generation.
+    at_peak: i64,
+    peak_gen: u64,
 }
 
-/// Builds the report; `top` limits the leak and site lists.
+impl TraceAgg {
+    /// Called before `live` changes: keeps its value at the latest peak.
+    fn sync_peak(&mut self, gen: u64) {
+        if self.peak_gen != gen {
+            self.at_peak = self.live;
+            self.peak_gen = gen;
+        }
+    }
+}
+
+#[derive(Default)]
+struct ResourceState {
+    bytes: i64,
+    blocks: u64,
+    /// Bumped at every new peak.
+    peak_gen: u64,
+    traces: Vec<TraceAgg>,
+}
+
+/// Builds the report; `top` limits the ranked lists; `resolve` names
+/// frames through the module files (system debug directory).
 pub fn analyse<R: BufRead>(input: R, top: usize, resolve: bool) -> Result<Report> {
+    let sym = if resolve {
+        Symbolise::system()
+    } else {
+        Symbolise::none()
+    };
+    analyse_with(input, top, &sym)
+}
+
+/// [`analyse`] with the symbolisation settings spelled out.
+pub fn analyse_with<R: BufRead>(input: R, top: usize, sym: &Symbolise) -> Result<Report> {
     let mut asm = Assembler::new(Reader::new(input));
-    let mut report = Report::default();
+    let mut report = Report {
+        top,
+        ..Default::default()
+    };
     let mut registry: Vec<ResourceDef> = Vec::new();
     let mut maps: Vec<MemoryMap> = Vec::new();
     let mut traces: FxHashMap<Vec<u64>, u32> = FxHashMap::default();
@@ -96,18 +328,26 @@ pub fn analyse<R: BufRead>(input: R, top: usize, resolve: bool) -> Result<Report
     // Resolved text already in the trace (first occurrence), used when
     // the module files are not on this machine.
     let mut trace_texts: Vec<Vec<Option<String>>> = Vec::new();
-    let mut per_trace: Vec<Vec<TraceAgg>> = Vec::new(); // [resource][trace]
+    let mut state: Vec<ResourceState> = Vec::new();
     let mut live: FxHashMap<(usize, u64), Live> = FxHashMap::default();
-    let mut current: Vec<(i64, u64)> = Vec::new(); // per resource: bytes, blocks
-                                                   // Timeline: full-resolution points are folded into buckets that double
-                                                   // in width whenever the point budget is exceeded.
+    // The block the previous call allocated: freeing it next makes it
+    // temporary.
+    let mut last_alloc: Option<(usize, u64)> = None;
+    // Timeline: full-resolution points are folded into buckets that double
+    // in width whenever the point budget is exceeded.
     let mut timeline: Vec<Point> = Vec::new();
     let mut bucket_width: u64 = 1;
     let mut leak_orphans: Vec<(usize, Live)> = Vec::new();
+    let mut clock = Clock::default();
 
     while let Some(item) = asm.next_item()? {
         match item {
             Item::Header(h) => report.header = h,
+            Item::Comment(c) => {
+                if let Some(note) = c.strip_prefix("## tracekit: ") {
+                    report.notes.push(note.to_string());
+                }
+            }
             Item::Resource(r) if !registry.iter().any(|x| x.name == r.name) => {
                 report.resources.push(ResourceStats {
                     name: r.name.clone(),
@@ -115,12 +355,14 @@ pub fn analyse<R: BufRead>(input: R, top: usize, resolve: bool) -> Result<Report
                     ..Default::default()
                 });
                 registry.push(r);
-                current.push((0, 0));
-                per_trace.push(Vec::new());
+                state.push(ResourceState::default());
             }
             Item::Map(m) => maps.push(m),
             Item::Call(fc) => {
                 report.calls += 1;
+                if let Some(t) = fc.call.timestamp {
+                    clock.tick(t);
+                }
                 let ri = match &fc.call.resource_type {
                     Some(name) => registry.iter().position(|r| &r.name == name),
                     None => (!registry.is_empty()).then_some(0),
@@ -145,14 +387,15 @@ pub fn analyse<R: BufRead>(input: R, top: usize, resolve: bool) -> Result<Report
                             description: String::new(),
                             flags: None,
                         });
-                        current.push((0, 0));
-                        per_trace.push(Vec::new());
+                        state.push(ResourceState::default());
                         registry.len() - 1
                     }
                 };
                 let refcount = registry[ri].is_refcount();
                 let stats = &mut report.resources[ri];
+                let st = &mut state[ri];
                 let key = (ri, fc.call.id);
+                let previous = last_alloc.take();
                 if fc.call.is_alloc() {
                     let size = fc.call.size();
                     let addrs: Vec<u64> = fc.frames.iter().map(|f| f.addr).collect();
@@ -162,17 +405,23 @@ pub fn analyse<R: BufRead>(input: R, top: usize, resolve: bool) -> Result<Report
                         trace_texts.push(fc.frames.iter().map(|f| f.text.clone()).collect());
                         next
                     });
-                    let agg = &mut per_trace[ri];
-                    if agg.len() <= tid as usize {
-                        agg.resize_with(tid as usize + 1, TraceAgg::default);
+                    if st.traces.len() <= tid as usize {
+                        st.traces.resize_with(tid as usize + 1, TraceAgg::default);
                     }
-                    agg[tid as usize].allocs += 1;
-                    agg[tid as usize].bytes += size;
+                    let gen = st.peak_gen;
+                    let agg = &mut st.traces[tid as usize];
+                    agg.cost.allocations += 1;
+                    agg.cost.allocated += size;
+                    agg.cost.largest = agg.cost.largest.max(size);
                     stats.allocs += 1;
                     stats.allocated_bytes += size;
+                    stats.largest = stats.largest.max(size);
                     match live.get_mut(&key) {
                         Some(l) if refcount => l.refs += 1,
                         _ => {
+                            agg.sync_peak(gen);
+                            agg.live += size;
+                            agg.live_blocks += 1;
                             let old = live.insert(
                                 key,
                                 Live {
@@ -186,14 +435,16 @@ pub fn analyse<R: BufRead>(input: R, top: usize, resolve: bool) -> Result<Report
                             if let Some(old) = old {
                                 leak_orphans.push((ri, old));
                             }
-                            current[ri].0 += size;
-                            current[ri].1 += 1;
+                            st.bytes += size;
+                            st.blocks += 1;
+                            last_alloc = Some(key);
                         }
                     }
-                    if current[ri].0 > stats.peak_bytes {
-                        stats.peak_bytes = current[ri].0;
-                        stats.peak_blocks = current[ri].1;
+                    if st.bytes > stats.peak_bytes {
+                        stats.peak_bytes = st.bytes;
+                        stats.peak_blocks = st.blocks;
                         stats.peak_at_index = fc.call.index;
+                        st.peak_gen += 1;
                     }
                 } else {
                     stats.frees += 1;
@@ -201,10 +452,19 @@ pub fn analyse<R: BufRead>(input: R, top: usize, resolve: bool) -> Result<Report
                         Some(l) => {
                             l.refs = l.refs.saturating_sub(1);
                             if l.refs == 0 || !refcount {
-                                let size = l.size;
+                                let (size, tid) = (l.size, l.trace as usize);
                                 live.remove(&key);
-                                current[ri].0 -= size;
-                                current[ri].1 -= 1;
+                                st.bytes -= size;
+                                st.blocks -= 1;
+                                let gen = st.peak_gen;
+                                let agg = &mut st.traces[tid];
+                                agg.sync_peak(gen);
+                                agg.live -= size;
+                                agg.live_blocks -= 1;
+                                if previous == Some(key) {
+                                    agg.cost.temporary += 1;
+                                    stats.temporary += 1;
+                                }
                             }
                         }
                         None => stats.unmatched_frees += 1,
@@ -214,7 +474,7 @@ pub fn analyse<R: BufRead>(input: R, top: usize, resolve: bool) -> Result<Report
                     let p = Point {
                         call: report.calls,
                         timestamp: fc.call.timestamp,
-                        live_bytes: current[0].0,
+                        live_bytes: state[0].bytes,
                     };
                     let bucket = (report.calls - 1) / bucket_width;
                     match timeline.last_mut() {
@@ -252,345 +512,251 @@ pub fn analyse<R: BufRead>(input: R, top: usize, resolve: bool) -> Result<Report
         .warnings
         .extend(std::mem::take(&mut asm.reader.warnings));
     report.timeline = timeline;
+    report.runtime_ms = clock.elapsed();
 
-    // Leaks grouped by (resource, backtrace).
-    let mut leak_groups: HashMap<(usize, u32), (u64, i64)> = HashMap::new();
+    // Leaked blocks by (resource, backtrace).
     for ((ri, _), l) in live.iter() {
-        let e = leak_groups.entry((*ri, l.trace)).or_default();
-        e.0 += 1;
-        e.1 += l.size;
+        let c = &mut state[*ri].traces[l.trace as usize].cost;
+        c.leaked_blocks += 1;
+        c.leaked += l.size;
     }
     for (ri, l) in &leak_orphans {
-        let e = leak_groups.entry((*ri, l.trace)).or_default();
-        e.0 += 1;
-        e.1 += l.size;
+        let c = &mut state[*ri].traces[l.trace as usize].cost;
+        c.leaked_blocks += 1;
+        c.leaked += l.size;
     }
-    for ((ri, _), (blocks, bytes)) in &leak_groups {
-        report.resources[*ri].leaked_blocks += blocks;
-        report.resources[*ri].leaked_bytes += bytes;
-    }
-    let mut resolver = Resolver::new(None);
-    resolver.use_dwarf = true;
+
+    // Symbolise every distinct backtrace once.
+    let mut resolver = Resolver::for_reports(sym.root.clone(), sym.debug_dirs.clone());
     for m in &maps {
         resolver.add_map(m);
     }
-    let mut frames_of = |tid: u32| -> Vec<(u64, String, Option<String>)> {
-        trace_list[tid as usize]
-            .iter()
-            .zip(&trace_texts[tid as usize])
-            .map(|(&addr, text)| {
-                if !resolve {
-                    return (addr, format!("0x{addr:x}"), None);
-                }
-                let r = resolver.resolve(addr);
-                if let (Resolved::ModuleOnly { loaded: false, .. } | Resolved::Unknown, Some(t)) =
-                    (&r, text)
-                {
-                    return (addr, t.clone(), None);
-                }
-                let pos = match &r {
-                    Resolved::Function {
-                        file: Some(f),
-                        line,
-                        ..
-                    } => Some(match line {
-                        Some(l) => format!("{f}:{l}"),
-                        None => f.clone(),
-                    }),
-                    _ => None,
-                };
-                (addr, r.label(addr), pos)
-            })
-            .collect()
+    let mut named: Vec<Option<(Frames, Vec<Option<String>>)>> = vec![None; trace_list.len()];
+    for (ri, st) in state.iter().enumerate() {
+        for (tid, agg) in st.traces.iter().enumerate() {
+            if agg.cost.allocations == 0 {
+                continue;
+            }
+            let (frames, modules) = named[tid].get_or_insert_with(|| {
+                name_frames(
+                    &mut resolver,
+                    &trace_list[tid],
+                    &trace_texts[tid],
+                    sym.resolve,
+                )
+            });
+            let mut cost = agg.cost;
+            cost.peak = if agg.peak_gen == st.peak_gen {
+                agg.at_peak
+            } else {
+                agg.live
+            };
+            let stats = &mut report.resources[ri];
+            stats.leaked_blocks += cost.leaked_blocks as u64;
+            stats.leaked_bytes += cost.leaked;
+            report.traces.push(Trace {
+                resource: ri,
+                cost,
+                key: frames.iter().map(|f| (f.1.clone(), f.2.clone())).collect(),
+                module: location_frame(frames).and_then(|i| modules[i].clone()),
+                frames: frames.clone(),
+            });
+        }
+    }
+    report.locations = merge_locations(&report.traces);
+
+    let site = |t: &Trace, blocks: u64, bytes: i64| Site {
+        resource: registry[t.resource].name.clone(),
+        blocks,
+        bytes,
+        frames: t.frames.clone(),
     };
-    let mut leaks: Vec<((usize, u32), (u64, i64))> = leak_groups.into_iter().collect();
+    let mut leaks: Vec<&Trace> = report
+        .traces
+        .iter()
+        .filter(|t| t.cost.leaked_blocks > 0)
+        .collect();
     leaks.sort_by(|a, b| {
-        b.1 .1
-            .cmp(&a.1 .1)
-            .then(b.1 .0.cmp(&a.1 .0))
-            .then(a.0.cmp(&b.0))
+        b.cost
+            .leaked
+            .cmp(&a.cost.leaked)
+            .then(b.cost.leaked_blocks.cmp(&a.cost.leaked_blocks))
+            .then(a.resource.cmp(&b.resource))
     });
     report.leaks = leaks
         .iter()
         .take(top)
-        .map(|((ri, tid), (blocks, bytes))| Site {
-            resource: registry[*ri].name.clone(),
-            blocks: *blocks,
-            bytes: *bytes,
-            frames: frames_of(*tid),
-        })
+        .map(|t| site(t, t.cost.leaked_blocks as u64, t.cost.leaked))
         .collect();
-    let mut sites: Vec<(usize, u32, u64, i64)> = Vec::new();
-    for (ri, aggs) in per_trace.iter().enumerate() {
-        for (tid, a) in aggs.iter().enumerate() {
-            if a.allocs > 0 {
-                sites.push((ri, tid as u32, a.allocs, a.bytes));
-            }
-        }
-    }
+    let mut sites: Vec<&Trace> = report.traces.iter().collect();
     sites.sort_by(|a, b| {
-        b.2.cmp(&a.2)
-            .then(b.3.cmp(&a.3))
-            .then((a.0, a.1).cmp(&(b.0, b.1)))
+        b.cost
+            .allocations
+            .cmp(&a.cost.allocations)
+            .then(b.cost.allocated.cmp(&a.cost.allocated))
+            .then(a.resource.cmp(&b.resource))
     });
     report.top_sites = sites
         .iter()
         .take(top)
-        .map(|&(ri, tid, allocs, bytes)| Site {
-            resource: registry[ri].name.clone(),
-            blocks: allocs,
-            bytes,
-            frames: frames_of(tid),
-        })
-        .collect();
-    // Flame graph input needs all leaks, not only the top ones.
-    report.leaks_all_for_flame = leaks
-        .iter()
-        .map(|((ri, tid), (_, bytes))| {
-            let mut stack: Vec<String> = frames_of(*tid).into_iter().map(|f| f.1).collect();
-            stack.reverse();
-            stack.insert(0, registry[*ri].name.clone());
-            (stack, *bytes)
-        })
+        .map(|t| site(t, t.cost.allocations as u64, t.cost.allocated))
         .collect();
     Ok(report)
 }
 
-impl Report {
-    /// Folded stacks (root first) of leaked bytes.
-    pub fn leak_folded(&self) -> Vec<u8> {
-        let mut out = Vec::new();
-        for (stack, bytes) in &self.leaks_all_for_flame {
-            let _ = tracekit_export::flame::write_folded(&mut out, stack, (*bytes).max(0) as u64);
-        }
-        out
+/// The frame heaptrack attributes an allocation to: the innermost one
+/// that is not `operator new`.
+fn location_frame(frames: &Frames) -> Option<usize> {
+    if frames.is_empty() {
+        return None;
     }
-
-    /// Flame graph (SVG) of leaked bytes.
-    pub fn write_leak_flamegraph<W: Write>(&self, out: W) -> std::io::Result<()> {
-        let folded = self.leak_folded();
-        let opts = tracekit_export::flame::FlameOptions {
-            title: "Leaked bytes by backtrace",
-            count_name: "bytes",
-            inverted: false,
-        };
-        if folded.is_empty() {
-            // inferno refuses empty input; an empty graph says "no leaks".
-            return tracekit_export::flame::svg_from_folded(b"(no leaks) 0\n", &opts, out);
-        }
-        tracekit_export::flame::svg_from_folded(&folded, &opts, out)
-    }
-
-    /// Live bytes over time as an SVG line plot.
-    pub fn write_timeline_svg<W: Write>(&self, mut out: W) -> std::io::Result<()> {
-        let (w, h, left, bottom, top, right) = (900.0, 400.0, 80.0, 40.0, 30.0, 20.0);
-        let pw = w - left - right;
-        let ph = h - top - bottom;
-        let max_calls = self.timeline.last().map(|p| p.call).unwrap_or(1).max(1) as f64;
-        let max_bytes = self
-            .timeline
+    Some(
+        frames
             .iter()
-            .map(|p| p.live_bytes)
-            .max()
-            .unwrap_or(1)
-            .max(1) as f64;
-        let name = self
-            .resources
-            .first()
-            .map(|r| r.name.as_str())
-            .unwrap_or("memory");
-        writeln!(
-            out,
-            r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12">"#
-        )?;
-        writeln!(out, r#"<rect width="{w}" height="{h}" fill="white"/>"#)?;
-        writeln!(
-            out,
-            r#"<text x="{}" y="18" text-anchor="middle" font-size="14">Live {} over time (bytes not yet freed)</text>"#,
-            w / 2.0,
-            xml_escape(name)
-        )?;
-        writeln!(
-            out,
-            r#"<line x1="{left}" y1="{}" x2="{}" y2="{}" stroke="black"/><line x1="{left}" y1="{top}" x2="{left}" y2="{}" stroke="black"/>"#,
-            top + ph,
-            left + pw,
-            top + ph,
-            top + ph
-        )?;
-        for i in 0..=4 {
-            let v = max_bytes * i as f64 / 4.0;
-            let y = top + ph - ph * i as f64 / 4.0;
-            writeln!(
-                out,
-                r#"<text x="{}" y="{}" text-anchor="end">{}</text><line x1="{left}" y1="{y}" x2="{}" y2="{y}" stroke="lightgray"/>"#,
-                left - 6.0,
-                y + 4.0,
-                human_bytes(v as i64),
-                left + pw
-            )?;
-            let c = max_calls * i as f64 / 4.0;
-            writeln!(
-                out,
-                r#"<text x="{}" y="{}" text-anchor="middle">{}</text>"#,
-                left + pw * i as f64 / 4.0,
-                top + ph + 16.0,
-                c as u64
-            )?;
+            .position(|f| !f.1.starts_with("operator new"))
+            .unwrap_or(0),
+    )
+}
+
+fn merge_locations(traces: &[Trace]) -> Vec<Location> {
+    let mut index: HashMap<(usize, String, Option<String>), usize> = HashMap::new();
+    let mut out: Vec<Location> = Vec::new();
+    for (ti, t) in traces.iter().enumerate() {
+        let (function, position) = match location_frame(&t.frames) {
+            Some(i) => (t.frames[i].1.clone(), t.frames[i].2.clone()),
+            None => ("??".to_string(), None),
+        };
+        let k = (t.resource, function.clone(), position.clone());
+        let li = *index.entry(k).or_insert_with(|| {
+            out.push(Location {
+                resource: t.resource,
+                function,
+                position,
+                module: t.module.clone(),
+                cost: Cost::default(),
+                traces: Vec::new(),
+            });
+            out.len() - 1
+        });
+        out[li].cost.add(&t.cost);
+        out[li].traces.push(ti);
+    }
+    out
+}
+
+/// Names the frames of one backtrace; also returns each frame's module.
+fn name_frames(
+    resolver: &mut Resolver,
+    addrs: &[u64],
+    texts: &[Option<String>],
+    resolve: bool,
+) -> (Frames, Vec<Option<String>>) {
+    let mut frames = Frames::new();
+    let mut modules = Vec::new();
+    for (&addr, text) in addrs.iter().zip(texts) {
+        if !resolve {
+            frames.push((addr, format!("0x{addr:x}"), None));
+            modules.push(None);
+            continue;
         }
-        writeln!(
-            out,
-            r#"<text x="{}" y="{}" text-anchor="middle">calls</text>"#,
-            left + pw / 2.0,
-            h - 6.0
-        )?;
-        write!(
-            out,
-            r#"<polyline fill="none" stroke="firebrick" stroke-width="1.5" points=""#
-        )?;
-        for p in &self.timeline {
-            let x = left + pw * p.call as f64 / max_calls;
-            let y = top + ph - ph * p.live_bytes.max(0) as f64 / max_bytes;
-            write!(out, "{x:.1},{y:.1} ")?;
+        let s: std::rc::Rc<Symbol> = resolver.symbolise(addr);
+        let module = s.module.as_deref().map(str::to_string);
+        if s.frames.is_empty() {
+            // Not on this machine: what the recording's resolver wrote.
+            let label = match (s.missing || s.module.is_none(), text) {
+                (true, Some(t)) => t.clone(),
+                _ => s.fallback_label(),
+            };
+            frames.push((addr, label, None));
+            modules.push(module);
+            continue;
         }
-        writeln!(out, r#""/>"#)?;
-        writeln!(out, "</svg>")
+        for f in &s.frames {
+            frames.push((addr, f.function.clone(), f.position()));
+            modules.push(module.clone());
+        }
+    }
+    (frames, modules)
+}
+
+/// Elapsed time from call timestamps: milliseconds of a monotonic clock
+/// modulo 24 h (sp-rtrace's), unwrapped.
+#[derive(Default)]
+struct Clock {
+    first: Option<u64>,
+    last: u64,
+    max: u64,
+    wraps: u64,
+}
+
+const DAY_MS: u64 = 86_400_000;
+
+impl Clock {
+    fn tick(&mut self, t: u32) {
+        let mut t = t as u64 + self.wraps * DAY_MS;
+        if self.first.is_some() && t + DAY_MS / 2 < self.last {
+            self.wraps += 1;
+            t += DAY_MS;
+        }
+        self.first.get_or_insert(t);
+        self.last = t;
+        self.max = self.max.max(t);
+    }
+
+    fn elapsed(&self) -> Option<u64> {
+        self.first.map(|f| self.max - f)
     }
 }
 
 impl Report {
-    /// The human report.
-    pub fn write_text<W: Write>(&self, mut out: W, file: &str) -> std::io::Result<()> {
-        let h = &self.header;
-        writeln!(out, "sp-rtrace trace {file}")?;
-        writeln!(
-            out,
-            "  process {} (pid {}), {}, recorded {}, origin {}",
-            h.get("process").unwrap_or("?"),
-            h.get("pid").unwrap_or("?"),
-            h.get("arch").unwrap_or("?"),
-            h.timestamp().unwrap_or("?"),
-            h.get("origin").unwrap_or("?")
-        )?;
-        writeln!(out, "  {} calls", self.calls)?;
-        for r in &self.resources {
-            writeln!(out)?;
-            writeln!(out, "{} ({}):", r.name, r.description)?;
-            writeln!(
-                out,
-                "  allocations {}  ({} total), frees {} ({} of unknown blocks)",
-                r.allocs,
-                human_bytes(r.allocated_bytes),
-                r.frees,
-                r.unmatched_frees
-            )?;
-            writeln!(
-                out,
-                "  peak {} in {} blocks (at call {})",
-                human_bytes(r.peak_bytes),
-                r.peak_blocks,
-                r.peak_at_index
-            )?;
-            writeln!(
-                out,
-                "  never freed: {} blocks, {} bytes",
-                r.leaked_blocks, r.leaked_bytes
-            )?;
-        }
-        writeln!(out)?;
-        writeln!(out, "LEAKS (never freed, by backtrace, most bytes first):")?;
-        if self.leaks.is_empty() {
-            writeln!(out, "  none")?;
-        }
-        for s in &self.leaks {
-            write_site(&mut out, s, "leaked")?;
-        }
-        writeln!(out)?;
-        writeln!(out, "TOP ALLOCATING BACKTRACES (most calls first):")?;
-        for s in &self.top_sites {
-            write_site(&mut out, s, "allocated")?;
-        }
-        if self.warnings.total() > 0 {
-            writeln!(out)?;
-            writeln!(out, "{} warning(s) while reading:", self.warnings.total())?;
-            for w in self.warnings.kept() {
-                writeln!(out, "  line {}: {}", w.position, w.message)?;
-            }
-        }
-        Ok(())
+    /// The locations of resource `ri` ranked by `m` (non-zero only), at
+    /// most `top`; each with its backtraces ranked the same way.
+    pub fn view(&self, ri: usize, m: Metric, top: usize) -> Vec<(&Location, Vec<&Trace>)> {
+        ranked(&self.locations, &self.traces, ri, m, top)
     }
 
-    /// The same as JSON.
-    pub fn to_json(&self, file: &str) -> serde_json::Value {
-        use serde_json::json;
-        let site = |s: &Site| {
-            json!({
-                "resource": s.resource,
-                "blocks": s.blocks,
-                "bytes": s.bytes,
-                "frames": s.frames.iter().map(|(a, l, p)| json!({
-                    "address": format!("0x{a:x}"), "function": l, "source": p
-                })).collect::<Vec<_>>(),
-            })
-        };
-        let header: serde_json::Map<String, serde_json::Value> = self
-            .header
-            .fields
-            .iter()
-            .map(|f| (f.key.clone(), json!(f.value)))
-            .collect();
-        json!({
-            "file": file,
-            "format": "sp-rtrace",
-            "header": header,
-            "calls": self.calls,
-            "resources": self.resources.iter().map(|r| json!({
-                "name": r.name, "description": r.description,
-                "allocations": r.allocs, "allocated_bytes": r.allocated_bytes,
-                "frees": r.frees, "unmatched_frees": r.unmatched_frees,
-                "peak_bytes": r.peak_bytes, "peak_blocks": r.peak_blocks,
-                "peak_at_index": r.peak_at_index,
-                "leaked_blocks": r.leaked_blocks, "leaked_bytes": r.leaked_bytes,
-            })).collect::<Vec<_>>(),
-            "leaks": self.leaks.iter().map(site).collect::<Vec<_>>(),
-            "top_sites": self.top_sites.iter().map(site).collect::<Vec<_>>(),
-            "warnings": self.warnings.total(),
+    /// Index of the resource type named `name`.
+    pub fn resource(&self, name: &str) -> Option<usize> {
+        self.resources.iter().position(|r| r.name == name)
+    }
+}
+
+fn ranked<'a>(
+    locations: &'a [Location],
+    traces: &'a [Trace],
+    ri: usize,
+    m: Metric,
+    top: usize,
+) -> Vec<(&'a Location, Vec<&'a Trace>)> {
+    let mut locs: Vec<&Location> = locations
+        .iter()
+        .filter(|l| l.resource == ri && l.cost.get(m) != 0)
+        .collect();
+    locs.sort_by(|a, b| {
+        b.cost
+            .get(m)
+            .abs()
+            .cmp(&a.cost.get(m).abs())
+            .then_with(|| a.function.cmp(&b.function))
+            .then_with(|| a.position.cmp(&b.position))
+    });
+    locs.truncate(top);
+    locs.into_iter()
+        .map(|l| {
+            let mut ts: Vec<&Trace> = l
+                .traces
+                .iter()
+                .map(|&i| &traces[i])
+                .filter(|t| t.cost.get(m) != 0)
+                .collect();
+            ts.sort_by(|a, b| {
+                b.cost
+                    .get(m)
+                    .abs()
+                    .cmp(&a.cost.get(m).abs())
+                    .then_with(|| a.key.cmp(&b.key))
+            });
+            (l, ts)
         })
-    }
-}
-
-fn write_site<W: Write>(out: &mut W, s: &Site, verb: &str) -> std::io::Result<()> {
-    writeln!(
-        out,
-        "  {} block(s), {} bytes {verb} [{}]",
-        s.blocks, s.bytes, s.resource
-    )?;
-    for (addr, label, pos) in &s.frames {
-        match pos {
-            Some(p) => writeln!(out, "      0x{addr:x} {label} at {p}")?,
-            None => writeln!(out, "      0x{addr:x} {label}")?,
-        }
-    }
-    Ok(())
-}
-
-fn xml_escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-}
-
-/// `68012` → `66.4 KiB`.
-pub fn human_bytes(b: i64) -> String {
-    let a = b.unsigned_abs() as f64;
-    let sign = if b < 0 { "-" } else { "" };
-    if a < 1024.0 {
-        format!("{b} B")
-    } else if a < 1024.0 * 1024.0 {
-        format!("{sign}{:.1} KiB", a / 1024.0)
-    } else if a < 1024.0 * 1024.0 * 1024.0 {
-        format!("{sign}{:.1} MiB", a / 1024.0 / 1024.0)
-    } else {
-        format!("{sign}{:.1} GiB", a / 1024.0 / 1024.0 / 1024.0)
-    }
+        .collect()
 }

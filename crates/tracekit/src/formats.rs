@@ -22,6 +22,15 @@ pub trait Dialect: Sync {
     fn info(&self, inputs: &[Input], args: &info::Args) -> Result<ExitCode>;
     fn report(&self, inputs: &[Input], args: &report::Args) -> Result<ExitCode>;
     fn convert(&self, input: &Input, args: &convert::Args) -> Result<ExitCode>;
+    /// `report --diff A B`: what changed from `base` to `new`.
+    fn diff(&self, base: &Input, new: &Input, args: &report::Args) -> Result<ExitCode> {
+        let _ = (new, args);
+        anyhow::bail!(
+            "{}: --diff is not available for {}",
+            base.display(),
+            self.name()
+        )
+    }
     /// Maps the input to the timeline model, into `sink` (Chrome JSON,
     /// Perfetto, ...). `Ok(None)` when this dialect has no timeline
     /// mapping yet: `convert` then handles `--to chrome` itself.

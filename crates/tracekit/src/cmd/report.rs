@@ -10,7 +10,7 @@ use crate::input::Input;
 
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Examples:\n  tracekit report trace.event.jsonl\n  tracekit report --json /var/log/git-trace2/ > report.json\n  tracekit report trace.xray -m ./app"
+    after_help = "Examples:\n  tracekit report trace.event.jsonl\n  tracekit report --json /var/log/git-trace2/ > report.json\n  tracekit report trace.xray -m ./app\n  tracekit report --diff before.rtrace after.rtrace   # what grew (memory traces)"
 )]
 pub struct Args {
     /// Trace files or directories (`-` reads standard input). Files of one
@@ -31,6 +31,10 @@ pub struct Args {
     /// (XRay function ids).
     #[arg(short = 'm', long = "instr-map", value_name = "BIN")]
     pub instr_map: Option<PathBuf>,
+    /// Compare two recordings of the same program: FILE A (the base) and
+    /// FILE B; shows what grew from A to B (memory traces).
+    #[arg(long)]
+    pub diff: bool,
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
@@ -39,6 +43,23 @@ pub fn run(args: Args) -> Result<ExitCode> {
         .iter()
         .map(|p| Input::open(p))
         .collect::<Result<Vec<_>>>()?;
+    if args.diff {
+        let [base, new] = &inputs[..] else {
+            anyhow::bail!("--diff compares two traces: A (the base) and B");
+        };
+        let dialect = formats::detect(base)?;
+        let other = formats::detect(new)?;
+        if !std::ptr::addr_eq(dialect, other) {
+            anyhow::bail!(
+                "--diff: {} is {}, {} is {}",
+                base.display(),
+                dialect.name(),
+                new.display(),
+                other.name()
+            );
+        }
+        return dialect.diff(base, new, &args);
+    }
     let mut code = ExitCode::SUCCESS;
     for (dialect, group) in formats::group(inputs)? {
         let c = dialect.report(&group, &args)?;

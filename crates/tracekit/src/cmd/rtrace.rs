@@ -1,15 +1,15 @@
 //! sp-rtrace: the dialect behind `info`/`report`/`convert`, and
 //! `tracekit rtrace postproc|report`.
 
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 
+use tracekit_rtrace::heaptrack;
 use tracekit_rtrace::postproc::{self, CallAddress, Options, SortOrder};
-use tracekit_rtrace::record::Record;
-use tracekit_rtrace::report;
+use tracekit_rtrace::report::{self, Metric, Symbolise};
 
 use crate::cmd::{convert, info, output};
 use crate::formats::Dialect;
@@ -146,21 +146,37 @@ pub struct PostprocArgs {
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
+Sections (heaptrack_print's): most calls to allocation functions, peak
+consumers (bytes allocated at the time of the peak), leaks, most temporary
+allocations (freed by the very next call), largest allocations; each place
+that called an allocation function with its backtraces. Frames are named
+from DWARF (file:line, inlined functions) where the module or its separate
+debug file has it (build id or .gnu_debuglink under each --debug-dir, by
+default /usr/lib/debug: Debian's -dbgsym and libc6-dbg packages), else from
+.symtab/.dynsym; C++ and Rust names are demangled. A frame no symbol covers
+shows as module+0xOFFSET (the module's own address, for addr2line -e).
+
 Examples:
   tracekit rtrace report trace.rtrace
   tracekit rtrace report trace.rtrace --timeline-svg live.svg --flame-svg leaks.svg
+  tracekit rtrace report trace.rtrace --flame-bytes-svg bytes.svg --flame-count-svg calls.svg
+  tracekit rtrace report --diff before.rtrace after.rtrace
   tracekit rtrace report --json trace.rtrace > report.json")]
 pub struct ReportArgs {
     /// The text trace (`-` reads standard input).
     #[arg(value_name = "IN")]
     pub input: PathBuf,
+    /// Compare with this earlier recording of the same program: what grew
+    /// from BASE to IN.
+    #[arg(long, value_name = "BASE")]
+    pub diff: Option<PathBuf>,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
     /// Write the report here instead of standard output.
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// How many leak groups and allocation sites to list.
+    /// How many places each section lists.
     #[arg(long, default_value_t = 20, value_name = "N")]
     pub top: usize,
     /// Write live bytes over time as an SVG plot.
@@ -169,6 +185,20 @@ pub struct ReportArgs {
     /// Write a flame graph of leaked bytes (SVG).
     #[arg(long, value_name = "FILE")]
     pub flame_svg: Option<PathBuf>,
+    /// Write a flame graph of allocated bytes (SVG).
+    #[arg(long, value_name = "FILE")]
+    pub flame_bytes_svg: Option<PathBuf>,
+    /// Write a flame graph of calls to allocation functions (SVG).
+    #[arg(long, value_name = "FILE")]
+    pub flame_count_svg: Option<PathBuf>,
+    /// Look for separate debug files here (repeatable; default
+    /// /usr/lib/debug, or $TRACEKIT_DEBUG_DIRS, colon-separated).
+    #[arg(long = "debug-dir", value_name = "DIR")]
+    pub debug_dirs: Vec<PathBuf>,
+    /// Look modules up under this directory (a copy of the recorded
+    /// system's files).
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
     /// Do not resolve addresses (faster; no module files needed).
     #[arg(long)]
     pub no_resolve: bool,
@@ -409,8 +439,31 @@ fn with_name(e: tracekit_core::Error, input: &Input) -> anyhow::Error {
     }
 }
 
-fn analyse(input: &Input, top: usize, resolve: bool) -> Result<report::Report> {
-    report::analyse(input.reader()?, top, resolve).map_err(|e| with_name(e, input))
+/// How frames are named: the system's debug directory unless
+/// `$TRACEKIT_DEBUG_DIRS` or `--debug-dir` say otherwise.
+fn symbolise(resolve: bool, debug_dirs: &[PathBuf], root: Option<&Path>) -> Symbolise {
+    if !resolve {
+        return Symbolise::none();
+    }
+    let mut sym = Symbolise::system();
+    if !debug_dirs.is_empty() {
+        sym.debug_dirs = debug_dirs.to_vec();
+    } else if let Some(v) = std::env::var_os("TRACEKIT_DEBUG_DIRS") {
+        sym.debug_dirs = std::env::split_paths(&v).collect();
+    }
+    if let Some(r) = root {
+        sym.root = Some(r.to_path_buf());
+        sym.debug_dirs = sym
+            .debug_dirs
+            .iter()
+            .map(|d| r.join(d.strip_prefix("/").unwrap_or(d)))
+            .collect();
+    }
+    sym
+}
+
+fn analyse(input: &Input, top: usize, sym: &Symbolise) -> Result<report::Report> {
+    report::analyse_with(input.reader()?, top, sym).map_err(|e| with_name(e, input))
 }
 
 fn write_svg(path: &Path, f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<()> {
@@ -421,10 +474,37 @@ fn write_svg(path: &Path, f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>)
     Ok(())
 }
 
+fn write_diff(
+    base: &Input,
+    new: &Input,
+    top: usize,
+    sym: &Symbolise,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let a = analyse(base, usize::MAX, sym)?;
+    let b = analyse(new, usize::MAX, sym)?;
+    let d = report::diff(&a, &b, top);
+    if json {
+        serde_json::to_writer_pretty(&mut *out, &d.to_json(&base.display(), &new.display()))?;
+        writeln!(out)?;
+    } else {
+        d.write_text(&mut *out, &base.display(), &new.display())?;
+    }
+    Ok(())
+}
+
 fn run_report(a: ReportArgs) -> Result<ExitCode> {
     let (input, name) = open_input(Some(&a.input))?;
-    let rep = analyse(&input, a.top, !a.no_resolve)?;
+    let sym = symbolise(!a.no_resolve, &a.debug_dirs, a.root.as_deref());
     let mut out = output(a.output.as_deref())?;
+    if let Some(base) = &a.diff {
+        let base = Input::open(base)?;
+        write_diff(&base, &input, a.top, &sym, a.json, &mut out)?;
+        out.flush()?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let rep = analyse(&input, a.top, &sym)?;
     if a.json {
         serde_json::to_writer_pretty(&mut out, &rep.to_json(&name))?;
         writeln!(out)?;
@@ -435,8 +515,14 @@ fn run_report(a: ReportArgs) -> Result<ExitCode> {
     if let Some(p) = &a.timeline_svg {
         write_svg(p, |w| rep.write_timeline_svg(w))?;
     }
-    if let Some(p) = &a.flame_svg {
-        write_svg(p, |w| rep.write_leak_flamegraph(w))?;
+    for (path, metric) in [
+        (&a.flame_svg, Metric::Leaked),
+        (&a.flame_bytes_svg, Metric::Allocated),
+        (&a.flame_count_svg, Metric::Allocations),
+    ] {
+        if let Some(p) = path {
+            write_svg(p, |w| rep.write_flamegraph(metric, w))?;
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -458,7 +544,8 @@ impl Dialect for Rtrace {
             if input.is_dir {
                 bail!("{}: a directory; name the trace files", input.display());
             }
-            let counts = count_records(input.reader()?).map_err(|e| with_name(e, input))?;
+            let counts = tracekit_rtrace::summary::summarise(input.reader()?)
+                .map_err(|e| with_name(e, input))?;
             let name = input.display();
             if args.json {
                 let v = serde_json::json!({
@@ -535,8 +622,9 @@ impl Dialect for Rtrace {
 
     fn report(&self, inputs: &[Input], args: &crate::cmd::report::Args) -> Result<ExitCode> {
         let mut out = output(args.output.as_deref())?;
+        let sym = symbolise(true, &[], None);
         for input in inputs {
-            let rep = analyse(input, args.top, true)?;
+            let rep = analyse(input, args.top, &sym)?;
             if args.json {
                 serde_json::to_writer_pretty(&mut out, &rep.to_json(&input.display()))?;
                 writeln!(out)?;
@@ -548,88 +636,89 @@ impl Dialect for Rtrace {
         Ok(ExitCode::SUCCESS)
     }
 
+    fn diff(&self, base: &Input, new: &Input, args: &crate::cmd::report::Args) -> Result<ExitCode> {
+        let mut out = output(args.output.as_deref())?;
+        write_diff(
+            base,
+            new,
+            args.top,
+            &symbolise(true, &[], None),
+            args.json,
+            &mut out,
+        )?;
+        out.flush()?;
+        Ok(ExitCode::SUCCESS)
+    }
+
     fn convert(&self, input: &Input, args: &convert::Args) -> Result<ExitCode> {
+        let sym = symbolise(true, &[], None);
+        let flame = |metric: Metric| -> Result<()> {
+            let rep = analyse(input, 0, &sym)?;
+            let mut out = output(args.output.as_deref())?;
+            rep.write_flamegraph(metric, &mut out)?;
+            out.flush()?;
+            Ok(())
+        };
+        let folded = |metric: Metric| -> Result<()> {
+            let rep = analyse(input, 0, &sym)?;
+            let mut out = output(args.output.as_deref())?;
+            out.write_all(&rep.folded(metric))?;
+            out.flush()?;
+            Ok(())
+        };
         match args.to.as_str() {
             "sp-rtrace" | "rtrace" => {
                 let out = output(args.output.as_deref())?;
                 postproc::run(input.reader()?, &Options::default(), out)
                     .map_err(|e| with_name(e, input))?;
             }
-            "leaks-folded" => {
-                let rep = analyse(input, 0, true)?;
-                let mut out = output(args.output.as_deref())?;
-                out.write_all(&rep.leak_folded())?;
-                out.flush()?;
+            "heaptrack" | "heaptrack-text" => {
+                let out = output(args.output.as_deref())?;
+                let stats = if args.to == "heaptrack" {
+                    if let Some(p) = &args.output {
+                        if p.extension().is_none_or(|e| e != "zst") {
+                            eprintln!(
+                                "tracekit: note: heaptrack_print and heaptrack_gui read a compressed file only when its name ends in .zst"
+                            );
+                        }
+                    }
+                    heaptrack::write_zst(input.reader()?, out, &sym)
+                } else {
+                    heaptrack::convert(input.reader()?, out, &sym)
+                }
+                .map_err(|e| with_name(e, input))?;
+                if stats.other_resources > 0 || stats.unmatched_frees > 0 {
+                    eprintln!(
+                        "tracekit: {}: not in the heaptrack file: {} call(s) of other resource types (heaptrack records memory only), {} free(s) of blocks never seen allocated",
+                        input.display(),
+                        stats.other_resources,
+                        stats.unmatched_frees
+                    );
+                }
+                super::print_warnings(input.display(), &stats.warnings);
             }
-            "leaks-svg" | "flamegraph" => {
-                let rep = analyse(input, 0, true)?;
-                let mut out = output(args.output.as_deref())?;
-                rep.write_leak_flamegraph(&mut out)?;
-                out.flush()?;
-            }
+            "leaks-folded" => folded(Metric::Leaked)?,
+            "folded-bytes" => folded(Metric::Allocated)?,
+            "folded-count" => folded(Metric::Allocations)?,
+            "leaks-svg" | "flamegraph" => flame(Metric::Leaked)?,
+            "flamegraph-bytes" => flame(Metric::Allocated)?,
+            "flamegraph-count" => flame(Metric::Allocations)?,
             "timeline-svg" => {
-                let rep = analyse(input, 0, false)?;
+                let rep = analyse(input, 0, &Symbolise::none())?;
                 let mut out = output(args.output.as_deref())?;
                 rep.write_timeline_svg(&mut out)?;
                 out.flush()?;
             }
             other => bail!(
                 "sp-rtrace cannot be converted to {other}; targets: sp-rtrace (canonical rewrite), \
-                 leaks-folded, leaks-svg (flame graph of leaked bytes), timeline-svg"
+                 heaptrack (heaptrack's data file, zstd; heaptrack-text uncompressed), \
+                 leaks-svg / flamegraph-bytes / flamegraph-count (flame graphs of leaked bytes, \
+                 allocated bytes, allocation calls), leaks-folded / folded-bytes / folded-count \
+                 (their folded stacks), timeline-svg"
             ),
         }
         Ok(ExitCode::SUCCESS)
     }
-}
-
-#[derive(Default)]
-struct Counts {
-    header: tracekit_rtrace::Header,
-    allocs: u64,
-    frees: u64,
-    frames: u64,
-    args: u64,
-    maps: u64,
-    contexts: u64,
-    resources: u64,
-    resource_names: Vec<String>,
-    attachments: u64,
-    comments: u64,
-    first_ts: Option<u32>,
-    last_ts: Option<u32>,
-}
-
-fn count_records(r: Box<dyn BufRead>) -> tracekit_core::Result<Counts> {
-    let mut reader = tracekit_rtrace::Reader::new(r);
-    let mut c = Counts::default();
-    while let Some(rec) = reader.next_record()? {
-        match rec {
-            Record::Header(h) => c.header = h,
-            Record::Call(call) => {
-                if call.is_alloc() {
-                    c.allocs += 1;
-                } else {
-                    c.frees += 1;
-                }
-                if let Some(t) = call.timestamp {
-                    c.first_ts.get_or_insert(t);
-                    c.last_ts = Some(t);
-                }
-            }
-            Record::Frame(_) => c.frames += 1,
-            Record::Arg(_) => c.args += 1,
-            Record::Map(_) => c.maps += 1,
-            Record::Context(_) => c.contexts += 1,
-            Record::Resource(r) => {
-                c.resources += 1;
-                c.resource_names.push(r.name);
-            }
-            Record::Attachment(_) => c.attachments += 1,
-            Record::Comment(_) | Record::TempComment(_) => c.comments += 1,
-            Record::EndBacktrace => {}
-        }
-    }
-    Ok(c)
 }
 
 #[cfg(all(test, target_arch = "x86_64", target_os = "linux"))]

@@ -1,0 +1,21 @@
+//! Any bytes through the report's views (text, JSON, folded stacks, a diff
+//! against itself) and the heaptrack writer: errors are fine, panics not.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use tracekit_rtrace::report::{self, Metric, Symbolise};
+
+fuzz_target!(|data: &[u8]| {
+    if let Ok(rep) = report::analyse(data, 5, false) {
+        let _ = rep.write_text(Vec::new(), "fuzz");
+        let _ = rep.to_json("fuzz");
+        for m in Metric::VIEWS {
+            let _ = rep.folded(m);
+        }
+        let _ = rep.write_timeline_svg(Vec::new());
+        let d = report::diff(&rep, &rep, 5);
+        assert!(d.traces.is_empty(), "a trace differs from itself");
+        let _ = d.write_text(Vec::new(), "a", "b");
+    }
+    let _ = tracekit_rtrace::heaptrack::convert(data, Vec::new(), &Symbolise::none());
+});

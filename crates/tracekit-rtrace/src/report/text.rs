@@ -1,0 +1,311 @@
+//! The report as text (heaptrack_print's sections) and as JSON.
+
+use std::io::Write;
+
+use serde_json::{json, Value};
+
+use super::{Cost, Frames, Location, Metric, Report, Site, Trace};
+
+/// Backtraces listed under each location.
+const SUB_TRACES: usize = 5;
+
+impl Report {
+    /// The human report.
+    pub fn write_text<W: Write>(&self, mut out: W, file: &str) -> std::io::Result<()> {
+        let h = &self.header;
+        writeln!(out, "sp-rtrace trace {file}")?;
+        writeln!(
+            out,
+            "  process {} (pid {}), {}, recorded {}, origin {}",
+            h.get("process").unwrap_or("?"),
+            h.get("pid").unwrap_or("?"),
+            h.get("arch").unwrap_or("?"),
+            h.timestamp().unwrap_or("?"),
+            h.get("origin").unwrap_or("?")
+        )?;
+        for n in &self.notes {
+            writeln!(out, "  {n}")?;
+        }
+        match self.runtime_ms {
+            Some(ms) => writeln!(
+                out,
+                "  {} calls over {:.3} s",
+                self.calls,
+                ms as f64 / 1000.0
+            )?,
+            None => writeln!(out, "  {} calls", self.calls)?,
+        }
+        for r in &self.resources {
+            writeln!(out)?;
+            writeln!(out, "{} ({}):", r.name, r.description)?;
+            writeln!(
+                out,
+                "  allocations {}  ({} total), frees {} ({} of unknown blocks)",
+                r.allocs,
+                human_bytes(r.allocated_bytes),
+                r.frees,
+                r.unmatched_frees
+            )?;
+            writeln!(
+                out,
+                "  peak {} in {} blocks (at call {})",
+                human_bytes(r.peak_bytes),
+                r.peak_blocks,
+                r.peak_at_index
+            )?;
+            writeln!(
+                out,
+                "  never freed: {} blocks, {} bytes",
+                r.leaked_blocks, r.leaked_bytes
+            )?;
+            writeln!(
+                out,
+                "  temporary: {} (freed by the next call), largest allocation: {} bytes",
+                r.temporary, r.largest
+            )?;
+        }
+        for (ri, r) in self.resources.iter().enumerate() {
+            if r.allocs == 0 {
+                continue;
+            }
+            for m in Metric::VIEWS {
+                writeln!(out)?;
+                writeln!(out, "{} [{}]", title(m), r.name)?;
+                let view = self.view(ri, m, self.top);
+                if view.is_empty() {
+                    writeln!(out, "  none")?;
+                }
+                for (loc, traces) in view {
+                    write_location(&mut out, loc, &traces, m)?;
+                }
+            }
+        }
+        if self.warnings.total() > 0 {
+            writeln!(out)?;
+            writeln!(out, "{} warning(s) while reading:", self.warnings.total())?;
+            for w in self.warnings.kept() {
+                writeln!(out, "  line {}: {}", w.position, w.message)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The same as JSON.
+    pub fn to_json(&self, file: &str) -> Value {
+        let site = |s: &Site| {
+            json!({
+                "resource": s.resource,
+                "blocks": s.blocks,
+                "bytes": s.bytes,
+                "frames": frames_json(&s.frames),
+            })
+        };
+        let header: serde_json::Map<String, Value> = self
+            .header
+            .fields
+            .iter()
+            .map(|f| (f.key.clone(), json!(f.value)))
+            .collect();
+        let mut views = serde_json::Map::new();
+        for (ri, r) in self.resources.iter().enumerate() {
+            let mut per = serde_json::Map::new();
+            for m in Metric::VIEWS {
+                let list: Vec<Value> = self
+                    .view(ri, m, self.top)
+                    .into_iter()
+                    .map(|(l, ts)| location_json(l, &ts))
+                    .collect();
+                per.insert(m.name().to_string(), Value::Array(list));
+            }
+            views.insert(r.name.clone(), Value::Object(per));
+        }
+        json!({
+            "file": file,
+            "format": "sp-rtrace",
+            "header": header,
+            "notes": self.notes,
+            "calls": self.calls,
+            "runtime_ms": self.runtime_ms,
+            "resources": self.resources.iter().map(|r| json!({
+                "name": r.name, "description": r.description,
+                "allocations": r.allocs, "allocated_bytes": r.allocated_bytes,
+                "frees": r.frees, "unmatched_frees": r.unmatched_frees,
+                "peak_bytes": r.peak_bytes, "peak_blocks": r.peak_blocks,
+                "peak_at_index": r.peak_at_index,
+                "leaked_blocks": r.leaked_blocks, "leaked_bytes": r.leaked_bytes,
+                "temporary": r.temporary, "largest": r.largest,
+            })).collect::<Vec<_>>(),
+            "views": views,
+            "leaks": self.leaks.iter().map(site).collect::<Vec<_>>(),
+            "top_sites": self.top_sites.iter().map(site).collect::<Vec<_>>(),
+            "warnings": self.warnings.total(),
+        })
+    }
+}
+
+pub(super) fn title(m: Metric) -> &'static str {
+    match m {
+        Metric::Allocations => "MOST CALLS TO ALLOCATION FUNCTIONS",
+        Metric::Allocated => "MOST BYTES ALLOCATED",
+        Metric::Peak => "PEAK CONSUMERS (allocated at the time of the peak)",
+        Metric::Leaked => "LEAKS (never freed)",
+        Metric::Temporary => "MOST TEMPORARY ALLOCATIONS (freed by the next call)",
+        Metric::Largest => "LARGEST ALLOCATIONS",
+    }
+}
+
+/// `1234 calls with 2.0 KiB at the peak` and the like.
+pub(super) fn cost_line(c: &Cost, m: Metric) -> String {
+    match m {
+        Metric::Allocations => format!(
+            "{} calls ({}) with {} at the peak",
+            c.allocations,
+            human_bytes(c.allocated),
+            human_bytes(c.peak)
+        ),
+        Metric::Allocated => format!(
+            "{} allocated in {} calls",
+            human_bytes(c.allocated),
+            c.allocations
+        ),
+        Metric::Peak => format!(
+            "{} at the peak, over {} calls",
+            human_bytes(c.peak),
+            c.allocations
+        ),
+        Metric::Leaked => format!(
+            "{} leaked in {} blocks, over {} calls",
+            human_bytes(c.leaked),
+            c.leaked_blocks,
+            c.allocations
+        ),
+        Metric::Temporary => format!(
+            "{} temporary of {} calls ({:.2}%)",
+            c.temporary,
+            c.allocations,
+            if c.allocations == 0 {
+                0.0
+            } else {
+                c.temporary as f64 * 100.0 / c.allocations as f64
+            }
+        ),
+        Metric::Largest => format!(
+            "{} largest, over {} calls",
+            human_bytes(c.largest),
+            c.allocations
+        ),
+    }
+}
+
+pub(super) fn write_location<W: Write>(
+    out: &mut W,
+    loc: &Location,
+    traces: &[&Trace],
+    m: Metric,
+) -> std::io::Result<()> {
+    writeln!(out, "  {} from", cost_line(&loc.cost, m))?;
+    writeln!(out, "    {}", loc.function)?;
+    if let Some(p) = &loc.position {
+        writeln!(out, "      at {p}")?;
+    }
+    if let Some(module) = &loc.module {
+        writeln!(out, "      in {module}")?;
+    }
+    let mut shown = 0i64;
+    for t in traces.iter().take(SUB_TRACES) {
+        shown += t.cost.get(m);
+        let from = super::location_frame(&t.frames).map_or(0, |i| i + 1);
+        if from >= t.frames.len() && traces.len() == 1 {
+            // Nothing more to say than the location itself.
+            continue;
+        }
+        writeln!(out, "    {} from:", cost_line(&t.cost, m))?;
+        write_frames(out, &t.frames, from, "        ")?;
+    }
+    if traces.len() > SUB_TRACES {
+        let rest = loc.cost.get(m) - shown;
+        let rest = if m.is_bytes() {
+            human_bytes(rest)
+        } else {
+            rest.to_string()
+        };
+        writeln!(
+            out,
+            "    and {rest} from {} other places",
+            traces.len() - SUB_TRACES
+        )?;
+    }
+    Ok(())
+}
+
+/// Frames from index `from` on, one a line, inlined ones marked.
+pub(super) fn write_frames<W: Write>(
+    out: &mut W,
+    frames: &Frames,
+    from: usize,
+    indent: &str,
+) -> std::io::Result<()> {
+    for (i, (addr, label, pos)) in frames.iter().enumerate().skip(from) {
+        let inlined = frames.get(i + 1).is_some_and(|n| n.0 == *addr);
+        write!(out, "{indent}{label}")?;
+        if let Some(p) = pos {
+            write!(out, " at {p}")?;
+        }
+        if inlined {
+            write!(out, " (inlined)")?;
+        }
+        writeln!(out)?;
+    }
+    Ok(())
+}
+
+fn frames_json(frames: &Frames) -> Vec<Value> {
+    frames
+        .iter()
+        .enumerate()
+        .map(|(i, (a, l, p))| {
+            let inlined = frames.get(i + 1).is_some_and(|n| n.0 == *a);
+            json!({"address": format!("0x{a:x}"), "function": l, "source": p, "inlined": inlined})
+        })
+        .collect()
+}
+
+pub(super) fn cost_json(c: &Cost) -> Value {
+    json!({
+        "allocations": c.allocations,
+        "allocated": c.allocated,
+        "peak": c.peak,
+        "leaked": c.leaked,
+        "leaked_blocks": c.leaked_blocks,
+        "temporary": c.temporary,
+        "largest": c.largest,
+    })
+}
+
+pub(super) fn location_json(l: &Location, traces: &[&Trace]) -> Value {
+    json!({
+        "function": l.function,
+        "source": l.position,
+        "module": l.module,
+        "cost": cost_json(&l.cost),
+        "backtraces": traces.iter().take(SUB_TRACES).map(|t| json!({
+            "cost": cost_json(&t.cost),
+            "frames": frames_json(&t.frames),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// `68012` → `66.4 KiB`.
+pub fn human_bytes(b: i64) -> String {
+    let a = b.unsigned_abs() as f64;
+    let sign = if b < 0 { "-" } else { "" };
+    if a < 1024.0 {
+        format!("{b} B")
+    } else if a < 1024.0 * 1024.0 {
+        format!("{sign}{:.1} KiB", a / 1024.0)
+    } else if a < 1024.0 * 1024.0 * 1024.0 {
+        format!("{sign}{:.1} MiB", a / 1024.0 / 1024.0)
+    } else {
+        format!("{sign}{:.1} GiB", a / 1024.0 / 1024.0 / 1024.0)
+    }
+}
