@@ -14,6 +14,7 @@ pub mod recording;
 pub mod report;
 pub mod resolve;
 pub mod summary;
+pub mod timeline;
 
 pub use reader::{Assembler, FullCall, Item, Reader};
 pub use record::{Call, CallKind, Frame, Header, Record};

@@ -679,10 +679,10 @@ fn name_frames(
     (frames, modules)
 }
 
-/// Elapsed time from call timestamps: milliseconds of a monotonic clock
-/// modulo 24 h (sp-rtrace's), unwrapped.
+/// sp-rtrace's call times (milliseconds of a monotonic clock modulo 24 h),
+/// unwrapped: a step back of more than half a day is the next day.
 #[derive(Default)]
-struct Clock {
+pub(crate) struct Clock {
     first: Option<u64>,
     last: u64,
     max: u64,
@@ -692,7 +692,8 @@ struct Clock {
 const DAY_MS: u64 = 86_400_000;
 
 impl Clock {
-    fn tick(&mut self, t: u32) {
+    /// Takes the next call's time; returns it unwrapped.
+    pub(crate) fn tick(&mut self, t: u32) -> u64 {
         let mut t = t as u64 + self.wraps * DAY_MS;
         if self.first.is_some() && t + DAY_MS / 2 < self.last {
             self.wraps += 1;
@@ -701,6 +702,7 @@ impl Clock {
         self.first.get_or_insert(t);
         self.last = t;
         self.max = self.max.max(t);
+        t
     }
 
     fn elapsed(&self) -> Option<u64> {

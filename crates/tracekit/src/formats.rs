@@ -31,17 +31,14 @@ pub trait Dialect: Sync {
             self.name()
         )
     }
-    /// Maps the input to the timeline model, into `sink` (Chrome JSON,
-    /// Perfetto, ...). `Ok(None)` when this dialect has no timeline
-    /// mapping yet: `convert` then handles `--to chrome` itself.
+    /// Maps the input to the timeline model, into `sink`: every
+    /// cross-format output (Chrome JSON, Perfetto, ...) is written from it.
     fn timeline(
         &self,
-        _input: &Input,
-        _args: &convert::Args,
-        _sink: &mut dyn Sink,
-    ) -> Result<Option<ExitCode>> {
-        Ok(None)
-    }
+        input: &Input,
+        args: &convert::Args,
+        sink: &mut dyn Sink,
+    ) -> Result<ExitCode>;
 }
 
 /// The dialects, in detection order (most specific first).

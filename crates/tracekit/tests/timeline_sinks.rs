@@ -172,3 +172,18 @@ fn posix_log_perfetto_equals_chrome() {
     assert!(n("slices") >= 1, "{s}");
     assert!(n("instants") >= 43, "{s}");
 }
+
+#[test]
+fn rtrace_perfetto_equals_chrome() {
+    if !perfetto_available() {
+        return;
+    }
+    // Memory with contexts and leaks, and shared memory (three refcount and
+    // plain resource types), from the sp-rtrace test data.
+    let s = compare("tests/corpus/rtrace/upstream/context.txt", &[]);
+    assert!(!s.contains(" 0 instants"), "leaks expected: {s}");
+    assert!(!s.contains(" 0 counter samples"), "{s}");
+    let s = compare("tests/corpus/rtrace/upstream/sample.txt", &[]);
+    assert!(!s.contains(" 0 counter samples"), "{s}");
+    compare("examples/rtrace/sample.rtrace", &[]);
+}

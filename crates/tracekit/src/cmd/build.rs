@@ -523,7 +523,7 @@ impl Dialect for Kwinject {
         input: &Input,
         _args: &convert::Args,
         sink: &mut dyn Sink,
-    ) -> Result<Option<ExitCode>> {
+    ) -> Result<ExitCode> {
         let t = read_trace(input)?;
         let b = Build::new(&t);
         let skipped =
@@ -534,7 +534,7 @@ impl Dialect for Kwinject {
                 input.display()
             );
         }
-        Ok(Some(ExitCode::SUCCESS))
+        Ok(ExitCode::SUCCESS)
     }
 
     fn convert(&self, input: &Input, args: &convert::Args) -> Result<ExitCode> {

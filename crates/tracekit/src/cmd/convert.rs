@@ -47,28 +47,15 @@ pub fn run(args: Args) -> Result<ExitCode> {
     match args.to.as_str() {
         "chrome" | "chrome-json" => {
             let mut sink = ChromeSink::new(output(args.output.as_deref())?)?;
-            match dialect.timeline(&input, &args, &mut sink)? {
-                Some(code) => {
-                    sink.into_inner()?.flush()?;
-                    Ok(code)
-                }
-                // Not mapped yet: the dialect writes Chrome JSON itself.
-                None => dialect.convert(&input, &args),
-            }
+            let code = dialect.timeline(&input, &args, &mut sink)?;
+            sink.into_inner()?.flush()?;
+            Ok(code)
         }
         "perfetto" | "pftrace" => {
             let mut sink = PerfettoSink::new(output(args.output.as_deref())?);
-            match dialect.timeline(&input, &args, &mut sink)? {
-                Some(code) => {
-                    sink.into_inner()?.flush()?;
-                    Ok(code)
-                }
-                None => anyhow::bail!(
-                    "{}: {} cannot be converted to Perfetto yet",
-                    input.display(),
-                    dialect.name()
-                ),
-            }
+            let code = dialect.timeline(&input, &args, &mut sink)?;
+            sink.into_inner()?.flush()?;
+            Ok(code)
         }
         _ => dialect.convert(&input, &args),
     }

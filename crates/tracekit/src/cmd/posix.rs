@@ -435,15 +435,15 @@ impl Dialect for PosixLog {
         input: &Input,
         _args: &convert::Args,
         sink: &mut dyn Sink,
-    ) -> Result<Option<ExitCode>> {
+    ) -> Result<ExitCode> {
         let mut r = open_log(input)?;
         let w = tracekit_posix::timeline::map_log(&mut r, &input.display().to_string(), sink)?;
         super::print_warnings(input.display(), &w);
-        Ok(Some(if w.is_empty() {
+        Ok(if w.is_empty() {
             ExitCode::SUCCESS
         } else {
             ExitCode::from(1)
-        }))
+        })
     }
 }
 

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 
+use tracekit_core::timeline::Sink;
 use tracekit_rtrace::heaptrack;
 use tracekit_rtrace::postproc::{self, CallAddress, Options, SortOrder};
 use tracekit_rtrace::report::{self, Metric, Symbolise};
@@ -647,6 +648,29 @@ impl Dialect for Rtrace {
             &mut out,
         )?;
         out.flush()?;
+        Ok(ExitCode::SUCCESS)
+    }
+
+    fn timeline(
+        &self,
+        input: &Input,
+        _args: &convert::Args,
+        sink: &mut dyn Sink,
+    ) -> Result<ExitCode> {
+        let (stats, warnings) = tracekit_rtrace::timeline::map_trace(
+            input.reader()?,
+            &input.display().to_string(),
+            sink,
+        )
+        .map_err(|e| with_name(e, input))?;
+        super::print_warnings(input.display(), &warnings);
+        if stats.untimed > 0 {
+            eprintln!(
+                "tracekit: {}: {} calls have no timestamp: they count in what is in use but are not placed on the timeline",
+                input.display(),
+                stats.untimed
+            );
+        }
         Ok(ExitCode::SUCCESS)
     }
 

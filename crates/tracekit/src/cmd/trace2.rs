@@ -250,12 +250,12 @@ impl Dialect for Trace2 {
         input: &Input,
         _args: &convert::Args,
         sink: &mut dyn Sink,
-    ) -> Result<Option<ExitCode>> {
+    ) -> Result<ExitCode> {
         let source = input.display().to_string();
         let mut tl = Trace2Timeline::new(sink, &source);
         let warnings = read_events(input, |ev| Ok(tl.add(ev)?), |_, _| {})?;
         tl.finish()?;
-        Ok(Some(exit_code(print_all_warnings(&warnings))))
+        Ok(exit_code(print_all_warnings(&warnings)))
     }
 
     fn convert(&self, input: &Input, args: &convert::Args) -> Result<ExitCode> {

@@ -729,7 +729,7 @@ impl Dialect for Xray {
         input: &Input,
         args: &convert::Args,
         sink: &mut dyn Sink,
-    ) -> Result<Option<ExitCode>> {
+    ) -> Result<ExitCode> {
         let mut run = || -> Result<ExitCode> {
             let names = names_for(&args.instr_map)?;
             let bytes = open_bytes(&input.path)?;
@@ -743,7 +743,7 @@ impl Dialect for Xray {
             print_warnings(input.path.display(), &w);
             Ok(ExitCode::SUCCESS)
         };
-        quiet_pipe(run()).map(Some)
+        quiet_pipe(run())
     }
 }
 
