@@ -49,21 +49,19 @@ pub fn account_rows(
     args: &AccountArgs,
 ) -> Result<(Vec<account::Row>, usize, Warnings)> {
     let mut warnings = trace.warnings.clone();
-    let (mut rows, w) = if trace.header.kind == crate::LogKind::Fdr
-        && !args.deduce_sibling_calls
-        && !args.recursive_calls_only
-    {
-        let workers = crate::trace::worker_count();
-        account::account_fdr_parallel(trace, args.keep_going, workers, workers)?
-    } else {
-        let mut acc = Accountant::new(AccountOptions {
-            keep_going: args.keep_going,
-            deduce_sibling_calls: args.deduce_sibling_calls,
-            recursive_calls_only: args.recursive_calls_only,
-        });
-        warnings.extend(trace.try_for_each(|r| acc.add(r))?);
-        acc.rows(trace.header.cycle_frequency)
-    };
+    let (mut rows, w) =
+        if trace.is_fdr_log() && !args.deduce_sibling_calls && !args.recursive_calls_only {
+            let workers = crate::trace::worker_count();
+            account::account_fdr_parallel(trace, args.keep_going, workers, workers)?
+        } else {
+            let mut acc = Accountant::new(AccountOptions {
+                keep_going: args.keep_going,
+                deduce_sibling_calls: args.deduce_sibling_calls,
+                recursive_calls_only: args.recursive_calls_only,
+            });
+            warnings.extend(trace.try_for_each(|r| acc.add(r))?);
+            acc.rows(trace.header.cycle_frequency)
+        };
     warnings.extend(w);
     let total = rows.len();
     account::sort_rows(&mut rows, args.sort, args.descending, args.top);
@@ -123,7 +121,7 @@ pub fn stack<W: Write + ?Sized>(
     let mut warnings = Warnings::default();
     for trace in traces {
         warnings.extend(trace.warnings.clone());
-        if trace.header.kind == crate::LogKind::Fdr {
+        if trace.is_fdr_log() {
             let workers = crate::trace::worker_count();
             warnings.extend(trie.add_fdr_parallel(trace, workers, workers)?);
         } else {
@@ -350,7 +348,7 @@ pub fn convert_chrome<W: Write>(
             } else {
                 b"custom-event"
             };
-            let data = String::from_utf8_lossy(r.data);
+            let data = String::from_utf8_lossy(&r.data);
             return w
                 .instant(
                     pid,
@@ -443,6 +441,13 @@ pub fn convert_chrome<W: Write>(
 /// The smallest timestamp of the trace, cheaply (block starts for FDR, a
 /// scan of the fixed-size records for basic logs).
 pub fn earliest_tsc(trace: &Trace<'_>) -> u64 {
+    if trace.yaml.is_some() {
+        let mut min = None::<u64>;
+        for r in trace.records().flatten() {
+            min = Some(min.map_or(r.tsc, |m| m.min(r.tsc)));
+        }
+        return min.unwrap_or(0);
+    }
     match trace.header.kind {
         crate::LogKind::Fdr => trace
             .blocks

@@ -37,6 +37,7 @@ pub mod trace;
 pub mod trace_event;
 pub mod writer;
 pub mod yaml;
+pub mod yaml_log;
 
 pub use header::{parse_header, Endian, FileHeader, LogKind};
 pub use record::{Record, RecordKind};

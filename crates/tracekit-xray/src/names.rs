@@ -219,13 +219,16 @@ impl FunctionNames {
         }
     }
 
-    /// `file:line:column` of the function's entry, or `(unknown)`.
+    /// `file:line:column` of the function's entry, `(unknown)` for an id
+    /// the map does not have, `<invalid>:0:0` where nothing is known.
     pub fn file_line_column(&self, id: i32) -> String {
         let Some(addr) = self.map.as_ref().and_then(|m| m.function_address(id)) else {
             return "(unknown)".into();
         };
+        // A YAML map: llvm-xray's symbolizer, given the map's file, finds
+        // no object there and answers with empty line info.
         let Some(b) = self.binary.as_ref() else {
-            return "(unknown)".into();
+            return "<invalid>:0:0".into();
         };
         let (file, line, col) = b
             .location(addr)

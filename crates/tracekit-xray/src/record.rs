@@ -51,7 +51,7 @@ pub struct Record<'a> {
     pub pid: u32,
     pub args: Vec<u64>,
     /// Event payload (empty for function records).
-    pub data: &'a [u8],
+    pub data: std::borrow::Cow<'a, [u8]>,
 }
 
 /// A consumer of function records only (`account`, `stack`): called with

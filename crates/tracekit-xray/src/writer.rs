@@ -170,7 +170,7 @@ impl<W: Write> FdrWriter<W> {
                     kind::CUSTOM_EVENT
                 };
                 self.meta(k, &b);
-                self.body.extend_from_slice(r.data);
+                self.body.extend_from_slice(&r.data);
             }
             _ => {
                 if !(0..1 << 28).contains(&r.func_id) {

@@ -153,7 +153,7 @@ fn many_buffers_per_thread_account_every_call() {
         tid: 42,
         pid: 7,
         args: Vec::new(),
-        data: &[],
+        data: std::borrow::Cow::Borrowed(&[]),
     };
     for i in 0..500u64 {
         w.record(&rec(RecordKind::Enter, 1, tsc)).unwrap();

@@ -545,6 +545,7 @@ impl Dialect for Xray {
 
     fn sniff(&self, input: &Input) -> bool {
         tracekit_xray::header::looks_like_xray(&input.head)
+            || tracekit_xray::yaml_log::looks_like_yaml_log(&input.head)
     }
 
     fn info(&self, inputs: &[Input], args: &info::Args) -> Result<ExitCode> {
