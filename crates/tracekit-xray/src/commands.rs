@@ -58,7 +58,8 @@ pub fn account_rows(
                 keep_going: args.keep_going,
                 deduce_sibling_calls: args.deduce_sibling_calls,
                 recursive_calls_only: args.recursive_calls_only,
-            });
+            })
+            .orphan_exits_are_errors(trace.yaml.is_some());
             warnings.extend(trace.try_for_each(|r| acc.add(r))?);
             acc.rows(trace.header.cycle_frequency)
         };
@@ -119,20 +120,45 @@ pub fn stack<W: Write + ?Sized>(
     }
     let mut trie = StackTrie::new(args.keep_going);
     let mut warnings = Warnings::default();
+    // llvm-xray's report of a record without its entry.
+    let found = |(func_id, tid, record_type): (i32, u32, u16)| {
+        let kind = match record_type {
+            0 => "Fn Entry",
+            1 => "Fn Exit",
+            _ => "Unknown",
+        };
+        format!(
+            "Found record {{FuncId: \"{}\", ThreadId: \"{tid}\", RecordType: \"{kind}\"}} with no matching function entry",
+            names.symbol_or_number(func_id)
+        )
+    };
     for trace in traces {
         warnings.extend(trace.warnings.clone());
         if trace.is_fdr_log() {
+            trie.orphan_exits_are_errors = false;
             let workers = crate::trace::worker_count();
             warnings.extend(trie.add_fdr_parallel(trace, workers, workers)?);
         } else {
-            warnings.extend(trace.try_for_each(|r| trie.add(r))?);
+            trie.orphan_exits_are_errors = trace.yaml.is_some();
+            let res = trace.try_for_each(|r| trie.add(r));
+            for u in trie.unmatched_records.drain(..) {
+                warnings.push(Position::Unknown, found(u));
+            }
+            match res {
+                Ok(w) => warnings.extend(w),
+                Err(e) => {
+                    return Err(match trie.last_unmatched.take() {
+                        Some(u) if trie.orphan_exits_are_errors => Error::Other(found(u)),
+                        _ => e,
+                    })
+                }
+            }
         }
     }
     warnings.extend(trie.finish_warnings());
     if trie.is_empty() {
-        return Err(Error::malformed(
-            Position::Unknown,
-            "no instrumented calls were accounted in the input",
+        return Err(Error::Other(
+            "No instrumented calls were accounted in the input file.".into(),
         ));
     }
     let agg = if args.count {
@@ -255,6 +281,43 @@ pub fn graph<W: Write + ?Sized>(
         args.vertex_color,
     )?);
     Ok(warnings)
+}
+
+/// How `graph-diff` accounts one of its traces (llvm-xray's `-k`/`-k1`/
+/// `-k2`, `-d`/`-d1`/`-d2`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DiffSide {
+    pub keep_going: bool,
+    pub deduce_sibling_calls: bool,
+}
+
+/// The call graph of one trace for `graph-diff`: records in time order
+/// (llvm-xray loads both traces sorted).
+pub fn diff_graph(trace: &Trace<'_>, side: DiffSide) -> Result<crate::graph::GraphStats> {
+    let mut g = crate::graph::GraphBuilder::new(side.keep_going, side.deduce_sibling_calls);
+    let mut warnings = trace.warnings.clone();
+    let mut records = trace.sorted_records();
+    for r in records.by_ref() {
+        g.add(&r?)?;
+    }
+    warnings.extend(records.warnings());
+    let mut stats = g.statistics(trace.header.cycle_frequency);
+    warnings.extend(std::mem::take(&mut stats.warnings));
+    stats.warnings = warnings;
+    Ok(stats)
+}
+
+/// `graph-diff`: DOT of the difference of two traces' call graphs.
+pub fn graph_diff<W: Write + ?Sized>(
+    traces: [&Trace<'_>; 2],
+    sides: [DiffSide; 2],
+    style: &crate::graph::DiffStyle,
+    out: &mut W,
+) -> Result<[Warnings; 2]> {
+    let a = diff_graph(traces[0], sides[0])?;
+    let b = diff_graph(traces[1], sides[1])?;
+    crate::graph::write_diff([&a, &b], style, out).map_err(io)?;
+    Ok([a.warnings, b.warnings])
 }
 
 /// `convert -output-format=trace_event`.

@@ -29,6 +29,11 @@ fn relocations(
 ) -> std::collections::HashMap<u64, u64> {
     use object::{ObjectSymbol, ObjectSymbolTable, RelocationKind, RelocationTarget};
     let mut out = std::collections::HashMap::new();
+    // llvm-xray applies relocations to ELF files only (Mach-O objects keep
+    // their unrelocated zeros).
+    if file.format() != object::BinaryFormat::Elf {
+        return out;
+    }
     let value = |r: &object::Relocation, at: u64, dynamic: bool| -> u64 {
         let symbol = match r.target() {
             RelocationTarget::Symbol(i) => {
@@ -152,15 +157,14 @@ impl InstrMap {
 
     /// Reads an ELF binary, or a YAML map written by `extract`.
     pub fn parse(bytes: &[u8]) -> Result<InstrMap> {
-        if bytes.starts_with(b"\x7fELF") || bytes.starts_with(b"\xcf\xfa\xed\xfe") {
-            Self::from_elf(bytes)
-        } else if looks_like_yaml_map(bytes) {
+        if looks_like_yaml_map(bytes) {
             Self::from_yaml(bytes)
-        } else {
-            Err(Error::malformed(
-                Position::Offset(0),
-                "instrumentation map is neither an ELF binary nor an `xray extract` YAML map",
+        } else if bytes.is_empty() {
+            Err(Error::Other(
+                "The file was not recognized as a valid object file (it is empty)".into(),
             ))
+        } else {
+            Self::from_elf(bytes)
         }
     }
 
@@ -168,32 +172,50 @@ impl InstrMap {
     /// PC-relative addresses; older ones absolute addresses (or 0 plus a
     /// relative relocation in PIEs).
     pub fn from_elf(bytes: &[u8]) -> Result<InstrMap> {
+        // Errors in llvm-xray 14's words (its tests check them), then ours.
         let file = object::File::parse(bytes).map_err(|e| {
-            Error::malformed(Position::Offset(0), format!("cannot read the binary: {e}"))
+            Error::Other(format!(
+                "The file was not recognized as a valid object file ({e})"
+            ))
         })?;
-        let section = file.section_by_name("xray_instr_map").ok_or_else(|| {
-            Error::malformed(
-                Position::Unknown,
-                "the binary has no xray_instr_map section (was it built with -fxray-instrument?)",
+        let supported = matches!(
+            file.architecture(),
+            object::Architecture::X86_64
+                | object::Architecture::Aarch64
+                | object::Architecture::Arm
+        ) || (file.architecture() == object::Architecture::PowerPc64
+            && file.is_little_endian());
+        if !supported
+            || !matches!(
+                file.format(),
+                object::BinaryFormat::Elf | object::BinaryFormat::MachO
             )
-        })?;
-        let data = section.data().map_err(|e| {
-            Error::malformed(
-                Position::Unknown,
-                format!("cannot read xray_instr_map: {e}"),
-            )
-        })?;
+        {
+            return Err(Error::Other(format!(
+                "File format not supported (only does ELF and Mach-O little endian 64-bit). This is {:?} {:?}; llvm-xray reads x86-64, AArch64, ARM and ppc64le.",
+                file.format(),
+                file.architecture()
+            )));
+        }
+        let section = file
+            .section_by_name("xray_instr_map")
+            .or_else(|| file.section_by_name("__xray_instrmap"))
+            .ok_or_else(|| {
+                Error::Other(
+                    "Failed to find XRay instrumentation map. (The binary has no xray_instr_map section: was it built with -fxray-instrument?)".into(),
+                )
+            })?;
+        let data = section
+            .data()
+            .map_err(|e| Error::Other(format!("cannot read xray_instr_map: {e}")))?;
         let base = section.address();
         let wide = file.is_64();
         let entry = if wide { 32 } else { 16 };
         if data.len() % entry != 0 {
-            return Err(Error::malformed(
-                Position::Unknown,
-                format!(
-                    "xray_instr_map is {} bytes, not a multiple of the {entry}-byte entry size",
-                    data.len()
-                ),
-            ));
+            return Err(Error::Other(format!(
+                "Instrumentation map entries not evenly divisible by size of an XRay sled entry. (xray_instr_map is {} bytes, entries {entry})",
+                data.len()
+            )));
         }
         // Relocations that fill zero fields of old (version 0/1) sleds:
         // relative ones in PIEs and shared objects (the addend), symbol
