@@ -488,7 +488,7 @@ pub fn convert_chrome<W: Write>(
     if orphans > 0 {
         warnings.push(
             Position::Unknown,
-            format!("{orphans} exits without a matching entry skipped (the trace starts in the middle of calls)"),
+            crate::record::orphan_exits_message(orphans),
         );
     }
     if unfinished > 0 {

@@ -278,10 +278,7 @@ impl GraphBuilder {
         if self.orphans > 0 {
             warnings.push(
                 Position::Unknown,
-                format!(
-                    "{} exits without a matching entry skipped (the trace starts in the middle of calls)",
-                    self.orphans
-                ),
+                crate::record::orphan_exits_message(self.orphans),
             );
         }
         if self.skipped > 0 {
@@ -292,6 +289,10 @@ impl GraphBuilder {
                     self.skipped
                 ),
             );
+        }
+        let open: u64 = self.stacks.values().map(|s| s.len() as u64).sum();
+        if open > 0 {
+            warnings.push(Position::Unknown, crate::record::open_calls_message(open));
         }
         let mut edge_max = TimeStat::default();
         let mut vertex_max = TimeStat::default();

@@ -336,13 +336,14 @@ impl StackTrie {
     /// Warnings about skipped records.
     pub fn finish_warnings(&mut self) -> Warnings {
         let mut w = std::mem::take(&mut self.warnings);
+        let open: u64 = self.stacks.iter().map(|s| s.len() as u64).sum();
+        if open > 0 {
+            w.push(Position::Unknown, crate::record::open_calls_message(open));
+        }
         if self.orphan_exits > 0 {
             w.push(
                 Position::Unknown,
-                format!(
-                    "{} exits without a matching entry skipped (the trace starts in the middle of calls)",
-                    self.orphan_exits
-                ),
+                crate::record::orphan_exits_message(self.orphan_exits),
             );
         }
         if self.unmatched > 0 {

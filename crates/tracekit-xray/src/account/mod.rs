@@ -223,6 +223,11 @@ impl Accountant {
     /// The rows in llvm-xray's order before sorting (its DenseMap order).
     pub fn rows(mut self, cycle_frequency: u64) -> (Vec<Row>, Warnings) {
         warn_skipped(&mut self.warnings, self.orphan_exits, self.skipped);
+        let open: u64 = self.threads.iter().map(|t| t.frames.len() as u64).sum();
+        if open > 0 {
+            self.warnings
+                .push(Position::Unknown, crate::record::open_calls_message(open));
+        }
         let hashes: Vec<u32> = self
             .order
             .iter()
@@ -244,9 +249,7 @@ fn warn_skipped(warnings: &mut Warnings, orphans: u64, skipped: u64) {
     if orphans > 0 {
         warnings.push(
             Position::Unknown,
-            format!(
-                "{orphans} exits without a matching entry skipped (the trace starts in the middle of calls)"
-            ),
+            crate::record::orphan_exits_message(orphans),
         );
     }
     if skipped > 0 {

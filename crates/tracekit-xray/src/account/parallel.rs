@@ -191,6 +191,13 @@ pub fn account_fdr_parallel(
         }
     }
     warn_skipped(&mut warnings, orphans, skipped);
+    let open: u64 = stacks.values().map(|s| s.len() as u64).sum();
+    if open > 0 {
+        warnings.push(
+            tracekit_core::Position::Unknown,
+            crate::record::open_calls_message(open),
+        );
+    }
     // First-latency order over the whole load order.
     firsts.sort_by_key(|&(_, pos)| pos);
     let mut seen: rustc_hash::FxHashSet<i32> = Default::default();
