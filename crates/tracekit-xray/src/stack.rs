@@ -741,6 +741,9 @@ impl StackTrie {
         workers: usize,
         parts: usize,
     ) -> Result<Warnings> {
+        if !trace.is_fdr_log() {
+            return trace.try_for_each(|r| self.add(r));
+        }
         let results = trace.par_groups(
             workers,
             parts,

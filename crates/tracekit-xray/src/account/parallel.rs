@@ -139,12 +139,17 @@ pub fn account_fdr_parallel(
     workers: usize,
     parts: usize,
 ) -> Result<(Vec<Row>, Warnings)> {
-    let results = trace.par_groups(
-        workers,
-        parts,
-        |segments| account_worker(trace, segments, keep_going),
-        |w| w.segments.iter().any(|p| p.tid_switched),
-    );
+    // Only binary FDR logs have buffers to cut at; the rest run in order.
+    let results = if trace.is_fdr_log() {
+        trace.par_groups(
+            workers,
+            parts,
+            |segments| account_worker(trace, segments, keep_going),
+            |w| w.segments.iter().any(|p| p.tid_switched),
+        )
+    } else {
+        None
+    };
     let Some(mut results) = results else {
         let mut acc = Accountant::new(AccountOptions {
             keep_going,

@@ -1,4 +1,4 @@
-//! LLVM XRay: `tracekit xray extract|account|stack|graph|convert|fdr-dump`
+//! LLVM XRay: `tracekit xray extract|account|stack|graph|graph-diff|convert|fdr-dump`
 //! with llvm-xray's flag names, and the dialect behind
 //! `tracekit info/report/convert` for XRay logs.
 //!
@@ -39,15 +39,24 @@ pub struct RawArgs {
 
 const ABOUT: &str = "LLVM XRay tools with llvm-xray's subcommands and flags.
 
-Reads FDR logs (versions 1-5) and basic-mode logs (versions 1-3) of either byte
-order, streaming, in memory bounded by threads x stack depth. Function ids are
-named through the instrumented binary (-m BIN / --instr-map BIN / -instr_map BIN).
-llvm-xray's single-dash long options work as they are (-sort=sum, -top=10).
+Reads FDR logs (versions 1-5), basic-mode logs (versions 1-3) of either byte
+order and llvm-xray's YAML traces (what `convert -f yaml` writes), detected from
+their content, streaming, in memory bounded by threads x stack depth. Function
+ids are named through the instrumented binary or an `extract` YAML map
+(-m BIN / --instr-map BIN / -instr_map BIN). llvm-xray's single-dash long
+options work as they are (-sort=sum, -top=10).
+
+Binary logs may lack the entries of their first calls (recording began inside
+them, or FDR mode reused its oldest buffers at buffer_max) and the exits of
+their last: account, stack and graph analyse every call whose entry and exit
+are both there and say how many records they set aside.
 
 Examples:
   tracekit xray account -m ./app -sort=sum -sortorder=dsc -top=10 xray-log.app.XXXX
+  tracekit xray account -m map.yaml trace.yaml
   tracekit xray stack -m ./app -all-stacks -stack-format=flame xray-log.app.XXXX
   tracekit xray graph -m ./app -e sum -v count xray-log.app.XXXX | dot -Tsvg > g.svg
+  tracekit xray graph-diff -e sum -c sum before.xray after.xray > diff.dot
   tracekit xray convert -m ./app -symbolize -output-format=trace_event log > t.json
   tracekit xray fdr-dump -verify xray-log.app.XXXX
   tracekit xray extract --symbolize ./app";
@@ -710,9 +719,11 @@ impl Dialect for Xray {
                 .map(|e| e.in_file(&input.path).to_string());
             let counts = &summary.records_by_kind;
             let warnings = &summary.warnings;
-            let kind = match h.kind {
-                LogKind::Fdr => "FDR",
-                LogKind::Basic => "basic",
+            let kind = match (h.kind, trace.yaml.is_some()) {
+                (LogKind::Fdr, false) => "FDR",
+                (LogKind::Basic, false) => "basic",
+                (LogKind::Fdr, true) => "YAML trace of an FDR",
+                (LogKind::Basic, true) => "YAML trace of a basic",
             };
             let v = serde_json::json!({
                 "file": input.display(),
@@ -741,7 +752,7 @@ impl Dialect for Xray {
                     h.endian
                 );
                 println!("  cycle frequency: {} Hz", h.cycle_frequency);
-                if h.kind == LogKind::Fdr {
+                if trace.is_fdr_log() {
                     println!(
                         "  buffers:         {} (buffer size {} bytes)",
                         trace.blocks.len(),
