@@ -269,6 +269,7 @@ pub fn graph<W: Write + ?Sized>(
     out: &mut W,
 ) -> Result<Warnings> {
     let mut g = crate::graph::GraphBuilder::new(args.keep_going, args.deduce_sibling_calls);
+    g.orphan_exits_are_errors = trace.yaml.is_some();
     let mut warnings = trace.warnings.clone();
     warnings.extend(trace.try_for_each(|r| g.add(r))?);
     warnings.extend(g.write_dot(
@@ -295,6 +296,7 @@ pub struct DiffSide {
 /// (llvm-xray loads both traces sorted).
 pub fn diff_graph(trace: &Trace<'_>, side: DiffSide) -> Result<crate::graph::GraphStats> {
     let mut g = crate::graph::GraphBuilder::new(side.keep_going, side.deduce_sibling_calls);
+    g.orphan_exits_are_errors = trace.yaml.is_some();
     let mut warnings = trace.warnings.clone();
     let mut records = trace.sorted_records();
     for r in records.by_ref() {

@@ -171,13 +171,21 @@ impl Timings {
 pub struct GraphBuilder {
     keep_going: bool,
     deduce_sibling_calls: bool,
-    stacks: HashMap<u32, Vec<(i32, u64)>>,
+    /// Per thread (index from `stack_index`, the last one remembered):
+    /// the open calls.
+    stacks: Vec<Vec<(i32, u64)>>,
+    stack_index: HashMap<u32, usize>,
+    last_thread: Option<(u32, usize)>,
     vertex_order: Vec<i32>,
     vertices: HashMap<i32, TimeStat>,
     edge_order: Vec<(i32, i32)>,
     edges: HashMap<(i32, i32), (TimeStat, Timings)>,
     skipped: u64,
     orphans: u64,
+    /// llvm-xray's rule for inputs that cannot have lost records (YAML):
+    /// an exit on an empty stack is an error (a warning with -k).
+    pub orphan_exits_are_errors: bool,
+    strict_warnings: Warnings,
 }
 
 impl GraphBuilder {
@@ -185,33 +193,65 @@ impl GraphBuilder {
         GraphBuilder {
             keep_going,
             deduce_sibling_calls,
-            stacks: HashMap::default(),
+            stacks: Vec::new(),
+            stack_index: HashMap::default(),
+            last_thread: None,
             vertex_order: Vec::new(),
             vertices: HashMap::default(),
             edge_order: Vec::new(),
             edges: HashMap::default(),
             skipped: 0,
             orphans: 0,
+            orphan_exits_are_errors: false,
+            strict_warnings: Warnings::default(),
         }
     }
 
     fn vertex(&mut self, id: i32) -> &mut TimeStat {
-        if !self.vertices.contains_key(&id) {
-            self.vertex_order.push(id);
+        use std::collections::hash_map::Entry;
+        match self.vertices.entry(id) {
+            Entry::Occupied(o) => o.into_mut(),
+            Entry::Vacant(v) => {
+                self.vertex_order.push(id);
+                v.insert(TimeStat::default())
+            }
         }
-        self.vertices.entry(id).or_default()
     }
 
     fn edge(&mut self, from: i32, to: i32, d: u64) {
-        if !self.edges.contains_key(&(from, to)) {
-            self.edge_order.push((from, to));
+        match self.edges.get_mut(&(from, to)) {
+            Some(e) => {
+                e.0.update(d);
+                e.1.push(d);
+            }
+            None => {
+                // llvm's Graph::operator[]: the edge, then both ends.
+                self.edge_order.push((from, to));
+                self.vertex(from);
+                self.vertex(to);
+                let mut e = (TimeStat::default(), Timings::default());
+                e.0.update(d);
+                e.1.push(d);
+                self.edges.insert((from, to), e);
+            }
         }
-        self.vertex(from);
-        self.vertex(to);
-        let e = self.edges.entry((from, to)).or_default();
-        e.0.update(d);
-        e.1.push(d);
         self.vertex(to).update(d);
+    }
+
+    /// The index of the thread's stack (made if new).
+    fn stack_slot(&mut self, tid: u32) -> usize {
+        if let Some((t, i)) = self.last_thread {
+            if t == tid {
+                return i;
+            }
+        }
+        let n = self.stacks.len();
+        let i = *self.stack_index.entry(tid).or_insert(n);
+        if i == n {
+            self.stacks.push(Vec::new());
+        }
+        self.last_thread = Some((tid, i));
+        i
     }
 
     pub fn add(&mut self, r: &Record<'_>) -> Result<()> {
@@ -222,20 +262,32 @@ impl GraphBuilder {
             if r.func_id != 0 {
                 self.vertex(r.func_id);
             }
-            self.stacks
-                .entry(r.tid)
-                .or_default()
-                .push((r.func_id, r.tsc));
+            let i = self.stack_slot(r.tid);
+            self.stacks[i].push((r.func_id, r.tsc));
             return Ok(());
         }
-        let mut stack = self.stacks.remove(&r.tid).unwrap_or_default();
+        let i = self.stack_slot(r.tid);
+        let mut stack = std::mem::take(&mut self.stacks[i]);
         let res = self.exit(r, &mut stack);
-        self.stacks.insert(r.tid, stack);
+        self.stacks[i] = stack;
         res
     }
 
     fn exit(&mut self, r: &Record<'_>, stack: &mut Vec<(i32, u64)>) -> Result<()> {
         if stack.is_empty() {
+            if self.orphan_exits_are_errors {
+                let why = format!(
+                    "No matching ENTRY record (thread {}, function {}, tsc {})",
+                    r.tid, r.func_id, r.tsc
+                );
+                if !self.keep_going {
+                    return Err(Error::Other(format!(
+                        "Error encountered generating the call graph.\n{why}"
+                    )));
+                }
+                self.strict_warnings.push(Position::Unknown, why);
+                return Ok(());
+            }
             self.orphans += 1;
             return Ok(());
         }
@@ -274,7 +326,7 @@ impl GraphBuilder {
     /// Computes the statistics: vertices and edges in llvm-xray's order
     /// (its DenseMaps'), durations in seconds when the frequency is known.
     pub fn statistics(mut self, cycle_frequency: u64) -> GraphStats {
-        let mut warnings = Warnings::default();
+        let mut warnings = std::mem::take(&mut self.strict_warnings);
         if self.orphans > 0 {
             warnings.push(
                 Position::Unknown,
@@ -290,7 +342,7 @@ impl GraphBuilder {
                 ),
             );
         }
-        let open: u64 = self.stacks.values().map(|s| s.len() as u64).sum();
+        let open: u64 = self.stacks.iter().map(|s| s.len() as u64).sum();
         if open > 0 {
             warnings.push(Position::Unknown, crate::record::open_calls_message(open));
         }
