@@ -72,6 +72,8 @@ for T in big-1t.fdr.xray big.fdr.xray; do
   row "account" "$T" "xray account -m bigtrace $T" "account -m bigtrace $T"
   row "stack" "$T" "xray stack -m bigtrace $T" "stack -m bigtrace $T"
   row "graph" "$T" "xray graph -m bigtrace $T" "graph -m bigtrace $T"
+  row "graph-diff (trace with itself)" "$T" "xray graph-diff -e sum -c sum -v sum -b sum $T $T" \
+    "graph-diff -e sum -c sum -v sum -b sum $T $T"
   row "fdr-dump" "$T" "xray fdr-dump $T" "fdr-dump $T"
   row "convert chrome (vs trace_event)" "$T" "convert -m bigtrace $T --to chrome" \
     "convert -m bigtrace -output-format=trace_event -symbolize $T"

@@ -97,7 +97,7 @@ impl<'a> BasicReader<'a> {
                         0
                     },
                     args: Vec::new(),
-                    data: &[],
+                    data: std::borrow::Cow::Borrowed(&[]),
                 }))
             }
             1 => {

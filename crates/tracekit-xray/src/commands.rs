@@ -49,21 +49,20 @@ pub fn account_rows(
     args: &AccountArgs,
 ) -> Result<(Vec<account::Row>, usize, Warnings)> {
     let mut warnings = trace.warnings.clone();
-    let (mut rows, w) = if trace.header.kind == crate::LogKind::Fdr
-        && !args.deduce_sibling_calls
-        && !args.recursive_calls_only
-    {
-        let workers = crate::trace::worker_count();
-        account::account_fdr_parallel(trace, args.keep_going, workers, workers)?
-    } else {
-        let mut acc = Accountant::new(AccountOptions {
-            keep_going: args.keep_going,
-            deduce_sibling_calls: args.deduce_sibling_calls,
-            recursive_calls_only: args.recursive_calls_only,
-        });
-        warnings.extend(trace.try_for_each(|r| acc.add(r))?);
-        acc.rows(trace.header.cycle_frequency)
-    };
+    let (mut rows, w) =
+        if trace.is_fdr_log() && !args.deduce_sibling_calls && !args.recursive_calls_only {
+            let workers = crate::trace::worker_count();
+            account::account_fdr_parallel(trace, args.keep_going, workers, workers)?
+        } else {
+            let mut acc = Accountant::new(AccountOptions {
+                keep_going: args.keep_going,
+                deduce_sibling_calls: args.deduce_sibling_calls,
+                recursive_calls_only: args.recursive_calls_only,
+            })
+            .orphan_exits_are_errors(trace.yaml.is_some());
+            warnings.extend(trace.try_for_each(|r| acc.add(r))?);
+            acc.rows(trace.header.cycle_frequency)
+        };
     warnings.extend(w);
     let total = rows.len();
     account::sort_rows(&mut rows, args.sort, args.descending, args.top);
@@ -121,20 +120,45 @@ pub fn stack<W: Write + ?Sized>(
     }
     let mut trie = StackTrie::new(args.keep_going);
     let mut warnings = Warnings::default();
+    // llvm-xray's report of a record without its entry.
+    let found = |(func_id, tid, record_type): (i32, u32, u16)| {
+        let kind = match record_type {
+            0 => "Fn Entry",
+            1 => "Fn Exit",
+            _ => "Unknown",
+        };
+        format!(
+            "Found record {{FuncId: \"{}\", ThreadId: \"{tid}\", RecordType: \"{kind}\"}} with no matching function entry",
+            names.symbol_or_number(func_id)
+        )
+    };
     for trace in traces {
         warnings.extend(trace.warnings.clone());
-        if trace.header.kind == crate::LogKind::Fdr {
+        if trace.is_fdr_log() {
+            trie.orphan_exits_are_errors = false;
             let workers = crate::trace::worker_count();
             warnings.extend(trie.add_fdr_parallel(trace, workers, workers)?);
         } else {
-            warnings.extend(trace.try_for_each(|r| trie.add(r))?);
+            trie.orphan_exits_are_errors = trace.yaml.is_some();
+            let res = trace.try_for_each(|r| trie.add(r));
+            for u in trie.unmatched_records.drain(..) {
+                warnings.push(Position::Unknown, found(u));
+            }
+            match res {
+                Ok(w) => warnings.extend(w),
+                Err(e) => {
+                    return Err(match trie.last_unmatched.take() {
+                        Some(u) if trie.orphan_exits_are_errors => Error::Other(found(u)),
+                        _ => e,
+                    })
+                }
+            }
         }
     }
     warnings.extend(trie.finish_warnings());
     if trie.is_empty() {
-        return Err(Error::malformed(
-            Position::Unknown,
-            "no instrumented calls were accounted in the input",
+        return Err(Error::Other(
+            "No instrumented calls were accounted in the input file.".into(),
         ));
     }
     let agg = if args.count {
@@ -245,6 +269,7 @@ pub fn graph<W: Write + ?Sized>(
     out: &mut W,
 ) -> Result<Warnings> {
     let mut g = crate::graph::GraphBuilder::new(args.keep_going, args.deduce_sibling_calls);
+    g.orphan_exits_are_errors = trace.yaml.is_some();
     let mut warnings = trace.warnings.clone();
     warnings.extend(trace.try_for_each(|r| g.add(r))?);
     warnings.extend(g.write_dot(
@@ -257,6 +282,44 @@ pub fn graph<W: Write + ?Sized>(
         args.vertex_color,
     )?);
     Ok(warnings)
+}
+
+/// How `graph-diff` accounts one of its traces (llvm-xray's `-k`/`-k1`/
+/// `-k2`, `-d`/`-d1`/`-d2`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DiffSide {
+    pub keep_going: bool,
+    pub deduce_sibling_calls: bool,
+}
+
+/// The call graph of one trace for `graph-diff`: records in time order
+/// (llvm-xray loads both traces sorted).
+pub fn diff_graph(trace: &Trace<'_>, side: DiffSide) -> Result<crate::graph::GraphStats> {
+    let mut g = crate::graph::GraphBuilder::new(side.keep_going, side.deduce_sibling_calls);
+    g.orphan_exits_are_errors = trace.yaml.is_some();
+    let mut warnings = trace.warnings.clone();
+    let mut records = trace.sorted_records();
+    for r in records.by_ref() {
+        g.add(&r?)?;
+    }
+    warnings.extend(records.warnings());
+    let mut stats = g.statistics(trace.header.cycle_frequency);
+    warnings.extend(std::mem::take(&mut stats.warnings));
+    stats.warnings = warnings;
+    Ok(stats)
+}
+
+/// `graph-diff`: DOT of the difference of two traces' call graphs.
+pub fn graph_diff<W: Write + ?Sized>(
+    traces: [&Trace<'_>; 2],
+    sides: [DiffSide; 2],
+    style: &crate::graph::DiffStyle,
+    out: &mut W,
+) -> Result<[Warnings; 2]> {
+    let a = diff_graph(traces[0], sides[0])?;
+    let b = diff_graph(traces[1], sides[1])?;
+    crate::graph::write_diff([&a, &b], style, out).map_err(io)?;
+    Ok([a.warnings, b.warnings])
 }
 
 /// `convert -output-format=trace_event`.
@@ -308,6 +371,13 @@ pub fn convert_chrome<W: Write>(
 /// The smallest timestamp of the trace, cheaply (block starts for FDR, a
 /// scan of the fixed-size records for basic logs).
 pub fn earliest_tsc(trace: &Trace<'_>) -> u64 {
+    if trace.yaml.is_some() {
+        let mut min = None::<u64>;
+        for r in trace.records().flatten() {
+            min = Some(min.map_or(r.tsc, |m| m.min(r.tsc)));
+        }
+        return min.unwrap_or(0);
+    }
     match trace.header.kind {
         crate::LogKind::Fdr => trace
             .blocks

@@ -6,7 +6,6 @@ use std::io::Write;
 use tracekit_core::{Error, Result, Warnings};
 
 use crate::fdr::{FdrReader, FdrRecord, FunctionAction};
-use crate::header::LogKind;
 use crate::trace::Trace;
 
 fn io(e: std::io::Error) -> Error {
@@ -99,11 +98,15 @@ pub fn write_fdr_dump<W: Write + ?Sized>(
     verify: bool,
     out: &mut W,
 ) -> Result<Warnings> {
-    if trace.header.kind != LogKind::Fdr {
-        return Err(Error::Other(
-            "fdr-dump reads FDR logs; this is a basic-mode log (try `tracekit xray convert`)"
-                .into(),
-        ));
+    if !trace.is_fdr_log() {
+        let what = if trace.yaml.is_some() {
+            "a YAML trace"
+        } else {
+            "a basic-mode log"
+        };
+        return Err(Error::Other(format!(
+            "fdr-dump reads binary FDR logs; this is {what} (try `tracekit xray convert`)"
+        )));
     }
     let mut warnings = trace.warnings.clone();
     if !verify {

@@ -171,13 +171,21 @@ impl Timings {
 pub struct GraphBuilder {
     keep_going: bool,
     deduce_sibling_calls: bool,
-    stacks: HashMap<u32, Vec<(i32, u64)>>,
+    /// Per thread (index from `stack_index`, the last one remembered):
+    /// the open calls.
+    stacks: Vec<Vec<(i32, u64)>>,
+    stack_index: HashMap<u32, usize>,
+    last_thread: Option<(u32, usize)>,
     vertex_order: Vec<i32>,
     vertices: HashMap<i32, TimeStat>,
     edge_order: Vec<(i32, i32)>,
     edges: HashMap<(i32, i32), (TimeStat, Timings)>,
     skipped: u64,
     orphans: u64,
+    /// llvm-xray's rule for inputs that cannot have lost records (YAML):
+    /// an exit on an empty stack is an error (a warning with -k).
+    pub orphan_exits_are_errors: bool,
+    strict_warnings: Warnings,
 }
 
 impl GraphBuilder {
@@ -185,33 +193,65 @@ impl GraphBuilder {
         GraphBuilder {
             keep_going,
             deduce_sibling_calls,
-            stacks: HashMap::default(),
+            stacks: Vec::new(),
+            stack_index: HashMap::default(),
+            last_thread: None,
             vertex_order: Vec::new(),
             vertices: HashMap::default(),
             edge_order: Vec::new(),
             edges: HashMap::default(),
             skipped: 0,
             orphans: 0,
+            orphan_exits_are_errors: false,
+            strict_warnings: Warnings::default(),
         }
     }
 
     fn vertex(&mut self, id: i32) -> &mut TimeStat {
-        if !self.vertices.contains_key(&id) {
-            self.vertex_order.push(id);
+        use std::collections::hash_map::Entry;
+        match self.vertices.entry(id) {
+            Entry::Occupied(o) => o.into_mut(),
+            Entry::Vacant(v) => {
+                self.vertex_order.push(id);
+                v.insert(TimeStat::default())
+            }
         }
-        self.vertices.entry(id).or_default()
     }
 
     fn edge(&mut self, from: i32, to: i32, d: u64) {
-        if !self.edges.contains_key(&(from, to)) {
-            self.edge_order.push((from, to));
+        match self.edges.get_mut(&(from, to)) {
+            Some(e) => {
+                e.0.update(d);
+                e.1.push(d);
+            }
+            None => {
+                // llvm's Graph::operator[]: the edge, then both ends.
+                self.edge_order.push((from, to));
+                self.vertex(from);
+                self.vertex(to);
+                let mut e = (TimeStat::default(), Timings::default());
+                e.0.update(d);
+                e.1.push(d);
+                self.edges.insert((from, to), e);
+            }
         }
-        self.vertex(from);
-        self.vertex(to);
-        let e = self.edges.entry((from, to)).or_default();
-        e.0.update(d);
-        e.1.push(d);
         self.vertex(to).update(d);
+    }
+
+    /// The index of the thread's stack (made if new).
+    fn stack_slot(&mut self, tid: u32) -> usize {
+        if let Some((t, i)) = self.last_thread {
+            if t == tid {
+                return i;
+            }
+        }
+        let n = self.stacks.len();
+        let i = *self.stack_index.entry(tid).or_insert(n);
+        if i == n {
+            self.stacks.push(Vec::new());
+        }
+        self.last_thread = Some((tid, i));
+        i
     }
 
     pub fn add(&mut self, r: &Record<'_>) -> Result<()> {
@@ -222,20 +262,32 @@ impl GraphBuilder {
             if r.func_id != 0 {
                 self.vertex(r.func_id);
             }
-            self.stacks
-                .entry(r.tid)
-                .or_default()
-                .push((r.func_id, r.tsc));
+            let i = self.stack_slot(r.tid);
+            self.stacks[i].push((r.func_id, r.tsc));
             return Ok(());
         }
-        let mut stack = self.stacks.remove(&r.tid).unwrap_or_default();
+        let i = self.stack_slot(r.tid);
+        let mut stack = std::mem::take(&mut self.stacks[i]);
         let res = self.exit(r, &mut stack);
-        self.stacks.insert(r.tid, stack);
+        self.stacks[i] = stack;
         res
     }
 
     fn exit(&mut self, r: &Record<'_>, stack: &mut Vec<(i32, u64)>) -> Result<()> {
         if stack.is_empty() {
+            if self.orphan_exits_are_errors {
+                let why = format!(
+                    "No matching ENTRY record (thread {}, function {}, tsc {})",
+                    r.tid, r.func_id, r.tsc
+                );
+                if !self.keep_going {
+                    return Err(Error::Other(format!(
+                        "Error encountered generating the call graph.\n{why}"
+                    )));
+                }
+                self.strict_warnings.push(Position::Unknown, why);
+                return Ok(());
+            }
             self.orphans += 1;
             return Ok(());
         }
@@ -271,26 +323,14 @@ impl GraphBuilder {
         Ok(())
     }
 
-    /// Computes the statistics and writes DOT.
-    #[allow(clippy::too_many_arguments)]
-    pub fn write_dot<W: Write + ?Sized>(
-        mut self,
-        out: &mut W,
-        names: &FunctionNames,
-        cycle_frequency: u64,
-        edge_label: Stat,
-        edge_color: Stat,
-        vertex_label: Stat,
-        vertex_color: Stat,
-    ) -> Result<Warnings> {
-        let mut warnings = Warnings::default();
+    /// Computes the statistics: vertices and edges in llvm-xray's order
+    /// (its DenseMaps'), durations in seconds when the frequency is known.
+    pub fn statistics(mut self, cycle_frequency: u64) -> GraphStats {
+        let mut warnings = std::mem::take(&mut self.strict_warnings);
         if self.orphans > 0 {
             warnings.push(
                 Position::Unknown,
-                format!(
-                    "{} exits without a matching entry skipped (the trace starts in the middle of calls)",
-                    self.orphans
-                ),
+                crate::record::orphan_exits_message(self.orphans),
             );
         }
         if self.skipped > 0 {
@@ -301,6 +341,10 @@ impl GraphBuilder {
                     self.skipped
                 ),
             );
+        }
+        let open: u64 = self.stacks.iter().map(|s| s.len() as u64).sum();
+        if open > 0 {
+            warnings.push(Position::Unknown, crate::record::open_calls_message(open));
         }
         let mut edge_max = TimeStat::default();
         let mut vertex_max = TimeStat::default();
@@ -339,11 +383,6 @@ impl GraphBuilder {
             edge_max.scale(f);
             vertex_max.scale(f);
         }
-        let io = |e: std::io::Error| Error::io(None, e);
-        out.write_all(b"digraph xray {\n").map_err(io)?;
-        if vertex_label != Stat::None {
-            out.write_all(b"node [shape=record];\n").map_err(io)?;
-        }
         let eh: Vec<u32> = self
             .edge_order
             .iter()
@@ -351,9 +390,54 @@ impl GraphBuilder {
                 densemap::hash_pair(densemap::hash_u32(a as u32), densemap::hash_u32(b as u32))
             })
             .collect();
-        for i in densemap::iteration_order(&eh) {
-            let k = self.edge_order[i];
-            let s = &self.edges[&k].0;
+        let edges = densemap::iteration_order(&eh)
+            .into_iter()
+            .map(|i| {
+                let k = self.edge_order[i];
+                (k, self.edges[&k].0)
+            })
+            .collect();
+        let vh: Vec<u32> = self
+            .vertex_order
+            .iter()
+            .map(|&v| densemap::hash_u32(v as u32))
+            .collect();
+        let vertices = densemap::iteration_order(&vh)
+            .into_iter()
+            .map(|i| {
+                let v = self.vertex_order[i];
+                (v, self.vertices[&v])
+            })
+            .collect();
+        GraphStats {
+            vertices,
+            edges,
+            vertex_max,
+            edge_max,
+            warnings,
+        }
+    }
+
+    /// Computes the statistics and writes DOT.
+    #[allow(clippy::too_many_arguments)]
+    pub fn write_dot<W: Write + ?Sized>(
+        self,
+        out: &mut W,
+        names: &FunctionNames,
+        cycle_frequency: u64,
+        edge_label: Stat,
+        edge_color: Stat,
+        vertex_label: Stat,
+        vertex_color: Stat,
+    ) -> Result<Warnings> {
+        let g = self.statistics(cycle_frequency);
+        let (edge_max, vertex_max) = (g.edge_max, g.vertex_max);
+        let io = |e: std::io::Error| Error::io(None, e);
+        out.write_all(b"digraph xray {\n").map_err(io)?;
+        if vertex_label != Stat::None {
+            out.write_all(b"node [shape=record];\n").map_err(io)?;
+        }
+        for (k, s) in &g.edges {
             write!(
                 out,
                 "F{} -> F{} [label=\"{}\"",
@@ -368,17 +452,11 @@ impl GraphBuilder {
             }
             out.write_all(b"];\n").map_err(io)?;
         }
-        let vh: Vec<u32> = self
-            .vertex_order
-            .iter()
-            .map(|&v| densemap::hash_u32(v as u32))
-            .collect();
-        for i in densemap::iteration_order(&vh) {
-            let v = self.vertex_order[i];
+        for (v, s) in &g.vertices {
+            let v = *v;
             if v == 0 {
                 continue;
             }
-            let s = &self.vertices[&v];
             let name = names.symbol_or_number(v);
             let shown = if name.len() > 40 {
                 let mut cut = 40;
@@ -406,8 +484,237 @@ impl GraphBuilder {
             out.write_all(b"];\n").map_err(io)?;
         }
         out.write_all(b"}\n").map_err(io)?;
-        Ok(warnings)
+        Ok(g.warnings)
     }
+}
+
+/// A call graph's statistics, in llvm-xray's order.
+pub struct GraphStats {
+    /// Function id (0: the root) and its statistics.
+    vertices: Vec<(i32, TimeStat)>,
+    /// (caller, callee) and the statistics of the callee's calls there.
+    edges: Vec<((i32, i32), TimeStat)>,
+    vertex_max: TimeStat,
+    edge_max: TimeStat,
+    pub warnings: Warnings,
+}
+
+/// `graph-diff` options (llvm-xray's `-e`, `-c`, `-v`, `-b`, `-t`).
+#[derive(Debug, Clone, Copy)]
+pub struct DiffStyle {
+    pub edge_label: Stat,
+    pub edge_color: Stat,
+    pub vertex_label: Stat,
+    pub vertex_color: Stat,
+    /// Vertex labels longer than this are cut (`...` added).
+    pub truncate: usize,
+}
+
+/// `graph-diff`: the union of two call graphs in DOT, as llvm-xray's
+/// `GraphDiffRenderer` writes it: vertices and edges matched by name (the
+/// root is `F0`), labelled and coloured by the relative change of a
+/// statistic from the first graph to the second (PiYG colours; green: only
+/// in the second, red: only in the first), in the order of its
+/// `StringRef`-keyed DenseMaps. llvm-xray 14 names vertices by id
+/// (`#12`) whatever map it is given; so do we, for identical output.
+pub fn write_diff<W: Write + ?Sized>(
+    graphs: [&GraphStats; 2],
+    style: &DiffStyle,
+    out: &mut W,
+) -> std::io::Result<()> {
+    let name = |v: i32| -> String {
+        if v == 0 {
+            String::new()
+        } else {
+            format!("#{v}")
+        }
+    };
+    // Distinct names in first-insertion order, with each graph's stats.
+    let mut vertex_names: Vec<String> = Vec::new();
+    let mut vertex_at: HashMap<String, usize> = HashMap::default();
+    let mut vertex_stats: Vec<[Option<TimeStat>; 2]> = Vec::new();
+    let mut edge_keys: Vec<(usize, usize)> = Vec::new();
+    let mut edge_at: HashMap<(usize, usize), usize> = HashMap::default();
+    let mut edge_stats: Vec<[Option<TimeStat>; 2]> = Vec::new();
+    let mut vertex =
+        |n: String, names: &mut Vec<String>, stats: &mut Vec<[Option<TimeStat>; 2]>| -> usize {
+            *vertex_at.entry(n.clone()).or_insert_with(|| {
+                names.push(n);
+                stats.push([None, None]);
+                names.len() - 1
+            })
+        };
+    for (i, g) in graphs.iter().enumerate() {
+        for (v, s) in &g.vertices {
+            let at = vertex(name(*v), &mut vertex_names, &mut vertex_stats);
+            vertex_stats[at][i] = Some(*s);
+        }
+        for ((a, b), s) in &g.edges {
+            // The edge first, then its ends (llvm's Graph::operator[]).
+            let ka = vertex(name(*a), &mut vertex_names, &mut vertex_stats);
+            let kb = vertex(name(*b), &mut vertex_names, &mut vertex_stats);
+            let e = *edge_at.entry((ka, kb)).or_insert_with(|| {
+                edge_keys.push((ka, kb));
+                edge_stats.push([None, None]);
+                edge_keys.len() - 1
+            });
+            edge_stats[e][i] = Some(*s);
+        }
+    }
+    let vertex_hash: Vec<u32> = vertex_names
+        .iter()
+        .map(|n| densemap::hash_str(n.as_bytes()))
+        .collect();
+    let vertex_order = densemap::iteration_order(&vertex_hash);
+    let mut number = vec![0usize; vertex_names.len()];
+    for (no, &v) in vertex_order.iter().enumerate() {
+        number[v] = no;
+    }
+    let edge_hash: Vec<u32> = edge_keys
+        .iter()
+        .map(|&(a, b)| densemap::hash_pair(vertex_hash[a], vertex_hash[b]))
+        .collect();
+    let rel = |s: &[Option<TimeStat>; 2], t: Stat| -> Option<f64> {
+        match s {
+            [Some(l), Some(r)] => Some(r.get(t) / l.get(t) - 1.0),
+            _ => None,
+        }
+    };
+    let diff_color = |s: &[Option<TimeStat>; 2], t: Stat| -> String {
+        match s {
+            [None, _] => diverging_color(2.0),
+            [_, None] => diverging_color(-2.0),
+            _ if t == Stat::None => "black".into(),
+            _ => diverging_color(rel(s, t).unwrap_or(0.0).clamp(-1.0, 1.0)),
+        }
+    };
+    out.write_all(b"digraph xrayDiff {\n")?;
+    if style.vertex_label != Stat::None {
+        out.write_all(b"node [shape=record]\n")?;
+    }
+    for e in densemap::iteration_order(&edge_hash) {
+        let (a, b) = edge_keys[e];
+        let s = &edge_stats[e];
+        let label = match (style.edge_label, rel(s, style.edge_label)) {
+            (Stat::None, _) | (_, None) => String::new(),
+            (_, Some(d)) => llvm_percent(d),
+        };
+        let width = match (style.edge_color, rel(s, style.edge_color)) {
+            (Stat::None, _) | (_, None) => 1.0,
+            (_, Some(d)) => {
+                if d > 1.0 {
+                    d
+                } else {
+                    1.0
+                }
+            }
+        };
+        let c = diff_color(s, style.edge_color);
+        let head = if vertex_names[a].is_empty() {
+            "F0"
+        } else {
+            &vertex_names[a]
+        };
+        writeln!(
+            out,
+            "F{} -> F{} [tooltip=\"{head} -> {}\" label=\"{label}\" color=\"{c}\" labelfontcolor=\"{c}\" penwidth={}]",
+            number[a],
+            number[b],
+            vertex_names[b],
+            llvm_fixed(width)
+        )?;
+    }
+    for &v in &vertex_order {
+        let n = &vertex_names[v];
+        if n.is_empty() {
+            writeln!(out, "F{} [label=\"F0\"]", number[v])?;
+            continue;
+        }
+        let shown = if n.len() > style.truncate {
+            let mut cut = style.truncate;
+            while !n.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            format!("{}...", &n[..cut])
+        } else {
+            n.clone()
+        };
+        let s = &vertex_stats[v];
+        let label = match (style.vertex_label, rel(s, style.vertex_label)) {
+            (Stat::None, _) | (_, None) => shown,
+            (_, Some(d)) => format!("{{{shown}|{}}}", llvm_percent(d)),
+        };
+        writeln!(
+            out,
+            "F{} [label=\"{label}\" color=\"{}\"]",
+            number[v],
+            diff_color(s, style.vertex_color)
+        )?;
+    }
+    out.write_all(b"}\n")
+}
+
+/// LLVM's `formatv("{0}")` of a double: fixed, 2 decimals.
+fn llvm_fixed(v: f64) -> String {
+    if v.is_nan() {
+        "nan".into()
+    } else if v.is_infinite() {
+        if v < 0.0 { "-INF" } else { "INF" }.into()
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// LLVM's `formatv("{0:P}")` of a double: a percentage, 2 decimals.
+fn llvm_percent(v: f64) -> String {
+    if v.is_nan() || v.is_infinite() {
+        llvm_fixed(v)
+    } else {
+        format!("{:.2}%", v * 100.0)
+    }
+}
+
+/// PiYG, llvm-xray's diverging scheme for `graph-diff`.
+const PI_YG: [(u8, u8, u8); 11] = [
+    (142, 1, 82),
+    (197, 27, 125),
+    (222, 119, 174),
+    (241, 182, 218),
+    (253, 224, 239),
+    (247, 247, 247),
+    (230, 245, 208),
+    (184, 225, 134),
+    (127, 188, 65),
+    (77, 146, 33),
+    (39, 100, 25),
+];
+
+/// llvm-xray's PiYG colour of a point in [-1, 1] (below: red, above:
+/// green, its marks for an element missing from one side).
+pub fn diverging_color(point: f64) -> String {
+    let c = if point < -1.0 {
+        (255, 0, 0)
+    } else if point > 1.0 {
+        (0, 255, 0)
+    } else {
+        gradient(&PI_YG, point + 1.0, 2.0)
+    };
+    format!("#{:02X}{:02X}{:02X}", c.0, c.1, c.2)
+}
+
+/// The colour at `offset` into a map spread over `width` (llvm-xray's
+/// `ColorHelper::getColorTuple`, HSV interpolation).
+fn gradient(map: &[(u8, u8, u8)], offset: f64, width: f64) -> (u8, u8, u8) {
+    let max_index = map.len() - 1;
+    let section_width = width / max_index as f64;
+    let section = ((offset / section_width).floor().max(0.0) as usize).min(max_index);
+    let t = (offset - section as f64 * section_width) / section_width;
+    let c0 = to_hsv(map[section]);
+    let c1 = to_hsv(map[(section + 1).min(max_index)]);
+    let h = interpolate_hue(c0.0, c1.0, t);
+    let s = c0.1 + t * (c1.1 - c0.1);
+    let v = c0.2 + t * (c1.2 - c0.2);
+    to_rgb((h, s, v))
 }
 
 const OR_RD: [(u8, u8, u8); 9] = [
@@ -502,16 +809,7 @@ pub fn color(point: f64) -> String {
     } else if point.is_nan() {
         OR_RD[0]
     } else {
-        let max_index = 8usize;
-        let width = 1.0 / max_index as f64;
-        let section = ((point / width).floor() as usize).min(max_index);
-        let t = (point - section as f64 * width) / width;
-        let c0 = to_hsv(OR_RD[section]);
-        let c1 = to_hsv(OR_RD[(section + 1).min(max_index)]);
-        let h = interpolate_hue(c0.0, c1.0, t);
-        let s = c0.1 + t * (c1.1 - c0.1);
-        let v = c0.2 + t * (c1.2 - c0.2);
-        to_rgb((h, s, v))
+        gradient(&OR_RD, point, 1.0)
     };
     format!("#{:02X}{:02X}{:02X}", c.0, c.1, c.2)
 }

@@ -7,6 +7,69 @@ use std::io::Write;
 use object::{Object, ObjectSection};
 use tracekit_core::{Error, Position, Result};
 
+/// True when `bytes` starts like a YAML list (after comments and blank
+/// lines): `---` or `- `.
+pub fn looks_like_yaml_map(bytes: &[u8]) -> bool {
+    for line in bytes.split(|&b| b == b'\n').take(256) {
+        let t = line.trim_ascii();
+        if t.is_empty() || t.starts_with(b"#") || t.starts_with(b"%") {
+            continue;
+        }
+        return t.starts_with(b"---") || t.starts_with(b"- ") || t == b"-" || t == b"[]";
+    }
+    false
+}
+
+/// The values relocations give the words of `xray_instr_map`, by address.
+fn relocations(
+    file: &object::File<'_>,
+    section: &object::Section<'_, '_>,
+    base: u64,
+    len: u64,
+) -> std::collections::HashMap<u64, u64> {
+    use object::{ObjectSymbol, ObjectSymbolTable, RelocationKind, RelocationTarget};
+    let mut out = std::collections::HashMap::new();
+    // llvm-xray applies relocations to ELF files only (Mach-O objects keep
+    // their unrelocated zeros).
+    if file.format() != object::BinaryFormat::Elf {
+        return out;
+    }
+    let value = |r: &object::Relocation, at: u64, dynamic: bool| -> u64 {
+        let symbol = match r.target() {
+            RelocationTarget::Symbol(i) => {
+                let table = if dynamic {
+                    file.dynamic_symbol_table()
+                } else {
+                    file.symbol_table()
+                };
+                table
+                    .and_then(|t| t.symbol_by_index(i).ok())
+                    .map_or(0, |s| s.address())
+            }
+            RelocationTarget::Section(i) => file.section_by_index(i).map_or(0, |s| s.address()),
+            _ => 0,
+        };
+        let v = symbol.wrapping_add(r.addend() as u64);
+        if r.kind() == RelocationKind::Relative && symbol != 0 {
+            v.wrapping_sub(at)
+        } else {
+            v
+        }
+    };
+    if let Some(iter) = file.dynamic_relocations() {
+        for (off, r) in iter {
+            if off >= base && off < base.saturating_add(len) {
+                out.insert(off, value(&r, off, true));
+            }
+        }
+    }
+    for (off, r) in section.relocations() {
+        let at = base.wrapping_add(off);
+        out.entry(at).or_insert_with(|| value(&r, at, false));
+    }
+    out
+}
+
 /// What a sled instruments.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SledKind {
@@ -74,11 +137,18 @@ pub struct InstrMap {
     pub sleds: Vec<Sled>,
     /// `functions[id - 1]` is the entry address of function `id`.
     pub functions: Vec<u64>,
+    /// A YAML map whose ids do not run 1, 2, 3... in order: entry address
+    /// by id (llvm-xray takes a YAML map's ids as written, the last entry
+    /// of an id winning); `functions` is then unused.
+    by_id: Option<std::collections::HashMap<i32, u64>>,
 }
 
 impl InstrMap {
     /// The entry address of a function id.
     pub fn function_address(&self, id: i32) -> Option<u64> {
+        if let Some(m) = &self.by_id {
+            return m.get(&id).copied();
+        }
         if id < 1 {
             return None;
         }
@@ -87,15 +157,14 @@ impl InstrMap {
 
     /// Reads an ELF binary, or a YAML map written by `extract`.
     pub fn parse(bytes: &[u8]) -> Result<InstrMap> {
-        if bytes.starts_with(b"\x7fELF") {
-            Self::from_elf(bytes)
-        } else if bytes.starts_with(b"---") {
+        if looks_like_yaml_map(bytes) {
             Self::from_yaml(bytes)
-        } else {
-            Err(Error::malformed(
-                Position::Offset(0),
-                "instrumentation map is neither an ELF binary nor an `xray extract` YAML map",
+        } else if bytes.is_empty() {
+            Err(Error::Other(
+                "The file was not recognized as a valid object file (it is empty)".into(),
             ))
+        } else {
+            Self::from_elf(bytes)
         }
     }
 
@@ -103,42 +172,56 @@ impl InstrMap {
     /// PC-relative addresses; older ones absolute addresses (or 0 plus a
     /// relative relocation in PIEs).
     pub fn from_elf(bytes: &[u8]) -> Result<InstrMap> {
+        // Errors in llvm-xray 14's words (its tests check them), then ours.
         let file = object::File::parse(bytes).map_err(|e| {
-            Error::malformed(Position::Offset(0), format!("cannot read the binary: {e}"))
+            Error::Other(format!(
+                "The file was not recognized as a valid object file ({e})"
+            ))
         })?;
-        let section = file.section_by_name("xray_instr_map").ok_or_else(|| {
-            Error::malformed(
-                Position::Unknown,
-                "the binary has no xray_instr_map section (was it built with -fxray-instrument?)",
+        let supported = matches!(
+            file.architecture(),
+            object::Architecture::X86_64
+                | object::Architecture::Aarch64
+                | object::Architecture::Arm
+        ) || (file.architecture() == object::Architecture::PowerPc64
+            && file.is_little_endian());
+        if !supported
+            || !matches!(
+                file.format(),
+                object::BinaryFormat::Elf | object::BinaryFormat::MachO
             )
-        })?;
-        let data = section.data().map_err(|e| {
-            Error::malformed(
-                Position::Unknown,
-                format!("cannot read xray_instr_map: {e}"),
-            )
-        })?;
+        {
+            return Err(Error::Other(format!(
+                "File format not supported (only does ELF and Mach-O little endian 64-bit). This is {:?} {:?}; llvm-xray reads x86-64, AArch64, ARM and ppc64le.",
+                file.format(),
+                file.architecture()
+            )));
+        }
+        let section = file
+            .section_by_name("xray_instr_map")
+            .or_else(|| file.section_by_name("__xray_instrmap"))
+            .ok_or_else(|| {
+                Error::Other(
+                    "Failed to find XRay instrumentation map. (The binary has no xray_instr_map section: was it built with -fxray-instrument?)".into(),
+                )
+            })?;
+        let data = section
+            .data()
+            .map_err(|e| Error::Other(format!("cannot read xray_instr_map: {e}")))?;
         let base = section.address();
         let wide = file.is_64();
         let entry = if wide { 32 } else { 16 };
         if data.len() % entry != 0 {
-            return Err(Error::malformed(
-                Position::Unknown,
-                format!(
-                    "xray_instr_map is {} bytes, not a multiple of the {entry}-byte entry size",
-                    data.len()
-                ),
-            ));
+            return Err(Error::Other(format!(
+                "Instrumentation map entries not evenly divisible by size of an XRay sled entry. (xray_instr_map is {} bytes, entries {entry})",
+                data.len()
+            )));
         }
-        // Relative relocations that fill zero fields of old sleds in PIEs.
-        let mut relocs = std::collections::HashMap::new();
-        if let Some(iter) = file.dynamic_relocations() {
-            for (off, r) in iter {
-                if off >= base && off < base.saturating_add(data.len() as u64) {
-                    relocs.insert(off, r.addend() as u64);
-                }
-            }
-        }
+        // Relocations that fill zero fields of old (version 0/1) sleds:
+        // relative ones in PIEs and shared objects (the addend), symbol
+        // ones in PIC libraries and objects (the symbol's value plus the
+        // addend), as llvm-xray resolves them.
+        let relocs = relocations(&file, &section, base, data.len() as u64);
         let little = file.is_little_endian();
         let rd = |at: usize, n: usize| -> u64 {
             let b = &data[at..at + n];
@@ -195,51 +278,72 @@ impl InstrMap {
         Ok(map)
     }
 
-    /// Reads `llvm-xray extract` output (one flow mapping per sled).
+    /// Reads `llvm-xray extract` output: a list of sleds, each a mapping
+    /// of `id`, `address`, `function`, `kind`, `always-instrument`,
+    /// `function-name` (unused: llvm-xray names functions through the
+    /// symbolizer, which reads no YAML) and `version`.
     pub fn from_yaml(bytes: &[u8]) -> Result<InstrMap> {
-        let text = String::from_utf8_lossy(bytes);
+        let entries = crate::yaml_log::sequence_of_mappings(bytes)?;
         let mut map = InstrMap::default();
-        for (i, line) in text.lines().enumerate() {
-            let l = line.trim();
-            let Some(body) = l.strip_prefix("- {").and_then(|b| b.strip_suffix('}')) else {
-                continue;
-            };
-            let bad = |what: &str| {
-                Error::malformed(Position::Line(i as u64 + 1), format!("sled entry: {what}"))
+        let mut by_id = std::collections::HashMap::new();
+        let mut in_order = true;
+        for (line, fields) in entries {
+            let bad = |what: String| {
+                Error::malformed(Position::Line(line), format!("sled entry: {what}"))
             };
             let field = |key: &str| -> Option<&str> {
-                body.split(", ").find_map(|kv| {
-                    let (k, v) = kv.trim().split_once(':')?;
-                    (k.trim() == key).then(|| v.trim())
-                })
+                fields
+                    .iter()
+                    .find(|(k, _)| k == key)
+                    .map(|(_, v)| v.as_str())
             };
             let num = |key: &str| -> Result<u64> {
-                let v = field(key).ok_or_else(|| bad(&format!("no {key}")))?;
+                let v = field(key).ok_or_else(|| bad(format!("no `{key}`")))?;
                 let parsed = match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
                     Some(h) => u64::from_str_radix(h, 16),
                     None => v.parse(),
                 };
-                parsed.map_err(|_| bad(&format!("bad {key} {v:?}")))
+                parsed.map_err(|_| bad(format!("`{key}`: {v:?} is not a number")))
             };
-            let id = num("id")? as i32;
+            let id = i32::try_from(num("id")?).map_err(|_| bad("`id` out of range".into()))?;
             let function = num("function")?;
-            let kind_name = field("kind").ok_or_else(|| bad("no kind"))?;
+            let kind_name = field("kind").ok_or_else(|| bad("no `kind`".into()))?;
             let kind = SledKind::from_name(kind_name)
-                .ok_or_else(|| bad(&format!("unknown kind {kind_name:?}")))?;
-            if id < 1 || id as usize > map.functions.len() + 1 {
-                return Err(bad(&format!("function id {id} out of sequence")));
-            }
+                .ok_or_else(|| bad(format!("unknown kind {kind_name:?}")))?;
+            let version = match field("version") {
+                None => 0,
+                Some(_) => u8::try_from(num("version")?)
+                    .map_err(|_| bad("`version` out of range".into()))?,
+            };
+            let always_instrument = match field("always-instrument") {
+                None | Some("false") => false,
+                Some("true") => true,
+                Some(o) => {
+                    return Err(bad(format!(
+                        "`always-instrument`: {o:?} is not true or false"
+                    )))
+                }
+            };
             if id as usize == map.functions.len() + 1 {
                 map.functions.push(function);
+            } else if !(id >= 1
+                && (id as usize) <= map.functions.len()
+                && map.functions[id as usize - 1] == function)
+            {
+                in_order = false;
             }
+            by_id.insert(id, function);
             map.sleds.push(Sled {
                 id,
                 address: num("address")?,
                 function,
                 kind,
-                always_instrument: field("always-instrument") == Some("true"),
-                version: num("version").unwrap_or(0) as u8,
+                always_instrument,
+                version,
             });
+        }
+        if !in_order {
+            map.by_id = Some(by_id);
         }
         Ok(map)
     }
@@ -265,7 +369,11 @@ impl InstrMap {
                 s.always_instrument
             );
             crate::yaml::write_scalar(names(s.id).as_bytes(), &mut line);
-            let _ = writeln!(line, ", version: {} }}", s.version);
+            // llvm-xray leaves the version out when it is 0 (its default).
+            if s.version != 0 {
+                let _ = write!(line, ", version: {}", s.version);
+            }
+            line.extend_from_slice(b" }\n");
             out.write_all(&line)?;
         }
         out.write_all(b"...\n")

@@ -1,7 +1,8 @@
 //! LLVM XRay traces: reading FDR (versions 1-5) and basic-mode (versions
-//! 1-3) logs of either byte order as streams of records, resolving function
+//! 1-3) logs of either byte order and llvm-xray's YAML traces as streams of
+//! records, resolving function
 //! ids through an instrumented binary's `xray_instr_map`, llvm-xray's
-//! analyses (`account`, `stack`, `graph`) and outputs (`yaml`,
+//! analyses (`account`, `stack`, `graph`, `graph-diff`) and outputs (`yaml`,
 //! `trace_event`, `fdr-dump`), and writers for FDR v5 and basic v3 logs.
 //!
 //! Layers: [`header`] → [`fdr`] (record framing) / [`basic`] → [`trace`]
@@ -38,6 +39,7 @@ pub mod trace;
 pub mod trace_event;
 pub mod writer;
 pub mod yaml;
+pub mod yaml_log;
 
 pub use header::{parse_header, Endian, FileHeader, LogKind};
 pub use record::{Record, RecordKind};

@@ -26,12 +26,27 @@ impl Binary {
     fn parse(bytes: &[u8]) -> Result<Binary> {
         let file = object::File::parse(bytes)
             .map_err(|e| Error::Other(format!("cannot read the binary: {e}")))?;
-        let mut symbols: Vec<(u64, u64, String)> = file
-            .symbols()
-            .filter(|s| s.kind() == SymbolKind::Text && s.address() != 0)
-            .filter_map(|s| Some((s.address(), s.size(), s.name().ok()?.to_string())))
-            .filter(|(_, _, n)| !n.is_empty())
-            .collect();
+        // The symbol table, else the dynamic one (stripped shared
+        // objects), as LLVM's symbolizer reads them. Mach-O names carry a
+        // leading underscore the symbolizer drops.
+        let macho = file.format() == object::BinaryFormat::MachO;
+        let collect = |syms: &mut dyn Iterator<Item = object::Symbol<'_, '_>>| {
+            syms.filter(|s| s.kind() == SymbolKind::Text && s.is_definition())
+                .filter_map(|s| {
+                    let name = s.name().ok()?;
+                    let name = match name.strip_prefix('_') {
+                        Some(n) if macho => n,
+                        _ => name,
+                    };
+                    Some((s.address(), s.size(), name.to_string()))
+                })
+                .filter(|(_, _, n)| !n.is_empty())
+                .collect::<Vec<_>>()
+        };
+        let mut symbols = collect(&mut file.symbols());
+        if symbols.is_empty() {
+            symbols = collect(&mut file.dynamic_symbols());
+        }
         symbols.sort_by_key(|s| s.0);
         let endian = if file.is_little_endian() {
             gimli::RunTimeEndian::Little
@@ -83,6 +98,16 @@ impl Binary {
             loc.line.unwrap_or(0),
             loc.column.unwrap_or(0),
         ))
+    }
+}
+
+/// The system's text for an I/O error ("No such file or directory"),
+/// without Rust's " (os error N)".
+pub fn io_reason(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match s.rfind(" (os error ") {
+        Some(at) if s.ends_with(')') => s[..at].to_string(),
+        _ => s,
     }
 }
 
@@ -164,14 +189,22 @@ impl FunctionNames {
     }
 
     /// Loads an instrumented ELF binary (map, symbols, DWARF) or a YAML map.
+    /// Errors say, as llvm-xray does, "Cannot extract instrumentation map
+    /// from 'FILE'." and on the next line why.
     pub fn load(path: &Path, demangle: bool) -> Result<FunctionNames> {
-        let bytes = std::fs::read(path).map_err(|e| Error::io(Some(path), e))?;
-        Self::from_bytes(&bytes, demangle).map_err(|e| e.in_file(path))
+        let cannot = |why: String| {
+            Error::Other(format!(
+                "Cannot extract instrumentation map from '{}'.\n{why}",
+                path.display()
+            ))
+        };
+        let bytes = std::fs::read(path).map_err(|e| cannot(io_reason(&e)))?;
+        Self::from_bytes(&bytes, demangle).map_err(|e| cannot(e.in_file(path).to_string()))
     }
 
     pub fn from_bytes(bytes: &[u8], demangle: bool) -> Result<FunctionNames> {
         let map = InstrMap::parse(bytes)?;
-        let binary = if bytes.starts_with(b"\x7fELF") {
+        let binary = if !crate::instr_map::looks_like_yaml_map(bytes) {
             Some(Binary::parse(bytes)?)
         } else {
             None
@@ -219,13 +252,16 @@ impl FunctionNames {
         }
     }
 
-    /// `file:line:column` of the function's entry, or `(unknown)`.
+    /// `file:line:column` of the function's entry, `(unknown)` for an id
+    /// the map does not have, `<invalid>:0:0` where nothing is known.
     pub fn file_line_column(&self, id: i32) -> String {
         let Some(addr) = self.map.as_ref().and_then(|m| m.function_address(id)) else {
             return "(unknown)".into();
         };
+        // A YAML map: llvm-xray's symbolizer, given the map's file, finds
+        // no object there and answers with empty line info.
         let Some(b) = self.binary.as_ref() else {
-            return "(unknown)".into();
+            return "<invalid>:0:0".into();
         };
         let (file, line, col) = b
             .location(addr)

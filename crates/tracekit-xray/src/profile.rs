@@ -177,10 +177,7 @@ impl Profile {
         if self.orphan_exits > 0 {
             w.push(
                 Position::Unknown,
-                format!(
-                    "{} exits without a matching entry skipped (the trace starts in the middle of calls)",
-                    self.orphan_exits
-                ),
+                crate::record::orphan_exits_message(self.orphan_exits),
             );
         }
         if self.unfinished_calls > 0 {

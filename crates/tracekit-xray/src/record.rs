@@ -51,7 +51,7 @@ pub struct Record<'a> {
     pub pid: u32,
     pub args: Vec<u64>,
     /// Event payload (empty for function records).
-    pub data: &'a [u8],
+    pub data: std::borrow::Cow<'a, [u8]>,
 }
 
 /// A consumer of function records only (`account`, `stack`): called with
@@ -65,4 +65,20 @@ impl<F: FnMut(RecordKind, i32, u64) -> tracekit_core::Result<()>> FunctionSink f
     fn function(&mut self, kind: RecordKind, func_id: i32, tsc: u64) -> tracekit_core::Result<()> {
         self(kind, func_id, tsc)
     }
+}
+
+/// The warning for exits set aside because their entries are not in the
+/// log (binary logs: recording began mid-call, or FDR mode's ring reused
+/// the oldest buffers once `buffer_max` was reached).
+pub fn orphan_exits_message(n: u64) -> String {
+    format!(
+        "{n} exits without their entry set aside: the log starts in the middle of these calls (recording began inside them, or FDR mode reused its oldest buffers once buffer_max was reached)"
+    )
+}
+
+/// The warning for calls still open when the records end.
+pub fn open_calls_message(n: u64) -> String {
+    format!(
+        "{n} calls without an exit at the end of the log set aside (still running when the log was written)"
+    )
 }

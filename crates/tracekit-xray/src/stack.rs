@@ -242,6 +242,17 @@ pub struct StackTrie {
     pub warnings: Warnings,
     orphan_exits: u64,
     unmatched: u64,
+    /// llvm-xray's rule: an exit on an empty stack is an error (without
+    /// -k) like any exit without its entry, not a set-aside record. For
+    /// inputs that cannot have lost their oldest records (YAML traces).
+    pub orphan_exits_are_errors: bool,
+    /// With `orphan_exits_are_errors`: (function id, thread, record type)
+    /// of the exits skipped with -k (the first thousand), for the caller
+    /// to report in llvm-xray's words.
+    pub unmatched_records: Vec<(i32, u32, u16)>,
+    /// The exit that made [`StackTrie::add`] fail.
+    pub last_unmatched: Option<(i32, u32, u16)>,
+    unmatched_pending: bool,
 }
 
 impl StackTrie {
@@ -266,7 +277,15 @@ impl StackTrie {
         let unmatched = self.add_inner(r, &mut ts);
         self.stacks[i] = ts;
         if unmatched {
+            self.last_unmatched = Some((r.func_id, r.tid, r.record_type));
             return Err(unmatched_exit(r.tid, r.func_id, r.tsc));
+        }
+        if self.orphan_exits_are_errors && r.kind.is_exit() && self.unmatched_pending {
+            self.unmatched_pending = false;
+            if self.unmatched_records.len() < 1000 {
+                self.unmatched_records
+                    .push((r.func_id, r.tid, r.record_type));
+            }
         }
         Ok(())
     }
@@ -287,6 +306,13 @@ impl StackTrie {
         let was_last_exit = self.was_last_exit;
         self.was_last_exit = true;
         if ts.is_empty() {
+            if self.orphan_exits_are_errors {
+                if !self.keep_going {
+                    return true;
+                }
+                self.unmatched_pending = true;
+                return false;
+            }
             self.orphan_exits += 1;
             return false;
         }
@@ -298,7 +324,11 @@ impl StackTrie {
             if !self.keep_going {
                 return true;
             }
-            self.unmatched += 1;
+            if self.orphan_exits_are_errors {
+                self.unmatched_pending = true;
+            } else {
+                self.unmatched += 1;
+            }
         }
         false
     }
@@ -306,13 +336,14 @@ impl StackTrie {
     /// Warnings about skipped records.
     pub fn finish_warnings(&mut self) -> Warnings {
         let mut w = std::mem::take(&mut self.warnings);
+        let open: u64 = self.stacks.iter().map(|s| s.len() as u64).sum();
+        if open > 0 {
+            w.push(Position::Unknown, crate::record::open_calls_message(open));
+        }
         if self.orphan_exits > 0 {
             w.push(
                 Position::Unknown,
-                format!(
-                    "{} exits without a matching entry skipped (the trace starts in the middle of calls)",
-                    self.orphan_exits
-                ),
+                crate::record::orphan_exits_message(self.orphan_exits),
             );
         }
         if self.unmatched > 0 {
@@ -710,6 +741,9 @@ impl StackTrie {
         workers: usize,
         parts: usize,
     ) -> Result<Warnings> {
+        if !trace.is_fdr_log() {
+            return trace.try_for_each(|r| self.add(r));
+        }
         let results = trace.par_groups(
             workers,
             parts,

@@ -103,7 +103,7 @@ pub fn map_trace<S: Sink + ?Sized>(
             } else {
                 b"custom-event"
             };
-            let data = String::from_utf8_lossy(r.data);
+            let data = String::from_utf8_lossy(&r.data);
             return sink
                 .event(&Event::Instant {
                     track,
@@ -199,7 +199,7 @@ pub fn map_trace<S: Sink + ?Sized>(
     if orphans > 0 {
         warnings.push(
             Position::Unknown,
-            format!("{orphans} exits without a matching entry skipped (the trace starts in the middle of calls)"),
+            crate::record::orphan_exits_message(orphans),
         );
     }
     if unfinished > 0 {

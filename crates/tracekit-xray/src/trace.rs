@@ -15,6 +15,7 @@ use crate::densemap;
 use crate::fdr::{FdrReader, FdrRecord, FunctionAction};
 use crate::header::{parse_header, FileHeader, LogKind, HEADER_LEN};
 use crate::record::{Record, RecordKind};
+use crate::yaml_log::{YamlBody, YamlReader};
 
 /// One FDR buffer as found in the file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,6 +61,9 @@ pub struct Trace<'a> {
     pub threads: Vec<ThreadBlocks>,
     /// Problems found while indexing.
     pub warnings: Warnings,
+    /// Set when the input is llvm-xray's YAML (then `blocks` and `threads`
+    /// are empty, and records come in file order).
+    pub yaml: Option<YamlBody>,
 }
 
 impl<'a> Trace<'a> {
@@ -74,7 +78,24 @@ impl<'a> Trace<'a> {
     /// whole large folios of the page cache on a fault, so touching one
     /// header per buffer could otherwise make most of the file resident.
     pub fn open_releasing(data: &'a [u8], release: Option<Release<'a>>) -> Result<Trace<'a>> {
-        let header = parse_header(data)?;
+        let header = match parse_header(data) {
+            Ok(h) => h,
+            Err(e) => {
+                if !crate::yaml_log::looks_like_yaml_log(data) {
+                    return Err(e);
+                }
+                let (header, body, warnings) = crate::yaml_log::open(data)?;
+                return Ok(Trace {
+                    release,
+                    data,
+                    header,
+                    blocks: Vec::new(),
+                    threads: Vec::new(),
+                    warnings,
+                    yaml: Some(body),
+                });
+            }
+        };
         let mut trace = Trace {
             release,
             data,
@@ -82,6 +103,7 @@ impl<'a> Trace<'a> {
             blocks: Vec::new(),
             threads: Vec::new(),
             warnings: Warnings::default(),
+            yaml: None,
         };
         match header.kind {
             LogKind::Fdr => trace.index_fdr()?,
@@ -231,6 +253,12 @@ impl<'a> Trace<'a> {
 
     /// Tells the release hook (if any) that `data[offset..offset + len]`
     /// has been read for good.
+    /// True for binary FDR logs (the block index and the parallel paths
+    /// apply).
+    pub fn is_fdr_log(&self) -> bool {
+        self.header.kind == LogKind::Fdr && self.yaml.is_none()
+    }
+
     pub fn release_range(&self, offset: usize, len: usize) {
         if let Some(f) = self.release {
             f(offset, len);
@@ -241,6 +269,9 @@ impl<'a> Trace<'a> {
     /// (each in time order), basic logs in file order. `account`, `stack`
     /// and `graph` consume this order.
     pub fn records(&self) -> RecordStream<'a> {
+        if let Some(body) = self.yaml {
+            return RecordStream::Yaml(Box::new(YamlReader::new(self.data, body)));
+        }
         match self.header.kind {
             LogKind::Basic => {
                 RecordStream::Basic(Box::new(BasicReader::new(self.data, self.header)))
@@ -264,6 +295,14 @@ impl<'a> Trace<'a> {
         F: FnMut(&Record<'a>) -> Result<()>,
     {
         let mut warnings = Warnings::default();
+        if let Some(body) = self.yaml {
+            let mut r = YamlReader::new(self.data, body);
+            for rec in r.by_ref() {
+                f(&rec?)?;
+            }
+            warnings.extend(r.warnings);
+            return Ok(warnings);
+        }
         match self.header.kind {
             LogKind::Basic => {
                 let mut r = BasicReader::new(self.data, self.header);
@@ -288,6 +327,20 @@ impl<'a> Trace<'a> {
     /// Records ordered by timestamp; ties keep load order (what llvm-xray's
     /// stable sort in `convert` gives for time-ordered threads).
     pub fn sorted_records(&self) -> SortedStream<'a> {
+        if let Some(body) = self.yaml {
+            let sources = match crate::yaml_log::runs(self.data, body) {
+                Ok(runs) => runs
+                    .into_iter()
+                    .map(|(start, line, n)| {
+                        Source::Yaml(Box::new(YamlReader::run(self.data, start, line, n)))
+                    })
+                    .collect(),
+                // The whole stream reports the error after the records
+                // before it.
+                Err(_) => vec![Source::Yaml(Box::new(YamlReader::new(self.data, body)))],
+            };
+            return SortedStream::new(sources);
+        }
         let sources: Vec<Source<'a>> = match self.header.kind {
             LogKind::Fdr => {
                 let mut sources = Vec::new();
@@ -468,7 +521,7 @@ impl<'a> ThreadCursor<'a> {
             tid: self.tid,
             pid: self.pid,
             args: Vec::new(),
-            data,
+            data: std::borrow::Cow::Borrowed(data),
         })
     }
 
@@ -496,7 +549,7 @@ impl<'a> ThreadCursor<'a> {
             tid: self.tid,
             pid: self.pid,
             args: Vec::new(),
-            data: &[],
+            data: std::borrow::Cow::Borrowed(&[]),
         };
         if let Some(reader) = self.reader.as_mut() {
             while let Some(arg) = reader.take_call_argument() {
@@ -694,6 +747,7 @@ pub struct FdrStream<'a> {
 /// Records in load order (see [`Trace::records`]).
 pub enum RecordStream<'a> {
     Basic(Box<BasicReader<'a>>),
+    Yaml(Box<YamlReader<'a>>),
     Fdr(FdrStream<'a>),
 }
 
@@ -702,6 +756,7 @@ impl<'a> RecordStream<'a> {
     pub fn warnings(&self) -> Warnings {
         match self {
             RecordStream::Basic(b) => b.warnings.clone(),
+            RecordStream::Yaml(y) => y.warnings.clone(),
             RecordStream::Fdr(f) => {
                 let mut w = f.warnings.clone();
                 for c in &f.cursors {
@@ -719,6 +774,7 @@ impl<'a> Iterator for RecordStream<'a> {
     fn next(&mut self) -> Option<Self::Item> {
         match self {
             RecordStream::Basic(b) => b.next(),
+            RecordStream::Yaml(y) => y.next(),
             RecordStream::Fdr(f) => loop {
                 let c = f.cursors.get_mut(f.current)?;
                 match c.next() {
@@ -735,6 +791,7 @@ enum Source<'a> {
     /// Part of a thread's stream: at most this many records.
     Run(Box<ThreadCursor<'a>>, usize),
     Basic(Box<BasicReader<'a>>),
+    Yaml(Box<YamlReader<'a>>),
 }
 
 impl<'a> Source<'a> {
@@ -742,6 +799,7 @@ impl<'a> Source<'a> {
         match self {
             Source::Thread(t) => t.next(),
             Source::Basic(b) => b.next(),
+            Source::Yaml(y) => y.next(),
             Source::Run(c, left) => {
                 if *left == 0 {
                     return None;
@@ -755,6 +813,7 @@ impl<'a> Source<'a> {
         match self {
             Source::Thread(t) => &t.warnings,
             Source::Basic(b) => &b.warnings,
+            Source::Yaml(y) => &y.warnings,
             Source::Run(c, _) => &c.warnings,
         }
     }

@@ -170,7 +170,7 @@ impl<W: Write> FdrWriter<W> {
                     kind::CUSTOM_EVENT
                 };
                 self.meta(k, &b);
-                self.body.extend_from_slice(r.data);
+                self.body.extend_from_slice(&r.data);
             }
             _ => {
                 if !(0..1 << 28).contains(&r.func_id) {
@@ -223,18 +223,25 @@ impl<W: Write> FdrWriter<W> {
     }
 }
 
-/// Writes basic-mode v3 records.
+/// Writes basic-mode records: version 3, or the input's version when it
+/// is a basic log already (as llvm-xray's `-f raw` keeps its input's
+/// header, so a basic log round-trips byte for byte).
 pub struct BasicWriter<W: Write> {
     out: W,
     endian: Endian,
+    version: u16,
     written: u64,
     pub dropped_events: u64,
 }
 
 impl<W: Write> BasicWriter<W> {
     pub fn new(mut out: W, header: &FileHeader) -> Result<Self> {
+        let version = match header.kind {
+            LogKind::Basic => header.version.clamp(1, 3),
+            LogKind::Fdr => 3,
+        };
         let h = FileHeader {
-            version: 3,
+            version,
             kind: LogKind::Basic,
             buffer_size: 0,
             endian: Endian::Little,
@@ -246,6 +253,7 @@ impl<W: Write> BasicWriter<W> {
         Ok(BasicWriter {
             out,
             endian: h.endian,
+            version,
             written: 0,
             dropped_events: 0,
         })
@@ -270,7 +278,8 @@ impl<W: Write> BasicWriter<W> {
         e.put_u32(&mut b, r.func_id as u32);
         e.put_u64(&mut b, r.tsc);
         e.put_u32(&mut b, r.tid);
-        e.put_u32(&mut b, r.pid);
+        // Versions before 3 have no process id (padding).
+        e.put_u32(&mut b, if self.version >= 3 { r.pid } else { 0 });
         b.extend_from_slice(&[0u8; 8]);
         for &a in &r.args {
             e.put_u16(&mut b, 1);
@@ -321,7 +330,7 @@ pub fn convert_to_fdr<W: Write>(trace: &Trace<'_>, out: W) -> Result<Warnings> {
     Ok(warnings)
 }
 
-/// Re-encodes a trace as a basic-mode v3 log (records in time order, as
+/// Re-encodes a trace as a basic-mode log (see [`BasicWriter`]; records in time order, as
 /// llvm-xray's `convert -output-format=raw` does).
 pub fn convert_to_basic<W: Write>(trace: &Trace<'_>, out: W) -> Result<Warnings> {
     let mut w = BasicWriter::new(out, &trace.header)?;

@@ -258,7 +258,7 @@ impl<W: Write> YamlWriter<W> {
             let _ = write!(l, ", process: {}", r.pid);
         }
         let _ = write!(l, ", kind: {}, tsc: {}, data: ", r.kind.yaml_name(), r.tsc);
-        write_scalar(r.data, l);
+        write_scalar(&r.data, l);
         l.extend_from_slice(b" }\n");
         self.out.write_all(l)
     }

@@ -179,6 +179,29 @@ pub fn run_ours(golden: &Path, words: &[String]) -> Option<Result<Vec<u8>, Strin
             .unwrap();
         return Some(Ok(out));
     }
+    if words[1] == "graph-diff" {
+        use tracekit_xray::graph::{DiffStyle, Stat};
+        let first = f.positional.get(f.positional.len().checked_sub(2)?)?;
+        let (a, b) = (read(Path::new(first)), read(&trace_path));
+        let (ta, tb) = (Trace::open(&a).ok()?, Trace::open(&b).ok()?);
+        let st = |k: &str| {
+            f.opts
+                .get(k)
+                .map(|s| Stat::parse(s).unwrap())
+                .unwrap_or(Stat::None)
+        };
+        let style = DiffStyle {
+            edge_label: st("e"),
+            edge_color: st("c"),
+            vertex_label: st("v"),
+            vertex_color: st("b"),
+            truncate: 40,
+        };
+        let side = commands::DiffSide::default();
+        let mut out = Vec::new();
+        let res = commands::graph_diff([&ta, &tb], [side, side], &style, &mut out);
+        return Some(res.map(|_| out).map_err(|e| e.to_string()));
+    }
     let data = read(&trace_path);
     let trace = match Trace::open(&data) {
         Ok(t) => t,

@@ -172,7 +172,7 @@ fn synthetic(seed: u64, threads: u32, noise: bool) -> Vec<u8> {
                 tid,
                 pid: 7,
                 args: Vec::new(),
-                data: &[],
+                data: std::borrow::Cow::Borrowed(&[]),
             })
         };
         if noise {
@@ -295,7 +295,7 @@ fn parallel_account_sum_above_2_pow_53_is_order_free() {
         tid: 1,
         pid: 7,
         args: Vec::new(),
-        data: &[],
+        data: std::borrow::Cow::Borrowed(&[]),
     };
     let long = 1u64 << 53;
     let mut records = vec![

@@ -61,7 +61,7 @@ enum Command {
     #[command(subcommand)]
     Rtrace(cmd::rtrace::Command),
     /// LLVM XRay tools with llvm-xray's subcommands and flags: extract,
-    /// account, stack, graph, convert, fdr-dump (`tracekit xray --help`).
+    /// account, stack, graph, graph-diff, convert, fdr-dump (`tracekit xray --help`).
     Xray(cmd::xray::RawArgs),
     /// Build traces (kwinject): `tracekit build spec` writes
     /// compile_commands.json or a Klocwork build specification.

@@ -36,7 +36,7 @@ fuzz_target!(|data: &[u8]| {
     sink.clear();
     // The parallel FDR account (default matching) equals the sequential
     // accountant, wherever the load order is cut.
-    if trace.header.kind == tracekit_xray::LogKind::Fdr {
+    if trace.is_fdr_log() {
         use tracekit_xray::account::{self, AccountOptions, Accountant};
         for keep_going in [false, true] {
             let mut acc = Accountant::new(AccountOptions {
@@ -58,7 +58,7 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     // So does the parallel FDR stack trie.
-    if trace.header.kind == tracekit_xray::LogKind::Fdr {
+    if trace.is_fdr_log() {
         use tracekit_xray::stack::StackTrie;
         for keep_going in [false, true] {
             let report = |parallel: bool| -> Result<Vec<u8>, String> {

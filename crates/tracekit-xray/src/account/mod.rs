@@ -85,6 +85,8 @@ pub struct Accountant {
     pub warnings: Warnings,
     orphan_exits: u64,
     skipped: u64,
+    /// See [`Accountant::orphan_exits_are_errors`].
+    strict_orphans: bool,
 }
 impl Accountant {
     pub fn new(opts: AccountOptions) -> Accountant {
@@ -99,7 +101,17 @@ impl Accountant {
             warnings: Warnings::default(),
             orphan_exits: 0,
             skipped: 0,
+            strict_orphans: false,
         }
+    }
+
+    /// An exit on an empty stack is an error (a warning with -k) in
+    /// llvm-xray's words, as llvm-xray treats it, instead of a counted,
+    /// set-aside record. For inputs that cannot have lost their oldest
+    /// records (YAML traces, where llvm-xray's own tests expect this).
+    pub fn orphan_exits_are_errors(mut self, yes: bool) -> Self {
+        self.strict_orphans = yes;
+        self
     }
 
     fn thread(&mut self, tid: u32) -> usize {
@@ -147,6 +159,14 @@ impl Accountant {
             return Ok(());
         }
         let Some(&(top_id, top_tsc)) = ts.frames.last() else {
+            if self.strict_orphans {
+                let dump = empty_stack_record(r);
+                if !self.opts.keep_going {
+                    return Err(Error::Other(dump));
+                }
+                self.warnings.push(Position::Unknown, dump);
+                return Ok(());
+            }
             self.orphan_exits += 1;
             return Ok(());
         };
@@ -203,6 +223,11 @@ impl Accountant {
     /// The rows in llvm-xray's order before sorting (its DenseMap order).
     pub fn rows(mut self, cycle_frequency: u64) -> (Vec<Row>, Warnings) {
         warn_skipped(&mut self.warnings, self.orphan_exits, self.skipped);
+        let open: u64 = self.threads.iter().map(|t| t.frames.len() as u64).sum();
+        if open > 0 {
+            self.warnings
+                .push(Position::Unknown, crate::record::open_calls_message(open));
+        }
         let hashes: Vec<u32> = self
             .order
             .iter()
@@ -224,9 +249,7 @@ fn warn_skipped(warnings: &mut Warnings, orphans: u64, skipped: u64) {
     if orphans > 0 {
         warnings.push(
             Position::Unknown,
-            format!(
-                "{orphans} exits without a matching entry skipped (the trace starts in the middle of calls)"
-            ),
+            crate::record::orphan_exits_message(orphans),
         );
     }
     if skipped > 0 {
@@ -235,6 +258,23 @@ fn warn_skipped(warnings: &mut Warnings, orphans: u64, skipped: u64) {
             format!("{skipped} exits not matching the innermost open call skipped (-k)"),
         );
     }
+}
+
+/// llvm-xray's report of a record that found its thread's stack empty
+/// (`Error processing record: {...}`, the thread, `(empty stack)`).
+pub fn empty_stack_record(r: &Record<'_>) -> String {
+    let kind = match r.kind {
+        crate::RecordKind::Enter => "enter",
+        crate::RecordKind::EnterArg => "enter-arg",
+        crate::RecordKind::Exit => "exit",
+        crate::RecordKind::TailExit => "tail-exit",
+        crate::RecordKind::CustomEvent => "custom-event",
+        crate::RecordKind::TypedEvent => "typed-event",
+    };
+    format!(
+        "Error processing record: {{type: {}; cpu: {}; record-type: {kind}; function-id: {}; tsc: {}; thread-id: {}; process-id: {}}}}}\nThread ID: {}\n  (empty stack)",
+        r.record_type, r.cpu, r.func_id, r.tsc, r.tid, r.pid, r.tid
+    )
 }
 
 /// The message of an exit that is not the innermost open call.

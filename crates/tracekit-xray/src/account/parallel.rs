@@ -139,12 +139,17 @@ pub fn account_fdr_parallel(
     workers: usize,
     parts: usize,
 ) -> Result<(Vec<Row>, Warnings)> {
-    let results = trace.par_groups(
-        workers,
-        parts,
-        |segments| account_worker(trace, segments, keep_going),
-        |w| w.segments.iter().any(|p| p.tid_switched),
-    );
+    // Only binary FDR logs have buffers to cut at; the rest run in order.
+    let results = if trace.is_fdr_log() {
+        trace.par_groups(
+            workers,
+            parts,
+            |segments| account_worker(trace, segments, keep_going),
+            |w| w.segments.iter().any(|p| p.tid_switched),
+        )
+    } else {
+        None
+    };
     let Some(mut results) = results else {
         let mut acc = Accountant::new(AccountOptions {
             keep_going,
@@ -191,6 +196,13 @@ pub fn account_fdr_parallel(
         }
     }
     warn_skipped(&mut warnings, orphans, skipped);
+    let open: u64 = stacks.values().map(|s| s.len() as u64).sum();
+    if open > 0 {
+        warnings.push(
+            tracekit_core::Position::Unknown,
+            crate::record::open_calls_message(open),
+        );
+    }
     // First-latency order over the whole load order.
     firsts.sort_by_key(|&(_, pos)| pos);
     let mut seen: rustc_hash::FxHashSet<i32> = Default::default();

@@ -1,4 +1,4 @@
-//! LLVM XRay: `tracekit xray extract|account|stack|graph|convert|fdr-dump`
+//! LLVM XRay: `tracekit xray extract|account|stack|graph|graph-diff|convert|fdr-dump`
 //! with llvm-xray's flag names, and the dialect behind
 //! `tracekit info/report/convert` for XRay logs.
 //!
@@ -40,15 +40,24 @@ pub struct RawArgs {
 
 const ABOUT: &str = "LLVM XRay tools with llvm-xray's subcommands and flags.
 
-Reads FDR logs (versions 1-5) and basic-mode logs (versions 1-3) of either byte
-order, streaming, in memory bounded by threads x stack depth. Function ids are
-named through the instrumented binary (-m BIN / --instr-map BIN / -instr_map BIN).
-llvm-xray's single-dash long options work as they are (-sort=sum, -top=10).
+Reads FDR logs (versions 1-5), basic-mode logs (versions 1-3) of either byte
+order and llvm-xray's YAML traces (what `convert -f yaml` writes), detected from
+their content, streaming, in memory bounded by threads x stack depth. Function
+ids are named through the instrumented binary or an `extract` YAML map
+(-m BIN / --instr-map BIN / -instr_map BIN). llvm-xray's single-dash long
+options work as they are (-sort=sum, -top=10).
+
+Binary logs may lack the entries of their first calls (recording began inside
+them, or FDR mode reused its oldest buffers at buffer_max) and the exits of
+their last: account, stack and graph analyse every call whose entry and exit
+are both there and say how many records they set aside.
 
 Examples:
   tracekit xray account -m ./app -sort=sum -sortorder=dsc -top=10 xray-log.app.XXXX
+  tracekit xray account -m map.yaml trace.yaml
   tracekit xray stack -m ./app -all-stacks -stack-format=flame xray-log.app.XXXX
   tracekit xray graph -m ./app -e sum -v count xray-log.app.XXXX | dot -Tsvg > g.svg
+  tracekit xray graph-diff -e sum -c sum before.xray after.xray > diff.dot
   tracekit xray convert -m ./app -symbolize -output-format=trace_event log > t.json
   tracekit xray fdr-dump -verify xray-log.app.XXXX
   tracekit xray extract --symbolize ./app";
@@ -73,6 +82,8 @@ enum XrayCommand {
     Stack(StackArgs),
     /// The function call graph in Graphviz DOT.
     Graph(GraphArgs),
+    /// The difference of two traces' call graphs in Graphviz DOT.
+    GraphDiff(GraphDiffArgs),
     /// Re-encode a trace: yaml, trace_event (Chrome JSON), or raw/fdr
     /// binary logs.
     Convert(ConvertArgs),
@@ -92,6 +103,23 @@ struct MapArg {
     instr_map: Option<PathBuf>,
 }
 
+/// `--demangle` (the default) and `--no-demangle`; the last one given wins.
+#[derive(clap::Args, Debug)]
+struct DemangleArgs {
+    /// Demangle C++ and Rust names (the default).
+    #[arg(long, overrides_with = "no_demangle")]
+    demangle: bool,
+    /// Keep names mangled.
+    #[arg(long, overrides_with = "demangle")]
+    no_demangle: bool,
+}
+
+impl DemangleArgs {
+    fn on(&self) -> bool {
+        !self.no_demangle
+    }
+}
+
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Example:\n  tracekit xray extract --symbolize ./app")]
 struct ExtractArgs {
@@ -101,9 +129,8 @@ struct ExtractArgs {
     /// Fill in function names.
     #[arg(short = 's', long)]
     symbolize: bool,
-    /// Keep names mangled.
-    #[arg(long)]
-    no_demangle: bool,
+    #[command(flatten)]
+    demangle: DemangleArgs,
     /// Output file (default: standard output).
     #[arg(short = 'o', long, value_name = "FILE")]
     output: Option<PathBuf>,
@@ -212,6 +239,75 @@ struct GraphArgs {
 
 #[derive(clap::Args, Debug)]
 #[command(
+    after_help = "Statistics: none count min med 90p 99p max sum\n\nColours: green where the second trace is higher (#00FF00: only in the second), pink where it is lower (#FF0000: only in the first).\nVertices are named by function id (#12), as llvm-xray 14 names them whatever -m says.\n\nExample:\n  tracekit xray graph-diff -e sum -c sum -v sum -b sum before.xray after.xray | dot -Tsvg -o diff.svg"
+)]
+struct GraphDiffArgs {
+    /// The first (before) trace.
+    #[arg(value_name = "TRACE1")]
+    first: PathBuf,
+    /// The second (after) trace.
+    #[arg(value_name = "TRACE2")]
+    second: PathBuf,
+    /// Instrumentation map for both traces (accepted; llvm-xray 14's
+    /// graph-diff does not use it, nor do we).
+    #[arg(
+        short = 'm',
+        long = "instr-map",
+        visible_alias = "instr_map",
+        value_name = "BIN"
+    )]
+    instr_map: Option<PathBuf>,
+    /// Instrumentation map of the first trace (accepted, unused).
+    #[arg(long = "instr-map-1", visible_alias = "m1", value_name = "BIN")]
+    instr_map_1: Option<PathBuf>,
+    /// Instrumentation map of the second trace (accepted, unused).
+    #[arg(long = "instr-map-2", visible_alias = "m2", value_name = "BIN")]
+    instr_map_2: Option<PathBuf>,
+    /// Skip records that do not fit the call stack (both traces).
+    #[arg(short = 'k', long)]
+    keep_going: bool,
+    /// -k for the first trace only.
+    #[arg(long = "keep-going-1", visible_alias = "k1")]
+    keep_going_1: bool,
+    /// -k for the second trace only.
+    #[arg(long = "keep-going-2", visible_alias = "k2")]
+    keep_going_2: bool,
+    /// Deduce sibling calls (both traces).
+    #[arg(short = 'd', long)]
+    deduce_sibling_calls: bool,
+    /// -d for the first trace only.
+    #[arg(long = "deduce-sibling-calls-1", visible_alias = "d1")]
+    deduce_sibling_calls_1: bool,
+    /// -d for the second trace only.
+    #[arg(long = "deduce-sibling-calls-2", visible_alias = "d2")]
+    deduce_sibling_calls_2: bool,
+    /// Edge label: relative change of this statistic.
+    #[arg(short = 'e', long, default_value = "none", value_name = "STAT")]
+    edge_label: String,
+    /// Edge colour (and width) by the relative change of this statistic.
+    #[arg(short = 'c', long, default_value = "none", value_name = "STAT")]
+    edge_color: String,
+    /// Vertex label: relative change of this statistic.
+    #[arg(short = 'v', long, default_value = "none", value_name = "STAT")]
+    vertex_label: String,
+    /// Vertex colour by the relative change of this statistic.
+    #[arg(short = 'b', long, default_value = "none", value_name = "STAT")]
+    vertex_color: String,
+    /// Cut vertex labels to this length.
+    #[arg(
+        short = 't',
+        long = "vertex-label-trun",
+        default_value_t = 40,
+        value_name = "N"
+    )]
+    vertex_label_trun: usize,
+    /// Output file (default: standard output).
+    #[arg(short = 'o', long, value_name = "FILE")]
+    output: Option<PathBuf>,
+}
+
+#[derive(clap::Args, Debug)]
+#[command(
     after_help = "Formats:\n  yaml         llvm-xray's YAML\n  trace_event  llvm-xray's Chrome trace JSON\n  chrome       Chrome Trace Event JSON via tracekit's writer (fast, streaming, with args/events)\n  raw | basic  a basic-mode (naive) v3 log\n  fdr          an FDR v5 log\n\nExamples:\n  tracekit xray convert -m ./app -symbolize -output-format=yaml trace.xray\n  tracekit xray convert -output-format=fdr -o copy.xray trace.xray"
 )]
 struct ConvertArgs {
@@ -225,9 +321,8 @@ struct ConvertArgs {
     /// Function names instead of ids.
     #[arg(short = 'y', long)]
     symbolize: bool,
-    /// Keep names mangled.
-    #[arg(long)]
-    no_demangle: bool,
+    #[command(flatten)]
+    demangle: DemangleArgs,
     /// Sort records by timestamp (default true; -sort=false keeps load order).
     #[arg(short = 's', long, default_value = "true", num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
     sort: String,
@@ -360,19 +455,30 @@ pub fn run(raw: RawArgs) -> Result<ExitCode> {
 }
 
 fn run_inner(raw: RawArgs) -> Result<ExitCode> {
+    if raw.args.is_empty() {
+        // Like llvm-xray without a subcommand: the overview, exit 0.
+        use clap::CommandFactory;
+        let mut out = std::io::stdout().lock();
+        writeln!(
+            out,
+            "OVERVIEW: XRay Tools\n\n  tracekit's llvm-xray: the same subcommands and flags.\n"
+        )?;
+        write!(out, "{}", XrayCli::command().render_long_help())?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let mut argv = vec![OsString::from("tracekit xray")];
     argv.extend(normalise(raw.args));
     let cli = match XrayCli::try_parse_from(argv) {
         Ok(c) => c,
         Err(e) => {
-            let code = if e.use_stderr() { 1 } else { 0 };
+            let code = if e.use_stderr() { 2 } else { 0 };
             let _ = e.print();
             return Ok(ExitCode::from(code));
         }
     };
     match cli.command {
         XrayCommand::Extract(a) => {
-            let names = FunctionNames::load(&a.binary, !a.no_demangle)?;
+            let names = FunctionNames::load(&a.binary, a.demangle.on())?;
             let mut out = output(a.output.as_deref())?;
             if let Some(map) = names.map() {
                 map.write_yaml(&mut out, |id| {
@@ -433,7 +539,20 @@ fn run_inner(raw: RawArgs) -> Result<ExitCode> {
                 writeln!(out)?;
                 w
             } else {
-                in_file(commands::account(&trace, &names, &args, &mut out), &a.input)?
+                match commands::account(&trace, &names, &args, &mut out) {
+                    Err(tracekit_core::Error::Other(m))
+                        if m.starts_with("Error processing record") =>
+                    {
+                        // llvm-xray's report: the record, then the failure.
+                        out.flush()?;
+                        eprintln!("{m}");
+                        anyhow::bail!(
+                            "Failed accounting function calls in file '{}'.",
+                            a.input.display()
+                        );
+                    }
+                    r => in_file(r, &a.input)?,
+                }
             };
             out.flush()?;
             print_warnings(a.input.display(), &w);
@@ -495,8 +614,44 @@ fn run_inner(raw: RawArgs) -> Result<ExitCode> {
             out.flush()?;
             print_warnings(a.input.display(), &w);
         }
+        XrayCommand::GraphDiff(a) => {
+            let paths = [&a.first, &a.second];
+            let bytes: Vec<Bytes> = paths.iter().map(|p| open_bytes(p)).collect::<Result<_>>()?;
+            let rels: Vec<_> = bytes.iter().map(releaser).collect();
+            let mut traces = Vec::new();
+            for ((p, b), r) in paths.iter().zip(&bytes).zip(&rels) {
+                traces.push(open_trace(p, b, &**r).map_err(|e| {
+                    e.context(format!("Failed Loading Input File '{}'", p.display()))
+                })?);
+            }
+            let side = |k: bool, d: bool| commands::DiffSide {
+                keep_going: a.keep_going || k,
+                deduce_sibling_calls: a.deduce_sibling_calls || d,
+            };
+            let style = tracekit_xray::graph::DiffStyle {
+                edge_label: stat(&a.edge_label)?,
+                edge_color: stat(&a.edge_color)?,
+                vertex_label: stat(&a.vertex_label)?,
+                vertex_color: stat(&a.vertex_color)?,
+                truncate: a.vertex_label_trun,
+            };
+            let mut out = output(a.output.as_deref())?;
+            let w = commands::graph_diff(
+                [&traces[0], &traces[1]],
+                [
+                    side(a.keep_going_1, a.deduce_sibling_calls_1),
+                    side(a.keep_going_2, a.deduce_sibling_calls_2),
+                ],
+                &style,
+                &mut out,
+            )
+            .map_err(|e| anyhow::Error::from(e.in_file(&a.first)))?;
+            out.flush()?;
+            print_warnings(a.first.display(), &w[0]);
+            print_warnings(a.second.display(), &w[1]);
+        }
         XrayCommand::Convert(a) => {
-            let names = load_names(&a.map.instr_map, !a.no_demangle)?;
+            let names = load_names(&a.map.instr_map, a.demangle.on())?;
             let bytes = open_bytes(&a.input)?;
             let rel = releaser(&bytes);
             let trace = open_trace(&a.input, &bytes, &*rel)?;
@@ -546,6 +701,7 @@ impl Dialect for Xray {
 
     fn sniff(&self, input: &Input) -> bool {
         tracekit_xray::header::looks_like_xray(&input.head)
+            || tracekit_xray::yaml_log::looks_like_yaml_log(&input.head)
     }
 
     fn info(&self, inputs: &[Input], args: &info::Args) -> Result<ExitCode> {
@@ -564,9 +720,11 @@ impl Dialect for Xray {
                 .map(|e| e.in_file(&input.path).to_string());
             let counts = &summary.records_by_kind;
             let warnings = &summary.warnings;
-            let kind = match h.kind {
-                LogKind::Fdr => "FDR",
-                LogKind::Basic => "basic",
+            let kind = match (h.kind, trace.yaml.is_some()) {
+                (LogKind::Fdr, false) => "FDR",
+                (LogKind::Basic, false) => "basic",
+                (LogKind::Fdr, true) => "YAML trace of an FDR",
+                (LogKind::Basic, true) => "YAML trace of a basic",
             };
             let v = serde_json::json!({
                 "file": input.display(),
@@ -595,7 +753,7 @@ impl Dialect for Xray {
                     h.endian
                 );
                 println!("  cycle frequency: {} Hz", h.cycle_frequency);
-                if h.kind == LogKind::Fdr {
+                if trace.is_fdr_log() {
                     println!(
                         "  buffers:         {} (buffer size {} bytes)",
                         trace.blocks.len(),
