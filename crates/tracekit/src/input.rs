@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use memmap2::Mmap;
 
+use crate::progress::{Progress, ProgressRead};
+
 /// How many bytes of an input the format detectors see.
 pub const HEAD_LEN: usize = 64 * 1024;
 
@@ -88,7 +90,12 @@ impl Input {
         }
         let f =
             File::open(&self.path).map_err(|e| tracekit_core::Error::io(Some(&self.path), e))?;
-        Ok(Box::new(BufReader::with_capacity(1 << 20, f)))
+        let size = f.metadata().map(|m| m.len()).unwrap_or(0);
+        let progress = Progress::bytes(size, &self.display());
+        Ok(Box::new(ProgressRead::new(
+            BufReader::with_capacity(1 << 20, f),
+            progress,
+        )))
     }
 }
 

@@ -11,6 +11,7 @@ use clap::{Parser, Subcommand};
 mod cmd;
 mod formats;
 mod input;
+mod progress;
 
 /// Record, read, write, convert and analyse traces.
 ///
@@ -34,6 +35,11 @@ struct Cli {
     #[arg(long, global = true, value_name = "OCTAL", default_value = "600",
           env = "TRACEKIT_FILE_MODE", value_parser = parse_file_mode)]
     file_mode: u32,
+    /// Less on standard error: no progress bars (drawn only on a terminal,
+    /// for big inputs), no summary lines (`trace2 listen`), no warnings
+    /// (`rtrace postproc`, as sp-rtrace-postproc's -q).
+    #[arg(short, long, global = true)]
+    quiet: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -81,6 +87,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     tracekit_core::files::set_mode(cli.file_mode);
+    progress::set_quiet(cli.quiet);
     let result = match cli.command {
         Command::Info(args) => cmd::info::run(args),
         Command::Report(args) => cmd::report::run(args),

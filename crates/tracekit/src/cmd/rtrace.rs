@@ -140,9 +140,6 @@ pub struct PostprocArgs {
     /// implemented it): arguments are kept.
     #[arg(short = 'a', long = "remove-args", hide = true)]
     pub remove_args: bool,
-    /// Do not print warnings.
-    #[arg(short = 'q', long)]
-    pub quiet: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -388,7 +385,7 @@ fn run_postproc(a: PostprocArgs) -> Result<ExitCode> {
     let include = a.include.as_ref().map(read_index).transpose()?;
     let exclude = match (&include, &a.exclude) {
         (Some(_), Some(_)) => {
-            if !a.quiet {
+            if !crate::progress::quiet() {
                 eprintln!("tracekit: --exclude is ignored because --include is given");
             }
             None
@@ -426,7 +423,7 @@ fn run_postproc(a: PostprocArgs) -> Result<ExitCode> {
     let (input, name) = open_input(path)?;
     let out = output(a.output.as_deref())?;
     let stats = postproc::run(input.reader()?, &opts, out).map_err(|e| with_name(e, &input))?;
-    if !a.quiet {
+    if !crate::progress::quiet() {
         super::print_warnings(&name, &stats.warnings);
     }
     Ok(ExitCode::SUCCESS)

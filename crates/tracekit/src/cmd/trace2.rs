@@ -18,6 +18,7 @@ use tracekit_trace2::Event;
 use crate::cmd::{convert, info, output};
 use crate::formats::Dialect;
 use crate::input::{dir_files, mmap_file, Input};
+use crate::progress::Progress;
 
 #[derive(clap::Subcommand, Debug)]
 pub enum Command {
@@ -117,7 +118,7 @@ fn read_events(
     mut f: impl FnMut(&Event<'_>) -> Result<()>,
     mut on_source: impl FnMut(Format, u64),
 ) -> Result<Vec<(String, Warnings)>> {
-    for_each_source(input, |_, format, content, warnings| {
+    for_each_source(input, |name, format, content, warnings| {
         let one = |rec: reader::Record<'_>| -> Result<()> {
             match rec.parse_or_warn(format, warnings) {
                 Some(ev) => f(&ev),
@@ -127,7 +128,16 @@ fn read_events(
         match content {
             Content::Mapped(map) => {
                 on_source(format, map.len() as u64);
-                reader::for_each_in(map, format, |r| reader::release_pages(map, r), one)?;
+                let progress = Progress::bytes(map.len() as u64, name);
+                reader::for_each_in(
+                    map,
+                    format,
+                    |r| {
+                        progress.set(r.end as u64);
+                        reader::release_pages(map, r)
+                    },
+                    one,
+                )?;
             }
             Content::Stream(r) => {
                 let bytes = for_each_record(r, format, one)?;
@@ -322,7 +332,16 @@ impl Dialect for Trace2 {
             };
             let read = match content {
                 Content::Mapped(map) => {
-                    reader::for_each_in(map, format, |r| reader::release_pages(map, r), one)
+                    let progress = Progress::bytes(map.len() as u64, name);
+                    reader::for_each_in(
+                        map,
+                        format,
+                        |r| {
+                            progress.set(r.end as u64);
+                            reader::release_pages(map, r)
+                        },
+                        one,
+                    )
                 }
                 Content::Stream(r) => for_each_record(r, format, &mut one).map(|_| ()),
             };

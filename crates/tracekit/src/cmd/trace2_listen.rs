@@ -83,9 +83,6 @@ pub struct Args {
     /// Print the final summary as JSON on standard output.
     #[arg(long)]
     pub json: bool,
-    /// Do not print the "listening" line and the summary on standard error.
-    #[arg(long, short)]
-    pub quiet: bool,
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
@@ -101,7 +98,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     raise_open_file_limit();
     let receiver = Receiver::bind(config)?;
     receiver.stop_on_signals(&[libc::SIGINT, libc::SIGTERM])?;
-    if !args.quiet {
+    if !crate::progress::quiet() {
         let mut on = Vec::new();
         if let Some(p) = &args.socket {
             on.push(format!("{} (stream)", p.display()));
@@ -116,7 +113,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         );
     }
     let summary = receiver.run()?;
-    if !args.quiet {
+    if !crate::progress::quiet() {
         eprintln!("tracekit trace2 listen: {}", one_line(&summary));
         for warning in summary.warnings.kept().iter().take(10) {
             eprintln!("tracekit trace2 listen: warning: {}", warning.message);

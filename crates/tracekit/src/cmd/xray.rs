@@ -25,6 +25,7 @@ use tracekit_xray::{LogKind, Trace};
 use crate::cmd::{convert, info, output, print_warnings, report};
 use crate::formats::Dialect;
 use crate::input::Input;
+use crate::progress::Progress;
 
 /// The raw arguments after `tracekit xray`, parsed by [`run`].
 #[derive(clap::Args, Debug)]
@@ -390,24 +391,33 @@ fn open_bytes(path: &Path) -> Result<Bytes> {
     Ok(Bytes::Map(crate::input::mmap_file(path)?))
 }
 
-/// Drops finished ranges of a memory-mapped trace from the resident set.
-fn releaser(bytes: &Bytes) -> Box<dyn Fn(usize, usize) + Sync + '_> {
+/// Drops finished ranges of a memory-mapped trace from the resident set,
+/// and shows them done on a progress bar (big files on a terminal).
+fn releaser<'a>(bytes: &'a Bytes, name: &Path) -> Box<dyn Fn(usize, usize) + Sync + 'a> {
     match bytes {
-        Bytes::Map(m) => Box::new(move |off: usize, len: usize| {
-            const PAGE: usize = 4096;
-            let start = off.div_ceil(PAGE) * PAGE;
-            let end = (off + len) / PAGE * PAGE;
-            if end > start {
-                // SAFETY: `m` is a read-only MAP_SHARED mapping of a file
-                // (memmap2's `Mmap::map`). MADV_DONTNEED only drops the
-                // pages; a later read faults them in again from the page
-                // cache with the same content, so slices into the range
-                // stay valid.
-                let _ = unsafe {
-                    m.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start)
-                };
-            }
-        }),
+        Bytes::Map(m) => {
+            let progress = Progress::bytes(m.len() as u64, &name.display().to_string());
+            Box::new(move |off: usize, len: usize| {
+                progress.inc(len as u64);
+                const PAGE: usize = 4096;
+                let start = off.div_ceil(PAGE) * PAGE;
+                let end = (off + len) / PAGE * PAGE;
+                if end > start {
+                    // SAFETY: `m` is a read-only MAP_SHARED mapping of a file
+                    // (memmap2's `Mmap::map`). MADV_DONTNEED only drops the
+                    // pages; a later read faults them in again from the page
+                    // cache with the same content, so slices into the range
+                    // stay valid.
+                    let _ = unsafe {
+                        m.unchecked_advise_range(
+                            memmap2::UncheckedAdvice::DontNeed,
+                            start,
+                            end - start,
+                        )
+                    };
+                }
+            })
+        }
         Bytes::Owned(_) => Box::new(|_, _| {}),
     }
 }
@@ -494,7 +504,7 @@ fn run_inner(raw: RawArgs) -> Result<ExitCode> {
         XrayCommand::Account(a) => {
             let names = load_names(&a.map.instr_map, true)?;
             let bytes = open_bytes(&a.input)?;
-            let rel = releaser(&bytes);
+            let rel = releaser(&bytes, &a.input);
             let trace = open_trace(&a.input, &bytes, &*rel)?;
             let sort = SortField::parse(&a.sort).with_context(|| {
                 format!(
@@ -564,7 +574,11 @@ fn run_inner(raw: RawArgs) -> Result<ExitCode> {
                 .iter()
                 .map(|p| open_bytes(p))
                 .collect::<Result<_>>()?;
-            let rels: Vec<_> = bytes.iter().map(releaser).collect();
+            let rels: Vec<_> = bytes
+                .iter()
+                .zip(&a.inputs)
+                .map(|(b, p)| releaser(b, p))
+                .collect();
             let traces: Vec<Trace<'_>> = a
                 .inputs
                 .iter()
@@ -599,7 +613,7 @@ fn run_inner(raw: RawArgs) -> Result<ExitCode> {
         XrayCommand::Graph(a) => {
             let names = load_names(&a.map.instr_map, true)?;
             let bytes = open_bytes(&a.input)?;
-            let rel = releaser(&bytes);
+            let rel = releaser(&bytes, &a.input);
             let trace = open_trace(&a.input, &bytes, &*rel)?;
             let args = commands::GraphArgs {
                 keep_going: a.keep_going,
@@ -617,7 +631,11 @@ fn run_inner(raw: RawArgs) -> Result<ExitCode> {
         XrayCommand::GraphDiff(a) => {
             let paths = [&a.first, &a.second];
             let bytes: Vec<Bytes> = paths.iter().map(|p| open_bytes(p)).collect::<Result<_>>()?;
-            let rels: Vec<_> = bytes.iter().map(releaser).collect();
+            let rels: Vec<_> = bytes
+                .iter()
+                .zip(paths)
+                .map(|(b, p)| releaser(b, p))
+                .collect();
             let mut traces = Vec::new();
             for ((p, b), r) in paths.iter().zip(&bytes).zip(&rels) {
                 traces.push(open_trace(p, b, &**r).map_err(|e| {
@@ -653,7 +671,7 @@ fn run_inner(raw: RawArgs) -> Result<ExitCode> {
         XrayCommand::Convert(a) => {
             let names = load_names(&a.map.instr_map, a.demangle.on())?;
             let bytes = open_bytes(&a.input)?;
-            let rel = releaser(&bytes);
+            let rel = releaser(&bytes, &a.input);
             let trace = open_trace(&a.input, &bytes, &*rel)?;
             let sort = match a.sort.as_str() {
                 "true" | "1" => true,
@@ -675,7 +693,7 @@ fn run_inner(raw: RawArgs) -> Result<ExitCode> {
         }
         XrayCommand::FdrDump(a) => {
             let bytes = open_bytes(&a.input)?;
-            let rel = releaser(&bytes);
+            let rel = releaser(&bytes, &a.input);
             let trace = open_trace(&a.input, &bytes, &*rel)?;
             let mut out = output(None)?;
             let res = tracekit_xray::fdr_dump::write_fdr_dump(&trace, a.verify, &mut out);
@@ -708,7 +726,7 @@ impl Dialect for Xray {
         let mut all = Vec::new();
         for input in inputs {
             let bytes = open_bytes(&input.path)?;
-            let rel = releaser(&bytes);
+            let rel = releaser(&bytes, &input.path);
             let trace = open_trace(&input.path, &bytes, &*rel)?;
             let h = trace.header;
             let mut summary = Summary::of(&trace);
@@ -790,7 +808,7 @@ impl Dialect for Xray {
         let mut json_all = Vec::new();
         for input in inputs {
             let bytes = open_bytes(&input.path)?;
-            let rel = releaser(&bytes);
+            let rel = releaser(&bytes, &input.path);
             let trace = open_trace(&input.path, &bytes, &*rel)?;
             let (p, w) = in_file(commands::profile(&trace), &input.path)?;
             let freq = trace.header.cycle_frequency;
@@ -891,7 +909,7 @@ impl Dialect for Xray {
         let mut run = || -> Result<ExitCode> {
             let names = names_for(&args.instr_map)?;
             let bytes = open_bytes(&input.path)?;
-            let rel = releaser(&bytes);
+            let rel = releaser(&bytes, &input.path);
             let trace = open_trace(&input.path, &bytes, &*rel)?;
             let source = input.display().to_string();
             let w = in_file(
@@ -909,7 +927,7 @@ impl Xray {
     fn convert_inner(&self, input: &Input, args: &convert::Args) -> Result<ExitCode> {
         let names = names_for(&args.instr_map)?;
         let bytes = open_bytes(&input.path)?;
-        let rel = releaser(&bytes);
+        let rel = releaser(&bytes, &input.path);
         let trace = open_trace(&input.path, &bytes, &*rel)?;
         let mut out = output(args.output.as_deref())?;
         let w = match args.to.as_str() {
