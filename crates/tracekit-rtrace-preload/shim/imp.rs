@@ -11,6 +11,7 @@ use crate::consts;
 use crate::libc;
 use crate::producer::{self, OpaqueHeader, Outcome};
 use crate::wire::*;
+use crate::{arena, unwind};
 
 const UNINIT: u8 = 0;
 const INITIALIZING: u8 = 1;
@@ -63,6 +64,8 @@ struct Slot {
     anchor_ns: AtomicU64,
     lo: AtomicUsize,
     hi: AtomicUsize,
+    /// The unwinder's per-thread state (rule cache, busy flag).
+    unw: unwind::ThreadUnwind,
 }
 
 const SLOTS_N: usize = 16384;
@@ -75,6 +78,7 @@ const EMPTY_SLOT: Slot = Slot {
     anchor_ns: AtomicU64::new(0),
     lo: AtomicUsize::new(0),
     hi: AtomicUsize::new(0),
+    unw: unwind::ThreadUnwind::new(),
 };
 static SLOTS: [Slot; SLOTS_N] = [EMPTY_SLOT; SLOTS_N];
 /// Threads that found no free slot (they are not recorded).
@@ -113,6 +117,15 @@ fn guarded() -> bool {
     match slot() {
         Some(s) => s.guard.load(Ordering::Relaxed),
         None => true,
+    }
+}
+
+/// Visits the unwinding state of every thread that has a slot.
+pub fn each_thread(f: &mut dyn FnMut(&unwind::ThreadUnwind)) {
+    for s in SLOTS.iter() {
+        if s.key.load(Ordering::Acquire) != 0 {
+            f(&s.unw);
+        }
     }
 }
 
@@ -177,6 +190,7 @@ real_fns! {
     R_EXECLP c"execlp": ExecvFn;
     R_EXIT c"_exit": ExitFn;
     R_EXIT2 c"_Exit": ExitFn;
+    R_DLCLOSE c"dlclose": DlcloseFn;
 }
 
 type MallocFn = unsafe extern "C" fn(usize) -> *mut c_void;
@@ -206,6 +220,7 @@ type ExecveFn =
     unsafe extern "C" fn(*const c_char, *const *const c_char, *const *const c_char) -> c_int;
 type ExecvFn = unsafe extern "C" fn(*const c_char, *const *const c_char) -> c_int;
 type ExitFn = unsafe extern "C" fn(c_int) -> !;
+type DlcloseFn = unsafe extern "C" fn(*mut c_void) -> c_int;
 
 unsafe fn resolve(slot: &AtomicUsize, name: &CStr) -> usize {
     let p = slot.load(Ordering::Acquire);
@@ -676,6 +691,20 @@ unsafe fn send_maps() {
 }
 
 extern "C" fn after_fork_child() {
+    // Locks and flags held by threads that do not exist in the child.
+    arena::after_fork_child();
+    unwind::after_fork_child();
+    // SAFETY: pthread_self only reads the thread pointer.
+    let me = unsafe { libc::pthread_self() } as usize;
+    for s in SLOTS.iter() {
+        let k = s.key.load(Ordering::Relaxed);
+        if k != 0 && k != me {
+            // A new thread may get this descriptor again.
+            s.guard.store(false, Ordering::Relaxed);
+            s.unw.busy.store(false, Ordering::Relaxed);
+            s.anchor_tsc.store(0, Ordering::Relaxed);
+        }
+    }
     // The child is a new image of a new pid: its own numbering, header
     // and maps. (The stream mapping is shared with the parent.)
     SEQ.store(0, Ordering::Relaxed);
@@ -998,41 +1027,24 @@ fn stack_bounds(slot: &Slot) -> (usize, usize) {
     bounds
 }
 
-/// Return addresses: the caller's, then the frame-pointer chain.
+/// Return addresses: the caller's, then those the unwinder finds from
+/// the call-frame information (see `unwind`). `sp` is the caller's stack
+/// pointer, `fp` its frame pointer register.
 #[inline(always)]
-unsafe fn walk(slot: &Slot, ret: usize, mut fp: usize, depth: usize, out: *mut u64) -> usize {
-    let depth = depth.min(MAX_DEPTH);
-    if depth == 0 {
-        return 0;
-    }
-    // SAFETY (here and below): `out` has room for MAX_DEPTH entries.
-    unsafe { out.write(ret as u64) };
-    let mut n = 1;
-    let here = &n as *const usize as usize;
+unsafe fn walk(slot: &Slot, sp: usize, fp: usize, depth: usize, out: *mut u64) -> usize {
     let (lo, hi) = stack_bounds(slot);
-    // Only walk when we are on the thread's own stack (not a signal
-    // stack) and the chain stays inside it, going up.
-    if here < lo || here >= hi {
-        return n;
+    // SAFETY: `sp` comes from the trampoline; `out` has room for
+    // MAX_DEPTH entries.
+    unsafe {
+        unwind::backtrace(
+            &slot.unw,
+            sp as u64,
+            fp as u64,
+            (lo as u64, hi as u64),
+            depth.min(MAX_DEPTH),
+            out,
+        )
     }
-    while n < depth {
-        if fp < here || fp & 7 != 0 || fp + 16 > hi {
-            break;
-        }
-        // SAFETY: fp is inside [here, hi), the mapped part of our stack.
-        let (next, r) = unsafe { (*(fp as *const usize), *((fp + 8) as *const usize)) };
-        if r < 4096 {
-            break;
-        }
-        // SAFETY: n < depth <= MAX_DEPTH.
-        unsafe { out.add(n).write(r as u64) };
-        n += 1;
-        if next <= fp {
-            break;
-        }
-        fp = next;
-    }
-    n
 }
 
 #[inline(always)]
@@ -1043,7 +1055,7 @@ fn record(
     size: u64,
     id: u64,
     seq: u64,
-    ret: usize,
+    sp: usize,
     fp: usize,
     bt: bool,
 ) {
@@ -1060,7 +1072,7 @@ fn record(
         unsafe {
             walk(
                 slot,
-                ret,
+                sp,
                 fp,
                 DEPTH.load(Ordering::Relaxed),
                 frames.as_mut_ptr().cast(),
@@ -1135,7 +1147,7 @@ macro_rules! trampoline {
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn $name($($arg: $ty),*) -> $rt {
             core::arch::naked_asm!(
-                concat!("mov ", $ret_reg, ", [rsp]"),
+                concat!("lea ", $ret_reg, ", [rsp + 8]"),
                 concat!("mov ", $fp_reg, ", rbp"),
                 "jmp {hook}",
                 hook = sym $hook,
@@ -1188,7 +1200,7 @@ fn real_malloc_or_arena(size: usize) -> *mut c_void {
     unsafe { f(size) }
 }
 
-unsafe extern "C" fn h_malloc(size: usize, ret: usize, fp: usize) -> *mut c_void {
+unsafe extern "C" fn h_malloc(size: usize, sp: usize, fp: usize) -> *mut c_void {
     let on = enabled(MODULE_MEMORY);
     let p = real_malloc_or_arena(size);
     if on && !p.is_null() {
@@ -1199,7 +1211,7 @@ unsafe extern "C" fn h_malloc(size: usize, ret: usize, fp: usize) -> *mut c_void
             size as u64,
             p as u64,
             take_seq(),
-            ret,
+            sp,
             fp,
             true,
         );
@@ -1207,7 +1219,7 @@ unsafe extern "C" fn h_malloc(size: usize, ret: usize, fp: usize) -> *mut c_void
     p
 }
 
-unsafe extern "C" fn h_calloc(n: usize, size: usize, ret: usize, fp: usize) -> *mut c_void {
+unsafe extern "C" fn h_calloc(n: usize, size: usize, sp: usize, fp: usize) -> *mut c_void {
     if R_CALLOC.load(Ordering::Acquire) == 0 && guarded() {
         // Arena memory is zeroed and never reused.
         return arena_alloc(n.saturating_mul(size));
@@ -1225,7 +1237,7 @@ unsafe extern "C" fn h_calloc(n: usize, size: usize, ret: usize, fp: usize) -> *
             total,
             p as u64,
             take_seq(),
-            ret,
+            sp,
             fp,
             true,
         );
@@ -1237,7 +1249,7 @@ fn realloc_common(
     p: *mut c_void,
     size: usize,
     func: u8,
-    ret: usize,
+    sp: usize,
     fp: usize,
     call: impl FnOnce() -> *mut c_void,
 ) -> *mut c_void {
@@ -1259,7 +1271,7 @@ fn realloc_common(
             size as u64,
             q as u64,
             take_seq(),
-            ret,
+            sp,
             fp,
             true,
         );
@@ -1267,7 +1279,7 @@ fn realloc_common(
     q
 }
 
-unsafe extern "C" fn h_realloc(p: *mut c_void, size: usize, ret: usize, fp: usize) -> *mut c_void {
+unsafe extern "C" fn h_realloc(p: *mut c_void, size: usize, sp: usize, fp: usize) -> *mut c_void {
     if in_arena(p) {
         let q = real_malloc_or_arena(size);
         if !q.is_null() {
@@ -1277,7 +1289,7 @@ unsafe extern "C" fn h_realloc(p: *mut c_void, size: usize, ret: usize, fp: usiz
         }
         return q;
     }
-    realloc_common(p, size, F_REALLOC, ret, fp, || {
+    realloc_common(p, size, F_REALLOC, sp, fp, || {
         let f = real!(R_REALLOC, c"realloc", ReallocFn);
         // SAFETY: the real realloc.
         unsafe { f(p, size) }
@@ -1288,10 +1300,10 @@ unsafe extern "C" fn h_reallocarray(
     p: *mut c_void,
     n: usize,
     size: usize,
-    ret: usize,
+    sp: usize,
     fp: usize,
 ) -> *mut c_void {
-    realloc_common(p, n.wrapping_mul(size), F_REALLOCARRAY, ret, fp, || {
+    realloc_common(p, n.wrapping_mul(size), F_REALLOCARRAY, sp, fp, || {
         let f = real!(R_REALLOCARRAY, c"reallocarray", ReallocarrayFn);
         // SAFETY: the real reallocarray.
         unsafe { f(p, n, size) }
@@ -1317,7 +1329,7 @@ unsafe extern "C" fn h_posix_memalign(
     out: *mut *mut c_void,
     align: usize,
     size: usize,
-    ret: usize,
+    sp: usize,
     fp: usize,
 ) -> c_int {
     let on = enabled(MODULE_MEMORY);
@@ -1334,7 +1346,7 @@ unsafe extern "C" fn h_posix_memalign(
             size as u64,
             p as u64,
             take_seq(),
-            ret,
+            sp,
             fp,
             true,
         );
@@ -1344,12 +1356,7 @@ unsafe extern "C" fn h_posix_memalign(
 
 macro_rules! aligned_hook {
     ($hook:ident, $slot:ident, $name:literal, $func:expr) => {
-        unsafe extern "C" fn $hook(
-            align: usize,
-            size: usize,
-            ret: usize,
-            fp: usize,
-        ) -> *mut c_void {
+        unsafe extern "C" fn $hook(align: usize, size: usize, sp: usize, fp: usize) -> *mut c_void {
             let on = enabled(MODULE_MEMORY);
             let f = real!($slot, $name, AlignedFn);
             // SAFETY: the real function.
@@ -1362,7 +1369,7 @@ macro_rules! aligned_hook {
                     size as u64,
                     p as u64,
                     take_seq(),
-                    ret,
+                    sp,
                     fp,
                     true,
                 );
@@ -1381,7 +1388,7 @@ aligned_hook!(h_memalign, R_MEMALIGN, c"memalign", F_MEMALIGN);
 
 macro_rules! page_hook {
     ($hook:ident, $slot:ident, $name:literal, $func:expr) => {
-        unsafe extern "C" fn $hook(size: usize, ret: usize, fp: usize) -> *mut c_void {
+        unsafe extern "C" fn $hook(size: usize, sp: usize, fp: usize) -> *mut c_void {
             let on = enabled(MODULE_MEMORY);
             let f = real!($slot, $name, MallocFn);
             // SAFETY: the real function.
@@ -1394,7 +1401,7 @@ macro_rules! page_hook {
                     size as u64,
                     p as u64,
                     take_seq(),
-                    ret,
+                    sp,
                     fp,
                     true,
                 );
@@ -1410,7 +1417,7 @@ page_hook!(h_pvalloc, R_PVALLOC, c"pvalloc", F_PVALLOC);
 // File-descriptor hooks
 
 #[inline(always)]
-fn fd_alloc(fd: c_int, func: u8, ret: usize, fp: usize) {
+fn fd_alloc(fd: c_int, func: u8, sp: usize, fp: usize) {
     if fd >= 0 {
         record(
             KIND_ALLOC,
@@ -1419,7 +1426,7 @@ fn fd_alloc(fd: c_int, func: u8, ret: usize, fp: usize) {
             1,
             fd as u64,
             take_seq(),
-            ret,
+            sp,
             fp,
             true,
         );
@@ -1428,13 +1435,13 @@ fn fd_alloc(fd: c_int, func: u8, ret: usize, fp: usize) {
 
 macro_rules! fd_hook {
     ($hook:ident, $slot:ident, $name:literal, $ty:ty, $func:expr, ($($arg:ident : $aty:ty),*)) => {
-        unsafe extern "C" fn $hook($($arg: $aty,)* ret: usize, fp: usize) -> c_int {
+        unsafe extern "C" fn $hook($($arg: $aty,)* sp: usize, fp: usize) -> c_int {
             let on = enabled(MODULE_FILE);
             let f = real!($slot, $name, $ty);
             // SAFETY: the real function with the caller's arguments.
             let fd = unsafe { f($($arg),*) };
             if on {
-                fd_alloc(fd, $func, ret, fp);
+                fd_alloc(fd, $func, sp, fp);
             }
             fd
         }
@@ -1481,7 +1488,7 @@ fn dup_common(
     old: c_int,
     new: c_int,
     func: u8,
-    ret: usize,
+    sp: usize,
     fp: usize,
     call: impl FnOnce() -> c_int,
 ) -> c_int {
@@ -1492,7 +1499,7 @@ fn dup_common(
         if rc >= 0 {
             // The target was implicitly closed (if it was open).
             record(KIND_FREE, RES_FD, func, 0, new as u64, seq, 0, 0, false);
-            fd_alloc(rc, func, ret, fp);
+            fd_alloc(rc, func, sp, fp);
         } else {
             void(seq);
         }
@@ -1500,23 +1507,23 @@ fn dup_common(
     rc
 }
 
-unsafe extern "C" fn h_dup2(old: c_int, new: c_int, ret: usize, fp: usize) -> c_int {
-    dup_common(old, new, F_DUP2, ret, fp, || {
+unsafe extern "C" fn h_dup2(old: c_int, new: c_int, sp: usize, fp: usize) -> c_int {
+    dup_common(old, new, F_DUP2, sp, fp, || {
         let f = real!(R_DUP2, c"dup2", Dup2Fn);
         // SAFETY: the real dup2.
         unsafe { f(old, new) }
     })
 }
 
-unsafe extern "C" fn h_dup3(old: c_int, new: c_int, flags: c_int, ret: usize, fp: usize) -> c_int {
-    dup_common(old, new, F_DUP3, ret, fp, || {
+unsafe extern "C" fn h_dup3(old: c_int, new: c_int, flags: c_int, sp: usize, fp: usize) -> c_int {
+    dup_common(old, new, F_DUP3, sp, fp, || {
         let f = real!(R_DUP3, c"dup3", Dup3Fn);
         // SAFETY: the real dup3.
         unsafe { f(old, new, flags) }
     })
 }
 
-unsafe extern "C" fn h_pipe(fds: *mut c_int, ret: usize, fp: usize) -> c_int {
+unsafe extern "C" fn h_pipe(fds: *mut c_int, sp: usize, fp: usize) -> c_int {
     let on = enabled(MODULE_FILE);
     let f = real!(R_PIPE, c"pipe", PipeFn);
     // SAFETY: the real pipe.
@@ -1524,13 +1531,13 @@ unsafe extern "C" fn h_pipe(fds: *mut c_int, ret: usize, fp: usize) -> c_int {
     if on && rc == 0 {
         // SAFETY: on success both slots hold descriptors.
         let (a, b) = unsafe { (*fds, *fds.add(1)) };
-        fd_alloc(a, F_PIPE, ret, fp);
-        fd_alloc(b, F_PIPE, ret, fp);
+        fd_alloc(a, F_PIPE, sp, fp);
+        fd_alloc(b, F_PIPE, sp, fp);
     }
     rc
 }
 
-unsafe extern "C" fn h_pipe2(fds: *mut c_int, flags: c_int, ret: usize, fp: usize) -> c_int {
+unsafe extern "C" fn h_pipe2(fds: *mut c_int, flags: c_int, sp: usize, fp: usize) -> c_int {
     let on = enabled(MODULE_FILE);
     let f = real!(R_PIPE2, c"pipe2", Pipe2Fn);
     // SAFETY: the real pipe2.
@@ -1538,8 +1545,8 @@ unsafe extern "C" fn h_pipe2(fds: *mut c_int, flags: c_int, ret: usize, fp: usiz
     if on && rc == 0 {
         // SAFETY: on success both slots hold descriptors.
         let (a, b) = unsafe { (*fds, *fds.add(1)) };
-        fd_alloc(a, F_PIPE2, ret, fp);
-        fd_alloc(b, F_PIPE2, ret, fp);
+        fd_alloc(a, F_PIPE2, sp, fp);
+        fd_alloc(b, F_PIPE2, sp, fp);
     }
     rc
 }
@@ -1549,7 +1556,7 @@ macro_rules! fopen_hook {
         unsafe extern "C" fn $hook(
             path: *const c_char,
             mode: *const c_char,
-            ret: usize,
+            sp: usize,
             fp: usize,
         ) -> *mut c_void {
             let on = enabled(MODULE_FILE);
@@ -1564,7 +1571,7 @@ macro_rules! fopen_hook {
                     1,
                     stream as u64,
                     take_seq(),
-                    ret,
+                    sp,
                     fp,
                     true,
                 );
@@ -1576,12 +1583,7 @@ macro_rules! fopen_hook {
 fopen_hook!(h_fopen, R_FOPEN, c"fopen", F_FOPEN);
 fopen_hook!(h_fopen64, R_FOPEN64, c"fopen64", F_FOPEN64);
 
-unsafe extern "C" fn h_fdopen(
-    fd: c_int,
-    mode: *const c_char,
-    ret: usize,
-    fp: usize,
-) -> *mut c_void {
+unsafe extern "C" fn h_fdopen(fd: c_int, mode: *const c_char, sp: usize, fp: usize) -> *mut c_void {
     let on = enabled(MODULE_FILE);
     let seq = if on { take_seq() } else { 0 };
     let f = real!(R_FDOPEN, c"fdopen", FdopenFn);
@@ -1600,7 +1602,7 @@ unsafe extern "C" fn h_fdopen(
                 1,
                 stream as u64,
                 take_seq(),
-                ret,
+                sp,
                 fp,
                 true,
             );
@@ -1722,6 +1724,18 @@ macro_rules! flush_then_jump {
 flush_then_jump!(execl => prep_execl, R_EXECL, c"execl");
 flush_then_jump!(execle => prep_execle, R_EXECLE, c"execle");
 flush_then_jump!(execlp => prep_execlp, R_EXECLP, c"execlp");
+
+/// `dlclose` may unmap an object whose unwind tables a thread is reading:
+/// the unwinder stops using module memory around the call (see `unwind`).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dlclose(handle: *mut c_void) -> c_int {
+    let f = real!(R_DLCLOSE, c"dlclose", DlcloseFn);
+    unwind::before_dlclose(slot().map(|s| &s.unw));
+    // SAFETY: the real dlclose.
+    let rc = unsafe { f(handle) };
+    unwind::after_dlclose();
+    rc
+}
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn _exit(status: c_int) -> ! {
