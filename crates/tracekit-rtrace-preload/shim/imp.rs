@@ -690,6 +690,11 @@ unsafe fn send_maps() {
     }
 }
 
+/// The unwinder read a new map list (see `unwind`): the recorder gets it.
+pub fn maps_changed(text: &[u8]) {
+    send_meta(META_MAPS, text);
+}
+
 extern "C" fn after_fork_child() {
     // Locks and flags held by threads that do not exist in the child.
     arena::after_fork_child();

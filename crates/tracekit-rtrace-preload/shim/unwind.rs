@@ -79,10 +79,30 @@ static GENERATION: AtomicU64 = AtomicU64::new(1);
 static UNLOADING: AtomicU32 = AtomicU32::new(0);
 /// One thread rebuilds at a time; the others keep the first frame.
 static REBUILDING: AtomicBool = AtomicBool::new(false);
-/// When the last rebuild for an unknown address happened (ns): such
-/// rebuilds are spaced out (JIT code is never in a module).
-static LAST_MISS_REBUILD: AtomicU64 = AtomicU64::new(0);
-const MISS_REBUILD_GAP_NS: u64 = 20_000_000;
+/// Code pages found in no object after a rebuild (JIT code, a wrong
+/// guess), with when (ns): they cause no new rebuild for a while.
+#[allow(clippy::declare_interior_mutable_const)]
+const ZERO: AtomicU64 = AtomicU64::new(0);
+static UNKNOWN_PAGE: [AtomicU64; 256] = [ZERO; 256];
+static UNKNOWN_AT: [AtomicU64; 256] = [ZERO; 256];
+const UNKNOWN_FOR_NS: u64 = 1_000_000_000;
+
+fn unknown_slot(pc: u64) -> usize {
+    ((pc >> 12).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as usize
+}
+
+/// Was `pc` looked for after a recent rebuild and not found?
+fn recently_unknown(pc: u64, now: u64) -> bool {
+    let i = unknown_slot(pc);
+    UNKNOWN_PAGE[i].load(Ordering::Relaxed) == pc >> 12
+        && now.wrapping_sub(UNKNOWN_AT[i].load(Ordering::Relaxed)) < UNKNOWN_FOR_NS
+}
+
+fn note_unknown(pc: u64, now: u64) {
+    let i = unknown_slot(pc);
+    UNKNOWN_PAGE[i].store(pc >> 12, Ordering::Relaxed);
+    UNKNOWN_AT[i].store(now, Ordering::Relaxed);
+}
 /// Backtraces cut short because module memory was being unloaded or
 /// the table rebuilt by another thread (only the first frame kept).
 pub static SHORTENED: AtomicU64 = AtomicU64::new(0);
@@ -396,6 +416,9 @@ unsafe fn build(generation: u64) -> Option<Box<Snapshot>> {
         }
     }
     drop(maps);
+    // The trace needs the maps of every object a frame may point into,
+    // also of those unloaded later: each new table's maps go out too.
+    crate::imp::maps_changed(text);
     // SAFETY: the mapping made by read_maps.
     unsafe { libc::munmap(buf.cast(), MAPS_CAP) };
     code.sort_unstable();
@@ -599,14 +622,12 @@ unsafe fn walk(
         let pc = a.address_for_lookup();
         // SAFETY: see above.
         if !known(unsafe { &*snap }, pc) {
-            // A library loaded since the snapshot? Rebuild once, spaced out.
+            // A library loaded since the snapshot? Rebuild, unless this
+            // page was looked for recently.
             let now = mono_ns();
-            if rebuilt
-                || now.wrapping_sub(LAST_MISS_REBUILD.load(Ordering::Relaxed)) < MISS_REBUILD_GAP_NS
-            {
+            if rebuilt || recently_unknown(pc, now) {
                 break;
             }
-            LAST_MISS_REBUILD.store(now, Ordering::Relaxed);
             // SAFETY: see `refresh`.
             match unsafe { refresh(me) } {
                 Some(s) => {
@@ -617,6 +638,7 @@ unsafe fn walk(
             }
             // SAFETY: the new snapshot.
             if !known(unsafe { &*snap }, pc) {
+                note_unknown(pc, now);
                 break;
             }
         }

@@ -11,6 +11,7 @@
 use std::io::Write;
 use std::path::Path;
 
+use rustc_hash::FxHashSet as HashSet;
 use tracekit_core::{Error, Position, Result};
 
 use crate::record::{format_call, format_frame, CallKind, Header, HeaderField};
@@ -187,8 +188,12 @@ pub fn decode<W: Write>(data: &[u8], mut out: W) -> Result<(RecordingInfo, Decod
         types.iter().find(|t| t.0 == res).map(|t| t.1)
     };
 
-    // Executable mappings from the last maps snapshot.
-    if let Some(maps) = chunks.iter().rev().find(|c| c.tag == TAG_MAPS) {
+    // Executable mappings: those of the last maps snapshot, then those
+    // only earlier snapshots had (objects unloaded before the end; the
+    // shim sends the maps whenever its unwinder finds a new object), each
+    // once, so every frame has its module.
+    let mut seen: HashSet<(String, u64, u64)> = HashSet::default();
+    for maps in chunks.iter().rev().filter(|c| c.tag == TAG_MAPS) {
         for line in String::from_utf8_lossy(maps.payload).lines() {
             let mut parts = line.split_whitespace();
             let (Some(range), Some(perms)) = (parts.next(), parts.next()) else {
@@ -204,7 +209,10 @@ pub fn decode<W: Write>(data: &[u8], mut out: W) -> Result<(RecordingInfo, Decod
             let (Ok(a), Ok(b)) = (u64::from_str_radix(a, 16), u64::from_str_radix(b, 16)) else {
                 continue;
             };
-            writeln!(out, ": {} => 0x{a:x}-0x{b:x}", path.join(" ")).map_err(io)?;
+            let path = path.join(" ");
+            if seen.insert((path.clone(), a, b)) {
+                writeln!(out, ": {path} => 0x{a:x}-0x{b:x}").map_err(io)?;
+            }
         }
     }
 
