@@ -11,7 +11,7 @@ use crate::consts;
 use crate::libc;
 use crate::producer::{self, OpaqueHeader, Outcome};
 use crate::wire::*;
-use crate::{arena, unwind};
+use crate::{arena, stacks, unwind};
 
 const UNINIT: u8 = 0;
 const INITIALIZING: u8 = 1;
@@ -66,6 +66,8 @@ struct Slot {
     hi: AtomicUsize,
     /// The unwinder's per-thread state (rule cache, busy flag).
     unw: unwind::ThreadUnwind,
+    /// The backtraces this thread has defined.
+    stacks: AtomicPtr<stacks::StackTable>,
 }
 
 const SLOTS_N: usize = 16384;
@@ -79,6 +81,7 @@ const EMPTY_SLOT: Slot = Slot {
     lo: AtomicUsize::new(0),
     hi: AtomicUsize::new(0),
     unw: unwind::ThreadUnwind::new(),
+    stacks: AtomicPtr::new(null_mut()),
 };
 static SLOTS: [Slot; SLOTS_N] = [EMPTY_SLOT; SLOTS_N];
 /// Threads that found no free slot (they are not recorded).
@@ -455,12 +458,12 @@ unsafe fn map_stream() -> bool {
             return false;
         };
         let room = h.max_data_size as usize;
-        if room <= META_HEAD + 64 || room < EVENT_FIXED {
+        if room <= META_HEAD + 64 || room < STACK_HEAD + ALLOC_LEN {
             libc::munmap(m, len);
             return false;
         }
-        // Never write an event the stream would truncate: fewer frames.
-        let fit = (room - EVENT_FIXED) / 8;
+        // Never write a record the stream would truncate: fewer frames.
+        let fit = (room - STACK_HEAD - ALLOC_LEN) / 8;
         if DEPTH.load(Ordering::Relaxed) > fit {
             DEPTH.store(fit, Ordering::Relaxed);
         }
@@ -699,6 +702,7 @@ extern "C" fn after_fork_child() {
     // Locks and flags held by threads that do not exist in the child.
     arena::after_fork_child();
     unwind::after_fork_child();
+    stacks::after_fork_child();
     // SAFETY: pthread_self only reads the thread pointer.
     let me = unsafe { libc::pthread_self() } as usize;
     for s in SLOTS.iter() {
@@ -1070,38 +1074,68 @@ fn record(
         return;
     };
     slot.guard.store(true, Ordering::Relaxed);
-    // Left uninitialised: only the frames walked are written and sent.
-    let mut frames = core::mem::MaybeUninit::<[u64; MAX_DEPTH]>::uninit();
-    let n = if bt {
-        // SAFETY: bounded walk over our own stack into our array.
-        unsafe {
-            walk(
-                slot,
-                sp,
-                fp,
-                DEPTH.load(Ordering::Relaxed),
-                frames.as_mut_ptr().cast(),
-            )
-        }
-    } else {
-        0
-    };
-    let mut ev = [0u8; EVENT_FIXED];
+    let ts = now_ms_in(slot);
+    let mut ev = [0u8; ALLOC_LEN];
     ev[0] = kind;
     ev[1] = res;
     ev[2] = func;
-    ev[3] = n as u8;
-    ev[4..8].copy_from_slice(&now_ms_in(slot).to_le_bytes());
+    ev[4..8].copy_from_slice(&ts.to_le_bytes());
     ev[8..16].copy_from_slice(&seq.to_le_bytes());
-    ev[16..24].copy_from_slice(&size.to_le_bytes());
-    ev[24..32].copy_from_slice(&id.to_le_bytes());
-    // Frames are little-endian u64s already on x86_64: the stream copies
-    // them straight from the array.
-    // SAFETY: walk initialised the first n entries of `frames`.
-    let frame_bytes = unsafe { core::slice::from_raw_parts(frames.as_ptr().cast::<u8>(), 8 * n) };
+    let len = match kind {
+        KIND_ALLOC => {
+            ev[16..24].copy_from_slice(&size.to_le_bytes());
+            ev[24..32].copy_from_slice(&id.to_le_bytes());
+            let stack = if bt { backtrace_id(slot, sp, fp) } else { 0 };
+            ev[32..36].copy_from_slice(&stack.to_le_bytes());
+            ALLOC_LEN
+        }
+        KIND_FREE => {
+            ev[16..24].copy_from_slice(&id.to_le_bytes());
+            FREE_LEN
+        }
+        _ => VOID_LEN,
+    };
     // SAFETY: our own batch.
-    unsafe { append(slot, &ev, frame_bytes) };
+    unsafe { append(slot, &ev[..len], &[]) };
     slot.guard.store(false, Ordering::Relaxed);
+}
+
+/// The caller's backtrace as the number of its definition, sending the
+/// definition first when this thread has not used it before (0: none).
+#[inline(always)]
+fn backtrace_id(slot: &Slot, sp: usize, fp: usize) -> u32 {
+    // Left uninitialised: only the frames walked are read.
+    let mut frames = core::mem::MaybeUninit::<[u64; MAX_DEPTH]>::uninit();
+    // SAFETY: bounded walk over our own stack into our array.
+    let n = unsafe {
+        walk(
+            slot,
+            sp,
+            fp,
+            DEPTH.load(Ordering::Relaxed),
+            frames.as_mut_ptr().cast(),
+        )
+    };
+    if n == 0 {
+        return 0;
+    }
+    // SAFETY: walk initialised the first n entries of `frames`.
+    let frames = unsafe { core::slice::from_raw_parts(frames.as_ptr().cast::<u64>(), n) };
+    let Some((id, new)) = stacks::intern(&slot.stacks, frames) else {
+        return 0;
+    };
+    if new {
+        let mut head = [0u8; STACK_HEAD];
+        head[0] = KIND_STACK;
+        head[1] = n as u8;
+        head[4..8].copy_from_slice(&id.to_le_bytes());
+        // Frames are little-endian u64s already on x86_64.
+        // SAFETY: the n frames as bytes.
+        let bytes = unsafe { core::slice::from_raw_parts(frames.as_ptr().cast::<u8>(), 8 * n) };
+        // SAFETY: our own batch.
+        unsafe { append(slot, &head, bytes) };
+    }
+    id
 }
 
 fn void(seq: u64) {

@@ -27,6 +27,8 @@ mod arena;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod imp;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+mod stacks;
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod unwind;
 
 /// What the unwinder keeps lives in memory the shim maps itself.

@@ -48,8 +48,8 @@ pub type Cache = CacheX86_64<MayAllocateDuringUnwind>;
 
 /// Per-thread unwinding state, part of the shim's per-thread slot.
 pub struct ThreadUnwind {
-    /// The thread's rule cache (created on its first backtrace).
-    pub cache: AtomicPtr<Cache>,
+    /// The thread's caches (created on its first backtrace).
+    local: AtomicPtr<Local>,
     /// Set while the thread reads module memory (see `dlclose`).
     pub busy: AtomicBool,
 }
@@ -57,9 +57,33 @@ pub struct ThreadUnwind {
 impl ThreadUnwind {
     pub const fn new() -> ThreadUnwind {
         ThreadUnwind {
-            cache: AtomicPtr::new(null_mut()),
+            local: AtomicPtr::new(null_mut()),
             busy: AtomicBool::new(false),
         }
+    }
+}
+
+/// What one thread keeps between backtraces.
+struct Local {
+    /// framehop's per-address unwind rules.
+    cache: Cache,
+    /// Return addresses checked against the snapshot `seen_for`: in a
+    /// known object's code and not the signal trampoline (direct-mapped).
+    seen: [u64; SEEN],
+    seen_for: usize,
+}
+
+const SEEN: usize = 512;
+
+impl Local {
+    /// Is `ra` a return address of known code, not a signal frame?
+    #[inline(always)]
+    fn checked(&self, ra: u64) -> bool {
+        self.seen[(ra as usize ^ (ra as usize >> 9)) % SEEN] == ra
+    }
+
+    fn note_checked(&mut self, ra: u64) {
+        self.seen[(ra as usize ^ (ra as usize >> 9)) % SEEN] = ra;
     }
 }
 
@@ -605,74 +629,89 @@ unsafe fn walk(
             }
         }
     }
-    let mut cache = me.cache.load(Ordering::Relaxed);
-    if cache.is_null() {
-        cache = Box::into_raw(Box::new(Cache::new()));
-        me.cache.store(cache, Ordering::Relaxed);
+    let mut local = me.local.load(Ordering::Relaxed);
+    if local.is_null() {
+        local = Box::into_raw(Box::new(Local {
+            cache: Cache::new(),
+            seen: [0; SEEN],
+            seen_for: 0,
+        }));
+        me.local.store(local, Ordering::Relaxed);
     }
-    // SAFETY: the thread's own cache, used by this thread only (the guard
+    // SAFETY: the thread's own caches, used by this thread only (the guard
     // keeps a signal handler on this thread out of the shim).
-    let cache = unsafe { &mut *cache };
+    let local = unsafe { &mut *local };
+    if local.seen_for != snap as usize {
+        local.seen = [0; SEEN];
+        local.seen_for = snap as usize;
+    }
     let mut regs = UnwindRegsX86_64::new(ret, sp, bp);
     let mut read = |a: u64| stack.read(a);
     let mut addr = FrameAddress::from_return_address(ret);
     let mut n = 1;
     while n < depth {
         let Some(a) = addr else { break };
-        let pc = a.address_for_lookup();
-        // SAFETY: see above.
-        if !known(unsafe { &*snap }, pc) {
-            // A library loaded since the snapshot? Rebuild, unless this
-            // page was looked for recently.
-            let now = mono_ns();
-            if rebuilt || recently_unknown(pc, now) {
-                break;
-            }
-            // SAFETY: see `refresh`.
-            match unsafe { refresh(me) } {
-                Some(s) => {
-                    snap = s;
-                    rebuilt = true;
-                }
-                None => break,
-            }
-            // SAFETY: the new snapshot.
+        // Most return addresses were checked before: skip to the unwind.
+        let seen = matches!(a, FrameAddress::ReturnAddress(ra) if local.checked(ra.get()));
+        if !seen {
+            let pc = a.address_for_lookup();
+            // SAFETY: see above.
             if !known(unsafe { &*snap }, pc) {
-                note_unknown(pc, now);
-                break;
-            }
-        }
-        if let FrameAddress::ReturnAddress(ra) = a {
-            // SAFETY: the 9 bytes at `ra` lie in a known object's code.
-            let code = if known(unsafe { &*snap }, ra.get() + 8) {
-                // SAFETY: as said.
-                unsafe { core::ptr::read_unaligned(ra.get() as *const [u8; 9]) }
-            } else {
-                [0; 9]
-            };
-            if code == RESTORE_RT {
-                // A signal frame: the interrupted registers.
-                let uc = regs.sp() + UC_GREGS;
-                let (Ok(ip), Ok(rsp), Ok(rbp)) = (
-                    read(uc + 8 * REG_RIP),
-                    read(uc + 8 * REG_RSP),
-                    read(uc + 8 * REG_RBP),
-                ) else {
+                // A library loaded since the snapshot? Rebuild, unless this
+                // page was looked for recently.
+                let now = mono_ns();
+                if rebuilt || recently_unknown(pc, now) {
                     break;
+                }
+                // SAFETY: see `refresh`.
+                match unsafe { refresh(me) } {
+                    Some(s) => {
+                        snap = s;
+                        rebuilt = true;
+                        local.seen = [0; SEEN];
+                        local.seen_for = snap as usize;
+                    }
+                    None => break,
+                }
+                // SAFETY: the new snapshot.
+                if !known(unsafe { &*snap }, pc) {
+                    note_unknown(pc, now);
+                    break;
+                }
+            }
+            if let FrameAddress::ReturnAddress(ra) = a {
+                // SAFETY: the 9 bytes at `ra` lie in a known object's code.
+                let code = if known(unsafe { &*snap }, ra.get() + 8) {
+                    // SAFETY: as said.
+                    unsafe { core::ptr::read_unaligned(ra.get() as *const [u8; 9]) }
+                } else {
+                    [0; 9]
                 };
-                regs = UnwindRegsX86_64::new(ip, rsp, rbp);
-                // The interrupted instruction, written one byte on: the
-                // resolver looks up address - 1, as for return addresses.
-                // SAFETY: n < depth.
-                unsafe { out.add(n).write(ip + 1) };
-                n += 1;
-                addr = Some(FrameAddress::InstructionPointer(ip));
-                continue;
+                if code == RESTORE_RT {
+                    // A signal frame: the interrupted registers.
+                    let uc = regs.sp() + UC_GREGS;
+                    let (Ok(ip), Ok(rsp), Ok(rbp)) = (
+                        read(uc + 8 * REG_RIP),
+                        read(uc + 8 * REG_RSP),
+                        read(uc + 8 * REG_RBP),
+                    ) else {
+                        break;
+                    };
+                    regs = UnwindRegsX86_64::new(ip, rsp, rbp);
+                    // The interrupted instruction, written one byte on: the
+                    // resolver looks up address - 1, as for return addresses.
+                    // SAFETY: n < depth.
+                    unsafe { out.add(n).write(ip + 1) };
+                    n += 1;
+                    addr = Some(FrameAddress::InstructionPointer(ip));
+                    continue;
+                }
+                local.note_checked(ra.get());
             }
         }
         // SAFETY: the snapshot stays valid while `busy` is set.
         let unwinder = unsafe { &(*snap).unwinder };
-        match unwinder.unwind_frame(a, &mut regs, cache, &mut read) {
+        match unwinder.unwind_frame(a, &mut regs, &mut local.cache, &mut read) {
             Ok(Some(ra)) => {
                 // SAFETY: n < depth.
                 unsafe { out.add(n).write(ra) };
@@ -687,7 +726,7 @@ unsafe fn walk(
         // SAFETY: entries below n were written.
         let last = unsafe { *out.add(n - 1) };
         // SAFETY: see above.
-        if !known(unsafe { &*snap }, last.wrapping_sub(1)) {
+        if !local.checked(last) && !known(unsafe { &*snap }, last.wrapping_sub(1)) {
             n -= 1;
         }
     }

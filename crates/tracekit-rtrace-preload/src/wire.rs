@@ -8,18 +8,53 @@
 pub const TAG_HEADER: [u8; 4] = *b"TKHD";
 pub const TAG_EVENTS: [u8; 4] = *b"TKEV";
 pub const TAG_MAPS: [u8; 4] = *b"TKMP";
-/// Event kinds.
+/// Record kinds (the first byte of every record in a batch). Records are
+/// little-endian and of fixed length per kind ([`record_len`]):
+/// * `KIND_ALLOC`, [`ALLOC_LEN`] bytes: kind, res, func, 0, ts_ms u32,
+///   seq u64, size u64, id u64, stack u32 (0: no backtrace), 0 u32;
+/// * `KIND_FREE`, [`FREE_LEN`] bytes: kind, res, func, 0, ts_ms u32,
+///   seq u64, id u64;
+/// * `KIND_VOID`, [`VOID_LEN`] bytes: kind, 0, 0, 0, ts_ms u32, seq u64 (a
+///   number that was taken but produced no call: a failed realloc);
+/// * `KIND_STACK`, [`STACK_HEAD`] + 8 × n bytes: kind, n (frames), 0, 0,
+///   stack u32, then n return addresses u64, innermost first. It defines a
+///   backtrace that later allocation records of the same thread name by
+///   its number (numbers are unique within a process image; a thread
+///   defines each backtrace it uses before its first use).
 pub const KIND_ALLOC: u8 = 1;
 pub const KIND_FREE: u8 = 2;
-/// A number that was taken but produced no call (failed realloc).
 pub const KIND_VOID: u8 = 3;
+pub const KIND_STACK: u8 = 4;
+pub const ALLOC_LEN: usize = 40;
+pub const FREE_LEN: usize = 24;
+pub const VOID_LEN: usize = 16;
+pub const STACK_HEAD: usize = 8;
 /// Resource types.
 pub const RES_MEMORY: u8 = 0;
 pub const RES_FD: u8 = 1;
 pub const RES_FP: u8 = 2;
-/// Fixed part of an event: kind, res, func, nframes, ts_ms(u32),
-/// seq(u64), size(u64), id(u64).
-pub const EVENT_FIXED: usize = 32;
+
+/// The length of the record at the start of `b`, from its first bytes
+/// (`None`: an unknown kind, or too few bytes to tell).
+#[inline]
+pub fn record_len(b: &[u8]) -> Option<usize> {
+    match *b.first()? {
+        KIND_ALLOC => Some(ALLOC_LEN),
+        KIND_FREE => Some(FREE_LEN),
+        KIND_VOID => Some(VOID_LEN),
+        KIND_STACK => Some(STACK_HEAD + 8 * *b.get(1)? as usize),
+        _ => None,
+    }
+}
+
+/// The event number of an allocation, release or void record.
+#[inline]
+pub fn record_seq(b: &[u8]) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[8..16]);
+    u64::from_le_bytes(a)
+}
+
 /// Function names, indexed by the event's `func` byte.
 pub const FUNCTIONS: &[&str] = &[
     "malloc",
@@ -85,9 +120,8 @@ const fn env_name(name: &'static CStr) -> &'static str {
 }
 
 /// The user event type of allocation events: the payload is one or more
-/// whole events of the layout above (`EVENT_FIXED + 8 * nframes` bytes
-/// each), all of one thread in the order it recorded them; the stream's
-/// slot header carries the pid and thread.
+/// whole records of the layout above, all of one thread in the order it
+/// recorded them; the stream's slot header carries the pid and thread.
 pub const STREAM_EVENT: &[u8] = b"tracekit.rtrace.event";
 /// The user event type of the per-image metadata (the header and the
 /// memory maps), sent in fragments: `META_HEAD` bytes (kind, serial,
@@ -105,5 +139,6 @@ pub const MAX_DEPTH: usize = 64;
 /// writes up to this many bytes of them as one stream event (whole events,
 /// concatenated); metadata pieces are this size minus `META_HEAD`.
 pub const STREAM_MAX_DATA: usize = 4096;
-// One event of the deepest backtrace always fits a batch.
-const _: () = assert!(EVENT_FIXED + 8 * MAX_DEPTH <= STREAM_MAX_DATA);
+// A backtrace definition of the deepest backtrace and its allocation
+// always fit a batch.
+const _: () = assert!(STACK_HEAD + 8 * MAX_DEPTH + ALLOC_LEN <= STREAM_MAX_DATA);

@@ -11,10 +11,10 @@
 use std::io::Write;
 use std::path::Path;
 
-use rustc_hash::FxHashSet as HashSet;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use tracekit_core::{Error, Position, Result};
 
-use crate::record::{format_call, format_frame, CallKind, Header, HeaderField};
+use crate::record::{format_frame, Header, HeaderField};
 
 /// Bytes of event lines gathered before one write.
 const LINE_BATCH: usize = 256 << 10;
@@ -47,6 +47,11 @@ pub struct DecodeStats {
     pub lost: u64,
     /// Bytes at the end that did not form a whole chunk.
     pub truncated_bytes: u64,
+    /// Allocations naming a backtrace that was never defined (written
+    /// without frames).
+    pub unknown_backtraces: u64,
+    /// Events that arrived twice (dropped).
+    pub duplicates: u64,
 }
 
 struct Chunk<'a> {
@@ -223,75 +228,68 @@ pub fn decode<W: Write>(data: &[u8], mut out: W) -> Result<(RecordingInfo, Decod
     let mut last_ts: Option<u32> = None;
     let mut next: u64 = 0;
     let mut line: Vec<u8> = Vec::with_capacity(LINE_BATCH + 4096);
-    let mut emit = |data: &[u8], at: usize, stats: &mut DecodeStats, out: &mut W| -> Result<()> {
-        let e = &data[at..];
-        let (kind, res, func, n) = (e[0], e[1], e[2], e[3] as usize);
-        if kind == KIND_VOID {
-            return Ok(());
-        }
-        stats.events += 1;
-        let mut ts = u32_at(e, 4);
-        if let Some(prev) = last_ts {
-            // A smaller value after midnight-of-uptime wrap is kept.
-            if ts < prev && prev - ts < 60_000 {
-                ts = prev;
+    let mut fmt = CallFormatter::new([RES_MEMORY, RES_FD, RES_FP].map(type_name));
+    let mut backtraces = Backtraces::default();
+    let mut emit =
+        |e: &[u8], stats: &mut DecodeStats, bt: &Backtraces, out: &mut W| -> Result<()> {
+            let (kind, res, func) = (e[0], e[1], e[2]);
+            if kind == KIND_VOID {
+                return Ok(());
             }
-        }
-        last_ts = Some(ts);
-        let seq = u64_at(e, 8);
-        let size = u64_at(e, 16);
-        let id = u64_at(e, 24);
-        let name = FUNCTIONS.get(func as usize).copied().unwrap_or("unknown");
-        let kind = if kind == KIND_ALLOC {
-            stats.allocs += 1;
-            CallKind::Alloc {
-                size: size.min(i64::MAX as u64) as i64,
+            stats.events += 1;
+            let mut ts = u32_at(e, 4);
+            if let Some(prev) = last_ts {
+                // A smaller value after midnight-of-uptime wrap is kept.
+                if ts < prev && prev - ts < 60_000 {
+                    ts = prev;
+                }
             }
-        } else {
-            stats.frees += 1;
-            CallKind::Free
+            last_ts = Some(ts);
+            let seq = u64_at(e, 8);
+            if kind == KIND_ALLOC {
+                stats.allocs += 1;
+                let size = u64_at(e, 16).min(i64::MAX as u64);
+                fmt.call(&mut line, seq + 1, ts, func, res, Some(size), u64_at(e, 24));
+                let stack = u32_at(e, 32);
+                if stack != 0 {
+                    match bt.text(stack) {
+                        Some(frames) => line.extend_from_slice(frames),
+                        None => stats.unknown_backtraces += 1,
+                    }
+                }
+            } else {
+                stats.frees += 1;
+                fmt.call(&mut line, seq + 1, ts, func, res, None, u64_at(e, 16));
+            }
+            line.push(b'\n');
+            // Lines collect in `line` and go out in large writes, which pass
+            // the writer's buffer by (one copy fewer per byte of text).
+            if line.len() >= LINE_BATCH {
+                out.write_all(&line).map_err(io)?;
+                line.clear();
+            }
+            Ok(())
         };
-        format_call(
-            &mut line,
-            seq as i64 + 1,
-            0,
-            Some(ts),
-            name,
-            type_name(res),
-            kind,
-            id,
-        );
-        for i in 0..n {
-            format_frame(&mut line, u64_at(e, EVENT_FIXED + 8 * i));
-        }
-        line.push(b'\n');
-        // Lines collect in `line` and go out in large writes, which pass
-        // the writer's buffer by (one copy fewer per byte of text).
-        if line.len() >= LINE_BATCH {
-            out.write_all(&line).map_err(io)?;
-            line.clear();
-        }
-        Ok(())
-    };
-    // Each chunk holds one thread's events in increasing number order:
-    // merge the open chunks (a handful: about one per thread) by number.
+    // Each chunk holds one thread's records in increasing number order
+    // (backtrace definitions just before their first use): merge the open
+    // chunks (a handful: about one per thread) by number.
     struct Cursor<'d> {
         payload: &'d [u8],
-        base: usize,
         off: usize,
     }
-    impl Cursor<'_> {
-        /// Number and absolute offset of the current event, if whole.
-        fn peek(&self) -> Option<(u64, usize, usize)> {
-            let p = self.payload;
-            if self.off + EVENT_FIXED > p.len() {
-                return None;
+    impl<'d> Cursor<'d> {
+        /// Number, offset and length of the current event, if whole;
+        /// backtrace definitions on the way are registered.
+        fn peek(&mut self, bt: &mut Backtraces) -> Option<(u64, usize)> {
+            loop {
+                let p = &self.payload[self.off..];
+                let len = record_len(p).filter(|&l| l <= p.len())?;
+                if p[0] != KIND_STACK {
+                    return Some((record_seq(p), len));
+                }
+                bt.define(&p[..len]);
+                self.off += len;
             }
-            let len = EVENT_FIXED + 8 * p[self.off + 3] as usize;
-            if self.off + len > p.len() {
-                return None;
-            }
-            Some((u64_at(p, self.off + 8), self.base + self.off, len))
         }
     }
     // A thread's buffer is written when it fills or at exit, so a chunk's
@@ -300,41 +298,51 @@ pub fn decode<W: Write>(data: &[u8], mut out: W) -> Result<(RecordingInfo, Decod
     // and merge the few whose ranges overlap.
     let mut sorted: Vec<(u64, Cursor<'_>)> = Vec::new();
     for c in chunks.iter().filter(|c| c.tag == TAG_EVENTS) {
-        let cursor = Cursor {
+        let mut cursor = Cursor {
             payload: c.payload,
-            base: c.offset + 8,
             off: 0,
         };
-        match cursor.peek() {
-            Some((first, _, _)) => sorted.push((first, cursor)),
-            None => stats.truncated_bytes += c.payload.len() as u64,
+        match cursor.peek(&mut backtraces) {
+            Some((first, _)) => sorted.push((first, cursor)),
+            None => stats.truncated_bytes += (c.payload.len() - cursor.off) as u64,
         }
     }
     sorted.sort_by_key(|(first, _)| *first);
     let mut pending = sorted.into_iter().peekable();
-    let mut open: Vec<Cursor<'_>> = Vec::new();
+    let mut open: Vec<(u64, usize, Cursor<'_>)> = Vec::new();
     loop {
-        while let Some((_, c)) = pending.next_if(|(first, _)| *first <= next) {
-            open.push(c);
+        while let Some((_, mut c)) = pending.next_if(|(first, _)| *first <= next) {
+            if let Some((seq, len)) = c.peek(&mut backtraces) {
+                open.push((seq, len, c));
+            }
         }
-        let hit = open.iter().enumerate().find_map(|(i, c)| {
-            c.peek()
-                .filter(|(seq, _, _)| *seq == next)
-                .map(|(_, at, len)| (i, at, len))
-        });
-        match hit {
-            Some((i, at, len)) => {
-                emit(data, at, &mut stats, &mut out)?;
-                next += 1;
-                open[i].off += len;
-                if open[i].peek().is_none() {
-                    let c = open.swap_remove(i);
-                    stats.truncated_bytes += (c.payload.len() - c.off) as u64;
+        match open.iter().position(|(seq, _, _)| *seq <= next) {
+            Some(i) => {
+                let (seq, len, c) = &mut open[i];
+                if *seq == next {
+                    emit(
+                        &c.payload[c.off..c.off + *len],
+                        &mut stats,
+                        &backtraces,
+                        &mut out,
+                    )?;
+                    next += 1;
+                } else {
+                    // A number seen before: the same event delivered twice.
+                    stats.duplicates += 1;
+                }
+                c.off += *len;
+                match c.peek(&mut backtraces) {
+                    Some((s, l)) => (*seq, *len) = (s, l),
+                    None => {
+                        let (_, _, c) = open.swap_remove(i);
+                        stats.truncated_bytes += (c.payload.len() - c.off) as u64;
+                    }
                 }
             }
             None => {
                 // A number that never came: skip to the smallest one left.
-                let in_open = open.iter().filter_map(|c| c.peek().map(|p| p.0)).min();
+                let in_open = open.iter().map(|(seq, _, _)| *seq).min();
                 let in_pending = pending.peek().map(|(first, _)| *first);
                 let Some(skip_to) = in_open.into_iter().chain(in_pending).min() else {
                     break;
@@ -356,4 +364,221 @@ pub fn decode<W: Write>(data: &[u8], mut out: W) -> Result<(RecordingInfo, Decod
     }
     out.flush().map_err(io)?;
     Ok((info, stats))
+}
+
+/// The backtraces of an image, by number, as the text of their frame
+/// lines: each is formatted once however many calls share it.
+#[derive(Default)]
+struct Backtraces {
+    text: HashMap<u32, Box<[u8]>>,
+}
+
+impl Backtraces {
+    /// Registers a `KIND_STACK` record (whole, as `record_len` says).
+    fn define(&mut self, rec: &[u8]) {
+        let n = rec[1] as usize;
+        let id = u32_at(rec, 4);
+        let mut text = Vec::with_capacity(n * 16);
+        for i in 0..n {
+            format_frame(&mut text, u64_at(rec, STACK_HEAD + 8 * i));
+        }
+        self.text.insert(id, text.into_boxed_slice());
+    }
+
+    fn text(&self, id: u32) -> Option<&[u8]> {
+        self.text.get(&id).map(|t| &t[..])
+    }
+}
+
+/// Writes call lines exactly as `record::format_call` does for the
+/// recorder's calls (no context, a timestamp, a size or not), faster:
+/// the `[HH:MM:SS.mmm] ` of the last millisecond and the `name<type>(`
+/// of each function are kept, numbers are written with digit pairs.
+struct CallFormatter {
+    last_ms: Option<u32>,
+    stamp: [u8; 15],
+    /// `name<type>(` by (function, resource).
+    heads: HashMap<(u8, u8), Vec<u8>>,
+    /// The `<type>` tag of each resource type, by its number.
+    tags: [Option<&'static str>; 3],
+}
+
+const DIGIT_PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
+2021222324252627282930313233343536373839\
+4041424344454647484950515253545556575859\
+6061626364656667686970717273747576777879\
+8081828384858687888990919293949596979899";
+
+/// `v` in decimal at the end of `buf`; returns where it starts.
+fn dec_into(buf: &mut [u8; 20], mut v: u64) -> usize {
+    let mut i = buf.len();
+    while v >= 100 {
+        let d = (v % 100) as usize * 2;
+        v /= 100;
+        i -= 2;
+        buf[i..i + 2].copy_from_slice(&DIGIT_PAIRS[d..d + 2]);
+    }
+    if v >= 10 {
+        let d = v as usize * 2;
+        i -= 2;
+        buf[i..i + 2].copy_from_slice(&DIGIT_PAIRS[d..d + 2]);
+    } else {
+        i -= 1;
+        buf[i] = b'0' + v as u8;
+    }
+    i
+}
+
+/// `v` in lower-case hex (no leading zeros) into `out`; returns the length.
+fn hex_into(out: &mut [u8], v: u64) -> usize {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let len = if v == 0 {
+        1
+    } else {
+        (64 - v.leading_zeros() as usize).div_ceil(4)
+    };
+    for i in 0..len {
+        out[len - 1 - i] = DIGITS[((v >> (4 * i)) & 0xf) as usize];
+    }
+    len
+}
+
+impl CallFormatter {
+    fn new(tags: [Option<&'static str>; 3]) -> CallFormatter {
+        CallFormatter {
+            last_ms: None,
+            stamp: [0; 15],
+            heads: HashMap::default(),
+            tags,
+        }
+    }
+
+    /// One call line (with its newline): `size` for an allocation, none
+    /// for a release.
+    #[allow(clippy::too_many_arguments)]
+    fn call(
+        &mut self,
+        line: &mut Vec<u8>,
+        index: u64,
+        ms: u32,
+        func: u8,
+        res: u8,
+        size: Option<u64>,
+        id: u64,
+    ) {
+        let mut num = [0u8; 20];
+        let at = dec_into(&mut num, index);
+        line.extend_from_slice(&num[at..]);
+        line.extend_from_slice(b". ");
+        if self.last_ms != Some(ms) {
+            self.last_ms = Some(ms);
+            let two = |b: &mut [u8], v: u32| {
+                let d = (v % 100) as usize * 2;
+                b.copy_from_slice(&DIGIT_PAIRS[d..d + 2]);
+            };
+            let s = &mut self.stamp;
+            s[0] = b'[';
+            two(&mut s[1..3], ms / 3_600_000);
+            s[3] = b':';
+            two(&mut s[4..6], ms / 60_000 % 60);
+            s[6] = b':';
+            two(&mut s[7..9], ms / 1000 % 60);
+            s[9] = b'.';
+            let frac = ms % 1000;
+            s[10] = b'0' + (frac / 100) as u8;
+            two(&mut s[11..13], frac % 100);
+            s[13] = b']';
+            s[14] = b' ';
+        }
+        line.extend_from_slice(&self.stamp);
+        let tag = self.tags.get(res as usize).copied().flatten();
+        let head = self.heads.entry((func, res)).or_insert_with(|| {
+            let name = FUNCTIONS.get(func as usize).copied().unwrap_or("unknown");
+            let mut h = name.as_bytes().to_vec();
+            if let Some(t) = tag {
+                h.push(b'<');
+                h.extend_from_slice(t.as_bytes());
+                h.push(b'>');
+            }
+            h.push(b'(');
+            h
+        });
+        line.extend_from_slice(head);
+        let mut tail = [0u8; 48];
+        let mut n = 0;
+        match size {
+            Some(size) => {
+                let at = dec_into(&mut num, size);
+                let d = 20 - at;
+                tail[..d].copy_from_slice(&num[at..]);
+                n = d;
+                tail[n..n + 6].copy_from_slice(b") = 0x");
+                n += 6;
+                n += hex_into(&mut tail[n..], id);
+            }
+            None => {
+                tail[..2].copy_from_slice(b"0x");
+                n += 2;
+                n += hex_into(&mut tail[n..], id);
+                tail[n] = b')';
+                n += 1;
+            }
+        }
+        tail[n] = b'\n';
+        line.extend_from_slice(&tail[..n + 1]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{format_call, CallKind};
+
+    /// The recorder's call lines are byte for byte those of the writer.
+    #[test]
+    fn call_lines_equal_the_writers() {
+        let mut fast = CallFormatter::new([Some("memory"), Some("fd"), None]);
+        let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let specials = [0u64, 1, 9, 10, 99, 100, 999, 1000, u64::MAX >> 1];
+        for i in 0..20_000 {
+            let pick = |v: u64| {
+                if i % 7 == 0 {
+                    specials[(v % specials.len() as u64) as usize]
+                } else {
+                    v >> (v % 60)
+                }
+            };
+            let index = pick(next()).min(i64::MAX as u64 - 1) + 1;
+            let ms = (next() % 86_400_000) as u32;
+            let func = (next() % FUNCTIONS.len() as u64) as u8;
+            let res = (next() % 3) as u8;
+            let id = pick(next());
+            let size = (i % 2 == 0).then(|| pick(next()).min(i64::MAX as u64));
+            let mut a = Vec::new();
+            fast.call(&mut a, index, ms, func, res, size, id);
+            let mut b = Vec::new();
+            let kind = match size {
+                Some(s) => CallKind::Alloc { size: s as i64 },
+                None => CallKind::Free,
+            };
+            let tag = [Some("memory"), Some("fd"), None][res as usize];
+            format_call(
+                &mut b,
+                index as i64,
+                0,
+                Some(ms),
+                FUNCTIONS[func as usize],
+                tag,
+                kind,
+                id,
+            );
+            assert_eq!(String::from_utf8(a).unwrap(), String::from_utf8(b).unwrap());
+        }
+    }
 }

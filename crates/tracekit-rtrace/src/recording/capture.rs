@@ -294,18 +294,19 @@ impl Demux {
         }
     }
 
-    /// A batch: whole events of one thread, concatenated.
+    /// A batch: whole records of one thread, concatenated.
     fn event(&mut self, pid: i32, thread: u64, data: &[u8]) -> io::Result<()> {
-        // The whole events at the front; a damaged length ends the batch.
+        // The whole records at the front; a damaged length ends the batch.
         let mut whole = 0;
         let mut count = 0u64;
-        while whole + EVENT_FIXED <= data.len() {
-            let len = EVENT_FIXED + 8 * data[whole + 3] as usize;
+        while let Some(len) = record_len(&data[whole..]) {
             if whole + len > data.len() {
                 break;
             }
+            if data[whole] != KIND_STACK {
+                count += 1;
+            }
             whole += len;
-            count += 1;
         }
         if whole < data.len() {
             self.stats.damaged_events += 1;
@@ -393,29 +394,45 @@ impl Demux {
     }
 }
 
-/// Writes one thread's events as a chunk in the order of their numbers.
+/// Writes one thread's records as a chunk in the order of their numbers.
 /// A thread records them almost in that order, but not quite: a release
 /// takes its number before the real call and is written after it, so the
 /// events of calls made inside (fclose freeing its buffers) come first.
+/// A backtrace definition stays just before the record that follows it
+/// (its first use).
 fn write_events(f: &mut File, buf: &[u8], scratch: &mut Vec<u8>) -> io::Result<()> {
-    let mut index: Vec<(u64, usize, usize)> = Vec::with_capacity(buf.len() / EVENT_FIXED);
+    // (number, definition first, offset, length)
+    let mut index: Vec<(u64, bool, usize, usize)> = Vec::with_capacity(buf.len() / FREE_LEN);
     let mut at = 0;
     let mut sorted = true;
-    while at + EVENT_FIXED <= buf.len() {
-        let len = EVENT_FIXED + 8 * buf[at + 3] as usize;
-        let mut seq = [0u8; 8];
-        seq.copy_from_slice(&buf[at + 8..at + 16]);
-        let seq = u64::from_le_bytes(seq);
-        sorted &= index.last().is_none_or(|l| l.0 < seq);
-        index.push((seq, at, len));
+    let mut last = None;
+    let mut defs_waiting = 0;
+    while let Some(len) = record_len(&buf[at..]) {
+        if at + len > buf.len() {
+            break;
+        }
+        if buf[at] == KIND_STACK {
+            index.push((u64::MAX, false, at, len));
+            defs_waiting += 1;
+        } else {
+            let seq = record_seq(&buf[at..]);
+            sorted &= last.is_none_or(|l| l < seq);
+            last = Some(seq);
+            let n = index.len();
+            for d in &mut index[n - defs_waiting..] {
+                *d = (seq, false, d.2, d.3);
+            }
+            defs_waiting = 0;
+            index.push((seq, true, at, len));
+        }
         at += len;
     }
     if sorted {
-        return write_chunk(f, TAG_EVENTS, buf);
+        return write_chunk(f, TAG_EVENTS, &buf[..at]);
     }
-    index.sort_by_key(|e| e.0);
+    index.sort_by_key(|e| (e.0, e.1));
     scratch.clear();
-    for (_, at, len) in index {
+    for (_, _, at, len) in index {
         scratch.extend_from_slice(&buf[at..at + len]);
     }
     write_chunk(f, TAG_EVENTS, scratch)
@@ -447,16 +464,25 @@ mod tests {
         v
     }
 
+    /// An allocation record with number `seq`, its backtrace `frames`
+    /// defined just before it (as backtrace number `seq + 1`).
     fn event(seq: u64, frames: &[u64]) -> Vec<u8> {
-        let mut e = vec![0u8; EVENT_FIXED];
-        e[0] = KIND_ALLOC;
-        e[3] = frames.len() as u8;
-        e[8..16].copy_from_slice(&seq.to_le_bytes());
-        e[16..24].copy_from_slice(&8u64.to_le_bytes());
-        e[24..32].copy_from_slice(&(0x1000 + seq).to_le_bytes());
-        for f in frames {
-            e.extend_from_slice(&f.to_le_bytes());
+        let mut e = Vec::new();
+        let stack = if frames.is_empty() { 0 } else { seq as u32 + 1 };
+        if stack != 0 {
+            e.extend_from_slice(&[KIND_STACK, frames.len() as u8, 0, 0]);
+            e.extend_from_slice(&stack.to_le_bytes());
+            for f in frames {
+                e.extend_from_slice(&f.to_le_bytes());
+            }
         }
+        let mut a = vec![0u8; ALLOC_LEN];
+        a[0] = KIND_ALLOC;
+        a[8..16].copy_from_slice(&seq.to_le_bytes());
+        a[16..24].copy_from_slice(&8u64.to_le_bytes());
+        a[24..32].copy_from_slice(&(0x1000 + seq).to_le_bytes());
+        a[32..36].copy_from_slice(&stack.to_le_bytes());
+        e.extend_from_slice(&a);
         e
     }
 
@@ -488,8 +514,7 @@ mod tests {
         batch.extend_from_slice(&event(1, &[0x10]));
         d.take(1024, 7, 2, &batch).unwrap();
         d.take(1024, 7, 1, &event(0, &[0x20, 0x30])).unwrap();
-        d.take(1024, 7, 2, &event(9, &[])[..EVENT_FIXED - 1])
-            .unwrap();
+        d.take(1024, 7, 2, &event(9, &[])[..ALLOC_LEN - 1]).unwrap();
         let maps = b"00400000-00401000 r-xp 00000000 08:01 1 /bin/prog\n";
         d.take(1025, 7, 1, &meta(META_MAPS, 1, 0, maps.len(), maps))
             .unwrap();
