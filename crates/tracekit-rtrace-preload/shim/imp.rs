@@ -42,6 +42,15 @@ static READER_GONE: AtomicBool = AtomicBool::new(false);
 /// event: the stream's max data size, at most [`BATCH_CAP`].
 static BATCH_LIMIT: AtomicUsize = AtomicUsize::new(0);
 static BATCHES: AtomicPtr<Batch> = AtomicPtr::new(null_mut());
+/// This image's spill file mapping (see `wire::SPILL_MAGIC`): batches live
+/// there, where the recorder can read them after a crash. Null: batches
+/// come from private mappings (no spill file could be made).
+static SPILL: AtomicPtr<u8> = AtomicPtr::new(null_mut());
+/// Batches the spill file has room for.
+const SPILL_BATCHES: usize = SLOTS_N;
+const SPILL_LEN: usize = SPILL_HEADER + SPILL_BATCHES * SPILL_BATCH;
+/// Names this image's spill file and travels in its header.
+static NONCE: AtomicU64 = AtomicU64::new(0);
 /// TSC calibration for [`now_ms`]: a (TSC, CLOCK_MONOTONIC ns) pair taken
 /// at initialisation, the measured ns per tick (32.32 fixed point, 0 until
 /// measured) and the ticks after which a thread reads the clock again.
@@ -194,6 +203,7 @@ real_fns! {
     R_EXIT c"_exit": ExitFn;
     R_EXIT2 c"_Exit": ExitFn;
     R_DLCLOSE c"dlclose": DlcloseFn;
+    R_EXIT3 c"exit": ExitFn;
 }
 
 type MallocFn = unsafe extern "C" fn(usize) -> *mut c_void;
@@ -392,6 +402,7 @@ unsafe fn initialise() -> bool {
             return false;
         }
         libc::pthread_atfork(None, None, Some(after_fork_child));
+        map_spill();
         send_header();
         // Maps now too: a process that dies by a signal still gets the
         // maps of its start (the recorder keeps the last snapshot).
@@ -621,6 +632,97 @@ fn send_meta(kind: u32, data: &[u8]) {
     }
 }
 
+/// Creates this image's spill file (`$TRACEKIT_RTRACE_SPILL.<nonce>`,
+/// raw system calls, no descriptor left open) and maps it; batches are
+/// then carved from it. Without it, batches are private memory and a
+/// killed process loses what it had not sent.
+unsafe fn map_spill() {
+    use core::ffi::c_long;
+    // A new image (or a fork child): forget the batches of the last one.
+    SPILL.store(null_mut(), Ordering::Release);
+    // SAFETY: clock_gettime into a valid timespec.
+    let nonce = mono_ns().wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        ^ (PID.load(Ordering::Relaxed) as u64).rotate_left(32);
+    NONCE.store(nonce, Ordering::Relaxed);
+    // SAFETY: reading the environment.
+    let Some(prefix) = (unsafe { getenv(SPILL_ENV_C) }) else {
+        return;
+    };
+    let mut path = [0u8; 4096];
+    if prefix.is_empty() || prefix.len() + 18 >= path.len() {
+        return;
+    }
+    path[..prefix.len()].copy_from_slice(prefix);
+    path[prefix.len()] = b'.';
+    for i in 0..16 {
+        let d = (nonce >> (60 - 4 * i)) & 0xf;
+        path[prefix.len() + 1 + i] = b"0123456789abcdef"[d as usize];
+    }
+    // SAFETY: NUL-terminated path; our own descriptor, closed below.
+    unsafe {
+        const O_CREAT: c_long = 0o100;
+        const O_EXCL: c_long = 0o200;
+        let fd = libc::syscall(
+            libc::SYS_openat,
+            libc::AT_FDCWD as c_long,
+            path.as_ptr(),
+            (libc::O_RDWR | libc::O_CLOEXEC) as c_long | O_CREAT | O_EXCL,
+            0o600 as c_long,
+        );
+        if fd < 0 {
+            return;
+        }
+        let ok = libc::syscall(libc::SYS_ftruncate, fd, SPILL_LEN as c_long) == 0;
+        let m = if ok {
+            libc::mmap(
+                null_mut(),
+                SPILL_LEN,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd as c_int,
+                0,
+            )
+        } else {
+            libc::MAP_FAILED
+        };
+        libc::syscall(libc::SYS_close, fd);
+        if m == libc::MAP_FAILED {
+            return;
+        }
+        let h = m as *mut u8;
+        h.add(8)
+            .cast::<u32>()
+            .write(PID.load(Ordering::Relaxed) as u32);
+        h.add(16).cast::<u64>().write(nonce);
+        h.add(4).cast::<u32>().write(SPILL_VERSION);
+        (*spill_word(h, 0)).store(SPILL_MAGIC, Ordering::Release);
+        SPILL.store(h, Ordering::Release);
+    }
+}
+
+/// The u32 at `at` in the spill header, as an atomic.
+fn spill_word(h: *mut u8, at: usize) -> *const AtomicU32 {
+    h.wrapping_add(at).cast::<AtomicU32>()
+}
+
+/// Notes how the image ends in its spill header (`END_*`, status). An
+/// `exit` status is not replaced by the exit handlers' plainer "exited".
+fn note_end(end: u32, status: i32) {
+    let h = SPILL.load(Ordering::Acquire);
+    if h.is_null() {
+        return;
+    }
+    // SAFETY: the spill header is mapped for the life of the image.
+    unsafe {
+        let cur = (*spill_word(h, 28)).load(Ordering::Relaxed);
+        if end == END_EXITED && cur == END_EXIT {
+            return;
+        }
+        (*spill_word(h, 32)).store(status as u32, Ordering::Relaxed);
+        (*spill_word(h, 28)).store(end, Ordering::Release);
+    }
+}
+
 /// The header record: what the recorder writes as this image's header
 /// chunk, and the start of a new image of this pid.
 unsafe fn send_header() {
@@ -641,6 +743,7 @@ unsafe fn send_header() {
     buf[16..24].copy_from_slice(&(now_ms() as u64).to_le_bytes());
     buf[24..28].copy_from_slice(&(DEPTH.load(Ordering::Relaxed) as u32).to_le_bytes());
     buf[28..32].copy_from_slice(&MODULES.load(Ordering::Relaxed).to_le_bytes());
+    buf[32..40].copy_from_slice(&NONCE.load(Ordering::Relaxed).to_le_bytes());
     // SAFETY: readlink into our buffer, bounded by its length.
     let n = unsafe {
         libc::readlink(
@@ -718,15 +821,17 @@ extern "C" fn after_fork_child() {
     // and maps. (The stream mapping is shared with the parent.)
     SEQ.store(0, Ordering::Relaxed);
     META_SERIAL.store(0, Ordering::Relaxed);
-    // The parent's unsent events stay the parent's (it sends them).
-    let mut b = BATCHES.load(Ordering::Acquire);
-    while !b.is_null() {
-        // SAFETY: batches are never freed; only this thread exists now.
-        unsafe {
-            (*b).len = 0;
-            (*b).lock.store(OPEN, Ordering::Release);
-            b = (*b).next;
-        }
+    // The parent's unsent events stay the parent's (it sends them, and
+    // its spill file is shared with us: never touch it). The child's
+    // threads take new batches from a spill file of its own.
+    BATCHES.store(null_mut(), Ordering::Release);
+    for s in SLOTS.iter() {
+        s.batch.store(null_mut(), Ordering::Relaxed);
+    }
+    let inherited = SPILL.swap(null_mut(), Ordering::AcqRel);
+    if !inherited.is_null() {
+        // SAFETY: the parent's spill mapping, no longer referenced here.
+        unsafe { libc::munmap(inherited.cast(), SPILL_LEN) };
     }
     // SAFETY: getpid cannot fail.
     PID.store(unsafe { libc::getpid() }, Ordering::Relaxed);
@@ -734,6 +839,7 @@ extern "C" fn after_fork_child() {
     // SAFETY: metadata of the new process.
     unsafe {
         let errno = *libc::__errno_location();
+        map_spill();
         send_header();
         send_maps();
         *libc::__errno_location() = errno;
@@ -761,6 +867,7 @@ unsafe fn finish(close: bool) {
 }
 
 extern "C" fn at_exit() {
+    note_end(END_EXITED, 0);
     // SAFETY: runs from the ELF destructors at exit.
     unsafe { finish(true) };
 }
@@ -780,35 +887,46 @@ const BUSY: u32 = 1;
 const CLOSED: u32 = 2;
 const FLUSHING: u32 = 3;
 
+/// The layout of `wire::SPILL_BATCH` (the recorder reads `owner`, `len`
+/// and `data` of a spill file after the process is gone).
 #[repr(C)]
 struct Batch {
     next: *mut Batch,
     lock: AtomicU32,
+    _pad: u32,
     /// The owning thread (`pthread_self`), sent as the event's thread.
     owner: u64,
-    len: usize,
+    /// Bytes of whole records in `data` (stored after they are written).
+    len: AtomicUsize,
     data: [u8; BATCH_CAP],
 }
+const _: () = assert!(core::mem::size_of::<Batch>() == SPILL_BATCH);
 
 unsafe fn my_batch(slot: &Slot) -> *mut Batch {
     let b = slot.batch.load(Ordering::Relaxed);
     if !b.is_null() {
         return b;
     }
-    // SAFETY: anonymous private mapping, not the hooked allocator.
-    let p = unsafe {
-        libc::mmap(
-            null_mut(),
-            core::mem::size_of::<Batch>(),
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
+    let p = spill_batch();
+    let p = if !p.is_null() {
+        p
+    } else {
+        // SAFETY: anonymous private mapping, not the hooked allocator.
+        let p = unsafe {
+            libc::mmap(
+                null_mut(),
+                core::mem::size_of::<Batch>(),
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return null_mut();
+        }
+        p
     };
-    if p == libc::MAP_FAILED {
-        return null_mut();
-    }
     let b = p as *mut Batch;
     // SAFETY: fresh zeroed mapping of the right size; published with a CAS.
     unsafe {
@@ -826,11 +944,30 @@ unsafe fn my_batch(slot: &Slot) -> *mut Batch {
     b
 }
 
-/// Writes the batch as one stream event; the caller holds its lock.
+/// The next batch of the spill file (null: none, or no room).
+fn spill_batch() -> *mut c_void {
+    let h = SPILL.load(Ordering::Acquire);
+    if h.is_null() {
+        return null_mut();
+    }
+    // SAFETY: the spill header is mapped; the count is only ever raised.
+    let count = unsafe { &*spill_word(h, 24) };
+    let i = count.fetch_add(1, Ordering::AcqRel) as usize;
+    if i >= SPILL_BATCHES {
+        count.fetch_sub(1, Ordering::AcqRel);
+        return null_mut();
+    }
+    h.wrapping_add(SPILL_HEADER + i * SPILL_BATCH).cast()
+}
+
+/// Writes the batch as one stream event; the caller holds its lock. The
+/// length is cleared after the write: a process killed in between leaves
+/// the records in the spill file too, and the recorder drops the copies
+/// by their numbers.
 unsafe fn flush_locked(b: *mut Batch) {
     // SAFETY: the caller owns the batch through its lock.
     unsafe {
-        let len = (*b).len;
+        let len = (*b).len.load(Ordering::Relaxed);
         if len > 0 {
             send_as(
                 EVENT_ID.load(Ordering::Relaxed),
@@ -838,7 +975,7 @@ unsafe fn flush_locked(b: *mut Batch) {
                 (*b).owner,
             );
         }
-        (*b).len = 0;
+        (*b).len.store(0, Ordering::Release);
     }
 }
 
@@ -867,14 +1004,15 @@ unsafe fn append(slot: &Slot, fixed: &[u8], frames: &[u8]) {
                 Err(_) => core::hint::spin_loop(),
             }
         }
-        if (*b).len + total > BATCH_LIMIT.load(Ordering::Relaxed) {
+        if (*b).len.load(Ordering::Relaxed) + total > BATCH_LIMIT.load(Ordering::Relaxed) {
             flush_locked(b);
         }
-        let len = (*b).len;
+        let len = (*b).len.load(Ordering::Relaxed);
         let data = &mut (*b).data;
         data[len..len + fixed.len()].copy_from_slice(fixed);
         data[len + fixed.len()..len + total].copy_from_slice(frames);
-        (*b).len = len + total;
+        // Published after the bytes: a crash never exposes half a record.
+        (*b).len.store(len + total, Ordering::Release);
         (*b).lock.store(OPEN, Ordering::Release);
     }
 }
@@ -1683,11 +1821,15 @@ pub unsafe extern "C" fn execve(
     argv: *const *const c_char,
     envp: *const *const c_char,
 ) -> c_int {
+    note_end(END_EXEC, 0);
     // SAFETY: flushing our own buffers.
     unsafe { finish(false) };
     let f = real!(R_EXECVE, c"execve", ExecveFn);
     // SAFETY: the real execve.
-    unsafe { f(path, argv, envp) }
+    let rc = unsafe { f(path, argv, envp) };
+    // Still here: the exec failed.
+    note_end(END_NONE, 0);
+    rc
 }
 
 #[unsafe(no_mangle)]
@@ -1696,29 +1838,41 @@ pub unsafe extern "C" fn execvpe(
     argv: *const *const c_char,
     envp: *const *const c_char,
 ) -> c_int {
+    note_end(END_EXEC, 0);
     // SAFETY: flushing our own buffers.
     unsafe { finish(false) };
     let f = real!(R_EXECVPE, c"execvpe", ExecveFn);
     // SAFETY: the real execvpe.
-    unsafe { f(file, argv, envp) }
+    let rc = unsafe { f(file, argv, envp) };
+    // Still here: the exec failed.
+    note_end(END_NONE, 0);
+    rc
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn execv(path: *const c_char, argv: *const *const c_char) -> c_int {
+    note_end(END_EXEC, 0);
     // SAFETY: flushing our own buffers.
     unsafe { finish(false) };
     let f = real!(R_EXECV, c"execv", ExecvFn);
     // SAFETY: the real execv.
-    unsafe { f(path, argv) }
+    let rc = unsafe { f(path, argv) };
+    // Still here: the exec failed.
+    note_end(END_NONE, 0);
+    rc
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn execvp(file: *const c_char, argv: *const *const c_char) -> c_int {
+    note_end(END_EXEC, 0);
     // SAFETY: flushing our own buffers.
     unsafe { finish(false) };
     let f = real!(R_EXECVP, c"execvp", ExecvFn);
     // SAFETY: the real execvp.
-    unsafe { f(file, argv) }
+    let rc = unsafe { f(file, argv) };
+    // Still here: the exec failed.
+    note_end(END_NONE, 0);
+    rc
 }
 
 // execl, execle and execlp are variadic and reach execve inside libc
@@ -1727,6 +1881,8 @@ pub unsafe extern "C" fn execvp(file: *const c_char, argv: *const *const c_char)
 macro_rules! flush_then_jump {
     ($name:ident => $prep:ident, $slot:ident, $cname:literal) => {
         extern "C" fn $prep() -> usize {
+            // (If the exec fails, the exit that follows says so.)
+            note_end(END_EXEC, 0);
             // SAFETY: flushing our own buffers.
             unsafe { finish(false) };
             let f: ExecvFn = real!($slot, $cname, ExecvFn);
@@ -1778,6 +1934,7 @@ pub unsafe extern "C" fn dlclose(handle: *mut c_void) -> c_int {
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn _exit(status: c_int) -> ! {
+    note_end(END_EXIT, status);
     // SAFETY: flushing our own buffers.
     unsafe { finish(true) };
     let f = real!(R_EXIT, c"_exit", ExitFn);
@@ -1787,9 +1944,20 @@ pub unsafe extern "C" fn _exit(status: c_int) -> ! {
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn _Exit(status: c_int) -> ! {
+    note_end(END_EXIT, status);
     // SAFETY: flushing our own buffers.
     unsafe { finish(true) };
     let f = real!(R_EXIT2, c"_Exit", ExitFn);
     // SAFETY: the real _Exit.
+    unsafe { f(status) }
+}
+
+/// `exit` with its status (returning from `main` reaches exit inside the C
+/// library, without this hook: the exit handlers note that case).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn exit(status: c_int) -> ! {
+    note_end(END_EXIT, status);
+    let f = real!(R_EXIT3, c"exit", ExitFn);
+    // SAFETY: the real exit.
     unsafe { f(status) }
 }

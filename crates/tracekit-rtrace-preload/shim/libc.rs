@@ -41,6 +41,7 @@ pub const SYS_lseek: c_long = 8;
 pub const SYS_sched_yield: c_long = 24;
 pub const SYS_nanosleep: c_long = 35;
 pub const SYS_openat: c_long = 257;
+pub const SYS_ftruncate: c_long = 77;
 pub const SYS_sigaltstack: c_long = 131;
 
 #[link(name = "c")]

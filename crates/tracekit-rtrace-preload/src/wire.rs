@@ -8,6 +8,9 @@
 pub const TAG_HEADER: [u8; 4] = *b"TKHD";
 pub const TAG_EVENTS: [u8; 4] = *b"TKEV";
 pub const TAG_MAPS: [u8; 4] = *b"TKMP";
+/// How the image ended: `END_*` u32, status i32 (the decoder uses the
+/// last such chunk).
+pub const TAG_END: [u8; 4] = *b"TKEN";
 /// Record kinds (the first byte of every record in a batch). Records are
 /// little-endian and of fixed length per kind ([`record_len`]):
 /// * `KIND_ALLOC`, [`ALLOC_LEN`] bytes: kind, res, func, 0, ts_ms u32,
@@ -92,8 +95,9 @@ pub const FUNCTIONS: &[&str] = &[
 ];
 /// Header chunk payload: pid u32, ppid u32, start time (seconds since
 /// the epoch) u64, start monotonic ms u64, backtrace depth u32,
-/// modules u32 (bit 0 memory, bit 1 file), then the executable path.
-pub const HEADER_FIXED: usize = 32;
+/// modules u32 (bit 0 memory, bit 1 file), the image's nonce u64 (names
+/// its spill file), then the executable path.
+pub const HEADER_FIXED: usize = 40;
 pub const MODULE_MEMORY: u32 = 1;
 pub const MODULE_FILE: u32 = 2;
 
@@ -103,6 +107,10 @@ use core::ffi::CStr;
 /// `tracekit-posix` stream file for all processes) the shim writes into.
 pub const STREAM_ENV_C: &CStr = c"TRACEKIT_RTRACE_STREAM";
 pub const STREAM_ENV: &str = env_name(STREAM_ENV_C);
+/// The environment variable holding the spill files' path prefix (see
+/// [`SPILL_MAGIC`]).
+pub const SPILL_ENV_C: &CStr = c"TRACEKIT_RTRACE_SPILL";
+pub const SPILL_ENV: &str = env_name(SPILL_ENV_C);
 /// The environment variable holding the backtrace depth (frames).
 pub const DEPTH_ENV_C: &CStr = c"TRACEKIT_RTRACE_DEPTH";
 pub const DEPTH_ENV: &str = env_name(DEPTH_ENV_C);
@@ -142,3 +150,30 @@ pub const STREAM_MAX_DATA: usize = 4096;
 // A backtrace definition of the deepest backtrace and its allocation
 // always fit a batch.
 const _: () = assert!(STACK_HEAD + 8 * MAX_DEPTH + ALLOC_LEN <= STREAM_MAX_DATA);
+
+/// A process image's spill file, `<prefix>.<nonce as 16 hex digits>`: a
+/// shared mapping that holds the image's per-thread batches while they
+/// fill, so that what a killed process recorded but had not yet sent can
+/// be read after it is gone. Little-endian. The header (one page):
+/// magic u32, version u32, pid u32, 0 u32, nonce u64, batches u32 (how
+/// many are in use), end u32 (an `END_*`), status i32 (with `END_EXIT`).
+/// Then `batches` batches of [`SPILL_BATCH`] bytes each: 8 bytes the
+/// recorder ignores, lock u32, 4 bytes, owner thread u64, len u64 (the
+/// bytes of whole records in `data` not yet sent), data.
+pub const SPILL_MAGIC: u32 = u32::from_le_bytes(*b"TKSP");
+pub const SPILL_VERSION: u32 = 1;
+pub const SPILL_HEADER: usize = 4096;
+pub const SPILL_BATCH_HEAD: usize = 32;
+pub const SPILL_BATCH: usize = SPILL_BATCH_HEAD + STREAM_MAX_DATA;
+/// How an image ended, as the shim saw it (`END_NONE`: it saw no end:
+/// killed by a signal or crashed).
+pub const END_NONE: u32 = 0;
+/// Replaced by `exec`.
+pub const END_EXEC: u32 = 1;
+/// `exit`, `_exit` or `_Exit` with the status.
+pub const END_EXIT: u32 = 2;
+/// Its exit handlers ran (returned from `main`): status unknown to the shim.
+pub const END_EXITED: u32 = 3;
+/// Killed by the signal in the status (only the recorder, which waits for
+/// the command, writes this).
+pub const END_SIGNAL: u32 = 4;

@@ -35,6 +35,8 @@ pub struct RecordingInfo {
     pub backtrace_depth: u32,
     pub modules: u32,
     pub executable: String,
+    /// How the image ended, if the recording says.
+    pub end: Option<capture::ImageEnd>,
 }
 
 /// Counts of a decode.
@@ -148,6 +150,11 @@ pub fn decode<W: Write>(data: &[u8], mut out: W) -> Result<(RecordingInfo, Decod
         backtrace_depth: u32_at(h, 24),
         modules: u32_at(h, 28),
         executable: String::from_utf8_lossy(&h[HEADER_FIXED..]).into_owned(),
+        end: chunks
+            .iter()
+            .rev()
+            .find(|c| c.tag == TAG_END)
+            .and_then(|c| capture::ImageEnd::decode(c.payload)),
     };
     let mut stats = DecodeStats {
         truncated_bytes: truncated,
@@ -353,6 +360,9 @@ pub fn decode<W: Write>(data: &[u8], mut out: W) -> Result<(RecordingInfo, Decod
         }
     }
     out.write_all(&line).map_err(io)?;
+    if let Some(end) = info.end {
+        writeln!(out, "## tracekit: {}", describe_end(end)).map_err(io)?;
+    }
     if stats.lost > 0 {
         // Never silently: the trace says it is incomplete.
         writeln!(
@@ -364,6 +374,46 @@ pub fn decode<W: Write>(data: &[u8], mut out: W) -> Result<(RecordingInfo, Decod
     }
     out.flush().map_err(io)?;
     Ok((info, stats))
+}
+
+/// How an image ended, in words (the trace's closing comment and the
+/// recorder's summary).
+pub fn describe_end(end: capture::ImageEnd) -> String {
+    use capture::ImageEnd::*;
+    match end {
+        Exit(s) => format!("the process exited with status {s}"),
+        Signal(n) => format!("the process was killed by signal {n} ({})", signal_name(n)),
+        Exec => "the process image was replaced by exec".into(),
+        Exited => "the process exited (its status was not seen)".into(),
+        Unseen => "the process ended without exiting (killed by a signal, or crashed): \
+                   its last events were read from its spill file"
+            .into(),
+    }
+}
+
+/// The usual name of a Linux signal number.
+pub fn signal_name(n: i32) -> &'static str {
+    match n {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        3 => "SIGQUIT",
+        4 => "SIGILL",
+        5 => "SIGTRAP",
+        6 => "SIGABRT",
+        7 => "SIGBUS",
+        8 => "SIGFPE",
+        9 => "SIGKILL",
+        10 => "SIGUSR1",
+        11 => "SIGSEGV",
+        12 => "SIGUSR2",
+        13 => "SIGPIPE",
+        14 => "SIGALRM",
+        15 => "SIGTERM",
+        24 => "SIGXCPU",
+        25 => "SIGXFSZ",
+        31 => "SIGSYS",
+        _ => "a signal",
+    }
 }
 
 /// The backtraces of an image, by number, as the text of their frame

@@ -68,6 +68,59 @@ pub struct Image {
     /// Counts the images of one pid (exec starts the next).
     pub n: u32,
     pub path: PathBuf,
+    /// The nonce of its header (names its spill file).
+    pub nonce: u64,
+}
+
+/// How a process image ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ImageEnd {
+    /// The shim saw no end: killed by a signal, or crashed.
+    Unseen,
+    /// Replaced by `exec`.
+    Exec,
+    /// `exit`/`_exit` with this status (or the wait status of the command).
+    Exit(i32),
+    /// Its exit handlers ran (it returned from `main`); status not seen.
+    Exited,
+    /// Killed by this signal (the command's wait status).
+    Signal(i32),
+}
+
+impl ImageEnd {
+    fn encode(self) -> [u8; 8] {
+        let (kind, status) = match self {
+            ImageEnd::Unseen => (END_NONE, 0),
+            ImageEnd::Exec => (END_EXEC, 0),
+            ImageEnd::Exit(s) => (END_EXIT, s),
+            ImageEnd::Exited => (END_EXITED, 0),
+            ImageEnd::Signal(s) => (END_SIGNAL, s),
+        };
+        let mut b = [0u8; 8];
+        b[..4].copy_from_slice(&kind.to_le_bytes());
+        b[4..].copy_from_slice(&status.to_le_bytes());
+        b
+    }
+
+    /// The payload of a [`TAG_END`] chunk (`None`: damaged).
+    pub fn decode(b: &[u8]) -> Option<ImageEnd> {
+        let kind = u32::from_le_bytes(b.get(..4)?.try_into().ok()?);
+        let status = i32::from_le_bytes(b.get(4..8)?.try_into().ok()?);
+        Some(match kind {
+            END_NONE => ImageEnd::Unseen,
+            END_EXEC => ImageEnd::Exec,
+            END_EXIT => ImageEnd::Exit(status),
+            END_EXITED => ImageEnd::Exited,
+            END_SIGNAL => ImageEnd::Signal(status),
+            _ => return None,
+        })
+    }
+}
+
+/// Records how `image` ended in its file (the decoder writes the last
+/// such note): the recorder knows the command's own wait status.
+pub fn note_end(image: &Image, end: ImageEnd) -> io::Result<()> {
+    append_chunk(&image.path, TAG_END, &end.encode())
 }
 
 /// What the transport saw.
@@ -82,6 +135,11 @@ pub struct CaptureStats {
     pub damaged_events: u64,
     /// Metadata records left incomplete (a piece lost) or damaged.
     pub incomplete_meta: u64,
+    /// Records recovered from spill files: what processes that did not
+    /// exit normally had recorded but not sent.
+    pub spilled_events: u64,
+    /// Spill files of images whose header never arrived, or damaged.
+    pub orphan_spills: u64,
     /// Writes the stream refused because it was full. The shim then waits
     /// for the reader and retries; an event it finally gave up shows as a
     /// gap in its image's event numbers.
@@ -95,6 +153,8 @@ pub struct Capture {
     /// the reader has stopped.
     stream: RecorderStream,
     depth: usize,
+    /// Path prefix of the images' spill files (`<prefix>.<nonce>`).
+    spill: PathBuf,
     done: Arc<AtomicBool>,
     reader: Option<JoinHandle<io::Result<Demux>>>,
 }
@@ -127,9 +187,11 @@ impl Capture {
                 .name("rtrace-reader".into())
                 .spawn(move || demux.run(trid, &done))?
         };
+        let spill = spill_prefix();
         Ok(Capture {
             stream,
             depth,
+            spill,
             done,
             reader: Some(reader),
         })
@@ -140,6 +202,7 @@ impl Capture {
         vec![
             (STREAM_ENV, self.stream.path().as_os_str().to_owned()),
             (DEPTH_ENV, self.depth.to_string().into()),
+            (SPILL_ENV, self.spill.as_os_str().to_owned()),
             (MODULES_ENV, modules.into()),
         ]
     }
@@ -154,11 +217,53 @@ impl Capture {
             _ => return Err(io::Error::other("the trace stream's reader failed")),
         };
         let refused = api::lost_events(self.stream.trid()).unwrap_or(0);
+        let mut demux = demux;
+        let spilled = demux.collect_spills(&self.spill);
+        remove_spills(&self.spill);
+        spilled?;
         let mut stats = demux.stats;
         stats.refused_writes = refused;
         let mut images = demux.images;
         images.sort_by_key(|i| (i.pid, i.n));
         Ok((images, stats))
+    }
+}
+
+/// A fresh path prefix for spill files: in `/dev/shm` (memory, no
+/// write-back to a disk), unique to this recorder.
+fn spill_prefix() -> PathBuf {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    PathBuf::from(format!(
+        "/dev/shm/tracekit-rtrace-{}-{:x}",
+        std::process::id(),
+        t
+    ))
+}
+
+/// The spill files named with `prefix`, and their nonces.
+fn spill_files(prefix: &Path) -> Vec<(PathBuf, u64)> {
+    let (Some(dir), Some(stem)) = (prefix.parent(), prefix.file_name()) else {
+        return Vec::new();
+    };
+    let stem = format!("{}.", stem.to_string_lossy());
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let nonce = u64::from_str_radix(name.strip_prefix(&stem)?, 16).ok()?;
+            Some((e.path(), nonce))
+        })
+        .collect()
+}
+
+fn remove_spills(prefix: &Path) {
+    for (path, _) in spill_files(prefix) {
+        let _ = std::fs::remove_file(path);
     }
 }
 
@@ -168,6 +273,7 @@ impl Drop for Capture {
         if let Some(r) = self.reader.take() {
             let _ = r.join();
         }
+        remove_spills(&self.spill);
         // `stream` is shut down next, which also removes its /dev/shm file.
     }
 }
@@ -355,7 +461,16 @@ impl Demux {
                 let path = self.dir.join(format!("{pid}-{n}.tkrt"));
                 let mut f = File::create(&path)?;
                 write_chunk(&mut f, TAG_HEADER, record)?;
-                self.images.push(Image { pid, n, path });
+                let nonce = record
+                    .get(32..40)
+                    .filter(|_| record.len() >= HEADER_FIXED)
+                    .map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap_or_default()));
+                self.images.push(Image {
+                    pid,
+                    n,
+                    path,
+                    nonce,
+                });
                 self.current.insert(
                     pid,
                     Current {
@@ -377,6 +492,75 @@ impl Demux {
                 Ok(())
             }
         }
+    }
+
+    /// Reads the spill files (`<prefix>.<nonce>`) after everything the
+    /// stream delivered: each batch still holding records is what a
+    /// process recorded but never sent (it was killed, or crashed); those
+    /// records go into its image's file (copies of records that did
+    /// arrive are dropped by number when decoding). Notes each image's
+    /// end as its shim saw it.
+    fn collect_spills(&mut self, prefix: &Path) -> io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        let by_nonce: HashMap<u64, usize> = self
+            .images
+            .iter()
+            .enumerate()
+            .filter(|(_, i)| i.nonce != 0)
+            .map(|(k, i)| (i.nonce, k))
+            .collect();
+        for (path, nonce) in spill_files(prefix) {
+            let Some(&k) = by_nonce.get(&nonce) else {
+                self.stats.orphan_spills += 1;
+                continue;
+            };
+            let f = File::open(&path)?;
+            let mut head = [0u8; 36];
+            if f.read_exact_at(&mut head, 0).is_err()
+                || u32_le(&head, 0) != SPILL_MAGIC
+                || u32_le(&head, 4) != SPILL_VERSION
+            {
+                self.stats.orphan_spills += 1;
+                continue;
+            }
+            let batches = (u32_le(&head, 24) as usize).min(1 << 20);
+            let end = ImageEnd::decode(&head[28..36]).unwrap_or(ImageEnd::Unseen);
+            let mut threads: HashMap<u64, Vec<u8>> = HashMap::default();
+            let mut batch = vec![0u8; SPILL_BATCH];
+            for i in 0..batches {
+                let at = (SPILL_HEADER + i * SPILL_BATCH) as u64;
+                if f.read_exact_at(&mut batch, at).is_err() {
+                    break;
+                }
+                let owner = u64::from_le_bytes(batch[16..24].try_into().unwrap_or_default());
+                let len = u64::from_le_bytes(batch[24..32].try_into().unwrap_or_default());
+                let data = &batch[SPILL_BATCH_HEAD..];
+                let len = (len as usize).min(data.len());
+                let mut whole = 0;
+                while let Some(l) = record_len(&data[whole..len]) {
+                    if whole + l > len {
+                        break;
+                    }
+                    if data[whole] != KIND_STACK {
+                        self.stats.spilled_events += 1;
+                    }
+                    whole += l;
+                }
+                if whole > 0 {
+                    threads
+                        .entry(owner)
+                        .or_default()
+                        .extend_from_slice(&data[..whole]);
+                }
+            }
+            let image = &self.images[k];
+            let mut out = OpenOptions::new().append(true).open(&image.path)?;
+            for buf in threads.values() {
+                write_events(&mut out, buf, &mut self.scratch)?;
+            }
+            write_chunk(&mut out, TAG_END, &end.encode())?;
+        }
+        Ok(())
     }
 
     /// Writes the image's buffered events; later events of the pid belong
@@ -549,4 +733,8 @@ mod tests {
         }
         assert!(text.contains("= 0x1000\n\t0x20\n\t0x30\n\n"), "{text}");
     }
+}
+
+fn u32_le(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
 }

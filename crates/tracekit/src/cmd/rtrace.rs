@@ -248,6 +248,26 @@ fn record_into(dir: &Path, preload: std::ffi::OsString, a: &RecordArgs) -> Resul
     let (images, stats) = capture
         .finish()
         .with_context(|| "reading the recorder's trace stream".to_string())?;
+    // The command's last image ended as its wait status says (the shim
+    // cannot see a signal that kills it).
+    if let Some(last) = images.iter().filter(|i| i.pid == root).max_by_key(|i| i.n) {
+        use std::os::unix::process::ExitStatusExt;
+        use tracekit_rtrace::recording::capture::{note_end, ImageEnd};
+        let end = match (status.code(), status.signal()) {
+            (Some(c), _) => Some(ImageEnd::Exit(c)),
+            (None, Some(sig)) => Some(ImageEnd::Signal(sig)),
+            _ => None,
+        };
+        if let Some(end) = end {
+            note_end(last, end).map_err(|e| tracekit_core::Error::io(Some(&last.path), e))?;
+        }
+    }
+    if stats.spilled_events > 0 {
+        eprintln!(
+            "tracekit: {} event(s) of processes that did not exit normally were read from their spill files",
+            stats.spilled_events
+        );
+    }
     if stats.refused_writes > 0 {
         // The stream's lost count covers more than events lost for good:
         // the shim retries a refused write until there is room.
@@ -304,11 +324,15 @@ fn convert_recordings(
         let out = output(Some(&out_path))?;
         let (info, stats) = tracekit_rtrace::recording::decode_file(&image.path, out)?;
         eprintln!(
-            "tracekit: {}: {} ({} allocations, {} releases{}{})",
+            "tracekit: {}: {} ({} allocations, {} releases{}{}{})",
             out_path.display(),
             info.executable,
             stats.allocs,
             stats.frees,
+            match info.end {
+                Some(end) => format!("; {}", tracekit_rtrace::recording::describe_end(end)),
+                None => String::new(),
+            },
             if stats.lost > 0 {
                 format!(", {} events lost", stats.lost)
             } else {
