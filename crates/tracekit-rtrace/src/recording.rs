@@ -56,30 +56,81 @@ pub struct DecodeStats {
     pub duplicates: u64,
 }
 
-struct Chunk<'a> {
-    tag: [u8; 4],
-    payload: &'a [u8],
-    offset: usize,
+/// Where the recorder file's bytes come from: a file read with `pread`
+/// (pages are copied from the page cache, nothing stays mapped, so the
+/// recorder's resident memory does not grow with the recording), or
+/// bytes in memory.
+trait Source {
+    fn size(&self) -> u64;
+    fn read_at(&self, off: u64, buf: &mut [u8]) -> std::io::Result<()>;
 }
 
-fn chunks(data: &[u8]) -> (Vec<Chunk<'_>>, u64) {
+/// Recorder bytes in memory.
+struct Bytes<'a>(&'a [u8]);
+
+impl Source for Bytes<'_> {
+    fn size(&self) -> u64 {
+        self.0.len() as u64
+    }
+    fn read_at(&self, off: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        let off = off as usize;
+        let src = self
+            .0
+            .get(off..off + buf.len())
+            .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::UnexpectedEof))?;
+        buf.copy_from_slice(src);
+        Ok(())
+    }
+}
+
+impl Source for std::fs::File {
+    fn size(&self) -> u64 {
+        self.metadata().map_or(0, |m| m.len())
+    }
+    fn read_at(&self, off: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        std::os::unix::fs::FileExt::read_exact_at(self, buf, off)
+    }
+}
+
+/// A chunk: its tag, and where its payload lies in the file.
+#[derive(Clone, Copy)]
+struct Chunk {
+    tag: [u8; 4],
+    offset: u64,
+    len: usize,
+}
+
+impl Chunk {
+    fn read(&self, src: &dyn Source) -> Result<Vec<u8>> {
+        let mut buf = vec![0u8; self.len];
+        src.read_at(self.offset + 8, &mut buf)
+            .map_err(|e| Error::io(None, e))?;
+        Ok(buf)
+    }
+}
+
+/// The chunks of the file (their headers only), and the bytes at the end
+/// that did not form a whole chunk.
+fn chunks(src: &dyn Source) -> Result<(Vec<Chunk>, u64)> {
+    let size = src.size();
     let mut out = Vec::new();
-    let mut off = 0;
-    while off + 8 <= data.len() {
-        let tag = [data[off], data[off + 1], data[off + 2], data[off + 3]];
-        let len = u32::from_le_bytes([data[off + 4], data[off + 5], data[off + 6], data[off + 7]])
-            as usize;
-        if off + 8 + len > data.len() {
+    let mut off = 0u64;
+    let mut head = [0u8; 8];
+    while off + 8 <= size {
+        src.read_at(off, &mut head)
+            .map_err(|e| Error::io(None, e))?;
+        let len = u32::from_le_bytes([head[4], head[5], head[6], head[7]]) as u64;
+        if off + 8 + len > size {
             break;
         }
         out.push(Chunk {
-            tag,
-            payload: &data[off + 8..off + 8 + len],
+            tag: [head[0], head[1], head[2], head[3]],
             offset: off,
+            len: len as usize,
         });
         off += 8 + len;
     }
-    (out, (data.len() - off) as u64)
+    Ok((out, size - off))
 }
 
 fn u32_at(b: &[u8], at: usize) -> u32 {
@@ -123,23 +174,25 @@ pub fn decode_file<W: Write>(path: &Path, out: W) -> Result<(RecordingInfo, Deco
     if len == 0 {
         return Err(Error::malformed(Position::Offset(0), "empty recording").in_file(path));
     }
-    // SAFETY: read-only map of a file the recorder has finished writing.
-    let map = unsafe { memmap2::Mmap::map(&f) }.map_err(|e| Error::io(Some(path), e))?;
-    decode(&map, out).map_err(|e| e.in_file(path))
+    decode_from(&f, out).map_err(|e| e.in_file(path))
 }
 
 /// Decodes recorder bytes into text.
-pub fn decode<W: Write>(data: &[u8], mut out: W) -> Result<(RecordingInfo, DecodeStats)> {
-    let (chunks, truncated) = chunks(data);
+pub fn decode<W: Write>(data: &[u8], out: W) -> Result<(RecordingInfo, DecodeStats)> {
+    decode_from(&Bytes(data), out)
+}
+
+fn decode_from<W: Write>(src: &dyn Source, mut out: W) -> Result<(RecordingInfo, DecodeStats)> {
+    let (chunks, truncated) = chunks(src)?;
     let io = |e: std::io::Error| Error::io(None, e);
     let head = chunks
         .iter()
         .find(|c| c.tag == TAG_HEADER)
         .ok_or_else(|| Error::malformed(Position::Offset(0), "no recorder header chunk"))?;
-    let h = head.payload;
+    let h = &head.read(src)?;
     if h.len() < HEADER_FIXED {
         return Err(Error::malformed(
-            Position::Offset(head.offset as u64),
+            Position::Offset(head.offset),
             "recorder header chunk too short",
         ));
     }
@@ -150,11 +203,10 @@ pub fn decode<W: Write>(data: &[u8], mut out: W) -> Result<(RecordingInfo, Decod
         backtrace_depth: u32_at(h, 24),
         modules: u32_at(h, 28),
         executable: String::from_utf8_lossy(&h[HEADER_FIXED..]).into_owned(),
-        end: chunks
-            .iter()
-            .rev()
-            .find(|c| c.tag == TAG_END)
-            .and_then(|c| capture::ImageEnd::decode(c.payload)),
+        end: match chunks.iter().rev().find(|c| c.tag == TAG_END) {
+            Some(c) => capture::ImageEnd::decode(&c.read(src)?),
+            None => None,
+        },
     };
     let mut stats = DecodeStats {
         truncated_bytes: truncated,
@@ -206,7 +258,7 @@ pub fn decode<W: Write>(data: &[u8], mut out: W) -> Result<(RecordingInfo, Decod
     // once, so every frame has its module.
     let mut seen: HashSet<(String, u64, u64)> = HashSet::default();
     for maps in chunks.iter().rev().filter(|c| c.tag == TAG_MAPS) {
-        for line in String::from_utf8_lossy(maps.payload).lines() {
+        for line in String::from_utf8_lossy(&maps.read(src)?).lines() {
             let mut parts = line.split_whitespace();
             let (Some(range), Some(perms)) = (parts.next(), parts.next()) else {
                 continue;
@@ -280,13 +332,13 @@ pub fn decode<W: Write>(data: &[u8], mut out: W) -> Result<(RecordingInfo, Decod
     // Each chunk holds one thread's records in increasing number order
     // (backtrace definitions just before their first use): merge the open
     // chunks (a handful: about one per thread) by number.
-    struct Cursor<'d> {
-        payload: &'d [u8],
+    struct Cursor {
+        payload: Vec<u8>,
         off: usize,
     }
-    impl<'d> Cursor<'d> {
-        /// Number, offset and length of the current event, if whole;
-        /// backtrace definitions on the way are registered.
+    impl Cursor {
+        /// Number and length of the current event, if whole; backtrace
+        /// definitions on the way are registered.
         fn peek(&mut self, bt: &mut Backtraces) -> Option<(u64, usize)> {
             loop {
                 let p = &self.payload[self.off..];
@@ -302,25 +354,39 @@ pub fn decode<W: Write>(data: &[u8], mut out: W) -> Result<(RecordingInfo, Decod
     // A thread's buffer is written when it fills or at exit, so a chunk's
     // place in the file says little about its numbers (the main thread's
     // first events often come last): visit chunks by their first number
-    // and merge the few whose ranges overlap.
-    let mut sorted: Vec<(u64, Cursor<'_>)> = Vec::new();
+    // and merge the few whose ranges overlap. A chunk is read when its
+    // turn comes (only its first records before).
+    let mut sorted: Vec<(u64, Chunk)> = Vec::new();
     for c in chunks.iter().filter(|c| c.tag == TAG_EVENTS) {
-        let mut cursor = Cursor {
-            payload: c.payload,
+        let mut prefix = Cursor {
+            payload: vec![0u8; c.len.min(4096)],
             off: 0,
         };
-        match cursor.peek(&mut backtraces) {
-            Some((first, _)) => sorted.push((first, cursor)),
-            None => stats.truncated_bytes += (c.payload.len() - cursor.off) as u64,
+        src.read_at(c.offset + 8, &mut prefix.payload).map_err(io)?;
+        let mut first = prefix.peek(&mut backtraces);
+        if first.is_none() && c.len > prefix.payload.len() {
+            prefix = Cursor {
+                payload: c.read(src)?,
+                off: 0,
+            };
+            first = prefix.peek(&mut backtraces);
+        }
+        match first {
+            Some((seq, _)) => sorted.push((seq, *c)),
+            None => stats.truncated_bytes += (c.len - prefix.off) as u64,
         }
     }
     sorted.sort_by_key(|(first, _)| *first);
     let mut pending = sorted.into_iter().peekable();
-    let mut open: Vec<(u64, usize, Cursor<'_>)> = Vec::new();
+    let mut open: Vec<(u64, usize, Cursor)> = Vec::new();
     loop {
-        while let Some((_, mut c)) = pending.next_if(|(first, _)| *first <= next) {
-            if let Some((seq, len)) = c.peek(&mut backtraces) {
-                open.push((seq, len, c));
+        while let Some((_, c)) = pending.next_if(|(first, _)| *first <= next) {
+            let mut cursor = Cursor {
+                payload: c.read(src)?,
+                off: 0,
+            };
+            if let Some((seq, len)) = cursor.peek(&mut backtraces) {
+                open.push((seq, len, cursor));
             }
         }
         match open.iter().position(|(seq, _, _)| *seq <= next) {

@@ -43,14 +43,14 @@ use tracekit_posix::TraceAttr;
 use super::wire::*;
 use rustc_hash::FxHashMap as HashMap;
 
-/// Stream size: 8 MiB of slots per lane (tracekit-posix gives each
-/// writing thread's lane this many; pages are touched only when used).
-/// With 4 KiB batches of about 36 events (depth 10) a lane holds some
-/// 70,000 events, tens of milliseconds of a thread allocating flat out,
+/// Stream size: 2 MiB of slots per lane (tracekit-posix gives each
+/// writing thread's lane this many; pages are touched only when used, by
+/// the program and by the recorder, so they count in both resident
+/// sizes). With 4 KiB batches of about 100 records a lane holds some
+/// 50,000 events, tens of milliseconds of a thread allocating flat out,
 /// while the reader drains continuously; beyond that the shim waits for
-/// room. Larger rings only cost page faults (every page is touched once a
-/// ring wraps).
-pub const STREAM_SIZE: u64 = 8 << 20;
+/// room.
+pub const STREAM_SIZE: u64 = 2 << 20;
 /// A thread's buffered events are written as one chunk at this size.
 const FLUSH_AT: usize = 64 << 10;
 /// A metadata record larger than this is refused as damaged (the maps
