@@ -1009,12 +1009,30 @@ unsafe fn append(slot: &Slot, fixed: &[u8], frames: &[u8]) {
         }
         let len = (*b).len.load(Ordering::Relaxed);
         let data = &mut (*b).data;
-        data[len..len + fixed.len()].copy_from_slice(fixed);
-        data[len + fixed.len()..len + total].copy_from_slice(frames);
+        // Records have three lengths: copy those as fixed-size moves (a
+        // call to memcpy for 24 bytes was a tenth of the hook's time).
+        let dst = &mut data[len..len + total];
+        match fixed.len() {
+            ALLOC_LEN => copy_fixed::<ALLOC_LEN>(dst, fixed),
+            FREE_LEN => copy_fixed::<FREE_LEN>(dst, fixed),
+            VOID_LEN => copy_fixed::<VOID_LEN>(dst, fixed),
+            n => dst[..n].copy_from_slice(fixed),
+        }
+        if !frames.is_empty() {
+            dst[fixed.len()..].copy_from_slice(frames);
+        }
         // Published after the bytes: a crash never exposes half a record.
         (*b).len.store(len + total, Ordering::Release);
         (*b).lock.store(OPEN, Ordering::Release);
     }
+}
+
+/// `src[..N]` into `dst[..N]` (both at least N bytes long).
+#[inline(always)]
+fn copy_fixed<const N: usize>(dst: &mut [u8], src: &[u8]) {
+    let src: &[u8; N] = src[..N].try_into().unwrap_or(&[0; N]);
+    let dst: &mut [u8; N] = (&mut dst[..N]).try_into().unwrap_or_else(|_| unreachable!());
+    *dst = *src;
 }
 
 /// Writes every thread's batch; `close` makes later events unbatched.

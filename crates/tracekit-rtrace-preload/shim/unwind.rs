@@ -71,9 +71,48 @@ struct Local {
     /// known object's code and not the signal trampoline (direct-mapped).
     seen: [u64; SEEN],
     seen_for: usize,
+    /// The last backtrace of this thread, to reuse its outer part.
+    last: Prefix,
 }
 
 const SEEN: usize = 512;
+const MAX_FRAMES: usize = 64;
+
+/// A thread's last backtrace with the registers after each frame: frame
+/// `i`'s return address `ret[i]` was read at `sp[i] - 8`, and `sp[i]`,
+/// `bp[i]` are the stack pointer and frame pointer of the function it
+/// returns into. A new backtrace that reaches a frame with the same
+/// return address, stack pointer and frame pointer continues, above it,
+/// with the same frames if the return addresses are still in their
+/// slots: the unwind from there depends only on those registers and on
+/// the callers' frames, whose return addresses and saved registers are
+/// written when they are called. So a loop allocating under the same
+/// callers unwinds its own frames only and checks the rest with one load
+/// per frame.
+struct Prefix {
+    n: usize,
+    /// Cut by the depth limit (more frames may lie above).
+    cut: bool,
+    /// The snapshot it was taken with.
+    snap: usize,
+    ret: [u64; MAX_FRAMES],
+    sp: [u64; MAX_FRAMES],
+    bp: [u64; MAX_FRAMES],
+}
+
+impl Prefix {
+    /// The frame with these values, if the last backtrace has it.
+    #[inline(always)]
+    fn find(&self, ret: u64, sp: u64, bp: u64) -> Option<usize> {
+        (0..self.n).find(|&k| self.sp[k] == sp && self.ret[k] == ret && self.bp[k] == bp)
+    }
+
+    /// Are the return addresses above frame `k` still in their slots?
+    #[inline(always)]
+    fn still_there(&self, k: usize, stack: &Stack) -> bool {
+        (k + 1..self.n).all(|m| stack.read(self.sp[m].wrapping_sub(8)) == Ok(self.ret[m]))
+    }
+}
 
 impl Local {
     /// Is `ra` a return address of known code, not a signal frame?
@@ -635,6 +674,14 @@ unsafe fn walk(
             cache: Cache::new(),
             seen: [0; SEEN],
             seen_for: 0,
+            last: Prefix {
+                n: 0,
+                cut: false,
+                snap: 0,
+                ret: [0; MAX_FRAMES],
+                sp: [0; MAX_FRAMES],
+                bp: [0; MAX_FRAMES],
+            },
         }));
         me.local.store(local, Ordering::Relaxed);
     }
@@ -645,18 +692,70 @@ unsafe fn walk(
         local.seen = [0; SEEN];
         local.seen_for = snap as usize;
     }
+    if local.last.snap != snap as usize {
+        local.last.n = 0;
+    }
+    let depth = depth.min(MAX_FRAMES);
     let mut regs = UnwindRegsX86_64::new(ret, sp, bp);
     let mut read = |a: u64| stack.read(a);
     let mut addr = FrameAddress::from_return_address(ret);
+    // Registers after each frame of this backtrace (see `Prefix`).
+    let mut cur_sp = [0u64; MAX_FRAMES];
+    let mut cur_bp = [0u64; MAX_FRAMES];
+    cur_sp[0] = sp;
+    cur_bp[0] = bp;
     let mut n = 1;
-    while n < depth {
-        let Some(a) = addr else { break };
+    // Stopped by the stack's end or an unknown frame (not by the depth).
+    let mut ended = false;
+    let mut signal = false;
+    let mut reuse_from = 0;
+    loop {
+        if n >= depth {
+            break;
+        }
+        // The outer frames of the last backtrace, if this one joins it.
+        if !signal && n > reuse_from {
+            let (r, s_, b_) = (
+                // SAFETY: n - 1 < n entries written.
+                unsafe { *out.add(n - 1) },
+                cur_sp[n - 1],
+                cur_bp[n - 1],
+            );
+            if let Some(k) = local.last.find(r, s_, b_) {
+                if local.last.still_there(k, stack) {
+                    let take = (local.last.n - k - 1).min(depth - n);
+                    for m in 0..take {
+                        // SAFETY: n + m < depth.
+                        unsafe { out.add(n + m).write(local.last.ret[k + 1 + m]) };
+                        cur_sp[n + m] = local.last.sp[k + 1 + m];
+                        cur_bp[n + m] = local.last.bp[k + 1 + m];
+                    }
+                    n += take;
+                    reuse_from = n;
+                    if !local.last.cut || n >= depth || take < local.last.n - k - 1 {
+                        ended = !local.last.cut && n < depth;
+                        break;
+                    }
+                    // The last backtrace was cut by the depth limit: go on
+                    // unwinding from its outermost frame.
+                    // SAFETY: n - 1 < n entries written.
+                    let r = unsafe { *out.add(n - 1) };
+                    regs = UnwindRegsX86_64::new(r, cur_sp[n - 1], cur_bp[n - 1]);
+                    addr = FrameAddress::from_return_address(r);
+                }
+            }
+        }
+        let Some(a) = addr else {
+            ended = true;
+            break;
+        };
         // Most return addresses were checked before: skip to the unwind.
         let seen = matches!(a, FrameAddress::ReturnAddress(ra) if local.checked(ra.get()));
         if !seen {
             let pc = a.address_for_lookup();
             // SAFETY: see above.
             if !known(unsafe { &*snap }, pc) {
+                ended = true;
                 // A library loaded since the snapshot? Rebuild, unless this
                 // page was looked for recently.
                 let now = mono_ns();
@@ -670,6 +769,7 @@ unsafe fn walk(
                         rebuilt = true;
                         local.seen = [0; SEEN];
                         local.seen_for = snap as usize;
+                        local.last.n = 0;
                     }
                     None => break,
                 }
@@ -678,6 +778,7 @@ unsafe fn walk(
                     note_unknown(pc, now);
                     break;
                 }
+                ended = false;
             }
             if let FrameAddress::ReturnAddress(ra) = a {
                 // SAFETY: the 9 bytes at `ra` lie in a known object's code.
@@ -695,6 +796,7 @@ unsafe fn walk(
                         read(uc + 8 * REG_RSP),
                         read(uc + 8 * REG_RBP),
                     ) else {
+                        ended = true;
                         break;
                     };
                     regs = UnwindRegsX86_64::new(ip, rsp, rbp);
@@ -703,6 +805,7 @@ unsafe fn walk(
                     // SAFETY: n < depth.
                     unsafe { out.add(n).write(ip + 1) };
                     n += 1;
+                    signal = true;
                     addr = Some(FrameAddress::InstructionPointer(ip));
                     continue;
                 }
@@ -715,10 +818,15 @@ unsafe fn walk(
             Ok(Some(ra)) => {
                 // SAFETY: n < depth.
                 unsafe { out.add(n).write(ra) };
+                cur_sp[n] = regs.sp();
+                cur_bp[n] = regs.bp();
                 n += 1;
                 addr = FrameAddress::from_return_address(ra);
             }
-            _ => break,
+            _ => {
+                ended = true;
+                break;
+            }
         }
     }
     // A last frame outside every object was a guess: drop it.
@@ -728,7 +836,22 @@ unsafe fn walk(
         // SAFETY: see above.
         if !local.checked(last) && !known(unsafe { &*snap }, last.wrapping_sub(1)) {
             n -= 1;
+            ended = true;
         }
+    }
+    // Keep this backtrace for the next one (not across a signal frame,
+    // whose registers do not follow from the slots).
+    let last = &mut local.last;
+    if signal {
+        last.n = 0;
+    } else {
+        // SAFETY: n entries written.
+        last.ret[..n].copy_from_slice(unsafe { core::slice::from_raw_parts(out, n) });
+        last.sp[..n].copy_from_slice(&cur_sp[..n]);
+        last.bp[..n].copy_from_slice(&cur_bp[..n]);
+        last.n = n;
+        last.cut = !ended;
+        last.snap = snap as usize;
     }
     n
 }

@@ -78,6 +78,21 @@ __attribute__((noinline)) static void *recurse(int depth, size_t n) {
     sink++;
     return p;
 }
+__attribute__((noinline)) static void *leaf(size_t n) {
+    void *p = malloc(n);
+    sink++;
+    return p;
+}
+__attribute__((noinline)) static void *via_a(size_t n) {
+    void *p = leaf(n);
+    sink++;
+    return p;
+}
+__attribute__((noinline)) static void *via_b(size_t n) {
+    void *p = leaf(n);
+    sink += 2;
+    return p;
+}
 static void on_usr1(int sig) {
     (void)sig;
     keep = malloc(3003);
@@ -111,6 +126,11 @@ int main(int argc, char **argv) {
     if (argc < 2) return 2;
     keep = one(1001);
     keep = recurse(20, 2002);
+    /* The same function, the same stack pointer, other callers. */
+    for (int i = 0; i < 4; i++) {
+        keep = via_a(7000 + 2 * i);
+        keep = via_b(7001 + 2 * i);
+    }
     signal(SIGUSR1, on_usr1);
     raise_here(SIGUSR1);
     stack_t ss;
@@ -338,6 +358,16 @@ fn check(flags: &[&str]) {
         "{flags:?}: {s:?}"
     );
     assert_eq!(s[21], "main", "{s:?}");
+
+    // Callers that alternate under the same innermost frame (the unwinder
+    // reuses the outer part of the last backtrace only where it is still
+    // on the stack).
+    for i in 0..4 {
+        for (size, via) in [(7000 + 2 * i, "via_a"), (7001 + 2 * i, "via_b")] {
+            let s = get(&main, size);
+            assert_eq!(&s[..3], ["leaf", via, "main"], "{flags:?} {size}: {s:?}");
+        }
+    }
 
     // A handler on the thread's stack and one on the signal stack: through
     // the signal frame to the code that raised the signal.
