@@ -35,7 +35,12 @@ image gets its own trace: the command's is OUT; the others (fork children,
 exec'd programs) are written beside it as OUT.<pid>-<n>.rtrace. The exit
 status is the command's. Events travel through a POSIX trace stream in
 /dev/shm that tracekit reads while CMD runs (a full stream makes CMD wait,
-nothing is dropped silently). Leaks can be listed with `tracekit report OUT`.
+nothing is dropped silently). Backtraces are unwound from the programs'
+DWARF call-frame information (.eh_frame), so code built without frame
+pointers (-O2, Debian packages) gets complete stacks. A process killed by a
+signal or a crash keeps every event it recorded, and each trace ends with a
+'## tracekit:' line saying how the process ended (exit status or signal).
+Leaks can be listed with `tracekit report OUT`.
 
 Examples:
   tracekit record mem -o app.rtrace -- ./app --flag
