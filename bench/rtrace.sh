@@ -97,7 +97,9 @@ for b in $BUILDS; do
   HT=$(ls "$D"/ht_$b.*zst "$D"/ht_$b.*gz 2>/dev/null | head -1)
   if [ -n "$HT" ] && have heaptrack_print; then
     heaptrack_print -f "$HT" -p 0 -a 0 -T 0 -l 0 -F "$D/ht_$b.stacks" > /dev/null 2>&1
-    awk '{n = $NF; d = split($0, x, ";"); s += n * d; c += n} END {if (c) printf "%.2f\n", s / c}' \
+    awk '{n = $NF; sub(/ [0-9]+$/, ""); d = 0; k = split($0, x, ";");
+          for (i = 1; i <= k; i++) if (x[i] != "") d++; s += n * d; c += n}
+         END {if (c) printf "%.2f\n", s / c}' \
       "$D/ht_$b.stacks" > "$D/frames_ht_$b.txt"
   fi
 done

@@ -723,6 +723,24 @@ fn note_end(end: u32, status: i32) {
     }
 }
 
+/// Before an exec: the image ends by it, unless this is a vfork child
+/// (it shares our memory, and the image that ends is its own).
+fn note_exec() {
+    // SAFETY: getpid cannot fail.
+    if unsafe { libc::getpid() } == PID.load(Ordering::Relaxed) {
+        note_end(END_EXEC, 0);
+    }
+}
+
+/// [`note_end`] `to` if the image's end is `from`.
+fn note_end_if(from: u32, to: u32) {
+    let h = SPILL.load(Ordering::Acquire);
+    // SAFETY: the spill header is mapped for the life of the image.
+    if !h.is_null() && unsafe { (*spill_word(h, 28)).load(Ordering::Relaxed) } == from {
+        note_end(to, 0);
+    }
+}
+
 /// The header record: what the recorder writes as this image's header
 /// chunk, and the start of a new image of this pid.
 unsafe fn send_header() {
@@ -1839,14 +1857,14 @@ pub unsafe extern "C" fn execve(
     argv: *const *const c_char,
     envp: *const *const c_char,
 ) -> c_int {
-    note_end(END_EXEC, 0);
+    note_exec();
     // SAFETY: flushing our own buffers.
     unsafe { finish(false) };
     let f = real!(R_EXECVE, c"execve", ExecveFn);
     // SAFETY: the real execve.
     let rc = unsafe { f(path, argv, envp) };
     // Still here: the exec failed.
-    note_end(END_NONE, 0);
+    note_end_if(END_EXEC, END_NONE);
     rc
 }
 
@@ -1856,40 +1874,40 @@ pub unsafe extern "C" fn execvpe(
     argv: *const *const c_char,
     envp: *const *const c_char,
 ) -> c_int {
-    note_end(END_EXEC, 0);
+    note_exec();
     // SAFETY: flushing our own buffers.
     unsafe { finish(false) };
     let f = real!(R_EXECVPE, c"execvpe", ExecveFn);
     // SAFETY: the real execvpe.
     let rc = unsafe { f(file, argv, envp) };
     // Still here: the exec failed.
-    note_end(END_NONE, 0);
+    note_end_if(END_EXEC, END_NONE);
     rc
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn execv(path: *const c_char, argv: *const *const c_char) -> c_int {
-    note_end(END_EXEC, 0);
+    note_exec();
     // SAFETY: flushing our own buffers.
     unsafe { finish(false) };
     let f = real!(R_EXECV, c"execv", ExecvFn);
     // SAFETY: the real execv.
     let rc = unsafe { f(path, argv) };
     // Still here: the exec failed.
-    note_end(END_NONE, 0);
+    note_end_if(END_EXEC, END_NONE);
     rc
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn execvp(file: *const c_char, argv: *const *const c_char) -> c_int {
-    note_end(END_EXEC, 0);
+    note_exec();
     // SAFETY: flushing our own buffers.
     unsafe { finish(false) };
     let f = real!(R_EXECVP, c"execvp", ExecvFn);
     // SAFETY: the real execvp.
     let rc = unsafe { f(file, argv) };
     // Still here: the exec failed.
-    note_end(END_NONE, 0);
+    note_end_if(END_EXEC, END_NONE);
     rc
 }
 
@@ -1900,7 +1918,7 @@ macro_rules! flush_then_jump {
     ($name:ident => $prep:ident, $slot:ident, $cname:literal) => {
         extern "C" fn $prep() -> usize {
             // (If the exec fails, the exit that follows says so.)
-            note_end(END_EXEC, 0);
+            note_exec();
             // SAFETY: flushing our own buffers.
             unsafe { finish(false) };
             let f: ExecvFn = real!($slot, $cname, ExecvFn);
