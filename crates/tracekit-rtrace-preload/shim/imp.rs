@@ -96,10 +96,23 @@ static SLOTS: [Slot; SLOTS_N] = [EMPTY_SLOT; SLOTS_N];
 /// Threads that found no free slot (they are not recorded).
 static NO_SLOT: AtomicU64 = AtomicU64::new(0);
 
+/// `pthread_self()` without the call: glibc keeps the thread descriptor's
+/// own address at `%fs:0x10` (its `header.self`), which is what
+/// `pthread_self` returns.
+#[inline(always)]
+fn thread_self() -> usize {
+    let v: usize;
+    // SAFETY: reads one word of the thread control block, set up by the
+    // dynamic loader before any code of ours runs.
+    unsafe {
+        core::arch::asm!("mov {}, qword ptr fs:[0x10]", out(reg) v, options(nostack, readonly, preserves_flags))
+    };
+    v
+}
+
 #[inline(always)]
 fn slot() -> Option<&'static Slot> {
-    // SAFETY: pthread_self only reads the thread pointer.
-    let me = unsafe { libc::pthread_self() } as usize;
+    let me = thread_self();
     let start = (me >> 6).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - 14);
     for probe in 0..64 {
         let s = &SLOTS[(start + probe) & (SLOTS_N - 1)];
@@ -832,7 +845,14 @@ extern "C" fn after_fork_child() {
             // A new thread may get this descriptor again.
             s.guard.store(false, Ordering::Relaxed);
             s.unw.busy.store(false, Ordering::Relaxed);
+            unwind::forget(&s.unw);
             s.anchor_tsc.store(0, Ordering::Relaxed);
+        }
+    }
+    // Backtrace numbers belong to the parent's image.
+    for s in SLOTS.iter() {
+        if s.key.load(Ordering::Relaxed) == me {
+            unwind::forget(&s.unw);
         }
     }
     // The child is a new image of a new pid: its own numbering, header
@@ -1049,7 +1069,9 @@ unsafe fn append(slot: &Slot, fixed: &[u8], frames: &[u8]) {
 #[inline(always)]
 fn copy_fixed<const N: usize>(dst: &mut [u8], src: &[u8]) {
     let src: &[u8; N] = src[..N].try_into().unwrap_or(&[0; N]);
-    let dst: &mut [u8; N] = (&mut dst[..N]).try_into().unwrap_or_else(|_| unreachable!());
+    let dst: &mut [u8; N] = (&mut dst[..N])
+        .try_into()
+        .unwrap_or_else(|_| unreachable!());
     *dst = *src;
 }
 
@@ -1278,6 +1300,13 @@ fn record(
 /// definition first when this thread has not used it before (0: none).
 #[inline(always)]
 fn backtrace_id(slot: &Slot, sp: usize, fp: usize) -> u32 {
+    let (lo, hi) = stack_bounds(slot);
+    // SAFETY: `sp` comes from the trampoline.
+    if let Some(id) =
+        unsafe { unwind::quick_id(&slot.unw, sp as u64, fp as u64, (lo as u64, hi as u64)) }
+    {
+        return id;
+    }
     // Left uninitialised: only the frames walked are read.
     let mut frames = core::mem::MaybeUninit::<[u64; MAX_DEPTH]>::uninit();
     // SAFETY: bounded walk over our own stack into our array.
@@ -1298,6 +1327,7 @@ fn backtrace_id(slot: &Slot, sp: usize, fp: usize) -> u32 {
     let Some((id, new)) = stacks::intern(&slot.stacks, frames) else {
         return 0;
     };
+    unwind::remember(&slot.unw, frames, id);
     if new {
         let mut head = [0u8; STACK_HEAD];
         head[0] = KIND_STACK;

@@ -73,6 +73,16 @@ struct Local {
     seen_for: usize,
     /// The last backtrace of this thread, to reuse its outer part.
     last: Prefix,
+    /// Whole backtraces by their innermost return address (direct
+    /// mapped), with their numbers: a call from the same place under the
+    /// same callers is answered with one load per outer frame.
+    quick: Box<[Prefix; QUICK]>,
+}
+
+const QUICK: usize = 16;
+
+fn quick_slot(ret: u64) -> usize {
+    ((ret ^ (ret >> 7) ^ (ret >> 17)) as usize) % QUICK
 }
 
 const SEEN: usize = 512;
@@ -91,6 +101,8 @@ const MAX_FRAMES: usize = 64;
 /// per frame.
 struct Prefix {
     n: usize,
+    /// Its number in the thread's backtrace table (0: not known).
+    id: u32,
     /// Cut by the depth limit (more frames may lie above).
     cut: bool,
     /// The snapshot it was taken with.
@@ -674,8 +686,12 @@ unsafe fn walk(
             cache: Cache::new(),
             seen: [0; SEEN],
             seen_for: 0,
+            // SAFETY: a zeroed Prefix is valid (integers and a bool) and
+            // empty (n = 0).
+            quick: unsafe { Box::new_zeroed().assume_init() },
             last: Prefix {
                 n: 0,
+                id: 0,
                 cut: false,
                 snap: 0,
                 ret: [0; MAX_FRAMES],
@@ -700,10 +716,12 @@ unsafe fn walk(
     let mut read = |a: u64| stack.read(a);
     let mut addr = FrameAddress::from_return_address(ret);
     // Registers after each frame of this backtrace (see `Prefix`).
-    let mut cur_sp = [0u64; MAX_FRAMES];
-    let mut cur_bp = [0u64; MAX_FRAMES];
-    cur_sp[0] = sp;
-    cur_bp[0] = bp;
+    // (Left uninitialised: entries below `n` are written before they are
+    // read; clearing 1 KiB per backtrace was a tenth of its cost.)
+    let mut cur_sp = [core::mem::MaybeUninit::<u64>::uninit(); MAX_FRAMES];
+    let mut cur_bp = [core::mem::MaybeUninit::<u64>::uninit(); MAX_FRAMES];
+    cur_sp[0].write(sp);
+    cur_bp[0].write(bp);
     let mut n = 1;
     // Stopped by the stack's end or an unknown frame (not by the depth).
     let mut ended = false;
@@ -715,20 +733,22 @@ unsafe fn walk(
         }
         // The outer frames of the last backtrace, if this one joins it.
         if !signal && n > reuse_from {
-            let (r, s_, b_) = (
-                // SAFETY: n - 1 < n entries written.
-                unsafe { *out.add(n - 1) },
-                cur_sp[n - 1],
-                cur_bp[n - 1],
-            );
+            // SAFETY: entries below n were written.
+            let (r, s_, b_) = unsafe {
+                (
+                    *out.add(n - 1),
+                    cur_sp[n - 1].assume_init(),
+                    cur_bp[n - 1].assume_init(),
+                )
+            };
             if let Some(k) = local.last.find(r, s_, b_) {
                 if local.last.still_there(k, stack) {
                     let take = (local.last.n - k - 1).min(depth - n);
                     for m in 0..take {
                         // SAFETY: n + m < depth.
                         unsafe { out.add(n + m).write(local.last.ret[k + 1 + m]) };
-                        cur_sp[n + m] = local.last.sp[k + 1 + m];
-                        cur_bp[n + m] = local.last.bp[k + 1 + m];
+                        cur_sp[n + m].write(local.last.sp[k + 1 + m]);
+                        cur_bp[n + m].write(local.last.bp[k + 1 + m]);
                     }
                     n += take;
                     reuse_from = n;
@@ -740,7 +760,10 @@ unsafe fn walk(
                     // unwinding from its outermost frame.
                     // SAFETY: n - 1 < n entries written.
                     let r = unsafe { *out.add(n - 1) };
-                    regs = UnwindRegsX86_64::new(r, cur_sp[n - 1], cur_bp[n - 1]);
+                    // SAFETY: entries below n were written.
+                    let (s_, b_) =
+                        unsafe { (cur_sp[n - 1].assume_init(), cur_bp[n - 1].assume_init()) };
+                    regs = UnwindRegsX86_64::new(r, s_, b_);
                     addr = FrameAddress::from_return_address(r);
                 }
             }
@@ -818,8 +841,8 @@ unsafe fn walk(
             Ok(Some(ra)) => {
                 // SAFETY: n < depth.
                 unsafe { out.add(n).write(ra) };
-                cur_sp[n] = regs.sp();
-                cur_bp[n] = regs.bp();
+                cur_sp[n].write(regs.sp());
+                cur_bp[n].write(regs.bp());
                 n += 1;
                 addr = FrameAddress::from_return_address(ra);
             }
@@ -847,13 +870,105 @@ unsafe fn walk(
     } else {
         // SAFETY: n entries written.
         last.ret[..n].copy_from_slice(unsafe { core::slice::from_raw_parts(out, n) });
-        last.sp[..n].copy_from_slice(&cur_sp[..n]);
-        last.bp[..n].copy_from_slice(&cur_bp[..n]);
+        for i in 0..n {
+            // SAFETY: entries below n were written.
+            unsafe {
+                last.sp[i] = cur_sp[i].assume_init();
+                last.bp[i] = cur_bp[i].assume_init();
+            }
+        }
         last.n = n;
+        last.id = 0;
         last.cut = !ended;
         last.snap = snap as usize;
     }
     n
+}
+
+/// The number of the caller's backtrace if it is one this thread has
+/// numbered before and it is still on the stack (see `Local::quick`): the
+/// same innermost return address, stack and frame pointer, and every outer
+/// return address still in its slot. Reads the stack only.
+///
+/// # Safety
+/// As [`backtrace`].
+pub unsafe fn quick_id(
+    me: &ThreadUnwind,
+    sp: u64,
+    bp: u64,
+    thread_stack: (u64, u64),
+) -> Option<u32> {
+    let local = me.local.load(Ordering::Relaxed);
+    if local.is_null() || sp < thread_stack.0 || sp >= thread_stack.1 {
+        return None;
+    }
+    // SAFETY: this thread's caches; the trampoline's return address slot.
+    let (local, ret) = unsafe { (&*local, *((sp - 8) as *const u64)) };
+    let e = &local.quick[quick_slot(ret)];
+    let n = e.n;
+    if e.id == 0 || n == 0 || e.ret[0] != ret || e.sp[0] != sp || e.bp[0] != bp {
+        return None;
+    }
+    // The slots lie between this frame and the top of the stack (stack
+    // pointers grow outwards, and each was checked when it was read):
+    // one bounds check for all.
+    if n > 1 && (e.sp[1] < sp + 8 || e.sp[n - 1] > thread_stack.1) {
+        return None;
+    }
+    for m in 1..n {
+        // SAFETY: inside [sp, stack top), 8-byte aligned (see above).
+        if unsafe { *((e.sp[m] - 8) as *const u64) } != e.ret[m] {
+            return None;
+        }
+    }
+    Some(e.id)
+}
+
+/// The backtrace `frames` (the last one [`backtrace`] wrote) got the
+/// number `id`: keep it for [`quick_id`].
+pub fn remember(me: &ThreadUnwind, frames: &[u64], id: u32) {
+    let local = me.local.load(Ordering::Relaxed);
+    if local.is_null() {
+        return;
+    }
+    // SAFETY: this thread's caches.
+    let local = unsafe { &mut *local };
+    let last = &mut local.last;
+    // (A backtrace cut short, or across a signal frame, was not kept.)
+    if last.n == 0 || last.ret[..last.n] != *frames {
+        return;
+    }
+    // `quick_id` relies on slots that grow outwards, 8-byte aligned.
+    let sps = &last.sp[..last.n];
+    if sps.iter().any(|s| s & 7 != 0) || sps.windows(2).any(|w| w[0] >= w[1]) {
+        return;
+    }
+    last.id = id;
+    let e = &mut local.quick[quick_slot(last.ret[0])];
+    let n = last.n;
+    e.n = n;
+    e.id = id;
+    e.cut = last.cut;
+    e.snap = last.snap;
+    e.ret[..n].copy_from_slice(&last.ret[..n]);
+    e.sp[..n].copy_from_slice(&last.sp[..n]);
+    e.bp[..n].copy_from_slice(&last.bp[..n]);
+}
+
+/// Forgets this thread's backtraces (a fork child: their numbers belong
+/// to the parent's image).
+pub fn forget(me: &ThreadUnwind) {
+    let local = me.local.load(Ordering::Relaxed);
+    if local.is_null() {
+        return;
+    }
+    // SAFETY: only the forking thread exists in the child.
+    let local = unsafe { &mut *local };
+    local.last.n = 0;
+    for e in local.quick.iter_mut() {
+        e.n = 0;
+        e.id = 0;
+    }
 }
 
 /// Rebuilds the snapshot if no other thread is doing it; `None` if one is
