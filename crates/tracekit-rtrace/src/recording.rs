@@ -102,7 +102,15 @@ struct Chunk {
 
 impl Chunk {
     fn read(&self, src: &dyn Source) -> Result<Vec<u8>> {
-        let mut buf = vec![0u8; self.len];
+        self.read_into(src, Vec::new())
+    }
+
+    /// The payload, in `buf` (reused: only its growth is cleared).
+    fn read_into(&self, src: &dyn Source, mut buf: Vec<u8>) -> Result<Vec<u8>> {
+        if buf.len() < self.len {
+            buf.resize(self.len, 0);
+        }
+        buf.truncate(self.len);
         src.read_at(self.offset + 8, &mut buf)
             .map_err(|e| Error::io(None, e))?;
         Ok(buf)
@@ -133,12 +141,14 @@ fn chunks(src: &dyn Source) -> Result<(Vec<Chunk>, u64)> {
     Ok((out, size - off))
 }
 
+#[inline]
 fn u32_at(b: &[u8], at: usize) -> u32 {
     let mut a = [0u8; 4];
     a.copy_from_slice(&b[at..at + 4]);
     u32::from_le_bytes(a)
 }
 
+#[inline]
 fn u64_at(b: &[u8], at: usize) -> u64 {
     let mut a = [0u8; 8];
     a.copy_from_slice(&b[at..at + 8]);
@@ -286,7 +296,13 @@ fn decode_from<W: Write>(src: &dyn Source, mut out: W) -> Result<(RecordingInfo,
     // number order (the text format orders calls by time, then index).
     let mut last_ts: Option<u32> = None;
     let mut next: u64 = 0;
-    let mut line: Vec<u8> = Vec::with_capacity(LINE_BATCH + 4096);
+    // Text collects in `text[..pos]` and goes out in large writes, which
+    // pass the writer's buffer by (one copy fewer per byte); the slack
+    // holds one more line and its frames.
+    // (255 frames of at most 20 bytes: the longest backtrace a record can
+    // define.)
+    let mut text = vec![0u8; LINE_BATCH + CALL_MAX + 255 * 20 + 1].into_boxed_slice();
+    let mut pos = 0usize;
     let mut fmt = CallFormatter::new([RES_MEMORY, RES_FD, RES_FP].map(type_name));
     let mut backtraces = Backtraces::default();
     let mut emit =
@@ -308,24 +324,42 @@ fn decode_from<W: Write>(src: &dyn Source, mut out: W) -> Result<(RecordingInfo,
             if kind == KIND_ALLOC {
                 stats.allocs += 1;
                 let size = u64_at(e, 16).min(i64::MAX as u64);
-                fmt.call(&mut line, seq + 1, ts, func, res, Some(size), u64_at(e, 24));
+                pos += fmt.call(
+                    &mut text[pos..],
+                    seq + 1,
+                    ts,
+                    func,
+                    res,
+                    Some(size),
+                    u64_at(e, 24),
+                );
                 let stack = u32_at(e, 32);
                 if stack != 0 {
                     match bt.text(stack) {
-                        Some(frames) => line.extend_from_slice(frames),
+                        Some(frames) => {
+                            text[pos..pos + frames.len()].copy_from_slice(frames);
+                            pos += frames.len();
+                        }
                         None => stats.unknown_backtraces += 1,
                     }
                 }
             } else {
                 stats.frees += 1;
-                fmt.call(&mut line, seq + 1, ts, func, res, None, u64_at(e, 16));
+                pos += fmt.call(
+                    &mut text[pos..],
+                    seq + 1,
+                    ts,
+                    func,
+                    res,
+                    None,
+                    u64_at(e, 16),
+                );
             }
-            line.push(b'\n');
-            // Lines collect in `line` and go out in large writes, which pass
-            // the writer's buffer by (one copy fewer per byte of text).
-            if line.len() >= LINE_BATCH {
-                out.write_all(&line).map_err(io)?;
-                line.clear();
+            text[pos] = b'\n';
+            pos += 1;
+            if pos >= LINE_BATCH {
+                out.write_all(&text[..pos]).map_err(io)?;
+                pos = 0;
             }
             Ok(())
         };
@@ -379,10 +413,13 @@ fn decode_from<W: Write>(src: &dyn Source, mut out: W) -> Result<(RecordingInfo,
     sorted.sort_by_key(|(first, _)| *first);
     let mut pending = sorted.into_iter().peekable();
     let mut open: Vec<(u64, usize, Cursor)> = Vec::new();
+    // Payload buffers of finished chunks, for the next ones.
+    let mut spare: Vec<Vec<u8>> = Vec::new();
     loop {
         while let Some((_, c)) = pending.next_if(|(first, _)| *first <= next) {
+            let buf = spare.pop().unwrap_or_default();
             let mut cursor = Cursor {
-                payload: c.read(src)?,
+                payload: c.read_into(src, buf)?,
                 off: 0,
             };
             if let Some((seq, len)) = cursor.peek(&mut backtraces) {
@@ -410,6 +447,7 @@ fn decode_from<W: Write>(src: &dyn Source, mut out: W) -> Result<(RecordingInfo,
                     None => {
                         let (_, _, c) = open.swap_remove(i);
                         stats.truncated_bytes += (c.payload.len() - c.off) as u64;
+                        spare.push(c.payload);
                     }
                 }
             }
@@ -425,7 +463,7 @@ fn decode_from<W: Write>(src: &dyn Source, mut out: W) -> Result<(RecordingInfo,
             }
         }
     }
-    out.write_all(&line).map_err(io)?;
+    out.write_all(&text[..pos]).map_err(io)?;
     if let Some(end) = info.end {
         writeln!(out, "## tracekit: {}", describe_end(end)).map_err(io)?;
     }
@@ -508,15 +546,23 @@ impl Backtraces {
 
 /// Writes call lines exactly as `record::format_call` does for the
 /// recorder's calls (no context, a timestamp, a size or not), faster:
-/// the `[HH:MM:SS.mmm] ` of the last millisecond and the `name<type>(`
-/// of each function are kept, numbers are written with digit pairs.
+/// the `[HH:MM:SS.mmm] ` of the last millisecond, the `name<type>(` of
+/// every function and the decimal digits of the last index are kept (the
+/// next index is usually one more: its digits are incremented in place),
+/// and a line is built in one buffer and appended at once.
 struct CallFormatter {
     last_ms: Option<u32>,
     stamp: [u8; 15],
-    /// `name<type>(` by (function, resource).
-    heads: HashMap<(u8, u8), Vec<u8>>,
-    /// The `<type>` tag of each resource type, by its number.
-    tags: [Option<&'static str>; 3],
+    /// `name<type>(` (and its length) by function * 3 + resource; the
+    /// last function: unknown names.
+    heads: Vec<([u8; HEAD_MAX], usize)>,
+    /// `name(` by function.
+    untagged: Vec<([u8; HEAD_MAX], usize)>,
+    /// The decimal digits of `index` in `index_digits[index_at..20]`
+    /// (the rest is slack for fixed-size copies).
+    index: u64,
+    index_digits: [u8; 40],
+    index_at: usize,
 }
 
 const DIGIT_PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
@@ -525,9 +571,9 @@ const DIGIT_PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
 6061626364656667686970717273747576777879\
 8081828384858687888990919293949596979899";
 
-/// `v` in decimal at the end of `buf`; returns where it starts.
-fn dec_into(buf: &mut [u8; 20], mut v: u64) -> usize {
-    let mut i = buf.len();
+/// `v` in decimal ending at `buf[20]`; returns where it starts.
+fn dec_into(buf: &mut [u8], mut v: u64) -> usize {
+    let mut i = 20;
     while v >= 100 {
         let d = (v % 100) as usize * 2;
         v /= 100;
@@ -545,47 +591,124 @@ fn dec_into(buf: &mut [u8; 20], mut v: u64) -> usize {
     i
 }
 
-/// `v` in lower-case hex (no leading zeros) into `out`; returns the length.
+/// The 8 hex digits of `x`, most significant first, as the bytes of a
+/// big-endian u64: nibbles spread one to a byte, then made ASCII.
+#[inline]
+fn hex8(x: u32) -> u64 {
+    let mut x = x as u64;
+    x = (x | (x << 16)) & 0x0000_ffff_0000_ffff;
+    x = (x | (x << 8)) & 0x00ff_00ff_00ff_00ff;
+    x = (x | (x << 4)) & 0x0f0f_0f0f_0f0f_0f0f;
+    // 0-9 -> '0'-'9', 10-15 -> 'a'-'f'.
+    let letters = ((x + 0x0606_0606_0606_0606) >> 4) & 0x0101_0101_0101_0101;
+    x + 0x3030_3030_3030_3030 + letters * 39
+}
+
+/// `v` in lower-case hex (no leading zeros) at the start of `out` (at
+/// least 16 bytes); returns the length.
+#[inline]
 fn hex_into(out: &mut [u8], v: u64) -> usize {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let len = if v == 0 {
         1
     } else {
         (64 - v.leading_zeros() as usize).div_ceil(4)
     };
-    for i in 0..len {
-        out[len - 1 - i] = DIGITS[((v >> (4 * i)) & 0xf) as usize];
-    }
+    let mut digits = [0u8; 32];
+    digits[..8].copy_from_slice(&hex8((v >> 32) as u32).to_be_bytes());
+    digits[8..16].copy_from_slice(&hex8(v as u32).to_be_bytes());
+    out[..16].copy_from_slice(&digits[16 - len..32 - len]);
     len
 }
 
 impl CallFormatter {
     fn new(tags: [Option<&'static str>; 3]) -> CallFormatter {
+        let fixed = |text: &[u8]| {
+            let mut h = [0u8; HEAD_MAX];
+            let n = text.len().min(HEAD_MAX);
+            h[..n].copy_from_slice(&text[..n]);
+            (h, n)
+        };
+        let names = || FUNCTIONS.iter().copied().chain(["unknown"]);
+        let mut heads = Vec::with_capacity(FUNCTIONS.len() * 3 + 3);
+        for name in names() {
+            for tag in tags {
+                let mut h = name.as_bytes().to_vec();
+                if let Some(t) = tag {
+                    h.push(b'<');
+                    h.extend_from_slice(t.as_bytes());
+                    h.push(b'>');
+                }
+                h.push(b'(');
+                heads.push(fixed(&h));
+            }
+        }
+        let untagged = names()
+            .map(|name| fixed(&[name.as_bytes(), b"("].concat()))
+            .collect();
         CallFormatter {
             last_ms: None,
             stamp: [0; 15],
-            heads: HashMap::default(),
-            tags,
+            heads,
+            untagged,
+            index: 0,
+            index_digits: [b'0'; 40],
+            index_at: 19,
         }
     }
 
-    /// One call line (with its newline): `size` for an allocation, none
-    /// for a release.
+    /// Makes `index_digits[index_at..20]` the decimal digits of `index`.
+    #[inline]
+    fn index_digits(&mut self, index: u64) {
+        if index == self.index.wrapping_add(1) && self.index_at > 0 {
+            // One more: increment the digits in place.
+            self.index = index;
+            let mut i = 19;
+            loop {
+                if self.index_digits[i] != b'9' {
+                    self.index_digits[i] += 1;
+                    break;
+                }
+                self.index_digits[i] = b'0';
+                if i == self.index_at {
+                    self.index_at -= 1;
+                    self.index_digits[self.index_at] = b'1';
+                    break;
+                }
+                i -= 1;
+            }
+        } else {
+            self.index = index;
+            let mut d = [0u8; 20];
+            self.index_at = dec_into(&mut d, index);
+            self.index_digits[..20].copy_from_slice(&d);
+        }
+    }
+
+    /// One call line (with its newline) at the start of `w` (at least
+    /// [`CALL_MAX`] bytes); returns its length. `size` for an allocation,
+    /// none for a release. Pieces are copied as fixed-size blocks (the
+    /// bytes past each piece are overwritten by the next).
     #[allow(clippy::too_many_arguments)]
     fn call(
         &mut self,
-        line: &mut Vec<u8>,
+        w: &mut [u8],
         index: u64,
         ms: u32,
         func: u8,
         res: u8,
         size: Option<u64>,
         id: u64,
-    ) {
-        let mut num = [0u8; 20];
-        let at = dec_into(&mut num, index);
-        line.extend_from_slice(&num[at..]);
-        line.extend_from_slice(b". ");
+    ) -> usize {
+        let b: &mut [u8; CALL_MAX] = match w.get_mut(..CALL_MAX).map(|w| w.try_into()) {
+            Some(Ok(b)) => b,
+            _ => return 0,
+        };
+        self.index_digits(index);
+        let at = self.index_at;
+        let mut n = 20 - at;
+        b[..20].copy_from_slice(&self.index_digits[at..at + 20]);
+        b[n..n + 2].copy_from_slice(b". ");
+        n += 2;
         if self.last_ms != Some(ms) {
             self.last_ms = Some(ms);
             let two = |b: &mut [u8], v: u32| {
@@ -606,44 +729,44 @@ impl CallFormatter {
             s[13] = b']';
             s[14] = b' ';
         }
-        line.extend_from_slice(&self.stamp);
-        let tag = self.tags.get(res as usize).copied().flatten();
-        let head = self.heads.entry((func, res)).or_insert_with(|| {
-            let name = FUNCTIONS.get(func as usize).copied().unwrap_or("unknown");
-            let mut h = name.as_bytes().to_vec();
-            if let Some(t) = tag {
-                h.push(b'<');
-                h.extend_from_slice(t.as_bytes());
-                h.push(b'>');
-            }
-            h.push(b'(');
-            h
-        });
-        line.extend_from_slice(head);
-        let mut tail = [0u8; 48];
-        let mut n = 0;
+        b[n..n + 15].copy_from_slice(&self.stamp);
+        n += 15;
+        let f = (func as usize).min(FUNCTIONS.len());
+        let (head, len) = match res {
+            0..=2 => &self.heads[f * 3 + res as usize],
+            // An unknown resource type has no tag.
+            _ => &self.untagged[f],
+        };
+        b[n..n + HEAD_MAX].copy_from_slice(head);
+        n += len;
         match size {
             Some(size) => {
+                let mut num = [0u8; 40];
                 let at = dec_into(&mut num, size);
-                let d = 20 - at;
-                tail[..d].copy_from_slice(&num[at..]);
-                n = d;
-                tail[n..n + 6].copy_from_slice(b") = 0x");
+                b[n..n + 20].copy_from_slice(&num[at..at + 20]);
+                n += 20 - at;
+                b[n..n + 6].copy_from_slice(b") = 0x");
                 n += 6;
-                n += hex_into(&mut tail[n..], id);
+                n += hex_into(&mut b[n..n + 16], id);
             }
             None => {
-                tail[..2].copy_from_slice(b"0x");
+                b[n..n + 2].copy_from_slice(b"0x");
                 n += 2;
-                n += hex_into(&mut tail[n..], id);
-                tail[n] = b')';
+                n += hex_into(&mut b[n..n + 16], id);
+                b[n] = b')';
                 n += 1;
             }
         }
-        tail[n] = b'\n';
-        line.extend_from_slice(&tail[..n + 1]);
+        b[n] = b'\n';
+        n + 1
     }
 }
+
+/// The longest call line [`CallFormatter::call`] writes, with the slack
+/// its fixed-size copies need.
+const CALL_MAX: usize = 192;
+/// `name<type>(` fits in this (the longest: `timerfd_create<memory>(`).
+const HEAD_MAX: usize = 48;
 
 #[cfg(test)]
 mod tests {
@@ -651,6 +774,26 @@ mod tests {
     use crate::record::{format_call, CallKind};
 
     /// The recorder's call lines are byte for byte those of the writer.
+    #[test]
+    fn hex_digits() {
+        for v in [
+            0u64,
+            1,
+            9,
+            10,
+            15,
+            16,
+            0xabc,
+            0x7f80_0f82_d24a,
+            u64::MAX,
+            1 << 63,
+        ] {
+            let mut out = [0u8; 16];
+            let n = hex_into(&mut out, v);
+            assert_eq!(std::str::from_utf8(&out[..n]).unwrap(), format!("{v:x}"));
+        }
+    }
+
     #[test]
     fn call_lines_equal_the_writers() {
         let mut fast = CallFormatter::new([Some("memory"), Some("fd"), None]);
@@ -670,20 +813,28 @@ mod tests {
                     v >> (v % 60)
                 }
             };
-            let index = pick(next()).min(i64::MAX as u64 - 1) + 1;
+            // Runs of consecutive indices across digit boundaries, and
+            // jumps.
+            let index = match i {
+                0..=1500 => i + 1,
+                1501..=1600 => 99_950 + i - 1501,
+                1601..=1700 => 999_999_950 + i - 1601,
+                _ => pick(next()).min(i64::MAX as u64 - 1) + 1,
+            };
             let ms = (next() % 86_400_000) as u32;
             let func = (next() % FUNCTIONS.len() as u64) as u8;
-            let res = (next() % 3) as u8;
+            let res = (next() % 4) as u8;
             let id = pick(next());
             let size = (i % 2 == 0).then(|| pick(next()).min(i64::MAX as u64));
-            let mut a = Vec::new();
-            fast.call(&mut a, index, ms, func, res, size, id);
+            let mut w = [0u8; CALL_MAX];
+            let n = fast.call(&mut w, index, ms, func, res, size, id);
+            let a = w[..n].to_vec();
             let mut b = Vec::new();
             let kind = match size {
                 Some(s) => CallKind::Alloc { size: s as i64 },
                 None => CallKind::Free,
             };
-            let tag = [Some("memory"), Some("fd"), None][res as usize];
+            let tag = [Some("memory"), Some("fd"), None, None][res as usize];
             format_call(
                 &mut b,
                 index as i64,
