@@ -326,7 +326,7 @@ fn decode_from<W: Write>(src: &dyn Source, mut out: W) -> Result<(RecordingInfo,
                 let size = u64_at(e, 16).min(i64::MAX as u64);
                 pos += fmt.call(
                     &mut text[pos..],
-                    seq + 1,
+                    seq.wrapping_add(1),
                     ts,
                     func,
                     res,
@@ -347,7 +347,7 @@ fn decode_from<W: Write>(src: &dyn Source, mut out: W) -> Result<(RecordingInfo,
                 stats.frees += 1;
                 pos += fmt.call(
                     &mut text[pos..],
-                    seq + 1,
+                    seq.wrapping_add(1),
                     ts,
                     func,
                     res,
@@ -436,7 +436,7 @@ fn decode_from<W: Write>(src: &dyn Source, mut out: W) -> Result<(RecordingInfo,
                         &backtraces,
                         &mut out,
                     )?;
-                    next += 1;
+                    next = next.saturating_add(1);
                 } else {
                     // A number seen before: the same event delivered twice.
                     stats.duplicates += 1;

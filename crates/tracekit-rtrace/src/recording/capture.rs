@@ -43,14 +43,14 @@ use tracekit_posix::TraceAttr;
 use super::wire::*;
 use rustc_hash::FxHashMap as HashMap;
 
-/// Stream size: 2 MiB of slots per lane (tracekit-posix gives each
+/// Stream size: 4 MiB of slots per lane (tracekit-posix gives each
 /// writing thread's lane this many; pages are touched only when used, by
 /// the program and by the recorder, so they count in both resident
 /// sizes). With 4 KiB batches of about 100 records a lane holds some
-/// 50,000 events, tens of milliseconds of a thread allocating flat out,
+/// 100,000 events, tens of milliseconds of a thread allocating flat out,
 /// while the reader drains continuously; beyond that the shim waits for
 /// room.
-pub const STREAM_SIZE: u64 = 2 << 20;
+pub const STREAM_SIZE: u64 = 4 << 20;
 /// A thread's buffered events are written as one chunk at this size.
 const FLUSH_AT: usize = 64 << 10;
 /// A metadata record larger than this is refused as damaged (the maps
@@ -302,8 +302,30 @@ pub fn split<'a>(
 struct Current {
     image: usize,
     /// Each thread's events not yet written (in the order written, which
-    /// for one thread is the order of their numbers).
-    threads: HashMap<u64, Vec<u8>>,
+    /// for one thread is the order of their numbers, almost).
+    threads: HashMap<u64, Pending>,
+}
+
+/// One thread's records not yet written, and whether they are in the
+/// order of their numbers (then they are written as they are).
+#[derive(Default)]
+struct Pending {
+    buf: Vec<u8>,
+    last_seq: Option<u64>,
+    unsorted: bool,
+}
+
+impl Pending {
+    fn write(&mut self, f: &mut File, scratch: &mut Vec<u8>) -> io::Result<()> {
+        if self.unsorted {
+            write_events(f, &self.buf, scratch)?;
+        } else {
+            write_chunk(f, TAG_EVENTS, &self.buf)?;
+        }
+        self.buf.clear();
+        self.unsorted = false;
+        Ok(())
+    }
 }
 
 /// Splits the stream into image files.
@@ -402,33 +424,42 @@ impl Demux {
 
     /// A batch: whole records of one thread, concatenated.
     fn event(&mut self, pid: i32, thread: u64, data: &[u8]) -> io::Result<()> {
+        let Some(cur) = self.current.get_mut(&pid) else {
+            let mut whole = 0;
+            while let Some(len) = record_len(&data[whole..]).filter(|l| whole + l <= data.len()) {
+                if data[whole] != KIND_STACK {
+                    self.stats.orphan_events += 1;
+                }
+                whole += len;
+            }
+            if whole < data.len() {
+                self.stats.damaged_events += 1;
+            }
+            return Ok(());
+        };
+        let p = cur.threads.entry(thread).or_default();
         // The whole records at the front; a damaged length ends the batch.
         let mut whole = 0;
-        let mut count = 0u64;
         while let Some(len) = record_len(&data[whole..]) {
             if whole + len > data.len() {
                 break;
             }
             if data[whole] != KIND_STACK {
-                count += 1;
+                self.stats.events += 1;
+                let seq = record_seq(&data[whole..]);
+                p.unsorted |= p.last_seq.is_some_and(|l| l >= seq);
+                p.last_seq = Some(seq);
             }
             whole += len;
         }
         if whole < data.len() {
             self.stats.damaged_events += 1;
         }
-        let Some(cur) = self.current.get_mut(&pid) else {
-            self.stats.orphan_events += count;
-            return Ok(());
-        };
-        self.stats.events += count;
-        let buf = cur.threads.entry(thread).or_default();
-        buf.extend_from_slice(&data[..whole]);
-        if buf.len() >= FLUSH_AT {
+        p.buf.extend_from_slice(&data[..whole]);
+        if p.buf.len() >= FLUSH_AT {
             let path = &self.images[cur.image].path;
             let mut f = OpenOptions::new().append(true).open(path)?;
-            write_events(&mut f, buf, &mut self.scratch)?;
-            buf.clear();
+            p.write(&mut f, &mut self.scratch)?;
         }
         Ok(())
     }
@@ -566,13 +597,13 @@ impl Demux {
     /// Writes the image's buffered events; later events of the pid belong
     /// to its next image.
     fn end_image(&mut self, pid: i32) -> io::Result<()> {
-        let Some(cur) = self.current.remove(&pid) else {
+        let Some(mut cur) = self.current.remove(&pid) else {
             return Ok(());
         };
         let path = &self.images[cur.image].path;
         let mut f = OpenOptions::new().append(true).open(path)?;
-        for buf in cur.threads.values().filter(|b| !b.is_empty()) {
-            write_events(&mut f, buf, &mut self.scratch)?;
+        for p in cur.threads.values_mut().filter(|p| !p.buf.is_empty()) {
+            p.write(&mut f, &mut self.scratch)?;
         }
         Ok(())
     }
