@@ -32,7 +32,7 @@ pub struct StackTable {
 fn hash(frames: &[u64]) -> u64 {
     let mut h: u64 = frames.len() as u64;
     for &f in frames {
-        h = (h.rotate_left(5) ^ f).wrapping_mul(0x51_7cc1_b727_220a_95);
+        h = (h.rotate_left(5) ^ f).wrapping_mul(0x517c_c1b7_2722_0a95);
     }
     h | 1
 }

@@ -666,6 +666,10 @@ fn append_chunk(path: &Path, tag: [u8; 4], payload: &[u8]) -> io::Result<()> {
     write_chunk(&mut f, tag, payload)
 }
 
+fn u32_le(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -764,8 +768,4 @@ mod tests {
         }
         assert!(text.contains("= 0x1000\n\t0x20\n\t0x30\n\n"), "{text}");
     }
-}
-
-fn u32_le(b: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
 }
