@@ -1,19 +1,26 @@
 #!/bin/bash
-# tracekit record mem vs heaptrack vs valgrind memcheck on alloc_bench, plus
-# post-processing throughput. Prints CPU time (user+sys) per configuration,
-# the added CPU per allocation, the ratios, and the leak totals.
+# tracekit record mem vs heaptrack (-r and full) vs valgrind memcheck on
+# alloc_bench, built twice: plain -O2 (no frame pointers, as Debian and most
+# release builds) and -O2 -fno-omit-frame-pointer. Runs alternate between the
+# configurations (paired: the machine's load hits them alike), REPS rounds;
+# prints per configuration the median CPU time (user+sys of the whole process
+# tree), the median peak resident memory (the largest process of the tree:
+# GNU time's %M), the added CPU per allocation, the ratio to heaptrack -r,
+# and the frames per allocation each tool recorded. Then post-processing
+# throughput and the descriptor benchmark.
 #
 #   usage: bench/rtrace.sh [DIR]      (default ./bench-data; writes DIR/rtrace-tk/)
-#   env:   N=2000000 allocations, T=4 threads, TRACEKIT=path/to/tracekit (release)
-#          SKIP_PEERS=1 to run only plain and tracekit
-#          REPS=3 runs of each configuration; the run with the median CPU time
-#          is shown (single runs on a shared 2-core machine swing by +-25 %)
+#   env:   N=2000000 allocations, T=4 threads, REPS=5 rounds (median shown)
+#          TRACEKIT=path/to/tracekit (release; built if missing)
+#          SKIP_PEERS=1 runs only plain and tracekit; SKIP_MEMCHECK=1 skips valgrind
+#          BUILDS="nofp fp" (either or both)
 #          TRACEKIT_BASE=path/to/other/tracekit adds a row for a second build
-#          (before/after comparisons of the recorder on the same machine)
 #
 # `record mem` time includes everything: the shim in the program, the
 # recorder's thread reading the POSIX trace stream while it runs, and the
-# conversion to the text protocol afterwards.
+# conversion to the sp-rtrace text protocol afterwards (the text file is
+# written to DIR). heaptrack -r writes its raw trace through zstd and
+# resolves nothing; heaptrack also runs heaptrack_interpret (symbols).
 set -u
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 D=${1:-./bench-data}/rtrace-tk
@@ -21,113 +28,140 @@ mkdir -p "$D"
 D=$(cd "$D" && pwd)
 N=${N:-2000000}
 T=${T:-4}
-REPS=${REPS:-3}
+REPS=${REPS:-5}
+BUILDS=${BUILDS:-nofp fp}
 TK=${TRACEKIT:-$HERE/target/release/tracekit}
 if [ ! -x "$TK" ]; then
   (cd "$HERE" && cargo build --release -p tracekit) >&2 || exit 1
 fi
 SRC=$HERE/bench/inputs/rtrace/alloc_bench.c
 [ -f "$SRC" ] || SRC=${ALLOC_BENCH_C:?set ALLOC_BENCH_C to alloc_bench.c}
-gcc -O2 -g -fno-omit-frame-pointer -pthread -o "$D/alloc_bench" "$SRC" || exit 1
+gcc -O2 -g -pthread -o "$D/alloc_bench_nofp" "$SRC" || exit 1
+gcc -O2 -g -fno-omit-frame-pointer -pthread -o "$D/alloc_bench_fp" "$SRC" || exit 1
+have() { command -v "$1" > /dev/null 2>&1; }
+PEERS=1
+[ "${SKIP_PEERS:-0}" = 1 ] && PEERS=0
+if [ $PEERS = 1 ] && ! have heaptrack; then
+  echo "heaptrack not installed (apt-get install -y heaptrack): peers skipped" >&2
+  PEERS=0
+fi
+MEMCHECK=$PEERS
+[ "${SKIP_MEMCHECK:-0}" = 1 ] && MEMCHECK=0
+have valgrind || MEMCHECK=0
 
-cpu() {  # cpu NAME CMD... : runs REPS times, prints "NAME cpu wall rss" of the median-CPU run
-  local name=$1 i; shift
-  : > "$D/$name.runs"
-  for ((i = 0; i < REPS; i++)); do
-    /usr/bin/time -f "%U %S %e %M" -o "$D/$name.time" "$@" > "$D/$name.out" 2> "$D/$name.err"
-    tail -1 "$D/$name.time" | awk '{printf "%.2f %.2f %d\n", $1+$2, $3, $4}' >> "$D/$name.runs"
-  done
-  sort -n "$D/$name.runs" | awk -v n="$name" -v r="$REPS" 'NR == int((r + 1) / 2) {print n, $0}'
+one() {  # one NAME CMD... : one run appended to NAME.runs as "cpu wall rss"
+  local name=$1; shift
+  /usr/bin/time -f "%U %S %e %M" -o "$D/$name.time" "$@" > "$D/$name.out" 2> "$D/$name.err"
+  tail -1 "$D/$name.time" | awk '{printf "%.3f %.2f %d\n", $1+$2, $3, $4}' >> "$D/$name.runs"
 }
 
-{
-  cpu plain "$D/alloc_bench" "$N" "$T"
-  rm -f "$D/tk.rtrace"
-  # The whole `record mem`: the traced program plus the conversion of its
-  # binary events to the text protocol afterwards.
-  cpu tracekit "$TK" record mem -o "$D/tk.rtrace" -- "$D/alloc_bench" "$N" "$T"
-  if [ -n "${TRACEKIT_BASE:-}" ]; then
-    cpu tracekit_base "$TRACEKIT_BASE" record mem -o "$D/tk_base.rtrace" -- "$D/alloc_bench" "$N" "$T"
+: > "$D/load.txt"
+for b in $BUILDS; do
+  for c in plain tracekit tracekit_base heaptrack_raw heaptrack memcheck; do : > "$D/${c}_$b.runs"; done
+done
+for ((r = 0; r < REPS; r++)); do
+  cut -d' ' -f1-3 /proc/loadavg >> "$D/load.txt"
+  for b in $BUILDS; do
+    AB=$D/alloc_bench_$b
+    one "plain_$b" "$AB" "$N" "$T"
+    rm -f "$D/tk_$b.rtrace"*
+    one "tracekit_$b" "$TK" record mem -o "$D/tk_$b.rtrace" -- "$AB" "$N" "$T"
+    if [ -n "${TRACEKIT_BASE:-}" ]; then
+      one "tracekit_base_$b" "$TRACEKIT_BASE" record mem -o "$D/tkbase_$b.rtrace" -- "$AB" "$N" "$T"
+      rm -f "$D/tkbase_$b.rtrace"*
+    fi
+    if [ $PEERS = 1 ]; then
+      rm -f "$D/htraw_$b".* "$D/ht_$b".*
+      one "heaptrack_raw_$b" heaptrack -r -o "$D/htraw_$b" "$AB" "$N" "$T"
+      one "heaptrack_$b" heaptrack -o "$D/ht_$b" "$AB" "$N" "$T"
+    fi
+    if [ $MEMCHECK = 1 ] && [ "$r" = 0 ]; then
+      one "memcheck_$b" valgrind --run-libc-freeres=no --leak-check=full --log-file="$D/memcheck_$b.log" "$AB" "$N" "$T"
+    fi
+  done
+done
+
+# Post-processing the no-frame-pointer trace of the last round.
+PP=$D/tk_nofp.rtrace
+[ -f "$PP" ] || PP=$D/tk_fp.rtrace
+for c in postproc_leaks postproc_plain report; do : > "$D/$c.runs"; done
+one postproc_leaks "$TK" rtrace postproc -l "$PP" -o "$D/tk.leaks"
+one postproc_plain "$TK" rtrace postproc "$PP" -o /dev/null
+one report "$TK" report "$PP" -o "$D/tk.report"
+
+# Frames per allocation: tracekit from its text trace, heaptrack from its
+# flame graph stack file (every allocation's stack, weighted by count).
+for b in $BUILDS; do
+  awk '/^[0-9]+\. .*\) = 0x/ {a++; inb=1; next} /^\t0x/ {if (inb) f++; next} {inb=0}
+       END {if (a) printf "%.2f\n", f / a}' "$D/tk_$b.rtrace" > "$D/frames_tk_$b.txt"
+  HT=$(ls "$D"/ht_$b.*zst "$D"/ht_$b.*gz 2>/dev/null | head -1)
+  if [ -n "$HT" ] && have heaptrack_print; then
+    heaptrack_print -f "$HT" -p 0 -a 0 -T 0 -l 0 -F "$D/ht_$b.stacks" > /dev/null 2>&1
+    awk '{n = $NF; sub(/ [0-9]+$/, ""); d = 0; k = split($0, x, ";");
+          for (i = 1; i <= k; i++) if (x[i] != "") d++; s += n * d; c += n}
+         END {if (c) printf "%.2f\n", s / c}' \
+      "$D/ht_$b.stacks" > "$D/frames_ht_$b.txt"
   fi
-  if [ "${SKIP_PEERS:-0}" != 1 ]; then
-    cpu heaptrack heaptrack -o "$D/ht" "$D/alloc_bench" "$N" "$T"
-    cpu heaptrack_raw heaptrack -r -o "$D/htraw" "$D/alloc_bench" "$N" "$T"
-    cpu memcheck valgrind --run-libc-freeres=no --leak-check=full --log-file="$D/memcheck.log" "$D/alloc_bench" "$N" "$T"
-  fi
-  cpu postproc_leaks "$TK" rtrace postproc -l "$D/tk.rtrace" -o "$D/tk.leaks"
-  cpu postproc_plain "$TK" rtrace postproc "$D/tk.rtrace" -o /dev/null
-  cpu report "$TK" report "$D/tk.rtrace" -o "$D/tk.report"
-} | tee "$D/cpu.txt"
+done
+
+python3 - "$D" "$N" "$BUILDS" <<'PY'
+import os, statistics, sys
+d, n, builds = sys.argv[1], int(sys.argv[2]), sys.argv[3].split()
+def runs(name):
+    p = os.path.join(d, name + ".runs")
+    if not os.path.exists(p): return None
+    rows = [tuple(map(float, l.split())) for l in open(p) if l.strip()]
+    if not rows: return None
+    return (statistics.median(r[0] for r in rows), statistics.median(r[1] for r in rows),
+            statistics.median(r[2] for r in rows), len(rows))
+def text(name):
+    p = os.path.join(d, name)
+    return open(p).read().strip() if os.path.exists(p) else "-"
+loads = [l.split()[0] for l in open(os.path.join(d, "load.txt"))]
+print(f"alloc_bench {n} allocations; load average (1 min) at each round: {' '.join(loads)}")
+for b in builds:
+    plain = runs("plain_" + b)
+    if not plain: continue
+    print(f"\n{b} build ({'-O2' if b == 'nofp' else '-O2 -fno-omit-frame-pointer'}), medians:")
+    print(f"{'configuration':<16} {'CPU s':>7} {'wall s':>7} {'max RSS MB':>10} {'added CPU/alloc':>16} {'vs heaptrack -r':>16} {'frames/alloc':>13}")
+    raw = runs("heaptrack_raw_" + b)
+    for c in ("plain", "tracekit", "tracekit_base", "heaptrack_raw", "heaptrack", "memcheck"):
+        r = runs(f"{c}_{b}")
+        if not r: continue
+        cpu, wall, rss, k = r
+        add = (cpu - plain[0]) / n * 1e6
+        ratio = ""
+        if raw and c != "plain" and cpu > plain[0]:
+            ratio = f"{(raw[0] - plain[0]) / (cpu - plain[0]):.2f}x cheaper" if c.startswith("tracekit") else ""
+        frames = text(f"frames_tk_{b}.txt") if c == "tracekit" else text(f"frames_ht_{b}.txt") if c == "heaptrack" else ""
+        print(f"{c:<16} {cpu:7.2f} {wall:7.2f} {rss/1024:10.1f} {add if c != 'plain' else 0:13.3f} us {ratio:>16} {frames:>13}")
+PP = os.path.join(d, "tk_nofp.rtrace")
+if not os.path.exists(PP): PP = os.path.join(d, "tk_fp.rtrace")
+size = os.path.getsize(PP)
+print()
+for c in ("postproc_leaks", "postproc_plain", "report"):
+    r = runs(c)
+    if r: print(f"{c:<16} {r[0]:7.2f} s CPU {r[2]/1024:7.1f} MB  {size/1e6/max(r[0], 1e-9):8.0f} MB/s per CPU-second ({size/1e6:.0f} MB text)")
+for b in builds:
+    p = os.path.join(d, f"tracekit_{b}.err")
+    if os.path.exists(p):
+        for l in open(p): print(f"record mem ({b}):", l.rstrip())
+PY
 
 # Descriptors: fd_bench under tracekit (memory+file) and memcheck --track-fds.
 FN=${FN:-20000}
 FSRC=$(dirname "$SRC")/fd_bench.c
 if [ -f "$FSRC" ]; then
-  gcc -O2 -g -fno-omit-frame-pointer -o "$D/fd_bench" "$FSRC" || exit 1
+  gcc -O2 -g -o "$D/fd_bench" "$FSRC" || exit 1
   mkdir -p "$D/scratch"
-  cpu fd_plain "$D/fd_bench" "$FN" 1000 "$D/scratch" >> "$D/cpu.txt"
-  cpu fd_tracekit "$TK" record mem --modules memory,file -o "$D/fd.rtrace" -- "$D/fd_bench" "$FN" 1000 "$D/scratch" >> "$D/cpu.txt"
+  for c in fd_plain fd_tracekit fd_memcheck; do : > "$D/$c.runs"; done
+  one fd_plain "$D/fd_bench" "$FN" 1000 "$D/scratch"
+  one fd_tracekit "$TK" record mem --modules memory,file -o "$D/fd.rtrace" -- "$D/fd_bench" "$FN" 1000 "$D/scratch"
   "$TK" rtrace postproc -l "$D/fd.rtrace" -o "$D/fd.leaks"
-  if [ "${SKIP_PEERS:-0}" != 1 ]; then
-    cpu fd_memcheck valgrind --run-libc-freeres=no --track-fds=yes --log-file="$D/fd_memcheck.log" "$D/fd_bench" "$FN" 1000 "$D/scratch" >> "$D/cpu.txt"
-  fi
+  [ $MEMCHECK = 1 ] && one fd_memcheck valgrind --run-libc-freeres=no --track-fds=yes --log-file="$D/fd_memcheck.log" "$D/fd_bench" "$FN" 1000 "$D/scratch"
+  for c in fd_plain fd_tracekit fd_memcheck; do
+    [ -s "$D/$c.runs" ] && awk -v c=$c '{printf "%-16s %7.2f s CPU %7.1f MB\n", c, $1, $3/1024}' "$D/$c.runs"
+  done
   echo "fd_bench $FN iterations, never released (tracekit):"
   grep -A1 "^# Resource" "$D/fd.leaks" | grep -v "^--"
-  [ -f "$D/fd_memcheck.log" ] && grep -E "FILE DESCRIPTORS|in use at exit|inherited" "$D/fd_memcheck.log" | sort | uniq -c
 fi
-
-python3 - "$D" "$N" <<'PY'
-import sys, os, re
-d, n = sys.argv[1], int(sys.argv[2])
-rows = {}
-for line in open(os.path.join(d, "cpu.txt")):
-    name, cpu, wall, rss = line.split()
-    rows[name] = (float(cpu), float(wall), int(rss))
-plain = rows["plain"][0]
-print()
-print(f"{'configuration':<16} {'CPU s':>7} {'wall s':>7} {'max RSS MB':>10} {'added CPU/alloc':>16} {'vs tracekit':>12}")
-tk = rows["tracekit"][0] - plain
-for name in ("plain", "tracekit", "tracekit_base", "heaptrack", "heaptrack_raw", "memcheck"):
-    if name not in rows: continue
-    if name.startswith("fd_"): continue
-    c, w, r = rows[name]
-    add = (c - plain) / n * 1e6
-    ratio = f"{(c - plain) / tk:.2f}x" if name not in ("plain", "tracekit") and tk > 0 else ""
-    print(f"{name:<16} {c:7.2f} {w:7.2f} {r/1024:10.1f} {add if name != 'plain' else 0:13.3f} us {ratio:>12}")
-def inprog(name):
-    try:
-        m = re.search(r"ns_per_alloc=([0-9.]+)", open(os.path.join(d, name + ".out")).read())
-        return float(m.group(1)) if m else None
-    except OSError:
-        return None
-base = inprog("plain")
-print()
-print("in-program ns per allocation (wall, noisy on shared machines):")
-for name in ("plain", "tracekit", "tracekit_base", "heaptrack", "heaptrack_raw", "memcheck"):
-    v = inprog(name)
-    if v is not None and base:
-        print(f"  {name:<14} {v:9.1f} ns  (+{v - base:.1f} ns, {v / base:.1f}x)")
-size = os.path.getsize(os.path.join(d, "tk.rtrace"))
-for name in ("postproc_leaks", "postproc_plain", "report"):
-    c, w, r = rows[name]
-    print(f"{name:<16} {c:7.2f} {w:7.2f} {r/1024:10.1f}   {size/1e6/c:8.0f} MB/s per CPU-second ({size/1e6:.0f} MB text)")
-# What the recorder said (stream full and waited, events lost).
-for l in open(os.path.join(d, "tracekit.err")):
-    print("record mem:", l.rstrip())
-leak = open(os.path.join(d, "tk.leaks")).read()
-m = re.findall(r"# (\d+) block\(s\) leaked with total size of (\d+) bytes", leak)
-print("tracekit never freed:", m)
-import glob, subprocess
-for f in sorted(glob.glob(os.path.join(d, "ht.*zst")))[:1]:
-    try:
-        out = subprocess.run(["heaptrack_print", "-f", f, "-p", "0", "-a", "0", "-T", "0", "-l", "0"],
-                             capture_output=True, text=True).stdout
-        for l in out.splitlines():
-            if "leaked" in l: print("heaptrack:", l.strip())
-    except OSError:
-        pass
-mc = os.path.join(d, "memcheck.log")
-if os.path.exists(mc):
-    for l in open(mc):
-        if "in use at exit" in l: print("memcheck:", l.strip())
-PY

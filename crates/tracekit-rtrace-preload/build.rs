@@ -1,7 +1,9 @@
-//! Compiles the recorder shim (`shim/lib.rs`) as a standalone `no_std`,
-//! `panic=abort` shared library with its own rustc call: the workspace's
-//! unwinding std would bring thread-local storage and an allocator into a
-//! library that must have neither. `src/lib.rs` embeds the result.
+//! Builds the recorder shim (`shim/`, a package of its own) as a
+//! standalone `no_std`, `panic=abort` shared library with its own cargo
+//! call: the workspace's unwinding std would bring thread-local storage
+//! and the program's allocator into a library that must have neither, and
+//! the shim depends on crates (framehop, gimli) compiled for that setting.
+//! `src/lib.rs` embeds the result.
 
 use std::env;
 use std::path::PathBuf;
@@ -20,28 +22,45 @@ fn main() {
         std::fs::write(&so, b"").expect("write placeholder");
         return;
     }
-    let rustc = env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let manifest = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("manifest dir"));
-    let status = Command::new(rustc)
-        .args([
-            "--edition=2021",
-            "--crate-type=cdylib",
-            "--crate-name=tracekit_rtrace_shim",
-            "-C",
-            "panic=abort",
-            "-C",
-            "opt-level=3",
-            "-C",
-            "debuginfo=1",
-            "-C",
-            "force-frame-pointers=yes",
-            "--target",
-            &target,
-            "-o",
-        ])
-        .arg(&so)
-        .arg(manifest.join("shim/lib.rs"))
-        .status()
-        .expect("run rustc for the recorder shim");
+    let target_dir = out.join("shim-target");
+    let mut cmd = Command::new(cargo);
+    cmd.args([
+        "build",
+        "--release",
+        "--locked",
+        "--quiet",
+        "--target",
+        &target,
+    ])
+    .arg("--manifest-path")
+    .arg(manifest.join("shim/Cargo.toml"))
+    .arg("--target-dir")
+    .arg(&target_dir);
+    // The outer build's flags are for the workspace (sanitizers, coverage,
+    // wrappers); the shim has its own profile.
+    for var in [
+        "RUSTFLAGS",
+        "CARGO_ENCODED_RUSTFLAGS",
+        "CARGO_BUILD_RUSTFLAGS",
+        "CARGO_TARGET_DIR",
+        "CARGO_BUILD_TARGET",
+        "RUSTC_WRAPPER",
+        "RUSTC_WORKSPACE_WRAPPER",
+        "CARGO_PROFILE_RELEASE_PANIC",
+        "CARGO_PROFILE_RELEASE_LTO",
+        "CARGO_PROFILE_RELEASE_DEBUG",
+        "CARGO_PROFILE_RELEASE_OPT_LEVEL",
+        "CARGO_PROFILE_RELEASE_CODEGEN_UNITS",
+    ] {
+        cmd.env_remove(var);
+    }
+    let status = cmd.status().expect("run cargo for the recorder shim");
     assert!(status.success(), "building the recorder shim failed");
+    let built = target_dir
+        .join(&target)
+        .join("release")
+        .join("libtracekit_rtrace_shim.so");
+    std::fs::copy(&built, &so).expect("copy the recorder shim");
 }

@@ -18,10 +18,23 @@ mod consts;
 #[path = "../../tracekit-posix/src/producer.rs"]
 mod producer;
 
+extern crate alloc;
+
 mod libc;
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+mod arena;
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod imp;
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+mod stacks;
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+mod unwind;
+
+/// What the unwinder keeps lives in memory the shim maps itself.
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+#[global_allocator]
+static ALLOC: arena::ShimAlloc = arena::ShimAlloc;
 
 #[panic_handler]
 fn panic(_: &core::panic::PanicInfo<'_>) -> ! {

@@ -35,11 +35,14 @@ pub const O_CLOEXEC: c_int = 0o2000000;
 pub const PROT_READ: c_int = 1;
 pub const PROT_WRITE: c_int = 2;
 pub const RTLD_NEXT: *mut c_void = -1isize as *mut c_void;
+pub const SYS_read: c_long = 0;
 pub const SYS_close: c_long = 3;
 pub const SYS_lseek: c_long = 8;
 pub const SYS_sched_yield: c_long = 24;
 pub const SYS_nanosleep: c_long = 35;
 pub const SYS_openat: c_long = 257;
+pub const SYS_ftruncate: c_long = 77;
+pub const SYS_sigaltstack: c_long = 131;
 
 #[link(name = "c")]
 unsafe extern "C" {

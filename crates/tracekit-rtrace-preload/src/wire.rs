@@ -8,18 +8,56 @@
 pub const TAG_HEADER: [u8; 4] = *b"TKHD";
 pub const TAG_EVENTS: [u8; 4] = *b"TKEV";
 pub const TAG_MAPS: [u8; 4] = *b"TKMP";
-/// Event kinds.
+/// How the image ended: `END_*` u32, status i32 (the decoder uses the
+/// last such chunk).
+pub const TAG_END: [u8; 4] = *b"TKEN";
+/// Record kinds (the first byte of every record in a batch). Records are
+/// little-endian and of fixed length per kind ([`record_len`]):
+/// * `KIND_ALLOC`, [`ALLOC_LEN`] bytes: kind, res, func, 0, ts_ms u32,
+///   seq u64, size u64, id u64, stack u32 (0: no backtrace), 0 u32;
+/// * `KIND_FREE`, [`FREE_LEN`] bytes: kind, res, func, 0, ts_ms u32,
+///   seq u64, id u64;
+/// * `KIND_VOID`, [`VOID_LEN`] bytes: kind, 0, 0, 0, ts_ms u32, seq u64 (a
+///   number that was taken but produced no call: a failed realloc);
+/// * `KIND_STACK`, [`STACK_HEAD`] + 8 × n bytes: kind, n (frames), 0, 0,
+///   stack u32, then n return addresses u64, innermost first. It defines a
+///   backtrace that later allocation records of the same thread name by
+///   its number (numbers are unique within a process image; a thread
+///   defines each backtrace it uses before its first use).
 pub const KIND_ALLOC: u8 = 1;
 pub const KIND_FREE: u8 = 2;
-/// A number that was taken but produced no call (failed realloc).
 pub const KIND_VOID: u8 = 3;
+pub const KIND_STACK: u8 = 4;
+pub const ALLOC_LEN: usize = 40;
+pub const FREE_LEN: usize = 24;
+pub const VOID_LEN: usize = 16;
+pub const STACK_HEAD: usize = 8;
 /// Resource types.
 pub const RES_MEMORY: u8 = 0;
 pub const RES_FD: u8 = 1;
 pub const RES_FP: u8 = 2;
-/// Fixed part of an event: kind, res, func, nframes, ts_ms(u32),
-/// seq(u64), size(u64), id(u64).
-pub const EVENT_FIXED: usize = 32;
+
+/// The length of the record at the start of `b`, from its first bytes
+/// (`None`: an unknown kind, or too few bytes to tell).
+#[inline]
+pub fn record_len(b: &[u8]) -> Option<usize> {
+    match *b.first()? {
+        KIND_ALLOC => Some(ALLOC_LEN),
+        KIND_FREE => Some(FREE_LEN),
+        KIND_VOID => Some(VOID_LEN),
+        KIND_STACK => Some(STACK_HEAD + 8 * *b.get(1)? as usize),
+        _ => None,
+    }
+}
+
+/// The event number of an allocation, release or void record.
+#[inline]
+pub fn record_seq(b: &[u8]) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[8..16]);
+    u64::from_le_bytes(a)
+}
+
 /// Function names, indexed by the event's `func` byte.
 pub const FUNCTIONS: &[&str] = &[
     "malloc",
@@ -57,8 +95,9 @@ pub const FUNCTIONS: &[&str] = &[
 ];
 /// Header chunk payload: pid u32, ppid u32, start time (seconds since
 /// the epoch) u64, start monotonic ms u64, backtrace depth u32,
-/// modules u32 (bit 0 memory, bit 1 file), then the executable path.
-pub const HEADER_FIXED: usize = 32;
+/// modules u32 (bit 0 memory, bit 1 file), the image's nonce u64 (names
+/// its spill file), then the executable path.
+pub const HEADER_FIXED: usize = 40;
 pub const MODULE_MEMORY: u32 = 1;
 pub const MODULE_FILE: u32 = 2;
 
@@ -68,6 +107,10 @@ use core::ffi::CStr;
 /// `tracekit-posix` stream file for all processes) the shim writes into.
 pub const STREAM_ENV_C: &CStr = c"TRACEKIT_RTRACE_STREAM";
 pub const STREAM_ENV: &str = env_name(STREAM_ENV_C);
+/// The environment variable holding the spill files' path prefix (see
+/// [`SPILL_MAGIC`]).
+pub const SPILL_ENV_C: &CStr = c"TRACEKIT_RTRACE_SPILL";
+pub const SPILL_ENV: &str = env_name(SPILL_ENV_C);
 /// The environment variable holding the backtrace depth (frames).
 pub const DEPTH_ENV_C: &CStr = c"TRACEKIT_RTRACE_DEPTH";
 pub const DEPTH_ENV: &str = env_name(DEPTH_ENV_C);
@@ -85,9 +128,8 @@ const fn env_name(name: &'static CStr) -> &'static str {
 }
 
 /// The user event type of allocation events: the payload is one or more
-/// whole events of the layout above (`EVENT_FIXED + 8 * nframes` bytes
-/// each), all of one thread in the order it recorded them; the stream's
-/// slot header carries the pid and thread.
+/// whole records of the layout above, all of one thread in the order it
+/// recorded them; the stream's slot header carries the pid and thread.
 pub const STREAM_EVENT: &[u8] = b"tracekit.rtrace.event";
 /// The user event type of the per-image metadata (the header and the
 /// memory maps), sent in fragments: `META_HEAD` bytes (kind, serial,
@@ -105,5 +147,33 @@ pub const MAX_DEPTH: usize = 64;
 /// writes up to this many bytes of them as one stream event (whole events,
 /// concatenated); metadata pieces are this size minus `META_HEAD`.
 pub const STREAM_MAX_DATA: usize = 4096;
-// One event of the deepest backtrace always fits a batch.
-const _: () = assert!(EVENT_FIXED + 8 * MAX_DEPTH <= STREAM_MAX_DATA);
+// A backtrace definition of the deepest backtrace and its allocation
+// always fit a batch.
+const _: () = assert!(STACK_HEAD + 8 * MAX_DEPTH + ALLOC_LEN <= STREAM_MAX_DATA);
+
+/// A process image's spill file, `<prefix>.<nonce as 16 hex digits>`: a
+/// shared mapping that holds the image's per-thread batches while they
+/// fill, so that what a killed process recorded but had not yet sent can
+/// be read after it is gone. Little-endian. The header (one page):
+/// magic u32, version u32, pid u32, 0 u32, nonce u64, batches u32 (how
+/// many are in use), end u32 (an `END_*`), status i32 (with `END_EXIT`).
+/// Then `batches` batches of [`SPILL_BATCH`] bytes each: 8 bytes the
+/// recorder ignores, lock u32, 4 bytes, owner thread u64, len u64 (the
+/// bytes of whole records in `data` not yet sent), data.
+pub const SPILL_MAGIC: u32 = u32::from_le_bytes(*b"TKSP");
+pub const SPILL_VERSION: u32 = 1;
+pub const SPILL_HEADER: usize = 4096;
+pub const SPILL_BATCH_HEAD: usize = 32;
+pub const SPILL_BATCH: usize = SPILL_BATCH_HEAD + STREAM_MAX_DATA;
+/// How an image ended, as the shim saw it (`END_NONE`: it saw no end:
+/// killed by a signal or crashed).
+pub const END_NONE: u32 = 0;
+/// Replaced by `exec`.
+pub const END_EXEC: u32 = 1;
+/// `exit`, `_exit` or `_Exit` with the status.
+pub const END_EXIT: u32 = 2;
+/// Its exit handlers ran (returned from `main`): status unknown to the shim.
+pub const END_EXITED: u32 = 3;
+/// Killed by the signal in the status (only the recorder, which waits for
+/// the command, writes this).
+pub const END_SIGNAL: u32 = 4;

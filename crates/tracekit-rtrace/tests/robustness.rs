@@ -125,8 +125,8 @@ fn recorder_output_garbage_is_an_error_not_a_panic() {
     // loss counted.
     let mut data = Vec::new();
     data.extend_from_slice(b"TKHD");
-    data.extend_from_slice(&33u32.to_le_bytes());
-    data.extend_from_slice(&[0u8; 32]);
+    data.extend_from_slice(&41u32.to_le_bytes());
+    data.extend_from_slice(&[0u8; 40]);
     data.push(b'x');
     data.extend_from_slice(b"TKEV");
     data.extend_from_slice(&100u32.to_le_bytes());

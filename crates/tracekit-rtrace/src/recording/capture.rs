@@ -43,14 +43,14 @@ use tracekit_posix::TraceAttr;
 use super::wire::*;
 use rustc_hash::FxHashMap as HashMap;
 
-/// Stream size: 8 MiB of slots per lane (tracekit-posix gives each
-/// writing thread's lane this many; pages are touched only when used).
-/// With 4 KiB batches of about 36 events (depth 10) a lane holds some
-/// 70,000 events, tens of milliseconds of a thread allocating flat out,
+/// Stream size: 4 MiB of slots per lane (tracekit-posix gives each
+/// writing thread's lane this many; pages are touched only when used, by
+/// the program and by the recorder, so they count in both resident
+/// sizes). With 4 KiB batches of about 100 records a lane holds some
+/// 100,000 events, tens of milliseconds of a thread allocating flat out,
 /// while the reader drains continuously; beyond that the shim waits for
-/// room. Larger rings only cost page faults (every page is touched once a
-/// ring wraps).
-pub const STREAM_SIZE: u64 = 8 << 20;
+/// room.
+pub const STREAM_SIZE: u64 = 4 << 20;
 /// A thread's buffered events are written as one chunk at this size.
 const FLUSH_AT: usize = 64 << 10;
 /// A metadata record larger than this is refused as damaged (the maps
@@ -68,6 +68,59 @@ pub struct Image {
     /// Counts the images of one pid (exec starts the next).
     pub n: u32,
     pub path: PathBuf,
+    /// The nonce of its header (names its spill file).
+    pub nonce: u64,
+}
+
+/// How a process image ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ImageEnd {
+    /// The shim saw no end: killed by a signal, or crashed.
+    Unseen,
+    /// Replaced by `exec`.
+    Exec,
+    /// `exit`/`_exit` with this status (or the wait status of the command).
+    Exit(i32),
+    /// Its exit handlers ran (it returned from `main`); status not seen.
+    Exited,
+    /// Killed by this signal (the command's wait status).
+    Signal(i32),
+}
+
+impl ImageEnd {
+    fn encode(self) -> [u8; 8] {
+        let (kind, status) = match self {
+            ImageEnd::Unseen => (END_NONE, 0),
+            ImageEnd::Exec => (END_EXEC, 0),
+            ImageEnd::Exit(s) => (END_EXIT, s),
+            ImageEnd::Exited => (END_EXITED, 0),
+            ImageEnd::Signal(s) => (END_SIGNAL, s),
+        };
+        let mut b = [0u8; 8];
+        b[..4].copy_from_slice(&kind.to_le_bytes());
+        b[4..].copy_from_slice(&status.to_le_bytes());
+        b
+    }
+
+    /// The payload of a [`TAG_END`] chunk (`None`: damaged).
+    pub fn decode(b: &[u8]) -> Option<ImageEnd> {
+        let kind = u32::from_le_bytes(b.get(..4)?.try_into().ok()?);
+        let status = i32::from_le_bytes(b.get(4..8)?.try_into().ok()?);
+        Some(match kind {
+            END_NONE => ImageEnd::Unseen,
+            END_EXEC => ImageEnd::Exec,
+            END_EXIT => ImageEnd::Exit(status),
+            END_EXITED => ImageEnd::Exited,
+            END_SIGNAL => ImageEnd::Signal(status),
+            _ => return None,
+        })
+    }
+}
+
+/// Records how `image` ended in its file (the decoder writes the last
+/// such note): the recorder knows the command's own wait status.
+pub fn note_end(image: &Image, end: ImageEnd) -> io::Result<()> {
+    append_chunk(&image.path, TAG_END, &end.encode())
 }
 
 /// What the transport saw.
@@ -82,6 +135,11 @@ pub struct CaptureStats {
     pub damaged_events: u64,
     /// Metadata records left incomplete (a piece lost) or damaged.
     pub incomplete_meta: u64,
+    /// Records recovered from spill files: what processes that did not
+    /// exit normally had recorded but not sent.
+    pub spilled_events: u64,
+    /// Spill files of images whose header never arrived, or damaged.
+    pub orphan_spills: u64,
     /// Writes the stream refused because it was full. The shim then waits
     /// for the reader and retries; an event it finally gave up shows as a
     /// gap in its image's event numbers.
@@ -95,6 +153,8 @@ pub struct Capture {
     /// the reader has stopped.
     stream: RecorderStream,
     depth: usize,
+    /// Path prefix of the images' spill files (`<prefix>.<nonce>`).
+    spill: PathBuf,
     done: Arc<AtomicBool>,
     reader: Option<JoinHandle<io::Result<Demux>>>,
 }
@@ -127,9 +187,11 @@ impl Capture {
                 .name("rtrace-reader".into())
                 .spawn(move || demux.run(trid, &done))?
         };
+        let spill = spill_prefix();
         Ok(Capture {
             stream,
             depth,
+            spill,
             done,
             reader: Some(reader),
         })
@@ -140,6 +202,7 @@ impl Capture {
         vec![
             (STREAM_ENV, self.stream.path().as_os_str().to_owned()),
             (DEPTH_ENV, self.depth.to_string().into()),
+            (SPILL_ENV, self.spill.as_os_str().to_owned()),
             (MODULES_ENV, modules.into()),
         ]
     }
@@ -154,11 +217,53 @@ impl Capture {
             _ => return Err(io::Error::other("the trace stream's reader failed")),
         };
         let refused = api::lost_events(self.stream.trid()).unwrap_or(0);
+        let mut demux = demux;
+        let spilled = demux.collect_spills(&self.spill);
+        remove_spills(&self.spill);
+        spilled?;
         let mut stats = demux.stats;
         stats.refused_writes = refused;
         let mut images = demux.images;
         images.sort_by_key(|i| (i.pid, i.n));
         Ok((images, stats))
+    }
+}
+
+/// A fresh path prefix for spill files: in `/dev/shm` (memory, no
+/// write-back to a disk), unique to this recorder.
+fn spill_prefix() -> PathBuf {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    PathBuf::from(format!(
+        "/dev/shm/tracekit-rtrace-{}-{:x}",
+        std::process::id(),
+        t
+    ))
+}
+
+/// The spill files named with `prefix`, and their nonces.
+fn spill_files(prefix: &Path) -> Vec<(PathBuf, u64)> {
+    let (Some(dir), Some(stem)) = (prefix.parent(), prefix.file_name()) else {
+        return Vec::new();
+    };
+    let stem = format!("{}.", stem.to_string_lossy());
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let nonce = u64::from_str_radix(name.strip_prefix(&stem)?, 16).ok()?;
+            Some((e.path(), nonce))
+        })
+        .collect()
+}
+
+fn remove_spills(prefix: &Path) {
+    for (path, _) in spill_files(prefix) {
+        let _ = std::fs::remove_file(path);
     }
 }
 
@@ -168,6 +273,7 @@ impl Drop for Capture {
         if let Some(r) = self.reader.take() {
             let _ = r.join();
         }
+        remove_spills(&self.spill);
         // `stream` is shut down next, which also removes its /dev/shm file.
     }
 }
@@ -196,8 +302,30 @@ pub fn split<'a>(
 struct Current {
     image: usize,
     /// Each thread's events not yet written (in the order written, which
-    /// for one thread is the order of their numbers).
-    threads: HashMap<u64, Vec<u8>>,
+    /// for one thread is the order of their numbers, almost).
+    threads: HashMap<u64, Pending>,
+}
+
+/// One thread's records not yet written, and whether they are in the
+/// order of their numbers (then they are written as they are).
+#[derive(Default)]
+struct Pending {
+    buf: Vec<u8>,
+    last_seq: Option<u64>,
+    unsorted: bool,
+}
+
+impl Pending {
+    fn write(&mut self, f: &mut File, scratch: &mut Vec<u8>) -> io::Result<()> {
+        if self.unsorted {
+            write_events(f, &self.buf, scratch)?;
+        } else {
+            write_chunk(f, TAG_EVENTS, &self.buf)?;
+        }
+        self.buf.clear();
+        self.unsorted = false;
+        Ok(())
+    }
 }
 
 /// Splits the stream into image files.
@@ -294,34 +422,44 @@ impl Demux {
         }
     }
 
-    /// A batch: whole events of one thread, concatenated.
+    /// A batch: whole records of one thread, concatenated.
     fn event(&mut self, pid: i32, thread: u64, data: &[u8]) -> io::Result<()> {
-        // The whole events at the front; a damaged length ends the batch.
+        let Some(cur) = self.current.get_mut(&pid) else {
+            let mut whole = 0;
+            while let Some(len) = record_len(&data[whole..]).filter(|l| whole + l <= data.len()) {
+                if data[whole] != KIND_STACK {
+                    self.stats.orphan_events += 1;
+                }
+                whole += len;
+            }
+            if whole < data.len() {
+                self.stats.damaged_events += 1;
+            }
+            return Ok(());
+        };
+        let p = cur.threads.entry(thread).or_default();
+        // The whole records at the front; a damaged length ends the batch.
         let mut whole = 0;
-        let mut count = 0u64;
-        while whole + EVENT_FIXED <= data.len() {
-            let len = EVENT_FIXED + 8 * data[whole + 3] as usize;
+        while let Some(len) = record_len(&data[whole..]) {
             if whole + len > data.len() {
                 break;
             }
+            if data[whole] != KIND_STACK {
+                self.stats.events += 1;
+                let seq = record_seq(&data[whole..]);
+                p.unsorted |= p.last_seq.is_some_and(|l| l >= seq);
+                p.last_seq = Some(seq);
+            }
             whole += len;
-            count += 1;
         }
         if whole < data.len() {
             self.stats.damaged_events += 1;
         }
-        let Some(cur) = self.current.get_mut(&pid) else {
-            self.stats.orphan_events += count;
-            return Ok(());
-        };
-        self.stats.events += count;
-        let buf = cur.threads.entry(thread).or_default();
-        buf.extend_from_slice(&data[..whole]);
-        if buf.len() >= FLUSH_AT {
+        p.buf.extend_from_slice(&data[..whole]);
+        if p.buf.len() >= FLUSH_AT {
             let path = &self.images[cur.image].path;
             let mut f = OpenOptions::new().append(true).open(path)?;
-            write_events(&mut f, buf, &mut self.scratch)?;
-            buf.clear();
+            p.write(&mut f, &mut self.scratch)?;
         }
         Ok(())
     }
@@ -354,7 +492,16 @@ impl Demux {
                 let path = self.dir.join(format!("{pid}-{n}.tkrt"));
                 let mut f = File::create(&path)?;
                 write_chunk(&mut f, TAG_HEADER, record)?;
-                self.images.push(Image { pid, n, path });
+                let nonce = record
+                    .get(32..40)
+                    .filter(|_| record.len() >= HEADER_FIXED)
+                    .map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap_or_default()));
+                self.images.push(Image {
+                    pid,
+                    n,
+                    path,
+                    nonce,
+                });
                 self.current.insert(
                     pid,
                     Current {
@@ -378,44 +525,129 @@ impl Demux {
         }
     }
 
+    /// Reads the spill files (`<prefix>.<nonce>`) after everything the
+    /// stream delivered: each batch still holding records is what a
+    /// process recorded but never sent (it was killed, or crashed); those
+    /// records go into its image's file (copies of records that did
+    /// arrive are dropped by number when decoding). Notes each image's
+    /// end as its shim saw it.
+    fn collect_spills(&mut self, prefix: &Path) -> io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        let by_nonce: HashMap<u64, usize> = self
+            .images
+            .iter()
+            .enumerate()
+            .filter(|(_, i)| i.nonce != 0)
+            .map(|(k, i)| (i.nonce, k))
+            .collect();
+        for (path, nonce) in spill_files(prefix) {
+            let Some(&k) = by_nonce.get(&nonce) else {
+                self.stats.orphan_spills += 1;
+                continue;
+            };
+            let f = File::open(&path)?;
+            let mut head = [0u8; 36];
+            if f.read_exact_at(&mut head, 0).is_err()
+                || u32_le(&head, 0) != SPILL_MAGIC
+                || u32_le(&head, 4) != SPILL_VERSION
+            {
+                self.stats.orphan_spills += 1;
+                continue;
+            }
+            let batches = (u32_le(&head, 24) as usize).min(1 << 20);
+            let end = ImageEnd::decode(&head[28..36]).unwrap_or(ImageEnd::Unseen);
+            let mut threads: HashMap<u64, Vec<u8>> = HashMap::default();
+            let mut batch = vec![0u8; SPILL_BATCH];
+            for i in 0..batches {
+                let at = (SPILL_HEADER + i * SPILL_BATCH) as u64;
+                if f.read_exact_at(&mut batch, at).is_err() {
+                    break;
+                }
+                let owner = u64::from_le_bytes(batch[16..24].try_into().unwrap_or_default());
+                let len = u64::from_le_bytes(batch[24..32].try_into().unwrap_or_default());
+                let data = &batch[SPILL_BATCH_HEAD..];
+                let len = (len as usize).min(data.len());
+                let mut whole = 0;
+                while let Some(l) = record_len(&data[whole..len]) {
+                    if whole + l > len {
+                        break;
+                    }
+                    if data[whole] != KIND_STACK {
+                        self.stats.spilled_events += 1;
+                    }
+                    whole += l;
+                }
+                if whole > 0 {
+                    threads
+                        .entry(owner)
+                        .or_default()
+                        .extend_from_slice(&data[..whole]);
+                }
+            }
+            let image = &self.images[k];
+            let mut out = OpenOptions::new().append(true).open(&image.path)?;
+            for buf in threads.values() {
+                write_events(&mut out, buf, &mut self.scratch)?;
+            }
+            write_chunk(&mut out, TAG_END, &end.encode())?;
+        }
+        Ok(())
+    }
+
     /// Writes the image's buffered events; later events of the pid belong
     /// to its next image.
     fn end_image(&mut self, pid: i32) -> io::Result<()> {
-        let Some(cur) = self.current.remove(&pid) else {
+        let Some(mut cur) = self.current.remove(&pid) else {
             return Ok(());
         };
         let path = &self.images[cur.image].path;
         let mut f = OpenOptions::new().append(true).open(path)?;
-        for buf in cur.threads.values().filter(|b| !b.is_empty()) {
-            write_events(&mut f, buf, &mut self.scratch)?;
+        for p in cur.threads.values_mut().filter(|p| !p.buf.is_empty()) {
+            p.write(&mut f, &mut self.scratch)?;
         }
         Ok(())
     }
 }
 
-/// Writes one thread's events as a chunk in the order of their numbers.
+/// Writes one thread's records as a chunk in the order of their numbers.
 /// A thread records them almost in that order, but not quite: a release
 /// takes its number before the real call and is written after it, so the
 /// events of calls made inside (fclose freeing its buffers) come first.
+/// A backtrace definition stays just before the record that follows it
+/// (its first use).
 fn write_events(f: &mut File, buf: &[u8], scratch: &mut Vec<u8>) -> io::Result<()> {
-    let mut index: Vec<(u64, usize, usize)> = Vec::with_capacity(buf.len() / EVENT_FIXED);
+    // (number, definition first, offset, length)
+    let mut index: Vec<(u64, bool, usize, usize)> = Vec::with_capacity(buf.len() / FREE_LEN);
     let mut at = 0;
     let mut sorted = true;
-    while at + EVENT_FIXED <= buf.len() {
-        let len = EVENT_FIXED + 8 * buf[at + 3] as usize;
-        let mut seq = [0u8; 8];
-        seq.copy_from_slice(&buf[at + 8..at + 16]);
-        let seq = u64::from_le_bytes(seq);
-        sorted &= index.last().is_none_or(|l| l.0 < seq);
-        index.push((seq, at, len));
+    let mut last = None;
+    let mut defs_waiting = 0;
+    while let Some(len) = record_len(&buf[at..]) {
+        if at + len > buf.len() {
+            break;
+        }
+        if buf[at] == KIND_STACK {
+            index.push((u64::MAX, false, at, len));
+            defs_waiting += 1;
+        } else {
+            let seq = record_seq(&buf[at..]);
+            sorted &= last.is_none_or(|l| l < seq);
+            last = Some(seq);
+            let n = index.len();
+            for d in &mut index[n - defs_waiting..] {
+                *d = (seq, false, d.2, d.3);
+            }
+            defs_waiting = 0;
+            index.push((seq, true, at, len));
+        }
         at += len;
     }
     if sorted {
-        return write_chunk(f, TAG_EVENTS, buf);
+        return write_chunk(f, TAG_EVENTS, &buf[..at]);
     }
-    index.sort_by_key(|e| e.0);
+    index.sort_by_key(|e| (e.0, e.1));
     scratch.clear();
-    for (_, at, len) in index {
+    for (_, _, at, len) in index {
         scratch.extend_from_slice(&buf[at..at + len]);
     }
     write_chunk(f, TAG_EVENTS, scratch)
@@ -434,6 +666,10 @@ fn append_chunk(path: &Path, tag: [u8; 4], payload: &[u8]) -> io::Result<()> {
     write_chunk(&mut f, tag, payload)
 }
 
+fn u32_le(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -447,16 +683,25 @@ mod tests {
         v
     }
 
+    /// An allocation record with number `seq`, its backtrace `frames`
+    /// defined just before it (as backtrace number `seq + 1`).
     fn event(seq: u64, frames: &[u64]) -> Vec<u8> {
-        let mut e = vec![0u8; EVENT_FIXED];
-        e[0] = KIND_ALLOC;
-        e[3] = frames.len() as u8;
-        e[8..16].copy_from_slice(&seq.to_le_bytes());
-        e[16..24].copy_from_slice(&8u64.to_le_bytes());
-        e[24..32].copy_from_slice(&(0x1000 + seq).to_le_bytes());
-        for f in frames {
-            e.extend_from_slice(&f.to_le_bytes());
+        let mut e = Vec::new();
+        let stack = if frames.is_empty() { 0 } else { seq as u32 + 1 };
+        if stack != 0 {
+            e.extend_from_slice(&[KIND_STACK, frames.len() as u8, 0, 0]);
+            e.extend_from_slice(&stack.to_le_bytes());
+            for f in frames {
+                e.extend_from_slice(&f.to_le_bytes());
+            }
         }
+        let mut a = vec![0u8; ALLOC_LEN];
+        a[0] = KIND_ALLOC;
+        a[8..16].copy_from_slice(&seq.to_le_bytes());
+        a[16..24].copy_from_slice(&8u64.to_le_bytes());
+        a[24..32].copy_from_slice(&(0x1000 + seq).to_le_bytes());
+        a[32..36].copy_from_slice(&stack.to_le_bytes());
+        e.extend_from_slice(&a);
         e
     }
 
@@ -488,8 +733,7 @@ mod tests {
         batch.extend_from_slice(&event(1, &[0x10]));
         d.take(1024, 7, 2, &batch).unwrap();
         d.take(1024, 7, 1, &event(0, &[0x20, 0x30])).unwrap();
-        d.take(1024, 7, 2, &event(9, &[])[..EVENT_FIXED - 1])
-            .unwrap();
+        d.take(1024, 7, 2, &event(9, &[])[..ALLOC_LEN - 1]).unwrap();
         let maps = b"00400000-00401000 r-xp 00000000 08:01 1 /bin/prog\n";
         d.take(1025, 7, 1, &meta(META_MAPS, 1, 0, maps.len(), maps))
             .unwrap();

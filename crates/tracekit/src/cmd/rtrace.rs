@@ -36,7 +36,12 @@ image gets its own trace: the command's is OUT; the others (fork children,
 exec'd programs) are written beside it as OUT.<pid>-<n>.rtrace. The exit
 status is the command's. Events travel through a POSIX trace stream in
 /dev/shm that tracekit reads while CMD runs (a full stream makes CMD wait,
-nothing is dropped silently). Leaks can be listed with `tracekit report OUT`.
+nothing is dropped silently). Backtraces are unwound from the programs'
+DWARF call-frame information (.eh_frame), so code built without frame
+pointers (-O2, Debian packages) gets complete stacks. A process killed by a
+signal or a crash keeps every event it recorded, and each trace ends with a
+'## tracekit:' line saying how the process ended (exit status or signal).
+Leaks can be listed with `tracekit report OUT`.
 
 Examples:
   tracekit record mem -o app.rtrace -- ./app --flag
@@ -276,6 +281,26 @@ fn record_into(dir: &Path, preload: std::ffi::OsString, a: &RecordArgs) -> Resul
     let (images, stats) = capture
         .finish()
         .with_context(|| "reading the recorder's trace stream".to_string())?;
+    // The command's last image ended as its wait status says (the shim
+    // cannot see a signal that kills it).
+    if let Some(last) = images.iter().filter(|i| i.pid == root).max_by_key(|i| i.n) {
+        use std::os::unix::process::ExitStatusExt;
+        use tracekit_rtrace::recording::capture::{note_end, ImageEnd};
+        let end = match (status.code(), status.signal()) {
+            (Some(c), _) => Some(ImageEnd::Exit(c)),
+            (None, Some(sig)) => Some(ImageEnd::Signal(sig)),
+            _ => None,
+        };
+        if let Some(end) = end {
+            note_end(last, end).map_err(|e| tracekit_core::Error::io(Some(&last.path), e))?;
+        }
+    }
+    if stats.spilled_events > 0 {
+        eprintln!(
+            "tracekit: {} event(s) of processes that did not exit normally were read from their spill files",
+            stats.spilled_events
+        );
+    }
     if stats.refused_writes > 0 {
         // The stream's lost count covers more than events lost for good:
         // the shim retries a refused write until there is room.
@@ -332,11 +357,15 @@ fn convert_recordings(
         let out = output(Some(&out_path))?;
         let (info, stats) = tracekit_rtrace::recording::decode_file(&image.path, out)?;
         eprintln!(
-            "tracekit: {}: {} ({} allocations, {} releases{}{})",
+            "tracekit: {}: {} ({} allocations, {} releases{}{}{})",
             out_path.display(),
             info.executable,
             stats.allocs,
             stats.frees,
+            match info.end {
+                Some(end) => format!("; {}", tracekit_rtrace::recording::describe_end(end)),
+                None => String::new(),
+            },
             if stats.lost > 0 {
                 format!(", {} events lost", stats.lost)
             } else {
