@@ -1208,25 +1208,18 @@ fn take_seq() -> u64 {
     SEQ.fetch_add(1, Ordering::Relaxed)
 }
 
-fn stack_bounds(slot: &Slot) -> (usize, usize) {
+/// The bounds of this thread's stack, found once per thread (see
+/// `unwind::stack_of`); `sp` is a stack pointer of this thread.
+fn stack_bounds(slot: &Slot, sp: usize) -> (usize, usize) {
     let lo = slot.lo.load(Ordering::Relaxed);
     if lo != 0 {
         return (lo, slot.hi.load(Ordering::Relaxed));
     }
-    let mut bounds = (1, 1);
-    // SAFETY: pthread_getattr_np fills `attr`, which we destroy; the
-    // allocations it may make pass through (the guard is set).
-    unsafe {
-        let mut attr: libc::pthread_attr_t = core::mem::zeroed();
-        if libc::pthread_getattr_np(libc::pthread_self(), &mut attr) == 0 {
-            let mut addr: *mut c_void = null_mut();
-            let mut size: usize = 0;
-            if libc::pthread_attr_getstack(&attr, &mut addr, &mut size) == 0 {
-                bounds = (addr as usize, addr as usize + size);
-            }
-            libc::pthread_attr_destroy(&mut attr);
-        }
-    }
+    // SAFETY: raw system calls into a mapping of its own.
+    let bounds = match unsafe { unwind::stack_of(sp as u64) } {
+        Some((lo, hi)) => (lo as usize, hi as usize),
+        None => (1, 1),
+    };
     slot.hi.store(bounds.1, Ordering::Relaxed);
     slot.lo.store(bounds.0, Ordering::Relaxed);
     bounds
@@ -1237,7 +1230,7 @@ fn stack_bounds(slot: &Slot) -> (usize, usize) {
 /// pointer, `fp` its frame pointer register.
 #[inline(always)]
 unsafe fn walk(slot: &Slot, sp: usize, fp: usize, depth: usize, out: *mut u64) -> usize {
-    let (lo, hi) = stack_bounds(slot);
+    let (lo, hi) = stack_bounds(slot, sp);
     // SAFETY: `sp` comes from the trampoline; `out` has room for
     // MAX_DEPTH entries.
     unsafe {
@@ -1300,7 +1293,7 @@ fn record(
 /// definition first when this thread has not used it before (0: none).
 #[inline(always)]
 fn backtrace_id(slot: &Slot, sp: usize, fp: usize) -> u32 {
-    let (lo, hi) = stack_bounds(slot);
+    let (lo, hi) = stack_bounds(slot, sp);
     // SAFETY: `sp` comes from the trampoline.
     if let Some(id) =
         unsafe { unwind::quick_id(&slot.unw, sp as u64, fp as u64, (lo as u64, hi as u64)) }

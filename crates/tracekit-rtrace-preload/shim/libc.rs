@@ -14,12 +14,6 @@ pub struct timespec {
     pub tv_nsec: c_long,
 }
 
-/// `pthread_attr_t` is 56 bytes on x86_64.
-#[repr(C, align(8))]
-pub struct pthread_attr_t {
-    _opaque: [u8; 56],
-}
-
 pub const AT_FDCWD: c_int = -100;
 pub const CLOCK_REALTIME: c_int = 0;
 pub const CLOCK_MONOTONIC: c_int = 1;
@@ -43,6 +37,8 @@ pub const SYS_nanosleep: c_long = 35;
 pub const SYS_openat: c_long = 257;
 pub const SYS_ftruncate: c_long = 77;
 pub const SYS_sigaltstack: c_long = 131;
+pub const SYS_prlimit64: c_long = 302;
+pub const RLIMIT_STACK: c_int = 3;
 
 #[link(name = "c")]
 unsafe extern "C" {
@@ -69,13 +65,6 @@ unsafe extern "C" {
         parent: Option<extern "C" fn()>,
         child: Option<extern "C" fn()>,
     ) -> c_int;
-    pub fn pthread_attr_destroy(attr: *mut pthread_attr_t) -> c_int;
-    pub fn pthread_attr_getstack(
-        attr: *const pthread_attr_t,
-        addr: *mut *mut c_void,
-        size: *mut usize,
-    ) -> c_int;
-    pub fn pthread_getattr_np(thread: pthread_t, attr: *mut pthread_attr_t) -> c_int;
     pub fn pthread_self() -> pthread_t;
     pub fn read(fd: c_int, buf: *mut c_void, n: usize) -> isize;
     pub fn readlink(path: *const c_char, buf: *mut c_char, n: usize) -> isize;

@@ -241,6 +241,56 @@ unsafe fn read_maps() -> Option<(*mut u8, usize)> {
     }
 }
 
+/// The bounds of the stack `sp` lies on: the mapping that holds it, from
+/// `/proc/self/maps` read with raw system calls. (`pthread_getattr_np`
+/// cannot be used: glibc allocates inside it while holding the thread's
+/// lock, so a hooked `malloc` calling it again deadlocks, as every Rust
+/// program does at thread start.) The main thread's `[stack]` grows down,
+/// so its low end is the stack limit below its top.
+///
+/// # Safety
+/// Reads `/proc/self/maps` into a private mapping it unmaps.
+pub unsafe fn stack_of(sp: u64) -> Option<(u64, u64)> {
+    // SAFETY: our own mapping, `len` bytes of it written by read().
+    let (p, len) = unsafe { read_maps()? };
+    let text = unsafe { core::slice::from_raw_parts(p, len) };
+    let mut found = None;
+    for line in text.split(|&b| b == b'\n') {
+        let Some(m) = parse_line(line) else { continue };
+        if sp >= m.start && sp < m.end {
+            let lo = if m.path == b"[stack]" {
+                m.end.saturating_sub(stack_limit()).min(m.start)
+            } else {
+                m.start
+            };
+            found = Some((lo, m.end));
+            break;
+        }
+    }
+    // SAFETY: the mapping read_maps made.
+    unsafe { libc::munmap(p as *mut c_void, MAPS_CAP) };
+    found
+}
+
+/// RLIMIT_STACK's soft limit, at most 1 GiB (also when unlimited).
+fn stack_limit() -> u64 {
+    let mut lim = [0u64; 2];
+    // SAFETY: prlimit64(0, RLIMIT_STACK, NULL, &lim) only writes `lim`.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_prlimit64,
+            0 as c_long,
+            libc::RLIMIT_STACK as c_long,
+            null_mut::<c_void>(),
+            lim.as_mut_ptr(),
+        )
+    };
+    if rc != 0 {
+        return 8 << 20;
+    }
+    lim[0].min(1 << 30)
+}
+
 /// One line of the maps.
 #[derive(Clone, Copy)]
 struct Mapping<'a> {

@@ -588,3 +588,60 @@ fn heaptrack_print_reads_the_converted_file() {
         "{temp} vs {mem}"
     );
 }
+
+/// A Rust program (whose runtime calls `pthread_getattr_np` at thread
+/// start, which allocates while holding the thread's lock) is recorded to
+/// its end, with its own functions in the stacks. It used to deadlock:
+/// the recorder asked glibc for the stack's bounds from inside that
+/// allocation.
+#[test]
+fn rust_programs_are_recorded_without_deadlock() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("prog.rs");
+    std::fs::write(
+        &src,
+        r#"
+#[inline(never)]
+fn fill(n: usize) -> Vec<Vec<u8>> { (0..n).map(|i| vec![i as u8; 64]).collect() }
+fn main() {
+    let v = fill(500);
+    let t = std::thread::spawn(|| fill(200).len());
+    println!("{} {}", v.len(), t.join().unwrap());
+}
+"#,
+    )
+    .unwrap();
+    let exe = dir.path().join("prog");
+    run(Command::new("rustc")
+        .args(["-O", "-g"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&exe));
+    let trace = exe.with_extension("rtrace");
+    let mut child = tracekit()
+        .args(["record", "mem", "-o"])
+        .arg(&trace)
+        .arg("--")
+        .arg(&exe)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("record mem of a Rust program did not finish in 60 s (deadlock?)");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert!(status.success(), "record mem failed: {status}");
+    let rep = report(&trace, &[]);
+    let names = labels(&rep);
+    assert!(
+        names.iter().any(|l| l.contains("prog::fill")),
+        "no frame names the program's function: {names:?}"
+    );
+}
