@@ -490,7 +490,8 @@ impl Demux {
                     .map_or(0, |c| self.images[c.image].n + 1);
                 self.end_image(pid)?;
                 let path = self.dir.join(format!("{pid}-{n}.tkrt"));
-                let mut f = File::create(&path)?;
+                // Trace content: private (tracekit_core::files).
+                let mut f = tracekit_core::files::create(&path)?;
                 write_chunk(&mut f, TAG_HEADER, record)?;
                 let nonce = record
                     .get(32..40)

@@ -245,7 +245,15 @@ pub fn record_mem(a: RecordArgs) -> Result<ExitCode> {
         );
     }
     let dir = std::env::temp_dir().join(format!("tracekit-rtrace-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| tracekit_core::Error::io(Some(&dir), e))?;
+    // The recorder's scratch files hold trace content: a private directory.
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)
+            .map_err(|e| tracekit_core::Error::io(Some(&dir), e))?;
+    }
     let lib = preload_library(&dir)?;
     let preload = match std::env::var_os("LD_PRELOAD") {
         Some(old) if !old.is_empty() => {
