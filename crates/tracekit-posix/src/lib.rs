@@ -111,6 +111,7 @@ pub mod attr;
 pub mod clock;
 pub mod consts;
 pub mod eventset;
+pub mod exec;
 pub mod fragments;
 pub mod log;
 pub mod producer;

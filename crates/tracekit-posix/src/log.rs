@@ -16,12 +16,16 @@ pub const LOG_MAGIC: [u8; 8] = *b"TKPXLOG\0";
 pub const BLOCK_MAGIC: [u8; 8] = *b"TKPXBLK\0";
 pub const TYPES_MAGIC: [u8; 8] = *b"TKPXTYPE";
 pub const VERSION_MAJOR: u16 = 1;
-pub const VERSION_MINOR: u16 = 0;
+pub const VERSION_MINOR: u16 = 1;
 pub const HEADER_SIZE: usize = 4096;
 pub const BLOCK_HEADER: usize = 32;
 pub const RECORD_HEADER: usize = 40;
 /// Header flag: written by shutdown, the log is complete.
 pub const FLAG_COMPLETE: u32 = 1;
+/// Most stream read positions a header holds (16 lanes and the system lane).
+pub const MAX_STREAM_POSITIONS: usize = 17;
+/// Where the header keeps them (version 1.1).
+const POSITIONS_AT: usize = 256;
 
 /// The `posix_trace_status_info` members.
 #[repr(C)]
@@ -64,6 +68,12 @@ pub struct LogMeta {
     pub events_lost_log: u64,
     pub traced_pid: i32,
     pub status: Status,
+    /// The stream's read position in each of its rings when the header was
+    /// last written (empty if unknown): where a process that takes the log
+    /// over reads on. Version 1.1; readers of the events ignore it.
+    pub stream_positions: Vec<u64>,
+    /// Time of the last event copied from the stream at that point.
+    pub last_timestamp_ns: i64,
 }
 
 /// Chooses the block size for a log: big blocks for big logs, at least
@@ -146,6 +156,12 @@ fn encode_header(attr: &TraceAttr, m: &LogMeta) -> Vec<u8> {
     put_u64(&mut h, 224, m.events_lost_stream);
     put_u64(&mut h, 232, m.events_lost_log);
     put_u32(&mut h, 240, m.traced_pid as u32);
+    let n = m.stream_positions.len().min(MAX_STREAM_POSITIONS);
+    put_u32(&mut h, 244, n as u32);
+    put_u64(&mut h, 248, m.last_timestamp_ns as u64);
+    for (i, p) in m.stream_positions[..n].iter().enumerate() {
+        put_u64(&mut h, POSITIONS_AT + 8 * i, *p);
+    }
     h
 }
 
@@ -199,6 +215,10 @@ pub fn decode_header(b: &[u8]) -> Result<(TraceAttr, LogMeta), Error> {
         events_lost_stream: get_u64(b, 224),
         events_lost_log: get_u64(b, 232),
         traced_pid: get_u32(b, 240) as i32,
+        stream_positions: (0..(get_u32(b, 244) as usize).min(MAX_STREAM_POSITIONS))
+            .map(|i| get_u64(b, POSITIONS_AT + 8 * i))
+            .collect(),
+        last_timestamp_ns: get_u64(b, 248) as i64,
         status: Status {
             stream_status: st(0),
             stream_full_status: st(1),
@@ -493,6 +513,21 @@ impl LogWriter {
         }
     }
 
+    /// Records where the stream's consumer stands (written with the next
+    /// header): see [`LogMeta::stream_positions`].
+    pub fn set_stream_position(&mut self, positions: &[u64], last_timestamp_ns: i64) {
+        self.meta.stream_positions.clear();
+        self.meta.stream_positions.extend_from_slice(positions);
+        self.meta.last_timestamp_ns = last_timestamp_ns;
+    }
+
+    /// A log completed for an exec that failed: not complete any more,
+    /// written on by the same process.
+    pub fn reopen(&mut self) -> io::Result<()> {
+        self.meta.flags &= !FLAG_COMPLETE;
+        self.write_header()
+    }
+
     /// The log's descriptor, for a keeper process to take the log over.
     pub fn raw_fd(&self) -> i32 {
         use std::os::fd::AsRawFd;
@@ -595,7 +630,18 @@ impl LogReader {
                 );
                 continue;
             }
-            blocks.push((get_u64(b, 8), off, used));
+            let seq = get_u64(b, 8);
+            // A block written after the header was (by a controller killed
+            // before its next sync; whoever completed the log wrote these
+            // positions again) or one the window has left behind.
+            let window_start = match meta.block_slots {
+                0 => 0,
+                n => meta.blocks_written.saturating_sub(n),
+            };
+            if seq >= meta.blocks_written || seq < window_start {
+                continue;
+            }
+            blocks.push((seq, off, used));
         }
         blocks.sort_unstable();
         let mut types = Vec::new();

@@ -194,26 +194,36 @@ fn complete(
     // SAFETY: getpid has no preconditions.
     let me = unsafe { libc::getpid() };
     let h = view.header();
-    if h.running.0.swap(POSIX_TRACE_SUSPENDED as u32, AcqRel) != POSIX_TRACE_SUSPENDED as u32 {
-        view.record_system(POSIX_TRACE_STOP, &0i32.to_ne_bytes(), me, 0);
+    if h.running.0.swap(POSIX_TRACE_SUSPENDED as u32, AcqRel) == POSIX_TRACE_RUNNING as u32 {
+        view.record_system_alone(POSIX_TRACE_STOP, &0i32.to_ne_bytes(), me, 0);
     }
     if let Some(fd) = log_fd {
         // SAFETY: the log's descriptor, inherited and owned by this process.
         let file = unsafe { File::from_raw_fd(fd) };
         if let Ok(mut w) = LogWriter::resume(file) {
             if w.meta.flags & FLAG_COMPLETE == 0 {
-                let mut c = Consumer::new(&view);
-                let err = copy_stream(view, &mut c, &mut w, me, 0);
-                let status = Status {
+                // Read on where the controller's last sync left the log:
+                // the slots after it were never handed back to writers.
+                let positions = w.meta.stream_positions.clone();
+                let last_ts = if positions.is_empty() {
+                    i64::MIN
+                } else {
+                    w.meta.last_timestamp_ns
+                };
+                let mut c = Consumer::resume(&view, &positions, last_ts);
+                let status = || Status {
                     stream_status: super::reported_running(h),
                     stream_full_status: h.full.load(Acquire) as i32,
                     stream_overrun_status: h.overrun.load(Acquire) as i32,
                     stream_flush_status: POSIX_TRACE_NOT_FLUSHING,
-                    stream_flush_error: err,
+                    stream_flush_error: 0,
                     log_overrun_status: POSIX_TRACE_NO_OVERRUN,
                     log_full_status: POSIX_TRACE_NOT_FULL,
                 };
-                let _ = w.finish(&user_types(&view), status, h.lost.load(Relaxed));
+                let err = copy_stream(view, &mut c, &mut w, (me, 0, true), &status);
+                let mut st = status();
+                st.stream_flush_error = err;
+                let _ = w.finish(&user_types(&view), st, h.lost.load(Relaxed));
             }
         }
     }

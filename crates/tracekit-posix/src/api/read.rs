@@ -61,6 +61,9 @@ fn read_active(a: &Active, buf: &mut [u8], wait: Wait) -> Result<Option<ReadEven
             }
             let mut data = std::mem::take(&mut c.out);
             let next = c.next(&a.view, &mut data);
+            // Reading an active stream is destructive: the slot is the
+            // writers' again at once.
+            c.commit(&a.view);
             let got = match next {
                 Next::Event(info) => Some(copy_out(info, &data, buf)),
                 _ => None,
