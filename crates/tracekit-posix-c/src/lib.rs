@@ -23,6 +23,8 @@
 
 #![allow(clippy::missing_safety_doc)]
 
+pub mod exec;
+
 use std::ffi::{c_char, c_int, c_void, CStr};
 
 use tracekit_posix::api::{self, Wait};
