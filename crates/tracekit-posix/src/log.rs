@@ -26,6 +26,8 @@ pub const FLAG_COMPLETE: u32 = 1;
 pub const MAX_STREAM_POSITIONS: usize = 17;
 /// Where the header keeps them (version 1.1).
 const POSITIONS_AT: usize = 256;
+/// Where the header keeps the size of the open block at the last sync.
+const OPEN_BLOCK_AT: usize = POSITIONS_AT + 8 * MAX_STREAM_POSITIONS;
 
 /// The `posix_trace_status_info` members.
 #[repr(C)]
@@ -74,6 +76,12 @@ pub struct LogMeta {
     pub stream_positions: Vec<u64>,
     /// Time of the last event copied from the stream at that point.
     pub last_timestamp_ns: i64,
+    /// Bytes of records and records in the open (last) block when the
+    /// header was written: a writer that takes the log over continues
+    /// that block from there (records written into it after the header
+    /// are read again from the stream).
+    pub open_block_used: u32,
+    pub open_block_events: u32,
 }
 
 /// Chooses the block size for a log: big blocks for big logs, at least
@@ -162,6 +170,8 @@ fn encode_header(attr: &TraceAttr, m: &LogMeta) -> Vec<u8> {
     for (i, p) in m.stream_positions[..n].iter().enumerate() {
         put_u64(&mut h, POSITIONS_AT + 8 * i, *p);
     }
+    put_u32(&mut h, OPEN_BLOCK_AT, m.open_block_used);
+    put_u32(&mut h, OPEN_BLOCK_AT + 4, m.open_block_events);
     h
 }
 
@@ -219,6 +229,8 @@ pub fn decode_header(b: &[u8]) -> Result<(TraceAttr, LogMeta), Error> {
             .map(|i| get_u64(b, POSITIONS_AT + 8 * i))
             .collect(),
         last_timestamp_ns: get_u64(b, 248) as i64,
+        open_block_used: get_u32(b, OPEN_BLOCK_AT),
+        open_block_events: get_u32(b, OPEN_BLOCK_AT + 4),
         status: Status {
             stream_status: st(0),
             stream_full_status: st(1),
@@ -325,7 +337,17 @@ impl LogWriter {
                 && b[0..8] == BLOCK_MAGIC
                 && get_u64(&b, 8) == seq
             {
-                let used = get_u32(&b, 16) as usize;
+                let mut used = get_u32(&b, 16) as usize;
+                if !w.meta.stream_positions.is_empty() {
+                    // Only what the block held at the header's sync: the
+                    // records after it are copied again from the stream.
+                    let open = w.meta.open_block_used as usize;
+                    if open <= used {
+                        used = open;
+                        put_u32(&mut b, 16, open as u32);
+                        put_u32(&mut b, 20, w.meta.open_block_events);
+                    }
+                }
                 if BLOCK_HEADER + used <= b.len() {
                     b.truncate(BLOCK_HEADER + used);
                     w.block = b;
@@ -464,6 +486,14 @@ impl LogWriter {
         self.meta.status.log_overrun_status = keep_log.0;
         self.meta.status.log_full_status = keep_log.1;
         self.meta.events_lost_stream = lost_stream;
+        (self.meta.open_block_used, self.meta.open_block_events) = if self.block_open {
+            (
+                (self.block.len() - BLOCK_HEADER) as u32,
+                get_u32(&self.block, 20),
+            )
+        } else {
+            (0, 0)
+        };
         self.write_header()
     }
 
@@ -605,6 +635,7 @@ impl LogReader {
             meta.blocks_written.min(meta.block_slots)
         };
         let mut blocks = Vec::new();
+        let mut out_of_window = 0u64;
         for i in 0..present {
             let off = HEADER_SIZE + i as usize * bs;
             if off + BLOCK_HEADER > map.len() {
@@ -639,11 +670,20 @@ impl LogReader {
                 n => meta.blocks_written.saturating_sub(n),
             };
             if seq >= meta.blocks_written || seq < window_start {
+                out_of_window += 1;
                 continue;
             }
             blocks.push((seq, off, used));
         }
         blocks.sort_unstable();
+        if out_of_window > 0 {
+            warnings.push(
+                Position::Offset(192),
+                format!(
+                    "{out_of_window} of the log's {present} blocks are missing (overwritten by a controller that died before its next flush)"
+                ),
+            );
+        }
         let mut types = Vec::new();
         let (to, tl) = (meta.types_offset as usize, meta.types_len as usize);
         if tl == 0 {
