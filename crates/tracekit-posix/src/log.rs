@@ -745,7 +745,7 @@ impl LogReader {
     }
 
     /// The next event, oldest first; `None` at the end.
-    #[inline]
+    #[inline(always)]
     pub fn next_event(&mut self) -> Option<Result<LogEvent<'_>, Error>> {
         loop {
             let &(_, boff, used) = self.blocks.get(self.cur_block)?;

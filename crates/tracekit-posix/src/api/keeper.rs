@@ -3,29 +3,34 @@
 //!
 //! The standard shuts down the streams a controller created when it calls
 //! one of the exec functions, exits or is terminated. Normal exit runs
-//! [`super::shutdown`] from `atexit`; exec and a kill run no code of ours.
-//! So [`super::create`] forks, for each stream with a log or a `/dev/shm`
-//! name, a small *keeper* process (double fork: it is nobody's child, so
-//! the application's `wait` never sees it; own session: a Ctrl-C aimed at
-//! the controller does not reach it) that keeps only the read end of a
-//! pipe and the log's descriptor, and shares the stream's mapping. The
-//! controller holds the write end, close-on-exec, and closes it in its
-//! forked children. Then:
+//! [`super::shutdown`] from `atexit`, the C library's exec and `_exit`
+//! wrappers complete the logs before those calls; a fatal signal runs no
+//! code of ours. So [`super::create`] forks, for each stream with a log or
+//! a `/dev/shm` name, a small *keeper* process (double fork: it is
+//! nobody's child, so the application's `wait` never sees it; own session:
+//! a Ctrl-C aimed at the controller does not reach it) that keeps only the
+//! read end of a pipe and the log's descriptor, and shares the stream's
+//! mapping. The controller holds the write end, close-on-exec, and closes
+//! it in its forked children. Then:
 //! - `shutdown` writes one byte and closes the pipe: the keeper exits
 //!   without touching anything;
 //! - end of file without that byte means the controller's image is gone
 //!   (exec, crash, kill, `_exit`) and all its threads with it (the kernel
 //!   closes descriptors after the other threads are gone). The keeper then
-//!   does the shutdown: stops the stream (recording `POSIX_TRACE_STOP`),
-//!   takes the log over where the controller's last flush left it
-//!   ([`LogWriter::resume`]), copies what is left in the stream into it
-//!   between FLUSH_START and FLUSH_STOP, marks it complete, tells writers
-//!   the stream is shut down, and unlinks the `/dev/shm` name if it still
-//!   names this stream.
+//!   does the rest of the shutdown: if the log is complete already (an
+//!   exec or `_exit` the library wrapped) it only frees; otherwise it stops
+//!   the stream (recording `POSIX_TRACE_STOP`), takes the log over where
+//!   the controller's last sync left it ([`LogWriter::resume`]: the header
+//!   holds the stream's read positions and the open block's size at that
+//!   sync), copies what the stream still holds from there, between
+//!   FLUSH_START and FLUSH_STOP, and marks the log complete. Then it tells
+//!   writers the stream is shut down and unlinks the `/dev/shm` name if it
+//!   still names this stream.
 //!
-//! Lost in that case: events the controller's flusher thread had taken
-//! from the ring but not yet written at the instant it was killed (none
-//! when it was idle, which it is unless a flush was in progress).
+//! Nothing recorded is lost that way: the controller hands slots back to
+//! writers only after a sync, so what its flusher had copied but not yet
+//! synced is still in the stream. Lost (and counted) is only an event a
+//! writer of the dead process was in the middle of writing.
 
 use std::ffi::{CStr, CString};
 use std::os::unix::ffi::OsStrExt;

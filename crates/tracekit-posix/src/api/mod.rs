@@ -49,7 +49,7 @@ pub use lifecycle::{
     stream_path, traced_pid_setter, ExecStreams, TracedPidSetter,
 };
 pub use prerecorded::{close, open, rewind};
-pub use read::getnext_event;
+pub use read::{getnext_event, getnext_event_into};
 pub(crate) use status::reported_running;
 pub use status::{get_attr, get_status, lost_events};
 
