@@ -113,3 +113,49 @@ fn a_crashed_writer_loses_only_its_event() {
     );
     shutdown(trid).unwrap();
 }
+
+/// A writer killed between reserving a slot and completing it, in a stream
+/// with log: the flush skips the slot after the grace period, the log
+/// holds everything else in order with OVERFLOW/RESUME where the event
+/// was lost, and the loss is counted in the log's header and status.
+#[test]
+fn a_writer_killed_mid_event_is_a_counted_loss_in_the_log() {
+    use std::os::fd::AsRawFd;
+    let _s = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("killed.trace");
+    let f = File::create(&path).unwrap();
+    let trid = create(0, None, Some(f.as_raw_fd())).unwrap();
+    let id = traced::eventid_open(b"midwrite").unwrap();
+    start(trid).unwrap();
+    traced::trace_event(id, b"before");
+    let a = active(trid).unwrap();
+    let h = a.view.header();
+    // SAFETY: pthread_self has no preconditions.
+    let thread = unsafe { libc::pthread_self() } as u64;
+    let lane = crate::producer::lane_for(h, thread, traced::cached_pid());
+    h.lane[lane].tail.0.fetch_add(1, AcqRel);
+    traced::trace_event(id, b"after");
+    shutdown(trid).unwrap();
+    let mut r = LogReader::open_path(&path).unwrap();
+    let mut got = Vec::new();
+    while let Some(e) = r.next_event() {
+        let e = e.unwrap();
+        got.push((e.info.event_id, e.data.to_vec()));
+    }
+    let ids: Vec<u32> = got.iter().map(|g| g.0).collect();
+    assert_eq!(
+        ids[..5],
+        [
+            POSIX_TRACE_START,
+            id,
+            POSIX_TRACE_OVERFLOW,
+            POSIX_TRACE_RESUME,
+            id
+        ],
+        "{ids:?}"
+    );
+    assert_eq!(got[4].1, b"after");
+    assert_eq!(r.meta.events_lost_stream, 1);
+    assert_eq!(r.meta.status.stream_overrun_status, POSIX_TRACE_OVERRUN);
+}
