@@ -403,8 +403,12 @@ impl StreamView {
     /// lock, so the system lane is in time order.
     pub fn record_system(&self, id: u32, data: &[u8], pid: i32, thread: u64) -> bool {
         static SYSTEM_EVENTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
-        let _order = SYSTEM_EVENTS.lock().unwrap_or_else(|e| e.into_inner());
-        self.record_system_alone(id, data, pid, thread)
+        LOCKS_HELD.with(|n| n.set(n.get() + 1));
+        let order = SYSTEM_EVENTS.lock().unwrap_or_else(|e| e.into_inner());
+        let r = self.record_system_alone(id, data, pid, thread);
+        drop(order);
+        LOCKS_HELD.with(|n| n.set(n.get() - 1));
+        r
     }
 
     /// [`Self::record_system`] for a process that is the stream's only
@@ -823,4 +827,11 @@ fn futex_wait(word: &std::sync::atomic::AtomicU32, seen: u32, timeout_ms: u64) {
             &ts as *const libc::timespec,
         );
     }
+}
+
+thread_local! {
+    /// Locks of the engine this thread holds (see `api`'s `holds_a_lock`):
+    /// a plain counter in static thread-local storage, readable from a
+    /// signal handler.
+    pub(crate) static LOCKS_HELD: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }

@@ -4,6 +4,14 @@
 use super::*;
 
 pub(super) fn flusher(a: Arc<Active>) {
+    // Signals are the application's: its handlers run on its threads, not
+    // on this one (which holds the log's locks while it flushes).
+    // SAFETY: a full signal set on our own thread's mask.
+    unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &all, std::ptr::null_mut());
+    }
     let h = a.view.header();
     loop {
         let seen = h.flush_wake.load(Acquire);

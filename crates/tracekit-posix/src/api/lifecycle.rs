@@ -38,7 +38,10 @@ extern "C" fn shutdown_all_at_exit() {
 /// Shuts down every stream this process created, as `exit` and `_exit`
 /// require of a controller (see [`crate::exec`]).
 pub fn shutdown_all_of_this_process() {
-    if !is_controller() {
+    // A signal handler that interrupted this thread inside the engine
+    // (holding one of its locks) cannot shut down without deadlocking on
+    // it: the keeper completes the logs then, as after a kill.
+    if !is_controller() || holds_a_lock() {
         return;
     }
     for (id, _) in own_streams() {
@@ -57,7 +60,9 @@ pub struct ExecStreams(Vec<(Arc<Active>, bool)>);
 /// image go and finds the log complete; it frees the stream and its name.
 pub fn prepare_exec() -> ExecStreams {
     let mut done = ExecStreams::default();
-    if !is_controller() {
+    // Called from a signal handler that interrupted this thread inside the
+    // engine: leave the logs to the keeper (see shutdown_all_of_this_process).
+    if !is_controller() || holds_a_lock() {
         return done;
     }
     for (_, a) in own_streams() {
