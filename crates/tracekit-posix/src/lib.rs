@@ -118,9 +118,11 @@
 //!   lanes times as much (4 to 16 lanes, one per CPU). Memory is reserved
 //!   for every lane but only touched as lanes fill. A stream is *full*
 //!   (and, under UNTIL_FULL, suspends itself) when one lane is. Events are
-//!   reported in timestamp order across lanes; a writer that reads its
-//!   clock and is preempted before reserving its slot can land behind an
-//!   event that is newer by at most that delay.
+//!   reported in timestamp order across lanes: `trace_event` reads the
+//!   clock once its slot is reserved and the reader looks again at lanes
+//!   that were empty, so the merge is exact. (A `no_std` writer that
+//!   passes a time read earlier, as the preload shims do, can land behind
+//!   an event newer by at most the delay between the two.)
 //! - Named streams (created for another pid or for all processes) keep
 //!   their `/dev/shm` name while the controller lives, because processes
 //!   attach to them by name at any time, not only right after creation.

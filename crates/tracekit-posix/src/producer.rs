@@ -312,7 +312,7 @@ pub unsafe fn write_event<A, C>(
         return refused;
     }
     let lane = lane_for(h, thread, pid);
-    let pos = match reserve(h, lane, ticks) {
+    let pos = match reserve(h, lane, || ticks) {
         Ok(pos) => pos,
         Err(full) => {
             if full.may_wait {
@@ -353,15 +353,20 @@ pub fn lane_for<A, C>(h: &StreamHeaderOf<A, C>, thread: u64, pid: i32) -> usize 
     ((thread >> 12).wrapping_add(pid as u64) & (h.lanes as u64 - 1)) as usize
 }
 
-/// Reserves the next slot of `lane` for an event read at `ticks`:
-/// fetch-add under LOOP (overwriting the oldest unread event sets the full
-/// and overrun flags), a capacity-checked compare-exchange under
-/// UNTIL_FULL/FLUSH. A full UNTIL_FULL stream suspends itself (at `ticks`)
-/// and counts the event lost; a full FLUSH stream asks for a flush (see
-/// [`Full::may_wait`]). The one definition of the writers' side of the ring
-/// protocol, shared by `shm::StreamView` and `no_std` shims.
+/// Reserves the next slot of `lane`: fetch-add under LOOP (overwriting
+/// the oldest unread event sets the full and overrun flags), a
+/// capacity-checked compare-exchange under UNTIL_FULL/FLUSH. A full
+/// UNTIL_FULL stream suspends itself (at the time `now` gives, the time of
+/// the refused event) and counts the event lost; a full FLUSH stream asks
+/// for a flush (see [`Full::may_wait`]). The one definition of the
+/// writers' side of the ring protocol, shared by `shm::StreamView` and
+/// `no_std` shims.
 #[inline(always)]
-pub fn reserve<A, C>(h: &StreamHeaderOf<A, C>, lane: usize, ticks: u64) -> Result<u64, Full> {
+pub fn reserve<A, C>(
+    h: &StreamHeaderOf<A, C>,
+    lane: usize,
+    now: impl FnOnce() -> u64,
+) -> Result<u64, Full> {
     let cap = h.slot_count;
     let l = &h.lane[lane & (MAX_LANES - 1)];
     if h.stream_policy == POSIX_TRACE_LOOP {
@@ -380,7 +385,7 @@ pub fn reserve<A, C>(h: &StreamHeaderOf<A, C>, lane: usize, ticks: u64) -> Resul
     let mut t = l.tail.0.load(Relaxed);
     loop {
         if t.wrapping_sub(l.head.0.load(Acquire)) >= cap {
-            return Err(lane_full(h, ticks));
+            return Err(lane_full(h, now));
         }
         match l.tail.0.compare_exchange_weak(t, t + 1, Relaxed, Relaxed) {
             Ok(_) => return Ok(t),
@@ -390,7 +395,7 @@ pub fn reserve<A, C>(h: &StreamHeaderOf<A, C>, lane: usize, ticks: u64) -> Resul
 }
 
 #[cold]
-fn lane_full<A, C>(h: &StreamHeaderOf<A, C>, ticks: u64) -> Full {
+fn lane_full<A, C>(h: &StreamHeaderOf<A, C>, now: impl FnOnce() -> u64) -> Full {
     h.full.store(POSIX_TRACE_FULL as u32, Relaxed);
     if h.stream_policy == POSIX_TRACE_FLUSH {
         return Full {
@@ -403,7 +408,7 @@ fn lane_full<A, C>(h: &StreamHeaderOf<A, C>, ticks: u64) -> Full {
         .compare_exchange(POSIX_TRACE_RUNNING as u32, AUTO_SUSPENDED, Release, Relaxed)
         .is_ok()
     {
-        h.suspended_ticks.store(ticks.max(1), Relaxed);
+        h.suspended_ticks.store(now().max(1), Relaxed);
     }
     note_lost(h, 1);
     Full {

@@ -31,9 +31,12 @@
 //! nothing unread is ever overwritten; a full lane suspends an UNTIL_FULL
 //! stream, and makes a writer of a FLUSH stream wake the flusher and wait
 //! for the slots the flush frees (the one case where a writer makes system
-//! calls). The consumer takes, among the lanes' oldest unread events, the
-//! one with the smallest timestamp; while a lane's oldest slot is reserved
-//! but not complete it waits (that event may be the oldest). A writer that
+//! calls). A writer reads the clock after reserving, so each lane is in
+//! time order. The consumer takes, among the lanes' oldest unread events,
+//! the one with the smallest timestamp; while a lane's oldest slot is
+//! reserved but not complete it waits (that event may be the oldest), and
+//! a lane that was empty when it looked but has a slot reserved since
+//! makes it look again. A writer that
 //! dies between reserving and completing leaves one slot that never
 //! completes; the consumer skips it after a grace period and counts it
 //! lost, so a crash loses at most the event being written.
@@ -390,9 +393,9 @@ impl StreamView {
     /// Records an event if the stream is running and `id` passes the
     /// filter. The hot path: no allocation, no lock, no system call.
     #[inline(always)]
-    pub fn record(&self, id: u32, data: &[u8], pid: i32, thread: u64, prog: u64, ticks: u64) {
+    pub fn record(&self, id: u32, data: &[u8], pid: i32, thread: u64, prog: u64) {
         if self.admits(id) {
-            self.write(id, data, pid, thread, prog, ticks);
+            self.write(id, data, pid, thread, prog);
         }
     }
 
@@ -462,21 +465,20 @@ impl StreamView {
         futex_wait(&self.header().flush_wake, seen, timeout_ms);
     }
 
-    /// Writes an event without checking state or filter (see [`Self::admits`]).
+    /// Writes an event without checking state or filter (see
+    /// [`Self::admits`]). The event's time is read once its slot is
+    /// reserved: a lane's events are then in time order, and an event the
+    /// consumer has not seen reserved yet is newer than any it took (the
+    /// merge is exact; a writer preempted before reserving does not land
+    /// behind newer events).
     #[inline(always)]
-    pub fn write(
-        &self,
-        id: u32,
-        data: &[u8],
-        pid: i32,
-        thread: u64,
-        prog: u64,
-        ticks: u64,
-    ) -> bool {
+    pub fn write(&self, id: u32, data: &[u8], pid: i32, thread: u64, prog: u64) -> bool {
         let h = self.header();
+        let kind = h.calibration.kind;
         let lane = crate::producer::lane_for(h, thread, pid);
-        match crate::producer::reserve(h, lane, ticks) {
+        match crate::producer::reserve(h, lane, || crate::clock::raw_now(kind)) {
             Ok(pos) => {
+                let ticks = crate::clock::raw_now(kind);
                 // SAFETY: the view's mapping is a valid stream (checked at
                 // open) and `pos` was just reserved in `lane`.
                 unsafe {
@@ -484,7 +486,7 @@ impl StreamView {
                 };
                 true
             }
-            Err(full) => self.write_when_full(full, lane, id, data, pid, thread, prog, ticks),
+            Err(full) => self.write_when_full(full, lane, id, data, pid, thread, prog),
         }
     }
 
@@ -503,9 +505,9 @@ impl StreamView {
         pid: i32,
         thread: u64,
         prog: u64,
-        ticks: u64,
     ) -> bool {
         let h = self.header();
+        let kind = h.calibration.kind;
         let mut progress_at = std::time::Instant::now();
         let mut heads = self.lanes()[lane].head.0.load(Acquire);
         loop {
@@ -519,8 +521,9 @@ impl StreamView {
                 return false;
             }
             let seen = h.space_wake.load(Acquire);
-            match crate::producer::reserve(h, lane, ticks) {
+            match crate::producer::reserve(h, lane, || crate::clock::raw_now(kind)) {
                 Ok(pos) => {
+                    let ticks = crate::clock::raw_now(kind);
                     // SAFETY: as in `write`.
                     unsafe {
                         crate::producer::publish(
@@ -568,12 +571,17 @@ impl StreamView {
         let cap = h.slot_count;
         'scan: loop {
             let mut best: Option<(usize, u64, u64)> = None;
+            // Rings seen empty: (ring, tail then).
+            let mut empty = [(0usize, 0u64); MAX_LANES + 1];
+            let mut n_empty = 0;
             for (k, l) in self.lanes().iter().enumerate() {
                 let Some(&head) = cursor.pos.get(k) else {
                     break;
                 };
                 let tail = l.tail.0.load(Acquire);
                 if head >= tail {
+                    empty[n_empty] = (k, tail);
+                    n_empty += 1;
                     continue;
                 }
                 if tail - head > cap {
@@ -611,6 +619,17 @@ impl StreamView {
             let Some((k, head, _)) = best else {
                 return Take::Empty;
             };
+            // A ring that was empty when scanned and has a slot reserved
+            // since may hold an older event than the one chosen (its
+            // writer read its clock after we looked): look again. Once no
+            // ring changed, any later event is newer than the chosen one
+            // (writers read the clock after reserving).
+            if empty[..n_empty]
+                .iter()
+                .any(|&(e, tail)| self.lanes()[e].tail.0.load(Acquire) != tail)
+            {
+                continue 'scan;
+            }
             let slot = self.slot(k, head);
             cursor.pos[k] = head + 1;
             // SAFETY: slot is inside the mapping; fields are read volatile

@@ -133,7 +133,6 @@ pub fn trace_event_at(event_id: u32, data: &[u8], prog: usize) {
     if n == 0 {
         return;
     }
-    let mut ticks = 0u64;
     let user = event_id.wrapping_sub(USER_EVENT_FIRST) as usize;
     for a in &ATTACH[..n] {
         let p = a.base.load(Acquire);
@@ -143,7 +142,6 @@ pub fn trace_event_at(event_id: u32, data: &[u8], prog: usize) {
         // SAFETY: attached mappings are never unmapped while attached
         // (see `detach`).
         let v = unsafe { StreamView::from_ptr(p) };
-        let h = v.header();
         let id = if user < TRACE_USER_EVENT_MAX {
             a.translate[user].load(Relaxed)
         } else {
@@ -152,10 +150,7 @@ pub fn trace_event_at(event_id: u32, data: &[u8], prog: usize) {
         if !v.admits(id) {
             continue;
         }
-        if ticks == 0 {
-            ticks = crate::clock::raw_now(h.calibration.kind);
-        }
-        write_admitted(v, id, data, prog as u64, ticks);
+        write_admitted(v, id, data, prog as u64);
     }
 }
 
@@ -163,10 +158,10 @@ pub fn trace_event_at(event_id: u32, data: &[u8], prog: usize) {
 /// filtered-out path stays a few loads and compares (no register spills
 /// for the slot arithmetic).
 #[inline(never)]
-fn write_admitted(v: StreamView, id: u32, data: &[u8], prog: u64, ticks: u64) {
+fn write_admitted(v: StreamView, id: u32, data: &[u8], prog: u64) {
     // SAFETY: pthread_self has no preconditions.
     let thread = unsafe { libc::pthread_self() } as u64;
-    v.write(id, data, cached_pid(), thread, prog, ticks);
+    v.write(id, data, cached_pid(), thread, prog);
 }
 
 /// [`trace_event_at`] without a call-site address.

@@ -24,10 +24,9 @@ pub(super) struct Consumer {
     /// Events converted since the calibration was last checked: the
     /// clock is read once per [`RECALIBRATE_EVERY`] events, not per event.
     pub(super) since_check: u32,
-    /// Time of the last event handed out: events come out in the order of
-    /// their raw times, and their converted times never go back (a
-    /// refined calibration could otherwise move one before its
-    /// predecessor).
+    /// Time of the last event handed out: the events that reading makes
+    /// up (OVERFLOW, RESUME, UNTIL_FULL's automatic STOP) are never placed
+    /// before it.
     pub(super) last_ts: i64,
     /// Drained while full: what [`Consumer::commit`] does once the slots
     /// are handed back.
@@ -148,8 +147,8 @@ impl Consumer {
             match view.take(&mut self.cursor, &mut self.raw) {
                 Take::Event { after_loss } => {
                     self.busy = None;
-                    let ts = self.ticks_to_ns(self.raw.ticks).max(self.last_ts);
-                    self.last_ts = ts;
+                    let ts = self.ticks_to_ns(self.raw.ticks);
+                    self.last_ts = self.last_ts.max(ts);
                     let info = EventInfo {
                         event_id: self.raw.event_id,
                         pid: self.raw.pid,
