@@ -9,6 +9,13 @@
  *
  * Every function returns 0 or an error number (not -1 and errno).
  * Values below are checked against the library by its test suite.
+ *
+ * The library also wraps the exec family, posix_spawn(p) and _exit/_Exit
+ * (link it before libc, as -ltracekit_posix_c does): a controller's logs
+ * are complete before it execs or exits, and streams inherited under
+ * POSIX_TRACE_INHERITED follow a traced process across exec and spawn.
+ * docs/posix-conformance.md lists what the library does and where it
+ * deliberately differs from the standard.
  */
 #ifndef TRACEKIT_TRACE_H
 #define TRACEKIT_TRACE_H

@@ -23,6 +23,8 @@
 
 #![allow(clippy::missing_safety_doc)]
 
+pub mod exec;
+
 use std::ffi::{c_char, c_int, c_void, CStr};
 
 use tracekit_posix::api::{self, Wait};
@@ -632,19 +634,27 @@ unsafe fn read(
         // SAFETY: the caller provides num_bytes writable bytes.
         unsafe { std::slice::from_raw_parts_mut(data as *mut u8, num_bytes) }
     };
-    match api::getnext_event(trid, buf, wait) {
-        Ok(Some(e)) => {
+    let mut info = tracekit_posix::EventInfo {
+        event_id: 0,
+        pid: 0,
+        truncation: 0,
+        thread: 0,
+        prog_address: 0,
+        timestamp_ns: 0,
+    };
+    match api::getnext_event_into(trid, buf, wait, &mut info) {
+        Ok(Some(n)) => {
             *ev = PosixTraceEventInfo {
-                posix_event_id: e.info.event_id,
-                posix_pid: e.info.pid,
-                posix_prog_address: e.info.prog_address as *mut c_void,
-                posix_truncation_status: e.info.truncation,
-                posix_timestamp: ts(e.info.timestamp_ns),
-                posix_thread_id: e.info.thread as libc::pthread_t,
+                posix_event_id: info.event_id,
+                posix_pid: info.pid,
+                posix_prog_address: info.prog_address as *mut c_void,
+                posix_truncation_status: info.truncation,
+                posix_timestamp: ts(info.timestamp_ns),
+                posix_thread_id: info.thread as libc::pthread_t,
             };
             // SAFETY: optional out-pointer.
             if let Some(l) = unsafe { data_len.as_mut() } {
-                *l = e.data_len;
+                *l = n;
             }
             *u = 0;
             0

@@ -54,7 +54,9 @@ impl Calibration {
     }
 
     /// Refines the rate with a fresh (ticks, ns) sample far from the base,
-    /// which is more precise than the short measurement made at start.
+    /// which is more precise than the short measurement made at start. The
+    /// new map starts where the old one is now, so converted times go on
+    /// without a jump (never back): later events keep their order in time.
     pub fn refined(&self) -> Calibration {
         if self.kind != CLOCK_TSC {
             return *self;
@@ -66,6 +68,8 @@ impl Calibration {
         // Only trust a baseline of at least 100 ms.
         if dn > 1e8 && dt > 0.0 {
             c.ns_per_tick = dn / dt;
+            c.base_ticks = t;
+            c.base_ns = self.to_ns(t);
         }
         c
     }

@@ -46,25 +46,28 @@
 //! hooked `malloc`; after that the event path below is hook-safe.
 //!
 //! [`traced::trace_event_at`] never allocates, never locks and never
-//! enters the kernel (the only exception is one `futex` wake when a
-//! `POSIX_TRACE_FLUSH` stream fills up), so it is async-signal-safe and
-//! fork-safe. Children keep writing after `fork` only if the stream's
+//! enters the kernel (the only exception: a writer that finds a
+//! `POSIX_TRACE_FLUSH` stream full wakes the flusher and waits on a
+//! `futex` for room), so it is async-signal-safe and fork-safe. Children keep writing after `fork` only if the stream's
 //! inheritance is `POSIX_TRACE_INHERITED`. Programs started with `exec`
 //! attach again only through the environment variable, and only when the
 //! stream's traced pid is theirs or the stream is for all processes.
 //!
 //! # Fork, exec and process exit
 //! - **Controller.** The standard shuts down (as `posix_trace_shutdown`)
-//!   the streams a process created when it exits, execs or is terminated.
-//!   `exit` does it from an `atexit` handler. For exec, `_exit` and a kill,
-//!   where no code of the controller runs, each stream with a log or a
-//!   `/dev/shm` name has a *keeper* process, forked at creation, that
-//!   notices the controller's image is gone (end of file on a
-//!   close-on-exec pipe) and does the shutdown: stops the stream, copies
-//!   what it holds into the log, marks the log complete, tells writers the
-//!   stream is gone and unlinks the name. A stream without log or name is
-//!   a memfd that the kernel frees with its last mapping. See `api`'s
-//!   `keeper` module for the details and what can still be lost.
+//!   the streams a process created when it exits, execs or is terminated,
+//!   and its logs are then complete. `exit` does it from an `atexit`
+//!   handler; the C library's wrappers of the exec family and of `_exit`
+//!   do it right before those calls ([`exec`]; an exec that fails gives
+//!   the streams back). A fatal signal runs no code of the controller:
+//!   each stream with a log or a `/dev/shm` name has a *keeper* process,
+//!   forked at creation, that notices the controller's image is gone (end
+//!   of file on a close-on-exec pipe) and finishes the shutdown: stops the
+//!   stream, copies what it still holds into the log from where the
+//!   controller's last flush left it, marks the log complete, tells
+//!   writers the stream is gone and unlinks the name. A stream without log
+//!   or name is a memfd that the kernel frees with its last mapping. See
+//!   `api`'s `keeper` module.
 //! - **Child of a controller** (`fork`): a `trid` is invalid there
 //!   (`EINVAL`), and the child does not keep keepers waiting.
 //! - **Traced process.** Its event-type table is process memory, so it
@@ -72,35 +75,54 @@
 //!   the name-to-id mapping). The new image is traced into the same stream
 //!   again, as the standard says, once it calls `eventid_open`: a stream
 //!   created for its pid is found again in `/dev/shm`, one named in
-//!   [`traced::STREAM_ENV`] through the inherited environment. After
-//!   `fork` the child writes into a parent's stream only under
-//!   `POSIX_TRACE_INHERITED`.
+//!   [`traced::STREAM_ENV`] through the inherited environment, an
+//!   inherited one (`POSIX_TRACE_INHERITED`) through the descriptor the
+//!   exec wrapper passes open ([`traced::INHERIT_ENV`]). After `fork` (and
+//!   `posix_spawn`, through its wrapper) the child writes into a parent's
+//!   stream only under `POSIX_TRACE_INHERITED`.
+//!
+//! # Order and loss
+//! A log holds its events oldest first. The system events the controller
+//! causes (START, STOP, FILTER, FLUSH_START, FLUSH_STOP, ERROR) are written
+//! into a ring of their own and merged with the writers' rings by time, so
+//! each stands where it happened; those reading produces (OVERFLOW, RESUME,
+//! UNTIL_FULL's automatic STOP) stand between the last event before and
+//! the first after. Slots are handed back to writers only once their
+//! events are in the log file, so a controller killed mid-flush loses
+//! nothing. Every loss is counted (`lost_events`, the log header, the
+//! overrun status).
 //!
 //! # Deviations from the standard, decided and documented
+//! (`docs/posix-conformance.md` lists each with the test that shows it.)
 //! - The getnext functions read streams **without** log only; a stream with
 //!   log is drained by its flusher thread into the log (`EINVAL` otherwise).
-//! - `POSIX_TRACE_FLUSH_START`/`FLUSH_STOP` are written straight into the
-//!   log around each flush, with the flush's start and end times.
+//! - A writer that finds a `POSIX_TRACE_FLUSH` stream full waits (a futex,
+//!   the only system call of the write path) for the flush to free room,
+//!   instead of losing the event; it gives up, counted, after 2 s without
+//!   progress.
 //! - `POSIX_TRACE_OVERFLOW` carries the time of the first event after the
 //!   loss (the lost one's time is gone with it).
 //! - `{TRACE_SYS_MAX}` counts streams and logs per process, not system-wide.
 //! - `timedgetnext_event` on a log behaves like `getnext_event`.
-//! - When a controller execs or is killed, its streams are shut down
-//!   shortly *after* (by the keeper), not before exec returns; the events
-//!   its flusher thread had taken but not yet written at that instant are
-//!   lost (none while no flush is running). If the keeper cannot be forked
-//!   (`fork` fails), the stream works without one and only those two cases
-//!   fall back to the old behaviour: log up to its last flush, not marked
-//!   complete, `/dev/shm` name left behind. A keeper that is itself killed
-//!   (e.g. `kill -9` of the whole session) has the same effect.
+//! - A controller killed by a signal has its streams shut down shortly
+//!   *after* (by the keeper). If the keeper cannot be forked (`fork`
+//!   fails), the stream works without one and a killed controller leaves
+//!   the log up to its last flush, not marked complete, and the
+//!   `/dev/shm` name behind. A keeper that is itself killed (e.g. `kill -9`
+//!   of the whole session) has the same effect.
+//! - The exec, `posix_spawn` and `_exit` wrappers work for programs linked
+//!   with the C library before libc; an exec the library does not see
+//!   (a raw system call) is handled by the keeper, as a kill is.
 //! - `stream-min-size` sizes each lane: one writing thread has exactly
 //!   that room; several threads (in different lanes) together have up to
 //!   lanes times as much (4 to 16 lanes, one per CPU). Memory is reserved
 //!   for every lane but only touched as lanes fill. A stream is *full*
-//!   (and, under UNTIL_FULL/FLUSH, suspends itself) when one lane is.
-//!   Events are reported in timestamp order across lanes; a writer that
-//!   reads its clock and is preempted before reserving its slot can land
-//!   behind an event that is newer by at most that delay.
+//!   (and, under UNTIL_FULL, suspends itself) when one lane is. Events are
+//!   reported in timestamp order across lanes: `trace_event` reads the
+//!   clock once its slot is reserved and the reader looks again at lanes
+//!   that were empty, so the merge is exact. (A `no_std` writer that
+//!   passes a time read earlier, as the preload shims do, can land behind
+//!   an event newer by at most the delay between the two.)
 //! - Named streams (created for another pid or for all processes) keep
 //!   their `/dev/shm` name while the controller lives, because processes
 //!   attach to them by name at any time, not only right after creation.
@@ -111,6 +133,7 @@ pub mod attr;
 pub mod clock;
 pub mod consts;
 pub mod eventset;
+pub mod exec;
 pub mod fragments;
 pub mod log;
 pub mod producer;

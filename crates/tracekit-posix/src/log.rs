@@ -16,12 +16,18 @@ pub const LOG_MAGIC: [u8; 8] = *b"TKPXLOG\0";
 pub const BLOCK_MAGIC: [u8; 8] = *b"TKPXBLK\0";
 pub const TYPES_MAGIC: [u8; 8] = *b"TKPXTYPE";
 pub const VERSION_MAJOR: u16 = 1;
-pub const VERSION_MINOR: u16 = 0;
+pub const VERSION_MINOR: u16 = 1;
 pub const HEADER_SIZE: usize = 4096;
 pub const BLOCK_HEADER: usize = 32;
 pub const RECORD_HEADER: usize = 40;
 /// Header flag: written by shutdown, the log is complete.
 pub const FLAG_COMPLETE: u32 = 1;
+/// Most stream read positions a header holds (16 lanes and the system lane).
+pub const MAX_STREAM_POSITIONS: usize = 17;
+/// Where the header keeps them (version 1.1).
+const POSITIONS_AT: usize = 256;
+/// Where the header keeps the size of the open block at the last sync.
+const OPEN_BLOCK_AT: usize = POSITIONS_AT + 8 * MAX_STREAM_POSITIONS;
 
 /// The `posix_trace_status_info` members.
 #[repr(C)]
@@ -64,6 +70,18 @@ pub struct LogMeta {
     pub events_lost_log: u64,
     pub traced_pid: i32,
     pub status: Status,
+    /// The stream's read position in each of its rings when the header was
+    /// last written (empty if unknown): where a process that takes the log
+    /// over reads on. Version 1.1; readers of the events ignore it.
+    pub stream_positions: Vec<u64>,
+    /// Time of the last event copied from the stream at that point.
+    pub last_timestamp_ns: i64,
+    /// Bytes of records and records in the open (last) block when the
+    /// header was written: a writer that takes the log over continues
+    /// that block from there (records written into it after the header
+    /// are read again from the stream).
+    pub open_block_used: u32,
+    pub open_block_events: u32,
 }
 
 /// Chooses the block size for a log: big blocks for big logs, at least
@@ -146,6 +164,14 @@ fn encode_header(attr: &TraceAttr, m: &LogMeta) -> Vec<u8> {
     put_u64(&mut h, 224, m.events_lost_stream);
     put_u64(&mut h, 232, m.events_lost_log);
     put_u32(&mut h, 240, m.traced_pid as u32);
+    let n = m.stream_positions.len().min(MAX_STREAM_POSITIONS);
+    put_u32(&mut h, 244, n as u32);
+    put_u64(&mut h, 248, m.last_timestamp_ns as u64);
+    for (i, p) in m.stream_positions[..n].iter().enumerate() {
+        put_u64(&mut h, POSITIONS_AT + 8 * i, *p);
+    }
+    put_u32(&mut h, OPEN_BLOCK_AT, m.open_block_used);
+    put_u32(&mut h, OPEN_BLOCK_AT + 4, m.open_block_events);
     h
 }
 
@@ -199,6 +225,12 @@ pub fn decode_header(b: &[u8]) -> Result<(TraceAttr, LogMeta), Error> {
         events_lost_stream: get_u64(b, 224),
         events_lost_log: get_u64(b, 232),
         traced_pid: get_u32(b, 240) as i32,
+        stream_positions: (0..(get_u32(b, 244) as usize).min(MAX_STREAM_POSITIONS))
+            .map(|i| get_u64(b, POSITIONS_AT + 8 * i))
+            .collect(),
+        last_timestamp_ns: get_u64(b, 248) as i64,
+        open_block_used: get_u32(b, OPEN_BLOCK_AT),
+        open_block_events: get_u32(b, OPEN_BLOCK_AT + 4),
         status: Status {
             stream_status: st(0),
             stream_full_status: st(1),
@@ -305,7 +337,17 @@ impl LogWriter {
                 && b[0..8] == BLOCK_MAGIC
                 && get_u64(&b, 8) == seq
             {
-                let used = get_u32(&b, 16) as usize;
+                let mut used = get_u32(&b, 16) as usize;
+                if !w.meta.stream_positions.is_empty() {
+                    // Only what the block held at the header's sync: the
+                    // records after it are copied again from the stream.
+                    let open = w.meta.open_block_used as usize;
+                    if open <= used {
+                        used = open;
+                        put_u32(&mut b, 16, open as u32);
+                        put_u32(&mut b, 20, w.meta.open_block_events);
+                    }
+                }
                 if BLOCK_HEADER + used <= b.len() {
                     b.truncate(BLOCK_HEADER + used);
                     w.block = b;
@@ -444,6 +486,14 @@ impl LogWriter {
         self.meta.status.log_overrun_status = keep_log.0;
         self.meta.status.log_full_status = keep_log.1;
         self.meta.events_lost_stream = lost_stream;
+        (self.meta.open_block_used, self.meta.open_block_events) = if self.block_open {
+            (
+                (self.block.len() - BLOCK_HEADER) as u32,
+                get_u32(&self.block, 20),
+            )
+        } else {
+            (0, 0)
+        };
         self.write_header()
     }
 
@@ -491,6 +541,21 @@ impl LogWriter {
         } else {
             POSIX_TRACE_NO_OVERRUN
         }
+    }
+
+    /// Records where the stream's consumer stands (written with the next
+    /// header): see [`LogMeta::stream_positions`].
+    pub fn set_stream_position(&mut self, positions: &[u64], last_timestamp_ns: i64) {
+        self.meta.stream_positions.clear();
+        self.meta.stream_positions.extend_from_slice(positions);
+        self.meta.last_timestamp_ns = last_timestamp_ns;
+    }
+
+    /// A log completed for an exec that failed: not complete any more,
+    /// written on by the same process.
+    pub fn reopen(&mut self) -> io::Result<()> {
+        self.meta.flags &= !FLAG_COMPLETE;
+        self.write_header()
     }
 
     /// The log's descriptor, for a keeper process to take the log over.
@@ -570,6 +635,7 @@ impl LogReader {
             meta.blocks_written.min(meta.block_slots)
         };
         let mut blocks = Vec::new();
+        let mut out_of_window = 0u64;
         for i in 0..present {
             let off = HEADER_SIZE + i as usize * bs;
             if off + BLOCK_HEADER > map.len() {
@@ -595,9 +661,29 @@ impl LogReader {
                 );
                 continue;
             }
-            blocks.push((get_u64(b, 8), off, used));
+            let seq = get_u64(b, 8);
+            // A block written after the header was (by a controller killed
+            // before its next sync; whoever completed the log wrote these
+            // positions again) or one the window has left behind.
+            let window_start = match meta.block_slots {
+                0 => 0,
+                n => meta.blocks_written.saturating_sub(n),
+            };
+            if seq >= meta.blocks_written || seq < window_start {
+                out_of_window += 1;
+                continue;
+            }
+            blocks.push((seq, off, used));
         }
         blocks.sort_unstable();
+        if out_of_window > 0 {
+            warnings.push(
+                Position::Offset(192),
+                format!(
+                    "{out_of_window} of the log's {present} blocks are missing (overwritten by a controller that died before its next flush)"
+                ),
+            );
+        }
         let mut types = Vec::new();
         let (to, tl) = (meta.types_offset as usize, meta.types_len as usize);
         if tl == 0 {
@@ -659,7 +745,7 @@ impl LogReader {
     }
 
     /// The next event, oldest first; `None` at the end.
-    #[inline]
+    #[inline(always)]
     pub fn next_event(&mut self) -> Option<Result<LogEvent<'_>, Error>> {
         loop {
             let &(_, boff, used) = self.blocks.get(self.cur_block)?;

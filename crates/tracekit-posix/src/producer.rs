@@ -22,7 +22,7 @@ use core::sync::atomic::{fence, AtomicI32, AtomicU32, AtomicU64, Ordering::*};
 use crate::consts::*;
 
 pub const STREAM_MAGIC: [u8; 8] = *b"TKPXSTRM";
-pub const STREAM_VERSION: u32 = 2;
+pub const STREAM_VERSION: u32 = 3;
 /// Most lanes a stream can have (see [`Lane`]).
 pub const MAX_LANES: usize = 16;
 /// Bytes before the first slot's payload.
@@ -32,6 +32,11 @@ pub const SLOT_HEADER: usize = core::mem::size_of::<SlotHeader>();
 /// consumer restarts the stream once it has drained it. Reported as
 /// POSIX_TRACE_SUSPENDED.
 pub const AUTO_SUSPENDED: u32 = 0x100 | POSIX_TRACE_SUSPENDED as u32;
+/// `running` of a stream that suspended itself because full and was then
+/// stopped by the controller: the consumer still reports the automatic
+/// STOP once drained, but does not restart it. Reported as
+/// POSIX_TRACE_SUSPENDED; writers are not admitted (not a loss).
+pub const AUTO_STOPPED: u32 = 0x200 | POSIX_TRACE_SUSPENDED as u32;
 /// Number of 64-bit words in an event set: one bit per identifier below
 /// [`EVENT_ID_END`].
 pub const EVENTSET_WORDS: usize = (EVENT_ID_END as usize).div_ceil(64);
@@ -52,6 +57,12 @@ pub struct Padded<T>(pub T);
 /// writer picks its lane from its thread and process ([`lane_for`]); the
 /// consumer merges the lanes by timestamp. One thread always writes to the
 /// same lane, so a single writer sees exactly `slot_count` slots.
+///
+/// One more ring follows the writers' lanes: the *system lane* (index
+/// `lanes`, see [`system_lane`]), where the controller records the system
+/// events it causes (START, STOP, FILTER, FLUSH_START, FLUSH_STOP, ERROR).
+/// User events never go there, so a stream full of user events still
+/// takes them, each at its place in time.
 #[repr(C)]
 pub struct Lane {
     /// Slots reserved in this lane.
@@ -102,9 +113,10 @@ pub struct StreamHeaderOf<A, C> {
     pub creator_pid: i32,
     pub attr: A,
     pub calibration: C,
-    /// POSIX_TRACE_RUNNING, POSIX_TRACE_SUSPENDED, or [`AUTO_SUSPENDED`]
-    /// (one word, so that a writer never sees a half-made transition
-    /// between "stopped by the controller" and "stopped because full").
+    /// POSIX_TRACE_RUNNING, POSIX_TRACE_SUSPENDED, [`AUTO_SUSPENDED`] or
+    /// [`AUTO_STOPPED`] (one word, so that a writer never sees a half-made
+    /// transition between "stopped by the controller" and "stopped
+    /// because full").
     pub running: Padded<AtomicU32>,
     pub full: AtomicU32,
     pub overrun: AtomicU32,
@@ -113,9 +125,18 @@ pub struct StreamHeaderOf<A, C> {
     pub flush_wake: AtomicU32,
     /// Events lost by the stream (full, overwritten, crashed writer).
     pub lost: AtomicU64,
+    /// Raw time of the event whose refusal suspended an UNTIL_FULL stream
+    /// (the automatic STOP is reported at that time).
+    pub suspended_ticks: AtomicU64,
+    /// Futex word bumped whenever the consumer frees slots: writers of a
+    /// full POSIX_TRACE_FLUSH stream wait on it for the flush.
+    pub space_wake: AtomicU32,
+    /// Writers waiting on `space_wake` (the consumer wakes only if any).
+    pub space_waiters: AtomicU32,
     /// Set bit = event type filtered out.
     pub filter: [AtomicU64; EVENTSET_WORDS],
-    pub lane: [Lane; MAX_LANES],
+    /// The writers' lanes, then the system lane at index `lanes`.
+    pub lane: [Lane; MAX_LANES + 1],
     pub registry: Registry,
 }
 
@@ -140,14 +161,14 @@ pub const fn header_size() -> usize {
 }
 
 /// Where slot `pos` of `lane` lives: lane after lane, each a ring of
-/// `slot_count` slots.
+/// `slot_count` slots, the system lane last.
 ///
 /// # Safety
-/// `h` must head a valid ([`is_valid`]) mapping and `lane < h.lanes`.
+/// `h` must head a valid ([`is_valid`]) mapping and `lane <= h.lanes`.
 #[inline(always)]
 pub unsafe fn slot_ptr<A, C>(h: &StreamHeaderOf<A, C>, lane: usize, pos: u64) -> *mut SlotHeader {
     let idx = lane as u64 * h.slot_count + (pos & (h.slot_count - 1));
-    // SAFETY: idx < lanes * slot_count, the slots the mapping holds.
+    // SAFETY: idx < (lanes + 1) * slot_count, the slots the mapping holds.
     unsafe {
         (h as *const StreamHeaderOf<A, C> as *mut u8)
             .add(h.header_size as usize + idx as usize * h.slot_size as usize)
@@ -159,7 +180,7 @@ pub unsafe fn slot_ptr<A, C>(h: &StreamHeaderOf<A, C>, lane: usize, pos: u64) ->
 pub fn is_valid<A, C>(h: &StreamHeaderOf<A, C>, len: usize) -> bool {
     let expect = h
         .slot_count
-        .checked_mul(h.lanes as u64)
+        .checked_mul(h.lanes as u64 + 1)
         .and_then(|s| s.checked_mul(h.slot_size as u64))
         .and_then(|s| s.checked_add(h.header_size as u64));
     h.magic == STREAM_MAGIC
@@ -170,6 +191,12 @@ pub fn is_valid<A, C>(h: &StreamHeaderOf<A, C>, len: usize) -> bool {
         && h.lanes as usize <= MAX_LANES
         && h.slot_size as usize >= SLOT_HEADER + h.slot_data as usize
         && expect == Some(len as u64)
+}
+
+/// The index of the system lane of a stream (after the writers' lanes).
+#[inline(always)]
+pub fn system_lane<A, C>(h: &StreamHeaderOf<A, C>) -> usize {
+    (h.lanes as usize).min(MAX_LANES)
 }
 
 /// The stream's id of the user event type `name`, if registered (read-only:
@@ -285,12 +312,16 @@ pub unsafe fn write_event<A, C>(
         return refused;
     }
     let lane = lane_for(h, thread, pid);
-    let pos = match reserve(h, lane) {
+    let pos = match reserve(h, lane, || ticks) {
         Ok(pos) => pos,
         Err(full) => {
+            if full.may_wait {
+                // No futex here: this writer does not wait for the flush.
+                note_lost(h, 1);
+            }
             return Outcome::Lost {
                 wake_flusher: full.wake_flusher,
-            }
+            };
         }
     };
     // SAFETY: the caller's guarantee, and `pos` was just reserved in `lane`.
@@ -298,13 +329,18 @@ pub unsafe fn write_event<A, C>(
     Outcome::Written
 }
 
-/// The stream was full (UNTIL_FULL/FLUSH): the event is lost and counted,
-/// the stream suspended itself.
+/// The lane was full (UNTIL_FULL/FLUSH): no slot was reserved.
 #[derive(Debug, Clone, Copy)]
 pub struct Full {
     /// A FLUSH stream's flusher should be woken (futex wake on
     /// `flush_wake`, after incrementing it).
     pub wake_flusher: bool,
+    /// POSIX_TRACE_FLUSH: the event is not lost yet. The stream is flushed
+    /// as by `posix_trace_flush`; a writer that can wait (futex on
+    /// `space_wake`) reserves again once the flush freed slots, and counts
+    /// the event lost ([`note_lost`]) only if it gives up. UNTIL_FULL: the
+    /// stream suspended itself and the event is counted lost already.
+    pub may_wait: bool,
 }
 
 /// The lane a writer uses: its thread (`pthread_self`, whose values for
@@ -317,13 +353,20 @@ pub fn lane_for<A, C>(h: &StreamHeaderOf<A, C>, thread: u64, pid: i32) -> usize 
     ((thread >> 12).wrapping_add(pid as u64) & (h.lanes as u64 - 1)) as usize
 }
 
-/// Reserves the next slot of `lane`: fetch-add under LOOP (overwriting the oldest
-/// unread event sets the full and overrun flags), a capacity-checked
-/// compare-exchange under UNTIL_FULL/FLUSH (a full stream suspends itself
-/// and counts the event as lost). The one definition of the writers' side
-/// of the ring protocol, shared by `shm::StreamView` and `no_std` shims.
+/// Reserves the next slot of `lane`: fetch-add under LOOP (overwriting
+/// the oldest unread event sets the full and overrun flags), a
+/// capacity-checked compare-exchange under UNTIL_FULL/FLUSH. A full
+/// UNTIL_FULL stream suspends itself (at the time `now` gives, the time of
+/// the refused event) and counts the event lost; a full FLUSH stream asks
+/// for a flush (see [`Full::may_wait`]). The one definition of the
+/// writers' side of the ring protocol, shared by `shm::StreamView` and
+/// `no_std` shims.
 #[inline(always)]
-pub fn reserve<A, C>(h: &StreamHeaderOf<A, C>, lane: usize) -> Result<u64, Full> {
+pub fn reserve<A, C>(
+    h: &StreamHeaderOf<A, C>,
+    lane: usize,
+    now: impl FnOnce() -> u64,
+) -> Result<u64, Full> {
     let cap = h.slot_count;
     let l = &h.lane[lane & (MAX_LANES - 1)];
     if h.stream_policy == POSIX_TRACE_LOOP {
@@ -342,20 +385,52 @@ pub fn reserve<A, C>(h: &StreamHeaderOf<A, C>, lane: usize) -> Result<u64, Full>
     let mut t = l.tail.0.load(Relaxed);
     loop {
         if t.wrapping_sub(l.head.0.load(Acquire)) >= cap {
-            h.full.store(POSIX_TRACE_FULL as u32, Relaxed);
-            let _ = h.running.0.compare_exchange(
-                POSIX_TRACE_RUNNING as u32,
-                AUTO_SUSPENDED,
-                Release,
-                Relaxed,
-            );
-            note_lost(h, 1);
-            return Err(Full {
-                wake_flusher: h.stream_policy == POSIX_TRACE_FLUSH,
-            });
+            return Err(lane_full(h, now));
         }
         match l.tail.0.compare_exchange_weak(t, t + 1, Relaxed, Relaxed) {
             Ok(_) => return Ok(t),
+            Err(now) => t = now,
+        }
+    }
+}
+
+#[cold]
+fn lane_full<A, C>(h: &StreamHeaderOf<A, C>, now: impl FnOnce() -> u64) -> Full {
+    h.full.store(POSIX_TRACE_FULL as u32, Relaxed);
+    if h.stream_policy == POSIX_TRACE_FLUSH {
+        return Full {
+            wake_flusher: true,
+            may_wait: true,
+        };
+    }
+    if h.running
+        .0
+        .compare_exchange(POSIX_TRACE_RUNNING as u32, AUTO_SUSPENDED, Release, Relaxed)
+        .is_ok()
+    {
+        h.suspended_ticks.store(now().max(1), Relaxed);
+    }
+    note_lost(h, 1);
+    Full {
+        wake_flusher: false,
+        may_wait: false,
+    }
+}
+
+/// Reserves a slot of the system lane: capacity-checked under every
+/// policy (a system event never overwrites one), never suspends the
+/// stream; a full system lane loses the event (counted).
+pub fn reserve_system<A, C>(h: &StreamHeaderOf<A, C>) -> Option<u64> {
+    let cap = h.slot_count;
+    let l = &h.lane[system_lane(h)];
+    let mut t = l.tail.0.load(Relaxed);
+    loop {
+        if t.wrapping_sub(l.head.0.load(Acquire)) >= cap {
+            note_lost(h, 1);
+            return None;
+        }
+        match l.tail.0.compare_exchange_weak(t, t + 1, Relaxed, Relaxed) {
+            Ok(_) => return Some(t),
             Err(now) => t = now,
         }
     }

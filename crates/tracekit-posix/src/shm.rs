@@ -13,19 +13,30 @@
 //! A stream has `lanes` rings ([`crate::producer::Lane`]) of `slot_count`
 //! slots each; a writer uses the lane of its thread and process, so
 //! threads writing at once do not contend for one counter (the merge by
-//! timestamp below restores one order). In each lane, `tail` counts
-//! reserved slots and `head` counts slots the (single) consumer has
-//! finished with. Slot `pos` lives at index `pos & (slot_count - 1)` of its
+//! timestamp below restores one order). One more ring, the system lane,
+//! takes the system events the controller records. In each lane, `tail`
+//! counts reserved slots and `head` counts slots the (single) consumer has
+//! finished with. The consumer reads ahead of `head` with cursors of its
+//! own and publishes them ([`StreamView::commit`]) once what it read is
+//! safe: at once when an analyzer reads the stream, after the log is
+//! written when the stream is flushed, so slots are never reused before
+//! their events are in the log (a controller killed mid-flush loses
+//! nothing: its keeper reads them again). Slot `pos` lives at index `pos & (slot_count - 1)` of its
 //! lane and carries a sequence word: `2*pos+1` while being written,
 //! `2*pos+2` once complete. The consumer reads a slot like a seqlock
 //! (sequence, copy, sequence again), so under `POSIX_TRACE_LOOP`, where
 //! writers may overwrite a slot being read, a torn copy is detected and
 //! counted as lost. Under `UNTIL_FULL` and `FLUSH` a writer reserves with
 //! a compare-exchange that fails when `tail - head == slot_count`, so
-//! nothing unread is ever overwritten; a full lane suspends the whole
-//! stream. The consumer takes, among the lanes' oldest unread events, the
-//! one with the smallest timestamp; while a lane's oldest slot is reserved
-//! but not complete it waits (that event may be the oldest). A writer that
+//! nothing unread is ever overwritten; a full lane suspends an UNTIL_FULL
+//! stream, and makes a writer of a FLUSH stream wake the flusher and wait
+//! for the slots the flush frees (the one case where a writer makes system
+//! calls). A writer reads the clock after reserving, so each lane is in
+//! time order. The consumer takes, among the lanes' oldest unread events,
+//! the one with the smallest timestamp; while a lane's oldest slot is
+//! reserved but not complete it waits (that event may be the oldest), and
+//! a lane that was empty when it looked but has a slot reserved since
+//! makes it look again. A writer that
 //! dies between reserving and completing leaves one slot that never
 //! completes; the consumer skips it after a grace period and counts it
 //! lost, so a crash loses at most the event being written.
@@ -213,7 +224,7 @@ pub fn lane_count() -> u32 {
 pub fn stream_len(slot_count: u64, slot_size: usize, lanes: u32) -> Option<usize> {
     usize::try_from(slot_count)
         .ok()?
-        .checked_mul(lanes as usize)?
+        .checked_mul(lanes as usize + 1)?
         .checked_mul(slot_size)?
         .checked_add(header_size())
 }
@@ -277,13 +288,30 @@ unsafe impl Sync for StreamView {}
 
 /// Outcome of one consumer step.
 pub enum Take {
-    Event,
+    /// An event; `after_loss`: events of its ring were lost right before.
+    Event {
+        after_loss: bool,
+    },
     Empty,
     /// This slot (the oldest unread of its lane) is reserved but not
     /// complete yet.
     Busy(SlotRef),
-    /// `n` events were lost before the next readable one.
-    Lost(u64),
+}
+
+/// Where the consumer reads: a position in each ring (writers' lanes,
+/// then the system lane), and whether events of that ring were lost since
+/// the last one read from it.
+#[derive(Clone, Debug, Default)]
+pub struct Cursor {
+    pub pos: Vec<u64>,
+    pub loss: Vec<bool>,
+}
+
+impl Cursor {
+    pub fn at(pos: Vec<u64>) -> Cursor {
+        let loss = vec![false; pos.len()];
+        Cursor { pos, loss }
+    }
 }
 
 /// An event copied out of the ring.
@@ -319,13 +347,34 @@ impl StreamView {
     fn slot(&self, lane: usize, pos: u64) -> *mut SlotHeader {
         let h = self.header();
         // SAFETY: the mapping was checked when mapped (`is_valid`) and
-        // lane < h.lanes.
-        unsafe { crate::producer::slot_ptr(h, lane.min(h.lanes as usize - 1), pos) }
+        // lane <= h.lanes.
+        unsafe { crate::producer::slot_ptr(h, lane.min(crate::producer::system_lane(h)), pos) }
     }
 
+    /// Every ring: the writers' lanes, then the system lane.
     fn lanes(&self) -> &[Lane] {
         let h = self.header();
-        &h.lane[..(h.lanes as usize).min(MAX_LANES)]
+        &h.lane[..=crate::producer::system_lane(h)]
+    }
+
+    /// The writers' lanes.
+    fn user_lanes(&self) -> &[Lane] {
+        let h = self.header();
+        &h.lane[..crate::producer::system_lane(h)]
+    }
+
+    /// Number of rings (writers' lanes and the system lane): the length of
+    /// a consumer's cursor array.
+    pub fn rings(&self) -> usize {
+        self.lanes().len()
+    }
+
+    /// The consumer's starting cursors: what it finished with so far.
+    pub fn heads(&self) -> Vec<u64> {
+        self.lanes()
+            .iter()
+            .map(|l| l.head.0.load(Acquire))
+            .collect()
     }
 
     #[inline(always)]
@@ -344,33 +393,55 @@ impl StreamView {
     /// Records an event if the stream is running and `id` passes the
     /// filter. The hot path: no allocation, no lock, no system call.
     #[inline(always)]
-    pub fn record(&self, id: u32, data: &[u8], pid: i32, thread: u64, prog: u64, ticks: u64) {
+    pub fn record(&self, id: u32, data: &[u8], pid: i32, thread: u64, prog: u64) {
         if self.admits(id) {
-            self.write(id, data, pid, thread, prog, ticks);
+            self.write(id, data, pid, thread, prog);
         }
     }
 
-    /// Records regardless of the running state (system events written by
-    /// the controller); still honours the filter. Returns false if lost.
+    /// Records a system event caused by the controller (or its flusher or
+    /// keeper) into the system lane, regardless of the running state;
+    /// still honours the filter. Returns false if lost (system lane full).
+    /// The clock is read after the slot is reserved, under a process-wide
+    /// lock, so the system lane is in time order.
     pub fn record_system(&self, id: u32, data: &[u8], pid: i32, thread: u64) -> bool {
-        self.record_system_at(id, data, pid, thread, self.now())
+        static SYSTEM_EVENTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        LOCKS_HELD.with(|n| n.set(n.get() + 1));
+        let order = SYSTEM_EVENTS.lock().unwrap_or_else(|e| e.into_inner());
+        let r = self.record_system_alone(id, data, pid, thread);
+        drop(order);
+        LOCKS_HELD.with(|n| n.set(n.get() - 1));
+        r
     }
 
-    /// [`Self::record_system`] with a timestamp (raw ticks, see
-    /// [`Self::now`]) read earlier: for an event that describes a state
-    /// change made after reading the clock and before recording.
-    pub fn record_system_at(
-        &self,
-        id: u32,
-        data: &[u8],
-        pid: i32,
-        thread: u64,
-        ticks: u64,
-    ) -> bool {
+    /// [`Self::record_system`] for a process that is the stream's only
+    /// system-event writer and must not take the process-wide lock (a
+    /// keeper: forked while another thread may have held it).
+    pub fn record_system_alone(&self, id: u32, data: &[u8], pid: i32, thread: u64) -> bool {
         if self.is_filtered(id) {
             return true;
         }
-        self.write(id, data, pid, thread, 0, ticks)
+        let h = self.header();
+        let Some(pos) = crate::producer::reserve_system(h) else {
+            return false;
+        };
+        let ticks = self.now();
+        // SAFETY: the view's mapping is a valid stream and `pos` was just
+        // reserved in the system lane.
+        unsafe {
+            crate::producer::publish(
+                h,
+                crate::producer::system_lane(h),
+                pos,
+                id,
+                &[data],
+                pid,
+                thread,
+                0,
+                ticks,
+            )
+        };
+        true
     }
 
     /// The stream's raw clock now.
@@ -378,6 +449,7 @@ impl StreamView {
         crate::clock::raw_now(self.header().calibration.kind)
     }
 
+    /// Wakes the flusher of a stream with log.
     pub fn wake_flusher(&self) {
         let h = self.header();
         h.flush_wake.fetch_add(1, Release);
@@ -390,38 +462,23 @@ impl StreamView {
 
     /// Sleeps until woken by [`Self::wake_flusher`] or `timeout_ms` passes.
     pub fn wait_flusher(&self, seen: u32, timeout_ms: u64) {
-        let h = self.header();
-        let ts = libc::timespec {
-            tv_sec: (timeout_ms / 1000) as libc::time_t,
-            tv_nsec: ((timeout_ms % 1000) * 1_000_000) as libc::c_long,
-        };
-        // SAFETY: futex wait on our word with a relative timeout.
-        unsafe {
-            libc::syscall(
-                libc::SYS_futex,
-                h.flush_wake.as_ptr(),
-                libc::FUTEX_WAIT,
-                seen,
-                &ts as *const libc::timespec,
-            );
-        }
+        futex_wait(&self.header().flush_wake, seen, timeout_ms);
     }
 
-    /// Writes an event without checking state or filter (see [`Self::admits`]).
+    /// Writes an event without checking state or filter (see
+    /// [`Self::admits`]). The event's time is read once its slot is
+    /// reserved: a lane's events are then in time order, and an event the
+    /// consumer has not seen reserved yet is newer than any it took (the
+    /// merge is exact; a writer preempted before reserving does not land
+    /// behind newer events).
     #[inline(always)]
-    pub fn write(
-        &self,
-        id: u32,
-        data: &[u8],
-        pid: i32,
-        thread: u64,
-        prog: u64,
-        ticks: u64,
-    ) -> bool {
+    pub fn write(&self, id: u32, data: &[u8], pid: i32, thread: u64, prog: u64) -> bool {
         let h = self.header();
+        let kind = h.calibration.kind;
         let lane = crate::producer::lane_for(h, thread, pid);
-        match crate::producer::reserve(h, lane) {
+        match crate::producer::reserve(h, lane, || crate::clock::raw_now(kind)) {
             Ok(pos) => {
+                let ticks = crate::clock::raw_now(kind);
                 // SAFETY: the view's mapping is a valid stream (checked at
                 // open) and `pos` was just reserved in `lane`.
                 unsafe {
@@ -429,118 +486,227 @@ impl StreamView {
                 };
                 true
             }
-            Err(full) => {
-                if full.wake_flusher {
-                    self.wake_flusher();
-                }
-                false
-            }
+            Err(full) => self.write_when_full(full, lane, id, data, pid, thread, prog),
         }
     }
 
-    /// Takes the next event (single consumer): of the lanes' oldest unread
-    /// events, the one with the smallest timestamp. Copies into `out`.
-    pub fn take(&self, out: &mut RawEvent) -> Take {
+    /// A full lane: an UNTIL_FULL stream lost the event already; a FLUSH
+    /// stream is flushed while the writer waits for room (nothing lost
+    /// unless the flush makes no progress for [`FLUSH_WAIT_LIMIT`]).
+    #[cold]
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn write_when_full(
+        &self,
+        mut full: crate::producer::Full,
+        lane: usize,
+        id: u32,
+        data: &[u8],
+        pid: i32,
+        thread: u64,
+        prog: u64,
+    ) -> bool {
+        let h = self.header();
+        let kind = h.calibration.kind;
+        let mut progress_at = std::time::Instant::now();
+        let mut heads = self.lanes()[lane].head.0.load(Acquire);
+        loop {
+            if full.wake_flusher {
+                self.wake_flusher();
+            }
+            if !full.may_wait {
+                return false;
+            }
+            if h.shutdown.load(Acquire) != 0 {
+                return false;
+            }
+            let seen = h.space_wake.load(Acquire);
+            match crate::producer::reserve(h, lane, || crate::clock::raw_now(kind)) {
+                Ok(pos) => {
+                    let ticks = crate::clock::raw_now(kind);
+                    // SAFETY: as in `write`.
+                    unsafe {
+                        crate::producer::publish(
+                            h,
+                            lane,
+                            pos,
+                            id,
+                            &[data],
+                            pid,
+                            thread,
+                            prog,
+                            ticks,
+                        )
+                    };
+                    return true;
+                }
+                Err(f) => full = f,
+            }
+            let now_heads = self.lanes()[lane].head.0.load(Acquire);
+            if now_heads != heads {
+                heads = now_heads;
+                progress_at = std::time::Instant::now();
+            } else if progress_at.elapsed() > FLUSH_WAIT_LIMIT {
+                // Nobody flushes (the controller and its keeper are gone,
+                // or the flush is stuck): give the event up, counted.
+                crate::producer::note_lost(h, 1);
+                return false;
+            }
+            h.space_waiters.fetch_add(1, AcqRel);
+            futex_wait(&h.space_wake, seen, 10);
+            h.space_waiters.fetch_sub(1, AcqRel);
+        }
+    }
+
+    /// Takes the next event (single consumer) at the consumer's cursor
+    /// (one position per ring, see [`Self::rings`]): of the rings' oldest
+    /// unread events, the one with the smallest timestamp. Copies into
+    /// `out` and advances the cursor; the slots stay reserved for the
+    /// consumer until it [`commit`](Self::commit)s. Events lost in a ring
+    /// (overwritten under LOOP, or skipped) are reported with the first
+    /// event taken from that ring after them, so the loss stands at its
+    /// place in time among the other rings' events.
+    pub fn take(&self, cursor: &mut Cursor, out: &mut RawEvent) -> Take {
         let h = self.header();
         let cap = h.slot_count;
-        let mut best: Option<(usize, u64, u64)> = None;
-        for (k, l) in self.lanes().iter().enumerate() {
-            let head = l.head.0.load(Relaxed);
-            let tail = l.tail.0.load(Acquire);
-            if head >= tail {
-                continue;
+        'scan: loop {
+            let mut best: Option<(usize, u64, u64)> = None;
+            // Rings seen empty: (ring, tail then).
+            let mut empty = [(0usize, 0u64); MAX_LANES + 1];
+            let mut n_empty = 0;
+            for (k, l) in self.lanes().iter().enumerate() {
+                let Some(&head) = cursor.pos.get(k) else {
+                    break;
+                };
+                let tail = l.tail.0.load(Acquire);
+                if head >= tail {
+                    empty[n_empty] = (k, tail);
+                    n_empty += 1;
+                    continue;
+                }
+                if tail - head > cap {
+                    // LOOP: the oldest unread events were overwritten.
+                    let lost = tail - cap - head;
+                    cursor.pos[k] = tail - cap;
+                    cursor.loss[k] = true;
+                    h.lost.fetch_add(lost, Relaxed);
+                    continue 'scan;
+                }
+                let slot = self.slot(k, head);
+                // SAFETY: slot is inside the mapping; the timestamp is read
+                // volatile and validated by the sequence word afterwards.
+                let ticks = unsafe {
+                    let s1 = (*slot).seq.load(Acquire);
+                    let want = 2 * head + 2;
+                    if s1 < want {
+                        return Take::Busy((k, head));
+                    }
+                    let t = ptr::addr_of!((*slot).ticks).read_volatile();
+                    fence(Acquire);
+                    if s1 != want || (*slot).seq.load(Relaxed) != s1 {
+                        // Overwritten before we could read it.
+                        cursor.pos[k] = head + 1;
+                        cursor.loss[k] = true;
+                        h.lost.fetch_add(1, Relaxed);
+                        continue 'scan;
+                    }
+                    t
+                };
+                if best.is_none_or(|(_, _, t)| ticks < t) {
+                    best = Some((k, head, ticks));
+                }
             }
-            if tail - head > cap {
-                // LOOP: the oldest unread events were overwritten.
-                let lost = tail - cap - head;
-                l.head.0.store(tail - cap, Release);
-                h.lost.fetch_add(lost, Relaxed);
-                return Take::Lost(lost);
+            let Some((k, head, _)) = best else {
+                return Take::Empty;
+            };
+            // A ring that was empty when scanned and has a slot reserved
+            // since may hold an older event than the one chosen (its
+            // writer read its clock after we looked): look again. Once no
+            // ring changed, any later event is newer than the chosen one
+            // (writers read the clock after reserving).
+            if empty[..n_empty]
+                .iter()
+                .any(|&(e, tail)| self.lanes()[e].tail.0.load(Acquire) != tail)
+            {
+                continue 'scan;
             }
             let slot = self.slot(k, head);
-            // SAFETY: slot is inside the mapping; the timestamp is read
-            // volatile and validated by the sequence word afterwards.
-            let ticks = unsafe {
-                let s1 = (*slot).seq.load(Acquire);
+            cursor.pos[k] = head + 1;
+            // SAFETY: slot is inside the mapping; fields are read volatile
+            // and validated by the sequence word afterwards (seqlock read).
+            unsafe {
                 let want = 2 * head + 2;
-                if s1 < want {
-                    return Take::Busy((k, head));
+                let s1 = (*slot).seq.load(Acquire);
+                if s1 == want {
+                    out.event_id = ptr::addr_of!((*slot).event_id).read_volatile();
+                    out.pid = ptr::addr_of!((*slot).pid).read_volatile();
+                    let len = (ptr::addr_of!((*slot).data_len).read_volatile() as usize)
+                        .min(h.slot_data as usize);
+                    out.truncation = ptr::addr_of!((*slot).truncation).read_volatile();
+                    out.thread = ptr::addr_of!((*slot).thread).read_volatile();
+                    out.prog = ptr::addr_of!((*slot).prog).read_volatile();
+                    out.ticks = ptr::addr_of!((*slot).ticks).read_volatile();
+                    out.data.clear();
+                    out.data.reserve(len);
+                    ptr::copy_nonoverlapping(
+                        (slot as *const u8).add(SLOT_HEADER),
+                        out.data.as_mut_ptr(),
+                        len,
+                    );
+                    out.data.set_len(len);
+                    fence(Acquire);
+                    let s2 = (*slot).seq.load(Relaxed);
+                    if s2 == s1 {
+                        return Take::Event {
+                            after_loss: std::mem::take(&mut cursor.loss[k]),
+                        };
+                    }
                 }
-                let t = ptr::addr_of!((*slot).ticks).read_volatile();
-                fence(Acquire);
-                if s1 != want || (*slot).seq.load(Relaxed) != s1 {
-                    // Overwritten before we could read it.
-                    l.head.0.store(head + 1, Release);
-                    h.lost.fetch_add(1, Relaxed);
-                    return Take::Lost(1);
-                }
-                t
-            };
-            if best.is_none_or(|(_, _, t)| ticks < t) {
-                best = Some((k, head, ticks));
+            }
+            // Overwritten while (or before) we read it.
+            cursor.loss[k] = true;
+            h.lost.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// Hands the slots before `cursor` back to the writers, and wakes
+    /// writers waiting for room.
+    pub fn commit(&self, cursor: &Cursor) {
+        let h = self.header();
+        for (l, &c) in self.lanes().iter().zip(&cursor.pos) {
+            if l.head.0.load(Relaxed) < c {
+                l.head.0.store(c, Release);
             }
         }
-        let Some((k, head, _)) = best else {
-            return Take::Empty;
-        };
-        let l = &self.lanes()[k];
-        let slot = self.slot(k, head);
-        // SAFETY: slot is inside the mapping; fields are read volatile and
-        // validated by the sequence word afterwards (seqlock read).
-        unsafe {
-            let want = 2 * head + 2;
-            let s1 = (*slot).seq.load(Acquire);
-            if s1 == want {
-                out.event_id = ptr::addr_of!((*slot).event_id).read_volatile();
-                out.pid = ptr::addr_of!((*slot).pid).read_volatile();
-                let len = (ptr::addr_of!((*slot).data_len).read_volatile() as usize)
-                    .min(h.slot_data as usize);
-                out.truncation = ptr::addr_of!((*slot).truncation).read_volatile();
-                out.thread = ptr::addr_of!((*slot).thread).read_volatile();
-                out.prog = ptr::addr_of!((*slot).prog).read_volatile();
-                out.ticks = ptr::addr_of!((*slot).ticks).read_volatile();
-                out.data.clear();
-                out.data.reserve(len);
-                ptr::copy_nonoverlapping(
-                    (slot as *const u8).add(SLOT_HEADER),
-                    out.data.as_mut_ptr(),
-                    len,
+        h.space_wake.fetch_add(1, Release);
+        if h.space_waiters.load(Acquire) != 0 {
+            // SAFETY: a futex wake on a word of our shared mapping; not
+            // PRIVATE because the writers may be other processes.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_futex,
+                    h.space_wake.as_ptr(),
+                    libc::FUTEX_WAKE,
+                    i32::MAX,
                 );
-                out.data.set_len(len);
-                fence(Acquire);
-                let s2 = (*slot).seq.load(Relaxed);
-                l.head.0.store(head + 1, Release);
-                if s2 == s1 {
-                    return Take::Event;
-                }
-            } else {
-                l.head.0.store(head + 1, Release);
             }
         }
-        // Overwritten while (or before) we read it.
-        h.lost.fetch_add(1, Relaxed);
-        Take::Lost(1)
     }
 
     /// Gives up on a slot whose writer never completed it.
-    pub fn skip_stuck(&self, (lane, pos): SlotRef) {
-        let Some(l) = self.lanes().get(lane) else {
-            return;
-        };
-        if l.head
-            .0
-            .compare_exchange(pos, pos + 1, Release, Relaxed)
-            .is_ok()
-        {
+    pub fn skip_stuck(&self, cursor: &mut Cursor, (lane, pos): SlotRef) {
+        if cursor.pos.get(lane) == Some(&pos) {
+            cursor.pos[lane] = pos + 1;
+            cursor.loss[lane] = true;
             crate::producer::note_lost(self.header(), 1);
         }
     }
 
-    /// Events currently held by the fullest lane (approximate under
-    /// concurrent writes): what decides whether the stream is full.
+    /// Events currently held by the fullest writers' lane (approximate
+    /// under concurrent writes): what decides whether the stream is full.
     pub fn fill(&self) -> u64 {
         let h = self.header();
-        self.lanes()
+        self.user_lanes()
             .iter()
             .map(|l| {
                 let t = l.tail.0.load(Relaxed);
@@ -551,17 +717,19 @@ impl StreamView {
             .unwrap_or(0)
     }
 
-    /// Most events the stream can hold (every lane full).
+    /// Most events the stream can hold (every ring full).
     pub fn capacity(&self) -> u64 {
         self.header().slot_count * self.lanes().len() as u64
     }
 
-    /// Drops every unread event (`posix_trace_clear`).
-    pub fn discard_all(&self) {
-        for l in self.lanes() {
-            let t = l.tail.0.load(Acquire);
-            l.head.0.store(t, Release);
+    /// Drops every unread event (`posix_trace_clear`); `cursor` is the
+    /// consumer's.
+    pub fn discard_all(&self, cursor: &mut Cursor) {
+        for (l, c) in self.lanes().iter().zip(cursor.pos.iter_mut()) {
+            *c = l.tail.0.load(Acquire);
         }
+        cursor.loss.iter_mut().for_each(|f| *f = false);
+        self.commit(cursor);
     }
 
     pub fn filter(&self) -> EventSet {
@@ -654,4 +822,35 @@ impl StreamView {
 
 fn entry_name(e: &RegEntry) -> &[u8] {
     &e.name[..(e.len as usize).min(TRACE_EVENT_NAME_MAX)]
+}
+
+/// How long a writer of a full POSIX_TRACE_FLUSH stream waits for a flush
+/// that frees no slot before it gives the event up (counted lost).
+pub const FLUSH_WAIT_LIMIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Sleeps on a futex word of a stream mapping (shared, not PRIVATE: the
+/// waker may be another process) until woken, `timeout_ms` passes or the
+/// word no longer equals `seen`.
+fn futex_wait(word: &std::sync::atomic::AtomicU32, seen: u32, timeout_ms: u64) {
+    let ts = libc::timespec {
+        tv_sec: (timeout_ms / 1000) as libc::time_t,
+        tv_nsec: ((timeout_ms % 1000) * 1_000_000) as libc::c_long,
+    };
+    // SAFETY: futex wait on a word of a live mapping with a relative timeout.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT,
+            seen,
+            &ts as *const libc::timespec,
+        );
+    }
+}
+
+thread_local! {
+    /// Locks of the engine this thread holds (see `api`'s `holds_a_lock`):
+    /// a plain counter in static thread-local storage, readable from a
+    /// signal handler.
+    pub(crate) static LOCKS_HELD: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }

@@ -10,13 +10,18 @@
 //!   [`eventid_open`] or [`trace_event`], or explicitly with
 //!   [`attach_from_env`],
 //! - a controller in another process created a stream for this pid
-//!   (`/dev/shm/tracekit-posix.<pid>.*`), found by [`eventid_open`].
+//!   (`/dev/shm/tracekit-posix.<pid>.*`), found by [`eventid_open`],
+//! - it inherited the stream (`POSIX_TRACE_INHERITED`): a `fork` child
+//!   keeps its parent's attachments; across `exec` and `posix_spawn` (where
+//!   the standard keeps tracing the new image) the stream's descriptor
+//!   travels open, named in [`INHERIT_ENV`] (see [`crate::exec`]).
 //!
 //! Event type ids returned to this process are the ids of this process's
 //! own name table; each attachment keeps a translation to the stream's ids,
 //! so streams created by different controllers never disagree.
 
 use std::ffi::CStr;
+use std::os::fd::FromRawFd;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicUsize, Ordering::*};
 use std::sync::Mutex;
 
@@ -27,11 +32,19 @@ use crate::shm::{Region, StreamView};
 /// by `:`).
 pub const STREAM_ENV: &str = "TRACEKIT_POSIX_STREAM";
 const STREAM_ENV_C: &CStr = c"TRACEKIT_POSIX_STREAM";
+/// Names the descriptors of inherited streams a new process image writes
+/// into (several separated by `:`), set by the exec and spawn wrappers of
+/// the C library.
+pub const INHERIT_ENV: &str = "TRACEKIT_POSIX_INHERIT";
+const INHERIT_ENV_C: &CStr = c"TRACEKIT_POSIX_INHERIT";
 /// Prefix of stream files in `/dev/shm`.
 pub const SHM_PREFIX: &str = "tracekit-posix.";
 
 struct Attachment {
     base: AtomicPtr<u8>,
+    /// A descriptor of the stream's file, open for the life of the
+    /// process (close-on-exec), or -1: what exec passes on.
+    fd: AtomicI32,
     /// Local user id index -> stream id.
     translate: [AtomicU32; TRACE_USER_EVENT_MAX],
 }
@@ -39,6 +52,7 @@ struct Attachment {
 #[allow(clippy::declare_interior_mutable_const)]
 const EMPTY: Attachment = Attachment {
     base: AtomicPtr::new(std::ptr::null_mut()),
+    fd: AtomicI32::new(-1),
     translate: [const { AtomicU32::new(0) }; TRACE_USER_EVENT_MAX],
 };
 static ATTACH: [Attachment; TRACE_SYS_MAX] = [EMPTY; TRACE_SYS_MAX];
@@ -119,7 +133,6 @@ pub fn trace_event_at(event_id: u32, data: &[u8], prog: usize) {
     if n == 0 {
         return;
     }
-    let mut ticks = 0u64;
     let user = event_id.wrapping_sub(USER_EVENT_FIRST) as usize;
     for a in &ATTACH[..n] {
         let p = a.base.load(Acquire);
@@ -129,7 +142,6 @@ pub fn trace_event_at(event_id: u32, data: &[u8], prog: usize) {
         // SAFETY: attached mappings are never unmapped while attached
         // (see `detach`).
         let v = unsafe { StreamView::from_ptr(p) };
-        let h = v.header();
         let id = if user < TRACE_USER_EVENT_MAX {
             a.translate[user].load(Relaxed)
         } else {
@@ -138,10 +150,7 @@ pub fn trace_event_at(event_id: u32, data: &[u8], prog: usize) {
         if !v.admits(id) {
             continue;
         }
-        if ticks == 0 {
-            ticks = crate::clock::raw_now(h.calibration.kind);
-        }
-        write_admitted(v, id, data, prog as u64, ticks);
+        write_admitted(v, id, data, prog as u64);
     }
 }
 
@@ -149,10 +158,10 @@ pub fn trace_event_at(event_id: u32, data: &[u8], prog: usize) {
 /// filtered-out path stays a few loads and compares (no register spills
 /// for the slot arithmetic).
 #[inline(never)]
-fn write_admitted(v: StreamView, id: u32, data: &[u8], prog: u64, ticks: u64) {
+fn write_admitted(v: StreamView, id: u32, data: &[u8], prog: u64) {
     // SAFETY: pthread_self has no preconditions.
     let thread = unsafe { libc::pthread_self() } as u64;
-    v.write(id, data, cached_pid(), thread, prog, ticks);
+    v.write(id, data, cached_pid(), thread, prog);
 }
 
 /// [`trace_event_at`] without a call-site address.
@@ -209,6 +218,17 @@ pub fn attach_from_env() -> usize {
             let _ = attach_path(path);
         }
     }
+    // SAFETY: as above.
+    let val = unsafe { libc::getenv(INHERIT_ENV_C.as_ptr()) };
+    if !val.is_null() {
+        // SAFETY: getenv returns a NUL-terminated string.
+        let bytes = unsafe { CStr::from_ptr(val) }.to_bytes();
+        for part in bytes.split(|&b| b == b':') {
+            if let Some(fd) = std::str::from_utf8(part).ok().and_then(|p| p.parse().ok()) {
+                attach_inherited_fd(fd);
+            }
+        }
+    }
     ENV_STATE.store(2, Release);
     NATTACH.load(Acquire)
 }
@@ -232,17 +252,82 @@ pub fn attach_path(path: &CStr) -> Option<usize> {
             return None;
         }
     }
-    let idx = attach(v)?;
+    let idx = attach(v, region.fd())?;
     local().inodes[idx] = st.st_ino;
     // Writers use the mapping for the rest of the process's life.
     std::mem::forget(region);
     Some(idx)
 }
 
+/// Attaches to an inherited stream whose descriptor `fd` an exec or spawn
+/// wrapper passed open: the stream traces this process because its
+/// parent image was traced into it with `POSIX_TRACE_INHERITED`. `fd` is
+/// closed (a close-on-exec duplicate is kept), so programs that do not
+/// know it do not hold it.
+fn attach_inherited_fd(fd: i32) {
+    // SAFETY: duplicating a descriptor number from our own environment; a
+    // stale number fails here or at the header check below.
+    let dup = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
+    if dup < 0 {
+        return;
+    }
+    // SAFETY: closing the passed descriptor; the duplicate is ours.
+    unsafe { libc::close(fd) };
+    // SAFETY: dup is a fresh descriptor owned by nobody else.
+    let owned = unsafe { std::os::fd::OwnedFd::from_raw_fd(dup) };
+    let Ok(region) = Region::open_fd(owned) else {
+        return;
+    };
+    let v = region.view();
+    let h = v.header();
+    if h.inheritance != POSIX_TRACE_INHERITED || h.shutdown.load(Acquire) != 0 {
+        return;
+    }
+    // SAFETY: st is a valid out-pointer and the descriptor is open.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    unsafe { libc::fstat(region.fd(), &mut st) };
+    if local().inodes.contains(&st.st_ino) {
+        return;
+    }
+    let Some(idx) = attach(v, region.fd()) else {
+        return;
+    };
+    local().inodes[idx] = st.st_ino;
+    std::mem::forget(region);
+}
+
+/// Descriptors of the inherited streams a new process image keeps being
+/// traced into: every attached stream with `POSIX_TRACE_INHERITED`, except
+/// (for `exec`, `include_own == false`) the streams this process created,
+/// which exec shuts down.
+pub fn inherited_fds(include_own: bool) -> Vec<i32> {
+    // SAFETY: getpid has no preconditions (not the cached pid: this may
+    // run in a vfork child, which shares its parent's memory).
+    let me = unsafe { libc::getpid() };
+    let n = NATTACH.load(Acquire);
+    let mut fds = Vec::new();
+    for a in &ATTACH[..n] {
+        let p = a.base.load(Acquire);
+        let fd = a.fd.load(Acquire);
+        if p.is_null() || fd < 0 {
+            continue;
+        }
+        // SAFETY: attached mappings stay mapped.
+        let v = unsafe { StreamView::from_ptr(p) };
+        let h = v.header();
+        if h.inheritance == POSIX_TRACE_INHERITED && (include_own || h.creator_pid != me) {
+            fds.push(fd);
+        }
+    }
+    fds
+}
+
 /// Starts writing this process's events into the stream `v` (which must
-/// stay mapped for the rest of the process's life). Returns the index, or
-/// `None` if [`TRACE_SYS_MAX`] streams are attached already.
-pub fn attach(v: StreamView) -> Option<usize> {
+/// stay mapped for the rest of the process's life, as `fd`, a descriptor
+/// of its file, must stay open; -1 if there is none). Returns the index,
+/// or `None` if [`TRACE_SYS_MAX`] streams are attached already.
+pub fn attach(v: StreamView, fd: i32) -> Option<usize> {
     cached_pid();
     let l = local();
     let idx = ATTACH.iter().position(|a| a.base.load(Acquire).is_null())?;
@@ -255,6 +340,7 @@ pub fn attach(v: StreamView) -> Option<usize> {
         let sid = v.register(name).unwrap_or(POSIX_TRACE_UNNAMED_USEREVENT);
         a.translate[i].store(sid, Relaxed);
     }
+    a.fd.store(fd, Release);
     a.base.store(v.as_ptr(), Release);
     NATTACH.fetch_max(idx + 1, AcqRel);
     Some(idx)
@@ -266,6 +352,7 @@ pub fn detach(idx: usize) {
     let _l = local();
     if let Some(a) = ATTACH.get(idx) {
         a.base.store(std::ptr::null_mut(), Release);
+        a.fd.store(-1, Release);
     }
 }
 

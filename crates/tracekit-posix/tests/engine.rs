@@ -162,17 +162,20 @@ fn loop_policy_keeps_the_latest_events_and_reports_overrun_once() {
         POSIX_TRACE_NO_OVERRUN
     );
     let got = drain(trid);
+    // START stands where it happened, before the loss (the controller's
+    // system events have a ring of their own: user events never overwrite
+    // them).
     assert_eq!(
-        ids(&got)[..2],
-        [POSIX_TRACE_OVERFLOW, POSIX_TRACE_RESUME],
+        ids(&got)[..3],
+        [POSIX_TRACE_START, POSIX_TRACE_OVERFLOW, POSIX_TRACE_RESUME],
         "{got:?}"
     );
-    let payloads: Vec<u32> = got[2..]
+    let payloads: Vec<u32> = got[3..]
         .iter()
         .map(|e| u32::from_le_bytes(e.1[..4].try_into().unwrap()))
         .collect();
     assert_eq!(payloads, vec![6, 7, 8, 9]);
-    assert_eq!(api::lost_events(trid).unwrap(), 7); // START + 0..=5
+    assert_eq!(api::lost_events(trid).unwrap(), 6); // 0..=5
     api::shutdown(trid).unwrap();
 }
 
@@ -196,10 +199,12 @@ fn until_full_stops_by_itself_and_restarts_when_drained() {
         POSIX_TRACE_SUSPENDED
     );
     let got = drain(trid);
+    // The 4 slots hold user events only (START is in the system lane).
     assert_eq!(
         ids(&got),
         vec![
             POSIX_TRACE_START,
+            id,
             id,
             id,
             id,
@@ -208,7 +213,7 @@ fn until_full_stops_by_itself_and_restarts_when_drained() {
         ]
     );
     assert_eq!(
-        got[4].1,
+        got[5].1,
         1i32.to_ne_bytes(),
         "automatic stop carries auto != 0"
     );
@@ -216,7 +221,7 @@ fn until_full_stops_by_itself_and_restarts_when_drained() {
     assert_eq!(st.stream_status, POSIX_TRACE_RUNNING);
     assert_eq!(st.stream_full_status, POSIX_TRACE_NOT_FULL);
     assert_eq!(st.stream_overrun_status, POSIX_TRACE_NO_OVERRUN);
-    assert_eq!(api::lost_events(trid).unwrap(), 7);
+    assert_eq!(api::lost_events(trid).unwrap(), 6);
     api::shutdown(trid).unwrap();
 }
 
@@ -245,10 +250,10 @@ fn until_full_stopped_while_full_reports_the_automatic_stop_and_starts_once_drai
     // controller since, does not restart by itself.
     assert_eq!(
         ids(&got),
-        vec![POSIX_TRACE_START, id, id, id, POSIX_TRACE_STOP],
+        vec![POSIX_TRACE_START, id, id, id, id, POSIX_TRACE_STOP],
         "{got:?}"
     );
-    assert_eq!(got[4].1, 1i32.to_ne_bytes());
+    assert_eq!(got[5].1, 1i32.to_ne_bytes());
     let st = api::get_status(trid).unwrap();
     assert_eq!(st.stream_status, POSIX_TRACE_SUSPENDED);
     assert_eq!(st.stream_full_status, POSIX_TRACE_NOT_FULL, "drained");
@@ -611,12 +616,16 @@ fn log_round_trip_with_names_status_and_rewind() {
         .map(|e| u32::from_le_bytes(e.1[..4].try_into().unwrap()))
         .collect();
     assert_eq!(user, (0..100).collect::<Vec<_>>());
+    // Oldest first, starting with START; shutdown's STOP, then its flush.
     let all = ids(&got);
-    assert_eq!(all[0], POSIX_TRACE_FLUSH_START);
-    assert_eq!(all[1], POSIX_TRACE_START);
+    assert_eq!(all[0], POSIX_TRACE_START);
     assert_eq!(
-        all[all.len() - 2..],
-        [POSIX_TRACE_STOP, POSIX_TRACE_FLUSH_STOP]
+        all[all.len() - 3..],
+        [
+            POSIX_TRACE_STOP,
+            POSIX_TRACE_FLUSH_START,
+            POSIX_TRACE_FLUSH_STOP
+        ]
     );
     assert_eq!(api::eventid_get_name(lt, id).unwrap(), b"logged");
     assert_eq!(api::get_attr(lt).unwrap().name_str(), "roundtrip");
@@ -631,7 +640,7 @@ fn log_round_trip_with_names_status_and_rewind() {
     let e = api::getnext_event(lt, &mut buf, Wait::Forever)
         .unwrap()
         .unwrap();
-    assert_eq!(e.info.event_id, POSIX_TRACE_FLUSH_START);
+    assert_eq!(e.info.event_id, POSIX_TRACE_START);
     assert_eq!(api::start(lt), Err(libc::EINVAL));
     api::close(lt).unwrap();
     assert_eq!(api::close(lt), Err(libc::EINVAL));

@@ -16,10 +16,21 @@ fn event(i: u32) -> EventInfo {
     }
 }
 
-/// Writes `before` events, syncs, drops the writer (the controller is
-/// gone), resumes, writes `after` more and finishes; returns the payloads
-/// read back.
+/// Writes `before` events, syncs, writes `ghosts` more (that never get
+/// synced: their blocks may reach the file), drops the writer (the
+/// controller is gone), resumes, writes `after` more and finishes; returns
+/// the payloads read back.
 fn write_resume_finish(policy: i32, log_size: u64, before: u32, after: u32) -> (Vec<u32>, Status) {
+    write_resume_finish_with_ghosts(policy, log_size, before, 1, after)
+}
+
+fn write_resume_finish_with_ghosts(
+    policy: i32,
+    log_size: u64,
+    before: u32,
+    ghosts: u32,
+    after: u32,
+) -> (Vec<u32>, Status) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("r.trace");
     let types = vec![(USER_EVENT_FIRST, b"resumed".to_vec())];
@@ -32,9 +43,15 @@ fn write_resume_finish(policy: i32, log_size: u64, before: u32, after: u32) -> (
         for i in 0..before {
             w.append(&event(i), &i.to_le_bytes()).unwrap();
         }
+        // The stream position the sync records (what a keeper reads on from).
+        w.set_stream_position(&[before as u64, 0], before as i64);
         w.sync(&types, Status::default(), 0).unwrap();
-        // Records appended after the last sync die with the controller.
-        w.append(&event(u32::MAX), &u32::MAX.to_le_bytes()).unwrap();
+        // Records appended after the last sync are read again from the
+        // stream by whoever takes over: they must not stay in the log.
+        for g in 0..ghosts {
+            let v = u32::MAX - g;
+            w.append(&event(v), &v.to_le_bytes()).unwrap();
+        }
     }
     let f = std::fs::OpenOptions::new()
         .read(true)
@@ -43,6 +60,7 @@ fn write_resume_finish(policy: i32, log_size: u64, before: u32, after: u32) -> (
         .unwrap();
     let mut w = LogWriter::resume(f).unwrap();
     assert_eq!(w.meta.flags & FLAG_COMPLETE, 0);
+    assert_eq!(w.meta.stream_positions, [before as u64, 0]);
     for i in before..before + after {
         w.append(&event(i), &i.to_le_bytes()).unwrap();
     }
@@ -88,4 +106,15 @@ fn until_full_log_stays_stopped() {
     assert!(got.windows(2).all(|w| w[1] == w[0] + 1));
     assert!(got.len() < 5000, "the log filled up before the resume");
     assert_eq!(status.log_full_status, POSIX_TRACE_FULL);
+}
+
+/// Records written after the last sync, even into blocks that reached the
+/// file (the controller died mid-flush), are not part of the resumed log:
+/// the stream still holds those events and the keeper copies them again.
+#[test]
+fn records_after_the_last_sync_are_dropped_even_from_written_blocks() {
+    for policy in [POSIX_TRACE_APPEND, POSIX_TRACE_LOOP] {
+        let (got, _) = write_resume_finish_with_ghosts(policy, 1 << 20, 1000, 3000, 1000);
+        assert_eq!(got, (0..2000).collect::<Vec<_>>(), "policy {policy}");
+    }
 }

@@ -14,16 +14,34 @@ pub(super) const STUCK_SLOT: Duration = Duration::from_millis(100);
 
 pub(super) struct Consumer {
     pub(super) raw: RawEvent,
+    /// Read position in each ring (writers' lanes, then the system lane);
+    /// published to the writers by [`Consumer::commit`].
+    pub(super) cursor: shm::Cursor,
     pub(super) pending: VecDeque<(EventInfo, Vec<u8>)>,
-    pub(super) in_loss: bool,
     pub(super) busy: Option<(shm::SlotRef, Instant)>,
     pub(super) cal: Calibration,
     pub(super) cal_at: Instant,
     /// Events converted since the calibration was last checked: the
     /// clock is read once per [`RECALIBRATE_EVERY`] events, not per event.
     pub(super) since_check: u32,
+    /// Time of the last event handed out: the events that reading makes
+    /// up (OVERFLOW, RESUME, UNTIL_FULL's automatic STOP) are never placed
+    /// before it.
+    pub(super) last_ts: i64,
+    /// Drained while full: what [`Consumer::commit`] does once the slots
+    /// are handed back.
+    pub(super) drained: Option<Drained>,
     /// Payload of the event being handed out (kept: no allocation per read).
     pub(super) out: Vec<u8>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Drained {
+    /// The stream is no longer full.
+    Full,
+    /// The automatic STOP of an UNTIL_FULL stream was reported: the stream
+    /// is no longer full and restarts, unless the controller stopped it.
+    AutoStop,
 }
 
 pub(super) enum Next {
@@ -32,19 +50,43 @@ pub(super) enum Next {
     Busy,
 }
 
+fn system_event(id: u32, timestamp_ns: i64) -> EventInfo {
+    EventInfo {
+        event_id: id,
+        pid: 0,
+        truncation: POSIX_TRACE_NOT_TRUNCATED,
+        thread: 0,
+        prog_address: 0,
+        timestamp_ns,
+    }
+}
+
 impl Consumer {
     pub(super) fn new(view: &StreamView) -> Consumer {
+        Self::resume(view, &view.heads(), i64::MIN)
+    }
+
+    /// A consumer that continues at `cursor` (from a log's header, when
+    /// a keeper takes a log over) after an event of time `last_ts`.
+    pub(super) fn resume(view: &StreamView, cursor: &[u64], last_ts: i64) -> Consumer {
+        let mut c = view.heads();
+        if cursor.len() == c.len() {
+            c.copy_from_slice(cursor);
+        }
+        let c = shm::Cursor::at(c);
         Consumer {
             raw: RawEvent {
                 data: Vec::with_capacity(view.header().slot_data as usize),
                 ..RawEvent::default()
             },
+            cursor: c,
             pending: VecDeque::new(),
-            in_loss: false,
             busy: None,
             cal: view.header().calibration,
             cal_at: Instant::now(),
             since_check: 0,
+            last_ts,
+            drained: None,
             out: Vec::with_capacity(view.header().slot_data as usize),
         }
     }
@@ -61,8 +103,40 @@ impl Consumer {
         self.cal.to_ns(ticks)
     }
 
-    /// Next event into `data`; synthesises OVERFLOW/RESUME around losses
-    /// and the automatic STOP/START of UNTIL_FULL and FLUSH streams.
+    /// Hands every slot read so far back to the writers; a drained
+    /// UNTIL_FULL stream that suspended itself restarts now (its START is
+    /// recorded once the restart took place), and a drained stream is no
+    /// longer full.
+    pub(super) fn commit(&mut self, view: &StreamView) {
+        view.commit(&self.cursor);
+        let Some(drained) = self.drained.take() else {
+            return;
+        };
+        let h = view.header();
+        h.full.store(POSIX_TRACE_NOT_FULL as u32, Relaxed);
+        if drained == Drained::Full {
+            return;
+        }
+        h.suspended_ticks.store(0, Relaxed);
+        let _ = h.running.0.compare_exchange(
+            AUTO_STOPPED,
+            POSIX_TRACE_SUSPENDED as u32,
+            AcqRel,
+            Relaxed,
+        );
+        if h.running
+            .0
+            .compare_exchange(AUTO_SUSPENDED, POSIX_TRACE_RUNNING as u32, AcqRel, Relaxed)
+            .is_ok()
+        {
+            view.record_system(POSIX_TRACE_START, &view.filter().to_bytes(), 0, 0);
+        }
+    }
+
+    /// Next event into `data`, oldest first; synthesises OVERFLOW/RESUME
+    /// around losses and the automatic STOP of an UNTIL_FULL stream (after
+    /// its last event). The slots read stay the consumer's until
+    /// [`Consumer::commit`].
     pub(super) fn next(&mut self, view: &StreamView, data: &mut Vec<u8>) -> Next {
         if let Some((info, d)) = self.pending.pop_front() {
             data.clear();
@@ -70,42 +144,36 @@ impl Consumer {
             return Next::Event(info);
         }
         loop {
-            match view.take(&mut self.raw) {
-                Take::Event => {
+            match view.take(&mut self.cursor, &mut self.raw) {
+                Take::Event { after_loss } => {
                     self.busy = None;
+                    let ts = self.ticks_to_ns(self.raw.ticks);
+                    self.last_ts = self.last_ts.max(ts);
                     let info = EventInfo {
                         event_id: self.raw.event_id,
                         pid: self.raw.pid,
                         truncation: self.raw.truncation,
                         thread: self.raw.thread,
                         prog_address: self.raw.prog,
-                        timestamp_ns: self.ticks_to_ns(self.raw.ticks),
+                        timestamp_ns: ts,
                     };
-                    if self.in_loss {
-                        self.in_loss = false;
-                        let sys = |id| EventInfo {
-                            event_id: id,
-                            pid: 0,
-                            truncation: POSIX_TRACE_NOT_TRUNCATED,
-                            thread: 0,
-                            prog_address: 0,
-                            timestamp_ns: info.timestamp_ns,
-                        };
+                    if after_loss {
+                        // OVERFLOW and RESUME stand right before the first
+                        // event after the loss, at its time (the lost
+                        // events' times are gone with them).
                         self.pending
-                            .push_back((sys(POSIX_TRACE_RESUME), Vec::new()));
+                            .push_back((system_event(POSIX_TRACE_RESUME, ts), Vec::new()));
                         self.pending.push_back((info, self.raw.data.clone()));
                         data.clear();
-                        return Next::Event(sys(POSIX_TRACE_OVERFLOW));
+                        return Next::Event(system_event(POSIX_TRACE_OVERFLOW, ts));
                     }
                     data.clear();
                     data.extend_from_slice(&self.raw.data);
                     return Next::Event(info);
                 }
-                Take::Lost(_) => self.in_loss = true,
                 Take::Busy(pos) => match self.busy {
                     Some((p, since)) if p == pos && since.elapsed() > STUCK_SLOT => {
-                        view.skip_stuck(pos);
-                        self.in_loss = true;
+                        view.skip_stuck(&mut self.cursor, pos);
                         self.busy = None;
                     }
                     Some((p, _)) if p == pos => return Next::Busy,
@@ -118,61 +186,49 @@ impl Consumer {
                     // Idle: let the next event check the calibration.
                     self.since_check = RECALIBRATE_EVERY;
                     let h = view.header();
-                    if h.shutdown.load(Acquire) != 0 {
+                    if h.shutdown.load(Acquire) != 0 || self.drained.is_some() {
                         return Next::Empty;
                     }
-                    let running = h.running.0.load(Acquire);
-                    if h.stream_policy == POSIX_TRACE_LOOP {
-                        // Drained: an empty stream is not full.
-                        h.full.store(POSIX_TRACE_NOT_FULL as u32, Relaxed);
-                        return Next::Empty;
-                    }
-                    // UNTIL_FULL/FLUSH, drained. It stopped itself because
-                    // full if it is still suspended that way, or if the
-                    // controller stopped it since (`full` still set: the
-                    // controller's stop records nothing then). Either way
-                    // the reader gets the automatic STOP after the last
-                    // event, and the stream is no longer full (a writer
-                    // that fills it again suspends it again).
-                    let stopped_full = running == AUTO_SUSPENDED
-                        || (running == POSIX_TRACE_SUSPENDED as u32 && h.full.load(Acquire) != 0);
-                    if stopped_full {
-                        let ts = crate::clock::realtime_ns();
-                        h.full.store(POSIX_TRACE_NOT_FULL as u32, Relaxed);
-                        // Restart unless the controller stopped it: the
-                        // START event is recorded only once the restart
-                        // took place, with the time it was decided.
-                        let ticks = view.now();
-                        if h.running
-                            .0
-                            .compare_exchange(
-                                AUTO_SUSPENDED,
-                                POSIX_TRACE_RUNNING as u32,
-                                AcqRel,
-                                Relaxed,
-                            )
-                            .is_ok()
-                        {
-                            view.record_system_at(
-                                POSIX_TRACE_START,
-                                &view.filter().to_bytes(),
-                                0,
-                                0,
-                                ticks,
-                            );
+                    if h.stream_policy != POSIX_TRACE_UNTIL_FULL {
+                        // Drained: an empty LOOP or FLUSH stream is not
+                        // full (FLUSH never suspends itself: its writers
+                        // wait for the flush).
+                        if h.full.load(Relaxed) != 0 {
+                            self.drained = Some(Drained::Full);
                         }
-                        data.clear();
-                        data.extend_from_slice(&1i32.to_ne_bytes());
-                        return Next::Event(EventInfo {
-                            event_id: POSIX_TRACE_STOP,
-                            pid: 0,
-                            truncation: POSIX_TRACE_NOT_TRUNCATED,
-                            thread: 0,
-                            prog_address: 0,
-                            timestamp_ns: ts,
-                        });
+                        return Next::Empty;
                     }
-                    return Next::Empty;
+                    // UNTIL_FULL, drained. If it stopped itself because
+                    // full (and was maybe stopped by the controller since:
+                    // that stop records nothing), the reader gets the
+                    // automatic STOP after the last event, at the time the
+                    // stream filled up; the stream is no longer full once
+                    // the slots are handed back, and restarts then unless
+                    // the controller stopped it.
+                    let running = h.running.0.load(Acquire);
+                    if running != AUTO_SUSPENDED && running != AUTO_STOPPED {
+                        // Full but stopped by the controller before it could
+                        // stop itself: no automatic STOP, just not full any
+                        // more. (Full and running: a writer is suspending
+                        // it right now; the next read reports that.)
+                        if running == POSIX_TRACE_SUSPENDED as u32 && h.full.load(Relaxed) != 0 {
+                            self.drained = Some(Drained::Full);
+                        }
+                        return Next::Empty;
+                    }
+                    self.drained = Some(Drained::AutoStop);
+                    let filled_at = match h.suspended_ticks.load(Relaxed) {
+                        0 => crate::clock::realtime_ns(),
+                        t => self.cal.to_ns(t),
+                    };
+                    let ts = filled_at.max(self.last_ts);
+                    self.last_ts = ts;
+                    if view.is_filtered(POSIX_TRACE_STOP) {
+                        return Next::Empty;
+                    }
+                    data.clear();
+                    data.extend_from_slice(&1i32.to_ne_bytes());
+                    return Next::Event(system_event(POSIX_TRACE_STOP, ts));
                 }
             }
         }

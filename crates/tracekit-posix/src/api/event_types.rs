@@ -17,15 +17,15 @@ pub fn trid_eventid_open(trid: TraceId, name: &[u8]) -> Result<u32, Errno> {
 
 /// `posix_trace_eventid_get_name`.
 pub fn eventid_get_name(trid: TraceId, id: u32) -> Result<Vec<u8>, Errno> {
-    match get(trid)? {
+    with_handle(trid, |h| match h {
         Handle::Active(a) if a.is_live() => a.view.type_name(id).ok_or(libc::EINVAL),
-        Handle::Log(p) => lock(&p)
+        Handle::Log(p) => p
             .reader
             .type_name(id)
             .map(<[u8]>::to_vec)
             .ok_or(libc::EINVAL),
         _ => Err(libc::EINVAL),
-    }
+    })
 }
 
 fn log_type_ids(r: &LogReader) -> Vec<u32> {
@@ -40,7 +40,7 @@ fn log_type_ids(r: &LogReader) -> Vec<u32> {
 
 /// `posix_trace_eventtypelist_getnext_id`: `None` at the end.
 pub fn eventtypelist_getnext_id(trid: TraceId) -> Result<Option<u32>, Errno> {
-    match get(trid)? {
+    with_handle(trid, |h| match h {
         Handle::Active(a) if a.is_live() => {
             let ids = a.view.type_ids();
             let mut pos = lock(&a.typelist_pos);
@@ -51,7 +51,6 @@ pub fn eventtypelist_getnext_id(trid: TraceId) -> Result<Option<u32>, Errno> {
             Ok(r)
         }
         Handle::Log(p) => {
-            let mut p = lock(&p);
             let ids = log_type_ids(&p.reader);
             let r = ids.get(p.typelist_pos).copied();
             if r.is_some() {
@@ -60,20 +59,20 @@ pub fn eventtypelist_getnext_id(trid: TraceId) -> Result<Option<u32>, Errno> {
             Ok(r)
         }
         _ => Err(libc::EINVAL),
-    }
+    })
 }
 
 /// `posix_trace_eventtypelist_rewind`.
 pub fn eventtypelist_rewind(trid: TraceId) -> Result<(), Errno> {
-    match get(trid)? {
+    with_handle(trid, |h| match h {
         Handle::Active(a) if a.is_live() => {
             *lock(&a.typelist_pos) = 0;
             Ok(())
         }
         Handle::Log(p) => {
-            lock(&p).typelist_pos = 0;
+            p.typelist_pos = 0;
             Ok(())
         }
         _ => Err(libc::EINVAL),
-    }
+    })
 }

@@ -51,13 +51,13 @@ impl Drop for Active {
 pub(super) struct Pre {
     pub(super) reader: LogReader,
     pub(super) typelist_pos: usize,
-    pub(super) scratch: Vec<u8>,
 }
 
-#[derive(Clone)]
 pub(super) enum Handle {
     Active(Arc<Active>),
-    Log(Arc<Mutex<Pre>>),
+    /// A pre-recorded log, used under the table's lock (every use is
+    /// short and never blocks).
+    Log(Box<Pre>),
 }
 
 pub(super) struct Entry {
@@ -69,8 +69,44 @@ pub(super) static TABLE: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
 pub(super) static ATEXIT: AtomicBool = AtomicBool::new(false);
 pub(super) static NAME_SEQ: AtomicU32 = AtomicU32::new(0);
 
-pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
+/// A lock of the engine's, counted per thread while held: `_exit` called
+/// from a signal handler that interrupted this thread inside the engine
+/// must not wait for a lock the thread itself holds ([`holds_a_lock`]).
+pub(super) struct Locked<'a, T>(std::mem::ManuallyDrop<MutexGuard<'a, T>>);
+
+impl<T> std::ops::Deref for Locked<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T> std::ops::DerefMut for Locked<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        &mut self.0
+    }
+}
+
+impl<T> Drop for Locked<'_, T> {
+    fn drop(&mut self) {
+        // Unlock first, then stop counting it.
+        // SAFETY: the guard is dropped once, here, and not used after.
+        unsafe { std::mem::ManuallyDrop::drop(&mut self.0) };
+        crate::shm::LOCKS_HELD.with(|n| n.set(n.get() - 1));
+    }
+}
+
+pub(super) fn lock<T>(m: &Mutex<T>) -> Locked<'_, T> {
+    crate::shm::LOCKS_HELD.with(|n| n.set(n.get() + 1));
+    Locked(std::mem::ManuallyDrop::new(
+        m.lock().unwrap_or_else(|e| e.into_inner()),
+    ))
+}
+
+/// Does this thread hold one of the engine's locks (it is inside the
+/// engine: a signal handler running on it must not take them)?
+pub(super) fn holds_a_lock() -> bool {
+    crate::shm::LOCKS_HELD.with(|n| n.get()) != 0
 }
 
 pub(super) fn insert(h: Handle) -> Result<TraceId, Errno> {
@@ -94,17 +130,23 @@ pub(super) fn insert(h: Handle) -> Result<TraceId, Errno> {
     Ok(((t[idx].generation as u64) << 32) | (idx as u64 + 1))
 }
 
-pub(super) fn get(trid: TraceId) -> Result<Handle, Errno> {
+/// Runs `f` on what `trid` names (EINVAL if nothing), under the table's
+/// lock: `f` must be short and never block (clone an active stream's
+/// handle to wait on it). A log is read this way, one lock per event.
+pub(super) fn with_handle<R>(
+    trid: TraceId,
+    f: impl FnOnce(&mut Handle) -> Result<R, Errno>,
+) -> Result<R, Errno> {
     let idx = (trid & 0xffff_ffff) as usize;
-    let t = lock(&TABLE);
+    let mut t = lock(&TABLE);
     let e = idx
         .checked_sub(1)
-        .and_then(|i| t.get(i))
+        .and_then(|i| t.get_mut(i))
         .ok_or(libc::EINVAL)?;
     if e.generation as u64 != trid >> 32 {
         return Err(libc::EINVAL);
     }
-    e.handle.clone().ok_or(libc::EINVAL)
+    e.handle.as_mut().map_or(Err(libc::EINVAL), f)
 }
 
 pub(super) fn remove(trid: TraceId) {
@@ -116,12 +158,12 @@ pub(super) fn remove(trid: TraceId) {
 }
 
 pub(super) fn active(trid: TraceId) -> Result<Arc<Active>, Errno> {
-    match get(trid)? {
+    with_handle(trid, |h| match h {
         Handle::Active(a) if a.creator_pid == traced::cached_pid() && !a.closed.load(Acquire) => {
-            Ok(a)
+            Ok(a.clone())
         }
         _ => Err(libc::EINVAL),
-    }
+    })
 }
 
 pub(super) fn self_thread() -> u64 {

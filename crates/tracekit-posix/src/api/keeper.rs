@@ -3,29 +3,34 @@
 //!
 //! The standard shuts down the streams a controller created when it calls
 //! one of the exec functions, exits or is terminated. Normal exit runs
-//! [`super::shutdown`] from `atexit`; exec and a kill run no code of ours.
-//! So [`super::create`] forks, for each stream with a log or a `/dev/shm`
-//! name, a small *keeper* process (double fork: it is nobody's child, so
-//! the application's `wait` never sees it; own session: a Ctrl-C aimed at
-//! the controller does not reach it) that keeps only the read end of a
-//! pipe and the log's descriptor, and shares the stream's mapping. The
-//! controller holds the write end, close-on-exec, and closes it in its
-//! forked children. Then:
+//! [`super::shutdown`] from `atexit`, the C library's exec and `_exit`
+//! wrappers complete the logs before those calls; a fatal signal runs no
+//! code of ours. So [`super::create`] forks, for each stream with a log or
+//! a `/dev/shm` name, a small *keeper* process (double fork: it is
+//! nobody's child, so the application's `wait` never sees it; own session:
+//! a Ctrl-C aimed at the controller does not reach it) that keeps only the
+//! read end of a pipe and the log's descriptor, and shares the stream's
+//! mapping. The controller holds the write end, close-on-exec, and closes
+//! it in its forked children. Then:
 //! - `shutdown` writes one byte and closes the pipe: the keeper exits
 //!   without touching anything;
 //! - end of file without that byte means the controller's image is gone
 //!   (exec, crash, kill, `_exit`) and all its threads with it (the kernel
 //!   closes descriptors after the other threads are gone). The keeper then
-//!   does the shutdown: stops the stream (recording `POSIX_TRACE_STOP`),
-//!   takes the log over where the controller's last flush left it
-//!   ([`LogWriter::resume`]), copies what is left in the stream into it
-//!   between FLUSH_START and FLUSH_STOP, marks it complete, tells writers
-//!   the stream is shut down, and unlinks the `/dev/shm` name if it still
-//!   names this stream.
+//!   does the rest of the shutdown: if the log is complete already (an
+//!   exec or `_exit` the library wrapped) it only frees; otherwise it stops
+//!   the stream (recording `POSIX_TRACE_STOP`), takes the log over where
+//!   the controller's last sync left it ([`LogWriter::resume`]: the header
+//!   holds the stream's read positions and the open block's size at that
+//!   sync), copies what the stream still holds from there, between
+//!   FLUSH_START and FLUSH_STOP, and marks the log complete. Then it tells
+//!   writers the stream is shut down and unlinks the `/dev/shm` name if it
+//!   still names this stream.
 //!
-//! Lost in that case: events the controller's flusher thread had taken
-//! from the ring but not yet written at the instant it was killed (none
-//! when it was idle, which it is unless a flush was in progress).
+//! Nothing recorded is lost that way: the controller hands slots back to
+//! writers only after a sync, so what its flusher had copied but not yet
+//! synced is still in the stream. Lost (and counted) is only an event a
+//! writer of the dead process was in the middle of writing.
 
 use std::ffi::{CStr, CString};
 use std::os::unix::ffi::OsStrExt;
@@ -194,26 +199,36 @@ fn complete(
     // SAFETY: getpid has no preconditions.
     let me = unsafe { libc::getpid() };
     let h = view.header();
-    if h.running.0.swap(POSIX_TRACE_SUSPENDED as u32, AcqRel) != POSIX_TRACE_SUSPENDED as u32 {
-        view.record_system(POSIX_TRACE_STOP, &0i32.to_ne_bytes(), me, 0);
+    if h.running.0.swap(POSIX_TRACE_SUSPENDED as u32, AcqRel) == POSIX_TRACE_RUNNING as u32 {
+        view.record_system_alone(POSIX_TRACE_STOP, &0i32.to_ne_bytes(), me, 0);
     }
     if let Some(fd) = log_fd {
         // SAFETY: the log's descriptor, inherited and owned by this process.
         let file = unsafe { File::from_raw_fd(fd) };
         if let Ok(mut w) = LogWriter::resume(file) {
             if w.meta.flags & FLAG_COMPLETE == 0 {
-                let mut c = Consumer::new(&view);
-                let err = copy_stream(view, &mut c, &mut w, me, 0);
-                let status = Status {
+                // Read on where the controller's last sync left the log:
+                // the slots after it were never handed back to writers.
+                let positions = w.meta.stream_positions.clone();
+                let last_ts = if positions.is_empty() {
+                    i64::MIN
+                } else {
+                    w.meta.last_timestamp_ns
+                };
+                let mut c = Consumer::resume(&view, &positions, last_ts);
+                let status = || Status {
                     stream_status: super::reported_running(h),
                     stream_full_status: h.full.load(Acquire) as i32,
                     stream_overrun_status: h.overrun.load(Acquire) as i32,
                     stream_flush_status: POSIX_TRACE_NOT_FLUSHING,
-                    stream_flush_error: err,
+                    stream_flush_error: 0,
                     log_overrun_status: POSIX_TRACE_NO_OVERRUN,
                     log_full_status: POSIX_TRACE_NOT_FULL,
                 };
-                let _ = w.finish(&user_types(&view), status, h.lost.load(Relaxed));
+                let err = copy_stream(view, &mut c, &mut w, (me, 0, true), &status);
+                let mut st = status();
+                st.stream_flush_error = err;
+                let _ = w.finish(&user_types(&view), st, h.lost.load(Relaxed));
             }
         }
     }

@@ -4,18 +4,116 @@
 
 use super::*;
 
+/// The pid of the last process that created a stream here: exec and
+/// `_exit` wrappers compare the real `getpid()` with it before anything
+/// else (they may run in a `fork` or `vfork` child, which must not touch
+/// its parent's streams nor wait on a lock another thread held at fork).
+static CONTROLLER_PID: AtomicI32 = AtomicI32::new(0);
+
+/// Is the calling process (by its real pid) a controller with streams?
+fn is_controller() -> bool {
+    let c = CONTROLLER_PID.load(Acquire);
+    // SAFETY: getpid has no preconditions.
+    c != 0 && c == unsafe { libc::getpid() }
+}
+
+/// The active streams this process created.
+fn own_streams() -> Vec<(TraceId, Arc<Active>)> {
+    let t = lock(&TABLE);
+    t.iter()
+        .enumerate()
+        .filter_map(|(i, e)| match &e.handle {
+            Some(Handle::Active(a)) if a.is_live() => {
+                Some((((e.generation as u64) << 32) | (i as u64 + 1), a.clone()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 extern "C" fn shutdown_all_at_exit() {
-    let ids: Vec<TraceId> = {
-        let t = lock(&TABLE);
-        t.iter()
-            .enumerate()
-            .filter(|(_, e)| matches!(&e.handle, Some(Handle::Active(a)) if a.creator_pid == traced::cached_pid()))
-            .map(|(i, e)| ((e.generation as u64) << 32) | (i as u64 + 1))
-            .collect()
-    };
-    for id in ids {
+    shutdown_all_of_this_process();
+}
+
+/// Shuts down every stream this process created, as `exit` and `_exit`
+/// require of a controller (see [`crate::exec`]).
+pub fn shutdown_all_of_this_process() {
+    // A signal handler that interrupted this thread inside the engine
+    // (holding one of its locks) cannot shut down without deadlocking on
+    // it: the keeper completes the logs then, as after a kill.
+    if !is_controller() || holds_a_lock() {
+        return;
+    }
+    for (id, _) in own_streams() {
         let _ = shutdown(id);
     }
+}
+
+/// Streams whose logs [`prepare_exec`] completed: (stream, was running).
+#[derive(Default)]
+pub struct ExecStreams(Vec<(Arc<Active>, bool)>);
+
+/// Right before an exec: this controller's streams with a log are stopped
+/// (STOP recorded if running), flushed, and their logs completed as
+/// shutdown does, so the log holds every event recorded before the exec
+/// even though no code of this image runs afterwards. The keeper sees the
+/// image go and finds the log complete; it frees the stream and its name.
+pub fn prepare_exec() -> ExecStreams {
+    let mut done = ExecStreams::default();
+    // Called from a signal handler that interrupted this thread inside the
+    // engine: leave the logs to the keeper (see shutdown_all_of_this_process).
+    if !is_controller() || holds_a_lock() {
+        return done;
+    }
+    for (_, a) in own_streams() {
+        if !a.with_log {
+            continue;
+        }
+        let was_running = stop_active(&a);
+        let err = do_flush(&a);
+        let status = stream_status(&a);
+        if let Some(w) = lock(&a.log).as_mut() {
+            append_error(w, err);
+            let _ = w.finish(
+                &user_types(&a.view),
+                status,
+                a.view.header().lost.load(Relaxed),
+            );
+        }
+        done.0.push((a, was_running));
+    }
+    done
+}
+
+/// The exec did not happen: the logs [`prepare_exec`] completed are
+/// written on, and streams that were running run again (START recorded).
+pub fn exec_failed(streams: ExecStreams) {
+    for (a, was_running) in streams.0 {
+        if let Some(w) = lock(&a.log).as_mut() {
+            let _ = w.reopen();
+        }
+        if was_running {
+            let _consumer = lock(&a.consumer);
+            start_active(&a);
+        }
+    }
+}
+
+/// At the end of a log (shutdown, exec): the error of the last flush, if
+/// any, as a POSIX_TRACE_ERROR event (no later flush would write it).
+fn append_error(w: &mut LogWriter, err: Errno) {
+    if err == 0 {
+        return;
+    }
+    let e = EventInfo {
+        event_id: POSIX_TRACE_ERROR,
+        pid: traced::cached_pid(),
+        truncation: POSIX_TRACE_NOT_TRUNCATED,
+        thread: self_thread(),
+        prog_address: 0,
+        timestamp_ns: crate::clock::realtime_ns(),
+    };
+    let _ = w.append(&e, &err.to_ne_bytes());
 }
 
 /// `posix_trace_create` (`log == None`) and `posix_trace_create_withlog`.
@@ -117,7 +215,7 @@ pub fn create(pid: i32, attr: Option<&TraceAttr>, log_fd: Option<i32>) -> Result
     });
     let trid = insert(Handle::Active(a.clone()))?;
     if self_traced {
-        match traced::attach(view) {
+        match traced::attach(view, a.region_fd()) {
             Some(i) => a.attach_idx.store(i as i32, Release),
             None => {
                 remove(trid);
@@ -140,6 +238,7 @@ pub fn create(pid: i32, attr: Option<&TraceAttr>, log_fd: Option<i32>) -> Result
         let fd = keeper::spawn(a.view, log_fd, a.named_path.as_deref(), a.region_fd());
         a.keeper_fd.store(fd, Release);
     }
+    CONTROLLER_PID.store(me, Release);
     if !ATEXIT.swap(true, AcqRel) {
         // SAFETY: registering a plain extern "C" function.
         unsafe { libc::atexit(shutdown_all_at_exit) };
@@ -188,34 +287,55 @@ pub fn start(trid: TraceId) -> Result<(), Errno> {
     if h.stream_policy != POSIX_TRACE_LOOP && h.full.load(Acquire) != 0 {
         return Ok(());
     }
+    start_active(&a);
+    Ok(())
+}
+
+/// Records START, then runs (events admitted from now on are later than
+/// it). The caller holds the consumer lock.
+fn start_active(a: &Active) {
     a.view.record_system(
         POSIX_TRACE_START,
         &a.view.filter().to_bytes(),
         traced::cached_pid(),
         self_thread(),
     );
-    h.running.0.store(POSIX_TRACE_RUNNING as u32, Release);
-    Ok(())
+    a.view
+        .header()
+        .running
+        .0
+        .store(POSIX_TRACE_RUNNING as u32, Release);
 }
 
 /// `posix_trace_stop`.
 pub fn stop(trid: TraceId) -> Result<(), Errno> {
     let a = active(trid)?;
-    stop_active(&a);
+    let _ = stop_active(&a);
     Ok(())
 }
 
-fn stop_active(a: &Active) {
+/// Stops the stream; true if it was running.
+fn stop_active(a: &Active) -> bool {
     // The reader restarts a drained full stream under this lock: holding
     // it, the restart and this stop cannot interleave, so the stream's
     // last START/STOP event always matches its state.
     let _consumer = lock(&a.consumer);
     let h = a.view.header();
-    // Running, or suspended only because it was full: now stopped by the
-    // controller (a full stream must not restart itself after this). A
-    // stream that stopped itself is already stopped: its STOP (automatic)
-    // is reported by the reader once drained (`full` stays set until then).
-    let was = h.running.0.swap(POSIX_TRACE_SUSPENDED as u32, AcqRel);
+    // Running: now stopped by the controller (STOP recorded). Suspended
+    // because it was full: stopped by the controller too (AUTO_STOPPED: it
+    // must not restart itself), but it stopped itself first, so its STOP
+    // is the automatic one the reader reports once drained.
+    let mut was = h.running.0.load(Acquire);
+    loop {
+        let to = match was {
+            AUTO_SUSPENDED | AUTO_STOPPED => AUTO_STOPPED,
+            _ => POSIX_TRACE_SUSPENDED as u32,
+        };
+        match h.running.0.compare_exchange(was, to, AcqRel, Acquire) {
+            Ok(_) => break,
+            Err(now) => was = now,
+        }
+    }
     if was == POSIX_TRACE_RUNNING as u32 {
         a.view.record_system(
             POSIX_TRACE_STOP,
@@ -224,6 +344,7 @@ fn stop_active(a: &Active) {
             self_thread(),
         );
     }
+    was == POSIX_TRACE_RUNNING as u32
 }
 
 /// `posix_trace_clear`.
@@ -232,17 +353,23 @@ pub fn clear(trid: TraceId) -> Result<(), Errno> {
     let mut log = lock(&a.log);
     let mut c = lock(&a.consumer);
     let h = a.view.header();
-    a.view.discard_all();
+    let c = &mut *c;
+    a.view.discard_all(&mut c.cursor);
     c.pending.clear();
-    c.in_loss = false;
     c.busy = None;
+    c.drained = None;
     h.full.store(POSIX_TRACE_NOT_FULL as u32, Relaxed);
     h.overrun.store(POSIX_TRACE_NO_OVERRUN as u32, Relaxed);
+    h.suspended_ticks.store(0, Relaxed);
     // Stopped only because it was full: it is not full any more.
     let _ =
         h.running
             .0
             .compare_exchange(AUTO_SUSPENDED, POSIX_TRACE_RUNNING as u32, AcqRel, Relaxed);
+    let _ =
+        h.running
+            .0
+            .compare_exchange(AUTO_STOPPED, POSIX_TRACE_SUSPENDED as u32, AcqRel, Relaxed);
     if let Some(w) = log.as_mut() {
         w.clear()
             .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
@@ -255,7 +382,7 @@ pub fn clear(trid: TraceId) -> Result<(), Errno> {
 /// any), completes the log and frees the stream.
 pub fn shutdown(trid: TraceId) -> Result<(), Errno> {
     let a = active(trid)?;
-    stop_active(&a);
+    let _ = stop_active(&a);
     let mut result = Ok(());
     if a.with_log {
         a.closed.store(true, Release);
@@ -263,10 +390,11 @@ pub fn shutdown(trid: TraceId) -> Result<(), Errno> {
         if let Some(t) = lock(&a.flusher).take() {
             let _ = t.join();
         }
-        do_flush(&a);
+        let err = do_flush(&a);
         let view = a.view;
         let status = stream_status(&a);
         if let Some(w) = lock(&a.log).as_mut() {
+            append_error(w, err);
             if let Err(e) = w.finish(&user_types(&view), status, view.header().lost.load(Relaxed)) {
                 result = Err(e.raw_os_error().unwrap_or(libc::EIO));
             }

@@ -17,7 +17,7 @@ use crate::clock::Calibration;
 use crate::consts::*;
 use crate::eventset::EventSet;
 use crate::log::{EventInfo, LogReader, LogWriter, Status};
-use crate::producer::AUTO_SUSPENDED;
+use crate::producer::{AUTO_STOPPED, AUTO_SUSPENDED};
 use crate::shm::{self, RawEvent, Region, StreamView, Take};
 use crate::traced;
 
@@ -45,10 +45,11 @@ pub use event_types::{
 pub use filter::{get_filter, set_filter};
 pub use flush::flush;
 pub use lifecycle::{
-    clear, create, shutdown, start, stop, stream_path, traced_pid_setter, TracedPidSetter,
+    clear, create, exec_failed, prepare_exec, shutdown, shutdown_all_of_this_process, start, stop,
+    stream_path, traced_pid_setter, ExecStreams, TracedPidSetter,
 };
 pub use prerecorded::{close, open, rewind};
-pub use read::getnext_event;
+pub use read::{getnext_event, getnext_event_into};
 pub(crate) use status::reported_running;
 pub use status::{get_attr, get_status, lost_events};
 

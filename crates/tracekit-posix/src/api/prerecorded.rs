@@ -12,29 +12,32 @@ pub fn open(fd: i32) -> Result<TraceId, Errno> {
     // SAFETY: dup is ours.
     let f = unsafe { File::from_raw_fd(dup) };
     let reader = LogReader::open_file(&f).map_err(|_| libc::EINVAL)?;
-    insert(Handle::Log(Arc::new(Mutex::new(Pre {
+    insert(Handle::Log(Box::new(Pre {
         reader,
         typelist_pos: 0,
-        scratch: Vec::new(),
-    }))))
+    })))
 }
 
 /// `posix_trace_rewind`.
 pub fn rewind(trid: TraceId) -> Result<(), Errno> {
-    match get(trid)? {
+    with_handle(trid, |h| match h {
         Handle::Log(p) => {
-            lock(&p).reader.rewind();
+            p.reader.rewind();
             Ok(())
         }
         _ => Err(libc::EINVAL),
-    }
+    })
 }
 
 /// `posix_trace_close`.
 pub fn close(trid: TraceId) -> Result<(), Errno> {
-    match get(trid)? {
-        Handle::Log(_) => {
-            remove(trid);
+    let idx = (trid & 0xffff_ffff) as usize;
+    let mut t = lock(&TABLE);
+    match idx.checked_sub(1).and_then(|i| t.get_mut(i)) {
+        Some(e)
+            if e.generation as u64 == trid >> 32 && matches!(e.handle, Some(Handle::Log(_))) =>
+        {
+            e.handle = None;
             Ok(())
         }
         _ => Err(libc::EINVAL),

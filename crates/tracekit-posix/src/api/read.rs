@@ -3,14 +3,17 @@
 
 use super::*;
 
-fn copy_out(info: EventInfo, data: &[u8], buf: &mut [u8]) -> ReadEvent {
+/// Copies an event's payload into `buf` (truncating: TRUNCATED_READ) and
+/// its description into `out`; returns the bytes copied.
+#[inline(always)]
+fn copy_out(info: &EventInfo, data: &[u8], buf: &mut [u8], out: &mut EventInfo) -> usize {
     let n = data.len().min(buf.len());
     buf[..n].copy_from_slice(&data[..n]);
-    let mut info = info;
+    *out = *info;
     if n < data.len() {
-        info.truncation = POSIX_TRACE_TRUNCATED_READ;
+        out.truncation = POSIX_TRACE_TRUNCATED_READ;
     }
-    ReadEvent { info, data_len: n }
+    n
 }
 
 /// The getnext functions: `Ok(None)` means "unavailable" (end of a log,
@@ -20,37 +23,72 @@ pub fn getnext_event(
     buf: &mut [u8],
     wait: Wait,
 ) -> Result<Option<ReadEvent>, Errno> {
-    match get(trid)? {
-        Handle::Log(p) => {
-            if matches!(wait, Wait::Never) {
-                return Err(libc::EINVAL);
-            }
-            let mut p = lock(&p);
-            let Pre {
-                reader, scratch, ..
-            } = &mut *p;
-            loop {
-                match reader.next_event() {
-                    None => return Ok(None),
-                    Some(Ok(e)) => return Ok(Some(copy_out(e.info, e.data, buf))),
-                    // A corrupt block: the reader skipped to the next one.
-                    Some(Err(_)) => {
-                        scratch.clear();
-                        continue;
-                    }
-                }
-            }
-        }
+    let mut info = EventInfo {
+        event_id: 0,
+        pid: 0,
+        truncation: 0,
+        thread: 0,
+        prog_address: 0,
+        timestamp_ns: 0,
+    };
+    let got = getnext_event_into(trid, buf, wait, &mut info)?;
+    Ok(got.map(|data_len| ReadEvent { info, data_len }))
+}
+
+/// [`getnext_event`] that fills `info` in place and returns the payload
+/// bytes copied: the analyzer's loop over a log moves no large value (the
+/// C library reads through it).
+pub fn getnext_event_into(
+    trid: TraceId,
+    buf: &mut [u8],
+    wait: Wait,
+    info: &mut EventInfo,
+) -> Result<Option<usize>, Errno> {
+    // A log is read under the table's lock (no handle cloned per event);
+    // a stream may block, so not under it.
+    let mut stream = None;
+    let got = with_handle(trid, |h| match h {
+        Handle::Log(p) => read_log(p, buf, wait, info),
         Handle::Active(a) => {
-            if a.creator_pid != traced::cached_pid() || a.with_log {
-                return Err(libc::EINVAL);
-            }
-            read_active(&a, buf, wait)
+            stream = Some(a.clone());
+            Ok(None)
+        }
+    })?;
+    let Some(a) = stream else {
+        return Ok(got);
+    };
+    if a.creator_pid != traced::cached_pid() || a.with_log {
+        return Err(libc::EINVAL);
+    }
+    read_active(&a, buf, wait, info)
+}
+
+#[inline(always)]
+fn read_log(
+    p: &mut Pre,
+    buf: &mut [u8],
+    wait: Wait,
+    out: &mut EventInfo,
+) -> Result<Option<usize>, Errno> {
+    if matches!(wait, Wait::Never) {
+        return Err(libc::EINVAL);
+    }
+    loop {
+        match p.reader.next_event() {
+            None => return Ok(None),
+            Some(Ok(e)) => return Ok(Some(copy_out(&e.info, e.data, buf, out))),
+            // A corrupt block: the reader skipped to the next one.
+            Some(Err(_)) => continue,
         }
     }
 }
 
-fn read_active(a: &Active, buf: &mut [u8], wait: Wait) -> Result<Option<ReadEvent>, Errno> {
+fn read_active(
+    a: &Active,
+    buf: &mut [u8],
+    wait: Wait,
+    out: &mut EventInfo,
+) -> Result<Option<usize>, Errno> {
     let mut sleep_us = 1u64;
     let mut validated = false;
     loop {
@@ -61,8 +99,11 @@ fn read_active(a: &Active, buf: &mut [u8], wait: Wait) -> Result<Option<ReadEven
             }
             let mut data = std::mem::take(&mut c.out);
             let next = c.next(&a.view, &mut data);
+            // Reading an active stream is destructive: the slot is the
+            // writers' again at once.
+            c.commit(&a.view);
             let got = match next {
-                Next::Event(info) => Some(copy_out(info, &data, buf)),
+                Next::Event(info) => Some(copy_out(&info, &data, buf, out)),
                 _ => None,
             };
             c.out = data;

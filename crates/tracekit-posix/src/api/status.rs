@@ -27,21 +27,21 @@ pub(super) fn stream_status(a: &Active) -> Status {
 
 /// `posix_trace_get_attr`.
 pub fn get_attr(trid: TraceId) -> Result<TraceAttr, Errno> {
-    match get(trid)? {
+    with_handle(trid, |h| match h {
         Handle::Active(a) if a.is_live() => Ok(a.view.header().attr),
-        Handle::Log(p) => Ok(lock(&p).reader.attr),
+        Handle::Log(p) => Ok(p.reader.attr),
         _ => Err(libc::EINVAL),
-    }
+    })
 }
 
 /// `posix_trace_get_status`: reads and resets the overrun and flush-error
 /// members of an active stream; a log's final status is never reset.
 pub fn get_status(trid: TraceId) -> Result<Status, Errno> {
-    match get(trid)? {
-        Handle::Log(p) => Ok(lock(&p).reader.meta.status),
+    with_handle(trid, |h| match h {
+        Handle::Log(p) => Ok(p.reader.meta.status),
         Handle::Active(a) if a.is_live() => {
             let h = a.view.header();
-            let mut s = stream_status(&a);
+            let mut s = stream_status(a);
             s.stream_overrun_status = h.overrun.swap(0, AcqRel) as i32;
             s.stream_flush_error = a.flush_error.swap(0, AcqRel);
             if a.with_log {
@@ -51,17 +51,17 @@ pub fn get_status(trid: TraceId) -> Result<Status, Errno> {
             Ok(s)
         }
         _ => Err(libc::EINVAL),
-    }
+    })
 }
 
 /// Events the stream lost so far (our extension: the standard only has
 /// the overrun flag).
 pub fn lost_events(trid: TraceId) -> Result<u64, Errno> {
-    match get(trid)? {
+    with_handle(trid, |h| match h {
         Handle::Active(a) => Ok(a.view.header().lost.load(Relaxed)),
         Handle::Log(p) => {
-            let m = &lock(&p).reader.meta;
+            let m = &p.reader.meta;
             Ok(m.events_lost_stream + m.events_lost_log)
         }
-    }
+    })
 }
