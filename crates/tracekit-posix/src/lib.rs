@@ -132,6 +132,7 @@ pub mod api;
 pub mod attr;
 pub mod clock;
 pub mod consts;
+pub mod controller;
 pub mod eventset;
 pub mod exec;
 pub mod fragments;

@@ -3,18 +3,16 @@
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
-use std::os::fd::AsRawFd;
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use tracekit_core::timeline::Sink;
 use tracekit_posix::analysis::{event_name, hex, policy_name, printable, summarise};
-use tracekit_posix::api::{self, Wait};
 use tracekit_posix::consts::*;
+use tracekit_posix::controller;
 use tracekit_posix::log::{EventInfo, LogReader, LOG_MAGIC, VERSION_MAJOR, VERSION_MINOR};
-use tracekit_posix::{traced, EventSet, TraceAttr};
+use tracekit_posix::TraceAttr;
 
 use crate::cmd::{convert, info, output, report};
 use crate::formats::Dialect;
@@ -149,10 +147,6 @@ fn quiet_pipe(r: Result<ExitCode>) -> Result<ExitCode> {
     }
 }
 
-fn errno(what: &str, e: i32) -> anyhow::Error {
-    anyhow::anyhow!("{what}: {}", std::io::Error::from_raw_os_error(e))
-}
-
 fn record(a: RecordArgs) -> Result<ExitCode> {
     let mut attr = TraceAttr::default();
     attr.stream_size = a.stream_size;
@@ -191,78 +185,26 @@ fn record(a: RecordArgs) -> Result<ExitCode> {
         ),
         None => None,
     };
-    let trid = api::create(
-        api::POSIX_TRACE_ALLPROC,
-        Some(&attr),
-        log_file.as_ref().map(|f| f.as_raw_fd()),
-    )
-    .map_err(|e| {
-        if e == libc::EINVAL && a.log.is_none() {
-            anyhow::anyhow!("--policy flush needs --log")
-        } else {
-            errno("cannot create the trace stream", e)
-        }
-    })?;
-    let path = api::stream_path(trid).map_err(|e| errno("stream", e))?;
-    if !a.filter.is_empty() {
-        let mut set = EventSet::empty();
-        for name in &a.filter {
-            let id = match SYSTEM_EVENT_NAMES.iter().find(|(_, n)| n == name) {
-                Some((id, _)) => *id,
-                None => api::trid_eventid_open(trid, name.as_bytes())
-                    .map_err(|e| errno(&format!("--filter {name}"), e))?,
-            };
-            set.add(id);
-        }
-        api::set_filter(trid, &set, POSIX_TRACE_SET_EVENTSET).map_err(|e| errno("filter", e))?;
-    }
-    api::start(trid).map_err(|e| errno("start", e))?;
-    let setter = api::traced_pid_setter(trid).map_err(|e| errno("stream", e))?;
     let mut cmd = std::process::Command::new(&a.cmd[0]);
-    cmd.args(&a.cmd[1..]).env(traced::STREAM_ENV, &path);
-    if !a.inherit {
-        // Only this process (after exec) may attach by name, not the
-        // programs it starts.
-        // SAFETY: the closure only calls getpid and does one atomic store
-        // into shared memory, both async-signal-safe.
-        unsafe {
-            cmd.pre_exec(move || {
-                setter.set(libc::getpid());
-                Ok(())
-            });
-        }
-    }
-    let mut child = cmd
-        .spawn()
-        .with_context(|| format!("{}: cannot run", a.cmd[0]))?;
-    let status = if a.log.is_some() {
-        child.wait()?
-    } else {
-        let mut out = output(None)?;
-        let mut printer = Printer::new(a.json);
-        let mut buf = vec![0u8; a.max_data_size.max(512) as usize];
-        let mut print_available = |out: &mut Box<dyn Write>| -> Result<()> {
-            while let Some(e) =
-                api::getnext_event(trid, &mut buf, Wait::Never).map_err(|e| errno("read", e))?
-            {
-                let name = api::eventid_get_name(trid, e.info.event_id).unwrap_or_default();
-                printer.event(out, &e.info, &name, &buf[..e.data_len])?;
-            }
-            Ok(())
-        };
-        loop {
-            print_available(&mut out)?;
-            if let Some(st) = child.try_wait()? {
-                api::stop(trid).map_err(|e| errno("stop", e))?;
-                print_available(&mut out)?;
-                out.flush()?;
-                break st;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(2));
-        }
-    };
-    let lost = api::lost_events(trid).unwrap_or(0);
-    api::shutdown(trid).map_err(|e| errno("shutdown", e))?;
+    cmd.args(&a.cmd[1..]);
+    let mut out = output(None)?;
+    let mut printer = Printer::new(a.json);
+    let recorded = controller::record(
+        &mut cmd,
+        controller::Options {
+            attr,
+            log: log_file,
+            filter: a.filter.clone(),
+            inherit: a.inherit,
+        },
+        |info, name, data| {
+            printer
+                .event(&mut out, info, name, data)
+                .map_err(std::io::Error::other)
+        },
+    )?;
+    out.flush()?;
+    let (status, lost) = (recorded.status, recorded.lost_in_stream);
     if let Some(p) = &a.log {
         let r = LogReader::open_path(p)?;
         eprintln!(
@@ -637,6 +579,7 @@ fn posix_convert(input: &Input, args: &convert::Args) -> Result<ExitCode> {
 mod tests {
     use super::*;
     use std::os::fd::AsRawFd;
+    use tracekit_posix::{api, traced};
 
     #[test]
     fn record_passes_the_exit_status_through_and_writes_a_log() {
