@@ -95,7 +95,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let config = Config {
         stream_socket: args.socket.clone(),
         dgram_socket: args.dgram_socket.clone(),
-        out_dir: args.dir.clone(),
+        out_dir: Some(args.dir.clone()),
         grace: Duration::from_secs_f64(args.grace.min(86_400.0)),
     };
     raise_open_file_limit();
