@@ -134,6 +134,7 @@ pub struct Exporter {
     tx: SyncSender<Msg>,
     shared: Arc<Mutex<Shared>>,
     stopping: Arc<AtomicBool>,
+    stop_at: Arc<Mutex<Option<Instant>>>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -190,10 +191,12 @@ impl Exporter {
         }));
         let (tx, rx) = sync_channel(config.queue.max(1));
         let stopping = Arc::new(AtomicBool::new(false));
+        let stop_at = Arc::new(Mutex::new(None));
         let mut worker = Worker {
             sender: HttpSender::new(config.http.clone()),
             shared: shared.clone(),
             stopping: stopping.clone(),
+            stop_at: stop_at.clone(),
             batch: Piece::default(),
             batch_since: None,
             down: None,
@@ -211,6 +214,7 @@ impl Exporter {
             tx,
             shared,
             stopping,
+            stop_at,
             thread: Some(thread),
         })
     }
@@ -250,8 +254,10 @@ impl Exporter {
     /// Sends (or, past `timeout`, spools) everything handed over, stops
     /// the thread and returns the counts.
     pub fn finish(mut self, timeout: Duration) -> ExportStats {
+        let deadline = Instant::now() + timeout;
+        *self.stop_at.lock().unwrap_or_else(|e| e.into_inner()) = Some(deadline);
         self.stopping.store(true, Ordering::SeqCst);
-        let _ = self.tx.send(Msg::Stop(Instant::now() + timeout));
+        let _ = self.tx.send(Msg::Stop(deadline));
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -271,6 +277,9 @@ struct Worker {
     sender: HttpSender,
     shared: Arc<Mutex<Shared>>,
     stopping: Arc<AtomicBool>,
+    /// The shutdown deadline, once [`Exporter::finish`] is called: a
+    /// request being retried then gives up by it.
+    stop_at: Arc<Mutex<Option<Instant>>>,
     batch: Piece,
     batch_since: Option<Instant>,
     /// While the collector is away: when to offer it the spool again.
@@ -392,7 +401,7 @@ impl Worker {
             return;
         }
         let started = Instant::now();
-        let give_up = match deadline {
+        let mut give_up = match deadline {
             Some(d) => d.min(started + self.config.retry_for),
             None => started + self.config.retry_for,
         };
@@ -421,9 +430,10 @@ impl Worker {
                 }
                 Outcome::Retry { after, why } => {
                     let pause = after.unwrap_or(wait).min(self.config.backoff_max);
-                    if Instant::now() + pause > give_up
-                        || (deadline.is_none() && self.stopping.load(Ordering::SeqCst))
-                    {
+                    if let Some(stop) = *self.stop_at.lock().unwrap_or_else(|e| e.into_inner()) {
+                        give_up = give_up.min(stop);
+                    }
+                    if Instant::now() + pause > give_up {
                         self.went_down(why);
                         spool_piece(&mut lock(&self.shared), &piece);
                         return;
