@@ -110,6 +110,9 @@ pub struct ForwardStats {
     /// Processes without a `start` event (nothing is known about the
     /// command; trace2receiver drops them too).
     pub processes_without_start: u64,
+    /// Processes whose events carry no time (brief EVENT output): OTLP
+    /// needs absolute times; not sent.
+    pub processes_without_time: u64,
     /// Processes of a session that had been sent already.
     pub late_processes: u64,
     /// Processes whose end was known without `atexit`/`signal`.
@@ -578,6 +581,10 @@ impl<O: PieceOutput> Forwarder<O> {
             let p = session.procs.get_mut(sid).expect("listed above");
             if !p.has_argv() {
                 self.stats.processes_without_start += 1;
+                continue;
+            }
+            if !p.is_timed() {
+                self.stats.processes_without_time += 1;
                 continue;
             }
             let q = p.names();

@@ -118,6 +118,10 @@ pub struct Process {
     start: Option<u64>,
     end: Option<u64>,
     last: u64,
+    /// Some event carried a time (brief EVENT output has none).
+    timed: bool,
+    /// Unix ns at t_abs = 0.
+    base: Option<u64>,
     exe_version: String,
     argv: Vec<String>,
     verb: String,
@@ -232,6 +236,8 @@ impl Process {
             start: None,
             end: None,
             last: 0,
+            timed: false,
+            base: None,
             exe_version: String::new(),
             argv: Vec::new(),
             verb: String::new(),
@@ -305,7 +311,32 @@ impl Process {
 
     /// Applies one event of this process.
     pub fn apply(&mut self, ev: &Event<'_>, r: &Redactor) {
-        let ts = unix_ns(&ev.time).unwrap_or(self.last);
+        // Brief EVENT output keeps `time` on version and atexit only:
+        // others are placed at the process's base plus their t_abs, or at
+        // the latest time seen (as the timeline mapping does).
+        let t_abs = ev.body.t_abs().map(|t| t.0.max(0) as u64 * 1000);
+        let ts = match (unix_ns(&ev.time), t_abs) {
+            (Some(t), a) => {
+                if !self.timed {
+                    // Events before the first time (none in git's order)
+                    // start there too.
+                    self.timed = true;
+                    self.start = self.start.map(|_| t);
+                }
+                if let (None, Some(a)) = (self.base, a) {
+                    self.base = Some(t.saturating_sub(a));
+                }
+                if self.base.is_none() && matches!(ev.body, Body::Version { .. }) {
+                    self.base = Some(t);
+                }
+                t
+            }
+            (None, Some(a)) => match self.base {
+                Some(b) => (b + a).max(self.last),
+                None => self.last,
+            },
+            (None, None) => self.last,
+        };
         if self.start.is_none() {
             self.start = Some(ts);
         }
@@ -793,6 +824,12 @@ impl Process {
     /// it: nothing is known about the command).
     pub fn has_argv(&self) -> bool {
         !self.argv.is_empty()
+    }
+
+    /// Whether any event carried a time (OTLP needs absolute times; brief
+    /// EVENT output has none).
+    pub fn is_timed(&self) -> bool {
+        self.timed
     }
 
     pub fn exe_version(&self) -> &str {

@@ -320,7 +320,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
 fn forward_line(f: &ForwardStats) -> String {
     format!(
         "{} sessions ({} processes, {} spans) forwarded, {} sessions filtered, \
-         {} processes at dl:drop, {} without start, {} late; {} EVENT lines unparsed, \
+         {} processes at dl:drop, {} without start, {} without time, {} late; {} EVENT lines unparsed, \
          {} PERF/NORMAL lines not forwarded",
         f.sessions,
         f.processes,
@@ -328,6 +328,7 @@ fn forward_line(f: &ForwardStats) -> String {
         f.sessions_filtered,
         f.processes_filtered,
         f.processes_without_start,
+        f.processes_without_time,
         f.late_processes,
         f.lines_unparsed,
         f.lines_not_event
