@@ -2,7 +2,7 @@
 """A test OTLP/HTTP collector built on the official OpenTelemetry protobuf
 definitions (the `opentelemetry-proto` package on PyPI).
 
-    otlp_collector.py serve PORT_FILE OUT_FILE [--port N] [--fail-first N]
+    otlp_collector.py serve PORT_FILE OUT_FILE [--port N] [--fail-first N] [--count-only]
         Listens on 127.0.0.1 (port N, or any free one, written to PORT_FILE
         once listening), accepts POST /v1/traces (protobuf, gzip or not),
         decodes every ExportTraceServiceRequest with the official generated
@@ -11,6 +11,10 @@ definitions (the `opentelemetry-proto` package on PyPI).
         --fail-first N the first N requests get 503 and `Retry-After: 1`.
         Anything else (another path, a body that does not decode, a wrong
         Content-Type) gets 400 and is reported on stderr; SIGTERM stops it.
+
+        With --count-only the spans are decoded and counted, not written:
+        OUT_FILE then holds "<requests> <spans> <distinct trace ids>",
+        replaced after every request (for benchmarks).
 
     otlp_collector.py decode FILE
         Decodes one ExportTraceServiceRequest from FILE and prints the same
@@ -24,6 +28,7 @@ and, in serve mode, request (the request's number) and gzip.
 
 import gzip
 import json
+import os
 import signal
 import sys
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -89,9 +94,9 @@ def spans_of(request):
                 }
 
 
-def serve(port_file, out_file, port, fail_first):
-    out = open(out_file, "a", encoding="utf-8")
-    state = {"requests": 0, "failed": 0}
+def serve(port_file, out_file, port, fail_first, count_only):
+    out = None if count_only else open(out_file, "a", encoding="utf-8")
+    state = {"requests": 0, "failed": 0, "spans": 0, "traces": set()}
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -125,11 +130,21 @@ def serve(port_file, out_file, port, fail_first):
                 request = ExportTraceServiceRequest()
                 request.ParseFromString(body)
                 state["requests"] += 1
-                for span in spans_of(request):
-                    span["request"] = state["requests"]
-                    span["gzip"] = zipped
-                    out.write(json.dumps(span, sort_keys=True) + "\n")
-                out.flush()
+                if count_only:
+                    for rs in request.resource_spans:
+                        for ss in rs.scope_spans:
+                            for sp in ss.spans:
+                                state["spans"] += 1
+                                state["traces"].add(sp.trace_id)
+                    with open(out_file + ".tmp", "w") as f:
+                        f.write(f"{state['requests']} {state['spans']} {len(state['traces'])}\n")
+                    os.replace(out_file + ".tmp", out_file)
+                else:
+                    for span in spans_of(request):
+                        span["request"] = state["requests"]
+                        span["gzip"] = zipped
+                        out.write(json.dumps(span, sort_keys=True) + "\n")
+                    out.flush()
             except Exception as e:  # reported, answered 400
                 print(f"otlp_collector: bad request: {e}", file=sys.stderr, flush=True)
                 self.answer(400, str(e).encode())
@@ -144,13 +159,12 @@ def serve(port_file, out_file, port, fail_first):
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     with open(port_file + ".tmp", "w") as f:
         f.write(str(server.server_address[1]))
-    import os
-
     os.replace(port_file + ".tmp", port_file)
     try:
         server.serve_forever()
     finally:
-        out.close()
+        if out:
+            out.close()
 
 
 def main():
@@ -162,17 +176,21 @@ def main():
             print(json.dumps(span, sort_keys=True))
         return
     if len(sys.argv) >= 4 and sys.argv[1] == "serve":
-        port, fail_first = 0, 0
+        port, fail_first, count_only = 0, 0, False
         rest = sys.argv[4:]
         while rest:
             if rest[0] == "--port":
                 port = int(rest[1])
             elif rest[0] == "--fail-first":
                 fail_first = int(rest[1])
+            elif rest[0] == "--count-only":
+                count_only = True
+                rest = rest[1:]
+                continue
             else:
                 sys.exit(f"unknown option {rest[0]}")
             rest = rest[2:]
-        serve(sys.argv[2], sys.argv[3], port, fail_first)
+        serve(sys.argv[2], sys.argv[3], port, fail_first, count_only)
         return
     sys.exit(__doc__)
 
