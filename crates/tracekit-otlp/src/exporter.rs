@@ -481,56 +481,69 @@ impl Worker {
         }
     }
 
-    /// Sends the oldest spooled request once; true if the collector
-    /// answered (accepted or refused it for good), false if it is away.
+    /// Sends the oldest spooled requests (as many as fit in one batch)
+    /// once; true if the collector answered (accepted or refused them for
+    /// good), false if it is away.
     fn offer_oldest(&mut self) -> bool {
-        let (entry, bytes) = {
+        let entries = {
             let shared = lock(&self.shared);
             let Some(spool) = shared.spool.as_ref() else {
                 return true;
             };
-            let Some(entry) = spool.oldest().cloned() else {
-                return true;
-            };
-            match spool.read(&entry) {
-                Ok(b) => (entry, b),
+            spool.oldest_batch(self.config.batch_max_bytes as u64)
+        };
+        if entries.is_empty() {
+            return true;
+        }
+        let mut body = Vec::new();
+        let mut sent_entries = Vec::new();
+        for entry in entries {
+            match std::fs::read(&entry.path) {
+                Ok(b) => {
+                    body.extend_from_slice(&b);
+                    sent_entries.push(entry);
+                }
                 Err(e) => {
-                    drop(shared);
                     let mut shared = lock(&self.shared);
                     shared.stats.note(format!("{}: {e}", entry.path.display()));
-                    shared.stats.sessions_dropped += entry.sessions;
-                    shared.stats.spans_dropped += entry.spans;
-                    if let Some(s) = shared.spool.as_mut() {
-                        s.pop_oldest();
+                    if shared.spool.as_mut().is_some_and(|s| s.remove(entry.seq)) {
+                        shared.stats.sessions_dropped += entry.sessions;
+                        shared.stats.spans_dropped += entry.spans;
                     }
-                    return true;
+                }
+            }
+        }
+        if sent_entries.is_empty() {
+            return true;
+        }
+        let sessions: u64 = sent_entries.iter().map(|e| e.sessions).sum();
+        let spans: u64 = sent_entries.iter().map(|e| e.spans).sum();
+        let (outcome, sent) = self.sender.send(&body);
+        let done = |this: &mut Self| {
+            let mut shared = lock(&this.shared);
+            for e in &sent_entries {
+                let still_there = shared.spool.as_mut().is_some_and(|s| s.remove(e.seq));
+                if !still_there {
+                    // Dropped to make room while it was being sent: it
+                    // arrived after all.
+                    shared.stats.sessions_dropped =
+                        shared.stats.sessions_dropped.saturating_sub(e.sessions);
+                    shared.stats.spans_dropped = shared.stats.spans_dropped.saturating_sub(e.spans);
                 }
             }
         };
-        let (outcome, sent) = self.sender.send(&bytes);
         match outcome {
             Outcome::Accepted {
                 rejected_spans,
                 message,
             } => {
-                self.accepted(
-                    entry.sessions,
-                    entry.spans,
-                    sent,
-                    rejected_spans,
-                    message,
-                    true,
-                );
-                if let Some(s) = lock(&self.shared).spool.as_mut() {
-                    s.pop_oldest();
-                }
+                self.accepted(sessions, spans, sent, rejected_spans, message, true);
+                done(self);
                 true
             }
             Outcome::Rejected { why } => {
-                self.rejected(entry.sessions, entry.spans, why);
-                if let Some(s) = lock(&self.shared).spool.as_mut() {
-                    s.pop_oldest();
-                }
+                self.rejected(sessions, spans, why);
+                done(self);
                 true
             }
             Outcome::Retry { why, .. } => {

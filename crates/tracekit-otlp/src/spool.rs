@@ -182,7 +182,35 @@ impl Spool {
         fs::read(&entry.path)
     }
 
-    /// Removes the oldest request (sent, or refused for good).
+    /// The oldest requests, as many as fit in `max_bytes` together (at
+    /// least one), to be sent as one request.
+    pub fn oldest_batch(&self, max_bytes: u64) -> Vec<Entry> {
+        let mut total = 0;
+        let mut out = Vec::new();
+        for e in &self.entries {
+            if !out.is_empty() && total + e.bytes > max_bytes {
+                break;
+            }
+            total += e.bytes;
+            out.push(e.clone());
+        }
+        out
+    }
+
+    /// Removes the request `seq` (sent, or refused for good); false if it
+    /// is no longer there (dropped meanwhile to make room).
+    pub fn remove(&mut self, seq: u64) -> bool {
+        match self.entries.iter().position(|e| e.seq == seq) {
+            Some(i) => {
+                let e = self.entries.remove(i).expect("found");
+                self.forget(&e);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Removes the oldest request.
     pub fn pop_oldest(&mut self) {
         if let Some(e) = self.entries.pop_front() {
             self.forget(&e);

@@ -76,6 +76,9 @@ pub struct ForwarderConfig {
     pub session_timeout: Duration,
     /// Finished spans a session may hold before they are sent ahead.
     pub max_buffered_spans: usize,
+    /// Complete sessions waiting for their settle time; past it the oldest
+    /// are sent at once.
+    pub max_settling: usize,
     /// `host.name` (and `trace2.pii.hostname`).
     pub host: Option<String>,
     /// `user.name` (and `trace2.pii.username`), looked up from uids.
@@ -90,6 +93,7 @@ impl Default for ForwarderConfig {
             settle: Duration::from_millis(300),
             session_timeout: Duration::from_secs(600),
             max_buffered_spans: 20_000,
+            max_settling: 256,
             host: None,
             user: false,
         }
@@ -131,6 +135,9 @@ pub struct ForwardStats {
     pub lines_not_event: u64,
     pub unmatched_regions: u64,
     pub events_dropped: u64,
+    /// Sessions still being assembled when the receiver stopped (sent
+    /// then, their open processes ended by the shutdown).
+    pub sessions_open_at_stop: u64,
     /// The first problems, with their line (at most 20).
     pub warnings: Vec<String>,
 }
@@ -156,18 +163,33 @@ struct Session {
     buffered: usize,
 }
 
-/// Remembers the last sessions sent, to recognise late lines.
+/// Remembers the last sessions sent (a 64-bit hash of each key, 24 bytes
+/// a session), to recognise late lines: a session whose late part comes
+/// after [`Recent::CAP`] newer sessions were sent counts twice.
 struct Recent {
-    set: HashSet<Box<[u8]>>,
-    order: VecDeque<Box<[u8]>>,
+    set: HashSet<u64>,
+    order: VecDeque<u64>,
 }
 
 impl Recent {
-    const CAP: usize = 4096;
+    const CAP: usize = 1 << 16;
 
-    fn insert(&mut self, key: Box<[u8]>) {
-        if self.set.insert(key.clone()) {
-            self.order.push_back(key);
+    fn hash(key: &[u8]) -> u64 {
+        use std::hash::Hasher;
+        // Fixed keys: the same key always hashes the same.
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        h.write(key);
+        h.finish()
+    }
+
+    fn contains(&self, key: &[u8]) -> bool {
+        self.set.contains(&Self::hash(key))
+    }
+
+    fn insert(&mut self, key: &[u8]) {
+        let h = Self::hash(key);
+        if self.set.insert(h) {
+            self.order.push_back(h);
             if self.order.len() > Self::CAP {
                 if let Some(old) = self.order.pop_front() {
                     self.set.remove(&old);
@@ -185,6 +207,11 @@ pub struct Forwarder<O: PieceOutput> {
     /// Stream connection → the (session, SID)s it carried.
     conns: HashMap<u64, Vec<SessionSid>>,
     recent: Recent,
+    /// Sessions that became complete, in that order, with the time they
+    /// are due: sent once settled, checked on every line and connection end (a round of
+    /// the receiver's poll loop can be long under a flood, and waiting for
+    /// the next tick would hold every session completed meanwhile).
+    completed: VecDeque<(Box<[u8]>, Instant)>,
     users: HashMap<u32, Option<String>>,
     own_uid: u32,
     stats: ForwardStats,
@@ -248,6 +275,7 @@ impl<O: PieceOutput> Forwarder<O> {
                 set: HashSet::new(),
                 order: VecDeque::new(),
             },
+            completed: VecDeque::new(),
             users: HashMap::new(),
             // SAFETY: getuid cannot fail.
             own_uid: unsafe { libc::getuid() },
@@ -288,7 +316,7 @@ impl<O: PieceOutput> Forwarder<O> {
         };
         let key = first_component(sid);
         if !self.sessions.contains_key(key) {
-            let continued = self.recent.set.contains(key);
+            let continued = self.recent.contains(key);
             self.sessions.insert(
                 key.into(),
                 Session {
@@ -332,19 +360,55 @@ impl<O: PieceOutput> Forwarder<O> {
                 }
             }
         }
-        Self::update_complete(session, now);
-        if session.buffered > self.config.max_buffered_spans {
-            let key: Box<[u8]> = key.into();
+        let newly = Self::update_complete(session, now);
+        let over = session.buffered > self.config.max_buffered_spans;
+        let key: Box<[u8]> = key.into();
+        if newly {
+            self.completed
+                .push_back((key.clone(), now + self.config.settle));
+        }
+        if over {
             self.send_ahead(&key);
         }
+        self.send_settled(now);
     }
 
-    fn update_complete(session: &mut Session, now: Instant) {
+    /// Notes whether every process of the session has ended; true when it
+    /// just became complete.
+    fn update_complete(session: &mut Session, now: Instant) -> bool {
         let all_ended = session.procs.values().all(|p| p.ended.is_some());
         if !all_ended {
             session.complete_since = None;
         } else if session.complete_since.is_none() {
             session.complete_since = Some(now);
+            return true;
+        }
+        false
+    }
+
+    /// Sends the complete sessions whose settle time has passed, and the
+    /// oldest ones beyond [`ForwarderConfig::max_settling`] (a burst of
+    /// queued connections completes thousands at once).
+    fn send_settled(&mut self, now: Instant) {
+        let settle = self.config.settle;
+        while let Some((_, due)) = self.completed.front() {
+            let crowded = self.completed.len() > self.config.max_settling;
+            if now < *due && !crowded {
+                return;
+            }
+            let (key, _) = self.completed.pop_front().expect("checked");
+            let Some(s) = self.sessions.get(&key) else {
+                continue; // sent already
+            };
+            let Some(since) = s.complete_since else {
+                continue; // a new process joined: queued again when it ends
+            };
+            let at = (since + settle).max(s.last_activity + settle);
+            if now >= at || crowded {
+                self.send_session(&key);
+            } else {
+                self.completed.push_back((key, at));
+            }
         }
     }
 
@@ -357,13 +421,17 @@ impl<O: PieceOutput> Forwarder<O> {
                         p.ended = Some(Ended::Closed);
                     }
                 }
-                Self::update_complete(session, now);
+                if Self::update_complete(session, now) {
+                    self.completed.push_back((key, now + self.config.settle));
+                }
             }
         }
+        self.send_settled(now);
     }
 
     /// Sends what is due; returns when to be called again.
     pub fn tick(&mut self, now: Instant) -> Option<Instant> {
+        self.send_settled(now);
         let settle = self.config.settle;
         let timeout = self.config.session_timeout;
         let mut due = Vec::new();
@@ -397,6 +465,7 @@ impl<O: PieceOutput> Forwarder<O> {
     /// Ends every process still open (the receiver stopped) and sends
     /// every session; returns the output and the counts.
     pub fn finish(mut self) -> (O, ForwardStats) {
+        self.stats.sessions_open_at_stop = self.sessions.len() as u64;
         let mut keys: Vec<Box<[u8]>> = self.sessions.keys().cloned().collect();
         keys.sort();
         for key in keys {
@@ -626,7 +695,7 @@ impl<O: PieceOutput> Forwarder<O> {
             }
             self.put(piece);
         }
-        self.recent.insert(key.into());
+        self.recent.insert(key);
     }
 }
 
