@@ -75,7 +75,7 @@ wait_traces() {  # wait_traces N: until the collector has N traces
 }
 listen() {  # listen LOG: the receiver in the background
     "$TRACEKIT" trace2 listen --socket "$DIR/t2.sock" --otlp-endpoint "http://127.0.0.1:$PORT" \
-        --spool "$DIR/spool" --otlp-retry 1 --settle 0.1 --json >"$1.json" 2>"$1" &
+        --spool "$DIR/spool" --otlp-retry 1 --json >"$1.json" 2>"$1" &
     TK_PID=$!
     while [ ! -S "$DIR/t2.sock" ]; do sleep 0.02; done
 }

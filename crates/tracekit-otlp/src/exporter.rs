@@ -64,7 +64,7 @@ impl ExporterConfig {
             batch_max_bytes: 4 << 20,
             batch_max_spans: 8192,
             batch_delay: Duration::from_millis(200),
-            queue: 256,
+            queue: 1024,
             retry_for: Duration::from_secs(30),
             backoff_max: Duration::from_secs(30),
         }

@@ -825,6 +825,51 @@ fn convert_to_otlp_for_every_dialect() {
 }
 
 #[test]
+fn convert_sends_to_an_endpoint_with_gzip() {
+    if !otlp_proto_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("collector")).unwrap();
+    let collector = Collector::start(&dir.path().join("collector"), 0);
+    let input = "tests/corpus/buildtrace/recorded/hello-make-j2.trace";
+    let o = Command::new(env!("CARGO_BIN_EXE_tracekit"))
+        .arg("convert")
+        .arg(root().join(input))
+        .args([
+            "--to",
+            "otlp",
+            "--otlp-endpoint",
+            &collector.url(),
+            "--spool",
+        ])
+        .arg(dir.path().join("spool"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert!(stderr.contains("1 sessions sent"), "{stderr}");
+    let spans = collector.spans();
+    assert!(spans.iter().all(|s| s["gzip"] == true));
+    let (file_spans, _) = convert_to_otlp(input, &[]);
+    let strip = |v: &[Value]| -> Vec<Value> {
+        let mut v: Vec<Value> = v
+            .iter()
+            .map(|s| {
+                let mut s = s.clone();
+                s["request"] = Value::Null;
+                s["gzip"] = Value::Null;
+                s
+            })
+            .collect();
+        v.sort_by_key(|s| s["span_id"].as_str().unwrap().to_string());
+        v
+    };
+    // The same spans, whether written or sent.
+    assert_eq!(strip(&spans), strip(&file_spans));
+}
+
+#[test]
 fn convert_a_posix_trace_log_to_otlp() {
     use std::os::fd::AsRawFd;
     use tracekit_posix::{api, traced};
