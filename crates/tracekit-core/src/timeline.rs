@@ -225,6 +225,22 @@ pub enum Event<'a> {
     TrackName { track: TrackId, name: &'a [u8] },
     /// No more events on this track.
     TrackDone { track: TrackId },
+    /// Where a track comes from beyond this input, for sinks that link
+    /// traces across inputs and machines (OTLP) and derive their ids from
+    /// it, so the same process gets the same ids whichever input or
+    /// connection carries it: `trace` names the trace the track belongs
+    /// to (a Git Trace2 session: the SID's first component), `span` the
+    /// track itself (the SID's own component), `parent` the track it
+    /// continues in another input (the parent process's own component).
+    /// Right after the track's declaration, before its events; sinks
+    /// without such ids ignore it (Chrome and Perfetto output do not
+    /// change).
+    TrackOrigin {
+        track: TrackId,
+        trace: &'a [u8],
+        span: &'a [u8],
+        parent: Option<&'a [u8]>,
+    },
     /// A slice opens on `track`; slices on one track nest.
     Begin {
         track: TrackId,
@@ -305,7 +321,10 @@ impl Counts {
             }
             Event::Instant { .. } => self.instants += 1,
             Event::Counter { .. } => self.counters += 1,
-            Event::TrackName { .. } | Event::TrackDone { .. } | Event::End { .. } => {}
+            Event::TrackName { .. }
+            | Event::TrackDone { .. }
+            | Event::TrackOrigin { .. }
+            | Event::End { .. } => {}
         }
     }
 }

@@ -182,6 +182,8 @@ impl<W: Write> Sink for ChromeSink<W> {
                 self.counters.remove(&track);
                 Ok(())
             }
+            // Chrome JSON has no cross-trace ids.
+            Event::TrackOrigin { .. } => Ok(()),
             Event::Begin {
                 track,
                 ts,

@@ -531,6 +531,8 @@ impl<W: Write> Sink for PerfettoSink<W> {
                 self.tracks.remove(&track);
                 Ok(())
             }
+            // Perfetto's uuids are per trace; nothing to link.
+            Event::TrackOrigin { .. } => Ok(()),
             Event::Begin {
                 track,
                 ts,

@@ -247,6 +247,20 @@ impl<'s, S: Sink> Trace2Timeline<'s, S> {
                 name: None,
                 sort_index: None,
             }))?;
+            if ev.sid.is_some() {
+                // The session (first SID component), this process and its
+                // parent: sinks that link traces (OTLP) derive ids from them.
+                let first = match memchr::memchr(b'/', sid) {
+                    Some(i) => &sid[..i],
+                    None => sid,
+                };
+                self.sink.event(&TEvent::TrackOrigin {
+                    track,
+                    trace: first,
+                    span: sid_own(sid),
+                    parent: sid_parent(sid).map(sid_own),
+                })?;
+            }
             let flow = match (sid_parent(sid), own_pid) {
                 (Some(parent), Some(p)) if ev.sid.is_some() => Some(flow_id(parent, p)),
                 _ => None,

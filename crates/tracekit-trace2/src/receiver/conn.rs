@@ -9,6 +9,7 @@ pub(super) struct Conn {
     pub(super) id: u64,
     /// The connection's own file name: accept time and peer pid.
     pub(super) own_name: String,
+    pub(super) peer: Option<Peer>,
     pub(super) format: Option<Format>,
     /// Bytes of a line whose `\n` has not arrived yet.
     pub(super) pending: Vec<u8>,
@@ -19,20 +20,27 @@ pub(super) struct Conn {
 impl Conn {
     pub(super) fn new(stream: UnixStream, id: u64) -> Self {
         let stamp = sid_timestamp(SystemTime::now());
-        let own_name = match peer_pid(&stream) {
-            Some(pid) => format!("{stamp}-P{:08x}", pid as u32),
+        let peer = peer_cred(&stream);
+        let own_name = match peer {
+            Some(p) => format!("{stamp}-P{:08x}", p.pid as u32),
             None => format!("{stamp}-conn{id}"),
         };
         Conn {
             stream: Some(stream),
             id,
             own_name,
+            peer,
             ..Conn::default()
         }
     }
 
     /// Reads up to `rounds` chunks; returns false once the peer is gone.
-    pub(super) fn read_some(&mut self, state: &mut State, buf: &mut [u8], rounds: usize) -> bool {
+    pub(super) fn read_some(
+        &mut self,
+        state: &mut State<'_>,
+        buf: &mut [u8],
+        rounds: usize,
+    ) -> bool {
         for _ in 0..rounds {
             let Some(stream) = self.stream.as_mut() else {
                 return false;
@@ -62,7 +70,7 @@ impl Conn {
 
     /// Frames `chunk` into lines and writes the complete ones, one write
     /// per run of lines going to the same file.
-    pub(super) fn take(&mut self, state: &mut State, chunk: &[u8]) {
+    pub(super) fn take(&mut self, state: &mut State<'_>, chunk: &[u8]) {
         let Some(last_newline) = memchr::memrchr(b'\n', chunk) else {
             self.pending.extend_from_slice(chunk);
             return;
@@ -79,9 +87,22 @@ impl Conn {
         self.pending.extend_from_slice(&chunk[last_newline + 1..]);
     }
 
-    /// Writes complete lines (`data` ends with `\n`).
-    pub(super) fn write_lines(&mut self, state: &mut State, data: &[u8]) {
+    /// Writes complete lines (`data` ends with `\n`) and shows them to the
+    /// observer.
+    pub(super) fn write_lines(&mut self, state: &mut State<'_>, data: &[u8]) {
         let format = *self.format.get_or_insert_with(|| detect_format(data));
+        state.observer.lines(
+            LineSource::Stream {
+                conn: self.id,
+                peer: self.peer,
+            },
+            format,
+            data,
+        );
+        if state.out_dir.is_none() {
+            state.summary.lines += memchr::memchr_iter(b'\n', data).count() as u64;
+            return;
+        }
         if format != Format::Event {
             let lines = memchr::memchr_iter(b'\n', data).count() as u64;
             let key = (format, self.own_name.clone());
@@ -112,7 +133,7 @@ impl Conn {
     }
 
     /// The session an EVENT line belongs to.
-    pub(super) fn event_key(&self, state: &mut State, line: &[u8]) -> SessionKey {
+    pub(super) fn event_key(&self, state: &mut State<'_>, line: &[u8]) -> SessionKey {
         if let Some(name) = scan_sid(line).and_then(|sid| session_file_name(&sid)) {
             return (Format::Event, name);
         }
@@ -133,7 +154,7 @@ impl Conn {
 
     pub(super) fn write_to(
         &mut self,
-        state: &mut State,
+        state: &mut State<'_>,
         key: SessionKey,
         bytes: &[u8],
         lines: u64,
@@ -154,7 +175,7 @@ impl Conn {
 
     /// The client is gone: write a partial last line, terminated, and
     /// count it; close the socket and the file.
-    pub(super) fn finish(&mut self, state: &mut State) {
+    pub(super) fn finish(&mut self, state: &mut State<'_>) {
         self.stream = None;
         if !self.pending.is_empty() {
             let mut line = std::mem::take(&mut self.pending);
@@ -174,8 +195,8 @@ impl Conn {
     }
 }
 
-/// The pid of the process at the other end, from `SO_PEERCRED`.
-fn peer_pid(stream: &UnixStream) -> Option<i32> {
+/// The process at the other end, from `SO_PEERCRED`.
+fn peer_cred(stream: &UnixStream) -> Option<Peer> {
     let mut cred = libc::ucred {
         pid: 0,
         uid: 0,
@@ -193,5 +214,8 @@ fn peer_pid(stream: &UnixStream) -> Option<i32> {
             &mut len,
         )
     };
-    (rc == 0 && cred.pid > 0).then_some(cred.pid)
+    (rc == 0 && cred.pid > 0).then_some(Peer {
+        pid: cred.pid,
+        uid: cred.uid,
+    })
 }

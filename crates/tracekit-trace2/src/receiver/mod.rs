@@ -73,6 +73,16 @@
 //! datagrams larger than the receive buffer are written truncated and
 //! counted; write errors are counted. All of it is in the [`Summary`].
 //!
+//! # Observers
+//!
+//! [`Receiver::run_with`] also hands every complete line to an
+//! [`Observer`] as it arrives (with the connection it came on, the peer's
+//! pid and uid), tells it when a connection ends, and wakes it at the
+//! deadlines it asks for: this is how `trace2 listen --otlp-endpoint`
+//! turns sessions into OpenTelemetry traces (`tracekit-otlp`) while the
+//! files are written as before. Without an output directory
+//! ([`Config::out_dir`] `None`) only the observer sees the lines.
+//!
 //! # Shutdown
 //!
 //! [`StopHandle::stop`] (or a signal registered with
@@ -131,8 +141,9 @@ pub struct Config {
     pub stream_socket: Option<PathBuf>,
     /// SOCK_DGRAM socket for `af_unix:dgram:PATH`.
     pub dgram_socket: Option<PathBuf>,
-    /// Output directory (created if missing).
-    pub out_dir: PathBuf,
+    /// Output directory (created if missing); `None`: no files, the lines
+    /// only go to the [`Observer`].
+    pub out_dir: Option<PathBuf>,
     /// After a stop request, how long open stream connections may still
     /// finish on their own before they are drained and closed.
     pub grace: Duration,
@@ -148,7 +159,8 @@ pub struct Summary {
     pub connections: u64,
     /// Datagrams received.
     pub datagrams: u64,
-    /// Lines written (a partial line counts as one).
+    /// Lines written (a partial line counts as one); without an output
+    /// directory, lines received.
     pub lines: u64,
     /// Bytes received.
     pub bytes: u64,
@@ -163,6 +175,46 @@ pub struct Summary {
     pub lines_lost: u64,
     /// Details of the above, capped.
     pub warnings: Warnings,
+}
+
+/// The process at the other end of a stream connection (`SO_PEERCRED`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Peer {
+    pub pid: i32,
+    pub uid: u32,
+}
+
+/// Where lines came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineSource {
+    /// A stream connection (one git process), numbered from 1 in accept
+    /// order.
+    Stream { conn: u64, peer: Option<Peer> },
+    /// A datagram (one line of any process).
+    Datagram,
+}
+
+/// Sees what a running [`Receiver`] receives, in the receiver's thread.
+pub trait Observer {
+    /// Complete lines, each ending in `\n` (a line cut short by a client
+    /// that went away gets one added), all of one source and format.
+    fn lines(&mut self, source: LineSource, format: Format, lines: &[u8]);
+    /// A stream connection ended: its process exited (or closed it).
+    fn closed(&mut self, conn: u64);
+    /// Called after every round of the poll loop; returns the time by which
+    /// it wants to be called again, if any.
+    fn tick(&mut self, now: Instant) -> Option<Instant>;
+}
+
+/// An observer that does nothing ([`Receiver::run`]).
+struct NoObserver;
+
+impl Observer for NoObserver {
+    fn lines(&mut self, _: LineSource, _: Format, _: &[u8]) {}
+    fn closed(&mut self, _: u64) {}
+    fn tick(&mut self, _: Instant) -> Option<Instant> {
+        None
+    }
 }
 
 /// Wakes a running [`Receiver`] and asks it to shut down. Cheap to clone,
@@ -274,8 +326,9 @@ impl Receiver {
                     .into(),
             ));
         }
-        std::fs::create_dir_all(&config.out_dir)
-            .map_err(|e| Error::io(Some(&config.out_dir), e))?;
+        if let Some(dir) = &config.out_dir {
+            std::fs::create_dir_all(dir).map_err(|e| Error::io(Some(dir), e))?;
+        }
         let listener = match &config.stream_socket {
             Some(path) => {
                 check_socket_path(path)?;
@@ -347,8 +400,13 @@ impl Receiver {
     /// docs and returns what was received. Errors are only returned for
     /// failures of the receiver itself (poll, accept); output write errors
     /// are counted in [`Summary::lines_lost`].
-    pub fn run(mut self) -> Result<Summary> {
-        let mut state = State::new(self.config.out_dir.clone());
+    pub fn run(self) -> Result<Summary> {
+        self.run_with(&mut NoObserver)
+    }
+
+    /// [`Receiver::run`], handing what arrives to `observer` too.
+    pub fn run_with(mut self, observer: &mut dyn Observer) -> Result<Summary> {
+        let mut state = State::new(self.config.out_dir.clone(), observer);
         let mut conns: Vec<Conn> = Vec::new();
         let mut dgram_buf = vec![0u8; DGRAM_BUFFER];
         let mut read_buf = vec![0u8; READ_CHUNK];
@@ -387,8 +445,14 @@ impl Receiver {
                     .map(|c| entry(c.stream.as_ref().map_or(-1, |s| s.as_raw_fd()))),
             );
 
+            let wake_at = state.observer.tick(Instant::now());
+            let observer_ms = wake_at.map(|at| {
+                // Round up: waking a millisecond early would spin.
+                let left = at.saturating_duration_since(Instant::now());
+                (left.as_micros().div_ceil(1000)).min(60_000) as libc::c_int
+            });
             let timeout_ms: libc::c_int = match stopping_since {
-                None => -1,
+                None => observer_ms.unwrap_or(-1),
                 Some(since) => {
                     let left = self.config.grace.saturating_sub(since.elapsed());
                     if left.is_zero() {
@@ -402,7 +466,8 @@ impl Receiver {
                         }
                         continue;
                     }
-                    left.as_millis().clamp(1, 60_000) as libc::c_int
+                    let grace_ms = left.as_millis().clamp(1, 60_000) as libc::c_int;
+                    observer_ms.map_or(grace_ms, |o| o.min(grace_ms))
                 }
             };
             // SAFETY: `pollfds` is a valid, initialised array of
@@ -447,6 +512,7 @@ impl Receiver {
                     && !conn.read_some(&mut state, &mut read_buf, READS_PER_ROUND)
                 {
                     conn.finish(&mut state);
+                    state.observer.closed(conn.id);
                     any_gone = true;
                 }
             }
@@ -465,6 +531,7 @@ impl Receiver {
             for mut conn in conns.drain(..) {
                 conn.read_some(&mut state, &mut read_buf, usize::MAX);
                 conn.finish(&mut state);
+                state.observer.closed(conn.id);
             }
             if self.listener.is_none() {
                 break;
@@ -482,7 +549,7 @@ impl Receiver {
             }
         }
         self.listener = None;
-        Ok(state.summary)
+        Ok(std::mem::take(&mut state.summary))
     }
 
     /// How many stream connections may be open at once: each holds a
@@ -512,7 +579,7 @@ impl Receiver {
     /// processes then trace nothing), take in the datagrams already queued
     /// and close the datagram socket. The stream listener stays open so
     /// that connections already queued on it are still accepted.
-    fn begin_shutdown(&mut self, state: &mut State, dgram_buf: &mut [u8]) {
+    fn begin_shutdown(&mut self, state: &mut State<'_>, dgram_buf: &mut [u8]) {
         if let Some((_, path)) = &self.listener {
             path.remove();
         }
@@ -530,7 +597,7 @@ impl Receiver {
     /// descriptors).
     fn accept_all(
         &self,
-        state: &mut State,
+        state: &mut State<'_>,
         conns: &mut Vec<Conn>,
         max_conns: usize,
     ) -> Result<bool> {
@@ -571,7 +638,7 @@ impl Receiver {
         }
     }
 
-    fn receive_datagrams(&self, state: &mut State, buf: &mut [u8], limit: usize) {
+    fn receive_datagrams(&self, state: &mut State<'_>, buf: &mut [u8], limit: usize) {
         let Some((socket, _)) = &self.dgram else {
             return;
         };

@@ -6,8 +6,10 @@ use super::*;
 pub(super) type SessionKey = (Format, String);
 
 /// Mutable state of a run shared by all connections.
-pub(super) struct State {
-    pub(super) out_dir: PathBuf,
+pub(super) struct State<'o> {
+    /// `None`: no files are written.
+    pub(super) out_dir: Option<PathBuf>,
+    pub(super) observer: &'o mut dyn Observer,
     /// The path chosen for each session seen in this run.
     pub(super) sessions: HashMap<SessionKey, PathBuf>,
     /// Format directories already created.
@@ -17,10 +19,11 @@ pub(super) struct State {
     pub(super) summary: Summary,
 }
 
-impl State {
-    pub(super) fn new(out_dir: PathBuf) -> Self {
+impl<'o> State<'o> {
+    pub(super) fn new(out_dir: Option<PathBuf>, observer: &'o mut dyn Observer) -> Self {
         State {
             out_dir,
+            observer,
             sessions: HashMap::new(),
             dirs_made: [false; 3],
             dgram_files: HashMap::new(),
@@ -38,7 +41,10 @@ impl State {
                 .mode(0o666)
                 .open(path);
         }
-        let dir = self.out_dir.join(key.0.dir_name());
+        let Some(out_dir) = &self.out_dir else {
+            return Err(io::Error::other("no output directory"));
+        };
+        let dir = out_dir.join(key.0.dir_name());
         if !self.dirs_made[key.0.index()] {
             std::fs::create_dir_all(&dir)?;
             self.dirs_made[key.0.index()] = true;
@@ -78,11 +84,13 @@ impl State {
 
     pub(super) fn lost(&mut self, key: &SessionKey, lines: u64, err: &io::Error) {
         self.summary.lines_lost += lines;
-        let path = self
-            .sessions
-            .get(key)
-            .cloned()
-            .unwrap_or_else(|| self.out_dir.join(key.0.dir_name()).join(&key.1));
+        let path = self.sessions.get(key).cloned().unwrap_or_else(|| {
+            self.out_dir
+                .clone()
+                .unwrap_or_default()
+                .join(key.0.dir_name())
+                .join(&key.1)
+        });
         self.summary.warnings.push(
             Position::Unknown,
             format!("{}: {lines} line(s) lost: {err}", path.display()),
@@ -126,6 +134,11 @@ impl State {
             std::borrow::Cow::Owned(owned)
         };
         let lines = memchr::memchr_iter(b'\n', &bytes).count() as u64;
+        self.observer.lines(LineSource::Datagram, format, &bytes);
+        if self.out_dir.is_none() {
+            self.summary.lines += lines;
+            return;
+        }
         let mut file = match self.dgram_files.remove(&key) {
             Some(file) => file,
             None => {

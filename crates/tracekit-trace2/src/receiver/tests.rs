@@ -210,7 +210,7 @@ fn start(grace: Duration) -> Running {
     let receiver = Receiver::bind(Config {
         stream_socket: Some(stream.clone()),
         dgram_socket: Some(dgram.clone()),
-        out_dir: out.clone(),
+        out_dir: Some(out.clone()),
         grace,
     })
     .unwrap();
@@ -494,7 +494,7 @@ fn bind_replaces_stale_sockets_but_nothing_else() {
     let config = |stream: &Path| Config {
         stream_socket: Some(stream.to_path_buf()),
         dgram_socket: None,
-        out_dir: tmp.path().join("out"),
+        out_dir: Some(tmp.path().join("out")),
         grace: Duration::ZERO,
     };
     drop(UnixListener::bind(&sock).unwrap()); // leaves a stale file

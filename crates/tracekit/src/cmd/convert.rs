@@ -5,17 +5,20 @@ use std::process::ExitCode;
 
 use std::io::Write;
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 use tracekit_export::chrome_sink::ChromeSink;
 use tracekit_export::perfetto::PerfettoSink;
+use tracekit_otlp::exporter::Exporter;
+use tracekit_otlp::sink::{FileOutput, OtlpSink, SinkOptions};
 
+use crate::cmd::otlp::{export_line, OtlpArgs};
 use crate::cmd::output;
 use crate::formats;
 use crate::input::Input;
 
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Targets:\n  chrome           Chrome Trace Event JSON (Perfetto UI, chrome://tracing)\n  perfetto         Perfetto's native protobuf trace (.pftrace): ui.perfetto.dev and trace_processor;\n                   a fraction of Chrome JSON's size, written as a stream\n  trace2-event     Git Trace2 EVENT (JSON lines)\n  trace2-perf      Git Trace2 PERF, as git writes it\n  trace2-normal    Git Trace2 NORMAL, as git writes it\n  (each dialect lists its own targets in its error message)\n\nGit Trace2: what is exact, what is derived (docs/formats/trace2.md):\n  exact     every field a record carries, its own file:line included: a file\n            converted to its own format and variant is byte for byte the same\n  derived   the tr2_tgt_*.c line of signal/atexit/timer/counter written by\n            another target: from the git release in the 'version' record\n            (table of git 2.20.0 .. 2.55.0; other versions: nearest release\n            below, with a warning); local time of day from EVENT's UTC time\n            (set TZ to the producer's); PERF's t_abs where EVENT has none\n  variant   the input's (brief stays brief); --brief/--full choose. A full\n            variant from brief input fails naming the field it lacks (time,\n            file), never writing a made-up 00:00:00.000000\n\nExamples:\n  tracekit convert event.jsonl --to trace2-perf\n  tracekit convert perf.log --to trace2-normal --brief\n  tracekit convert event.jsonl --to chrome -o trace.json\n  tracekit convert xray-log.app.XXXX -m ./app --to perfetto -o app.pftrace"
+    after_help = "Targets:\n  chrome           Chrome Trace Event JSON (Perfetto UI, chrome://tracing)\n  perfetto         Perfetto's native protobuf trace (.pftrace): ui.perfetto.dev and trace_processor;\n                   a fraction of Chrome JSON's size, written as a stream\n  otlp             OpenTelemetry traces: one ExportTraceServiceRequest (protobuf) to -o, or sent\n                   to --otlp-endpoint over OTLP/HTTP (batched, gzip, retried, spooled when the\n                   collector is away); a span per track and per slice, instants as span events,\n                   flows as links; one trace per input (Git Trace2: per session, ids from the\n                   SIDs). A clock without wall time (XRay) is placed at the file's mtime, said\n                   in a warning and in the resource attribute tracekit.time.anchor\n  trace2-event     Git Trace2 EVENT (JSON lines)\n  trace2-perf      Git Trace2 PERF, as git writes it\n  trace2-normal    Git Trace2 NORMAL, as git writes it\n  (each dialect lists its own targets in its error message)\n\nGit Trace2: what is exact, what is derived (docs/formats/trace2.md):\n  exact     every field a record carries, its own file:line included: a file\n            converted to its own format and variant is byte for byte the same\n  derived   the tr2_tgt_*.c line of signal/atexit/timer/counter written by\n            another target: from the git release in the 'version' record\n            (table of git 2.20.0 .. 2.55.0; other versions: nearest release\n            below, with a warning); local time of day from EVENT's UTC time\n            (set TZ to the producer's); PERF's t_abs where EVENT has none\n  variant   the input's (brief stays brief); --brief/--full choose. A full\n            variant from brief input fails naming the field it lacks (time,\n            file), never writing a made-up 00:00:00.000000\n\nExamples:\n  tracekit convert event.jsonl --to trace2-perf\n  tracekit convert perf.log --to trace2-normal --brief\n  tracekit convert event.jsonl --to chrome -o trace.json\n  tracekit convert xray-log.app.XXXX -m ./app --to perfetto -o app.pftrace\n  tracekit convert build.trace --to otlp --otlp-endpoint http://localhost:4318\n  tracekit convert posix.log --to otlp -o posix.pb --redact '/home/[^/]+=/home/<user>'"
 )]
 pub struct Args {
     /// The trace to convert (`-` reads standard input).
@@ -39,6 +42,80 @@ pub struct Args {
     /// (XRay function ids).
     #[arg(short = 'm', long = "instr-map", value_name = "BIN")]
     pub instr_map: Option<PathBuf>,
+    #[command(flatten)]
+    pub otlp: OtlpArgs,
+}
+
+/// Where a trace without wall-clock time is placed: the file's mtime (or
+/// now, for standard input), and what that is.
+fn fallback_anchor(input: &Input) -> (i64, String) {
+    let mtime = (!input.is_stdin())
+        .then(|| {
+            std::fs::metadata(&input.path)
+                .and_then(|m| m.modified())
+                .ok()
+        })
+        .flatten();
+    let (t, what) = match mtime {
+        Some(t) => (t, "the file's modification time"),
+        None => (std::time::SystemTime::now(), "the time of the conversion"),
+    };
+    let ns = t
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i64);
+    (ns, what.to_string())
+}
+
+fn to_otlp(input: &Input, dialect: &dyn formats::Dialect, args: &Args) -> Result<ExitCode> {
+    let anchor = fallback_anchor(input);
+    let anchor_what = anchor.1.clone();
+    let opts = SinkOptions {
+        redactor: args.otlp.redactor(&[], true)?,
+        fallback_anchor: Some(anchor),
+        ..SinkOptions::default()
+    };
+    let warn_anchor = |used: bool| {
+        if used {
+            eprintln!(
+                "tracekit: {}: warning: the trace's clock has no wall-clock anchor: OTLP times \
+                 are placed from {anchor_what} (resource attribute tracekit.time.anchor)",
+                input.display()
+            );
+        }
+    };
+    match args.otlp.exporter_config()? {
+        Some(config) => {
+            if args.output.is_some() {
+                bail!("--to otlp writes to -o or sends to --otlp-endpoint, not both");
+            }
+            let exporter = Exporter::start(config)?;
+            let mut sink = OtlpSink::new(&exporter, opts);
+            let code = dialect.timeline(input, args, &mut sink)?;
+            warn_anchor(sink.stats().anchored_by_fallback);
+            drop(sink);
+            let stats = exporter.finish(std::time::Duration::from_secs(30));
+            eprintln!(
+                "tracekit: {}: OTLP: {}",
+                input.display(),
+                export_line(&stats)
+            );
+            for e in stats.errors.iter().rev().take(3) {
+                eprintln!("tracekit: {}: OTLP error: {e}", input.display());
+            }
+            Ok(if stats.sessions_dropped + stats.sessions_rejected > 0 {
+                ExitCode::from(1)
+            } else {
+                code
+            })
+        }
+        None => {
+            let mut sink = OtlpSink::new(FileOutput(output(args.output.as_deref())?), opts);
+            let code = dialect.timeline(input, args, &mut sink)?;
+            warn_anchor(sink.stats().anchored_by_fallback);
+            sink.into_inner().0.flush()?;
+            Ok(code)
+        }
+    }
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
@@ -57,6 +134,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             sink.into_inner()?.flush()?;
             Ok(code)
         }
+        "otlp" => to_otlp(&input, dialect, &args),
         _ => dialect.convert(&input, &args),
     }
 }

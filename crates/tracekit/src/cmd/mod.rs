@@ -3,6 +3,7 @@
 pub mod build;
 pub mod convert;
 pub mod info;
+pub mod otlp;
 pub mod posix;
 pub mod record;
 pub mod report;

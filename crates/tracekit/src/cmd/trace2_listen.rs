@@ -7,8 +7,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{bail, Result};
+use tracekit_otlp::exporter::Exporter;
+use tracekit_otlp::trace2::filter::{Detail, FilterConfig, Pattern};
+use tracekit_otlp::trace2::{host_name, ForwardStats, Forwarder, ForwarderConfig};
 use tracekit_trace2::receiver::{Config, Receiver, Summary};
+
+use crate::cmd::otlp::{export_line, OtlpArgs};
 
 /// The teaching part of `--help` (the one-line summary comes from the
 /// subcommand list in `trace2.rs`).
@@ -59,6 +64,45 @@ Examples:
 
   # machine-readable summary on stdout when stopped:
   tracekit trace2 listen --socket /tmp/t2.sock --dir traces --json
+
+OpenTelemetry (what git-ecosystem's trace2receiver does, without a
+collector build): with --otlp-endpoint every git session (a top-level
+command and its child processes, joined by SID) becomes one trace, sent
+over OTLP/HTTP (protobuf, gzip) once all its processes have ended (atexit,
+connection closed, the parent's child_exit, or --session-timeout). Spans
+and attribute names are trace2receiver's: a process span named
+<exe>:<verb>#<mode> (trace2.cmd.*), child, exec, thread and region spans
+(trace2.child.*, trace2.region.*), ids derived from the SIDs; plus span
+events for error, signal and data. Resource: service.name, service.version
+(git's), host.name and user.name (--omit-host/--omit-user). Only EVENT
+lines are forwarded (PERF/NORMAL carry no SID). --dir may be given too.
+
+  tracekit trace2 listen --socket /run/t2.sock --otlp-endpoint http://collector:4318
+  git config --global trace2.eventTarget af_unix:/run/t2.sock
+
+Nothing is lost while the collector is away: requests are retried with
+backoff (--otlp-retry), then spooled to disk (--spool, bounded by
+--spool-max; past it the oldest are dropped and counted) and replayed
+oldest first when the collector answers, by this run or the next one.
+SIGTERM sends or spools everything and exits 0; the summary counts
+sessions sent, spooled, dropped and still waiting.
+
+Filters (flags, or a JSON file with --filter; the flags add to it):
+  --keep fetch --keep clone --keep push   only these sessions (by their
+                                          top-level command)
+  --drop git:status                       all but these
+  --detail dl:summary|dl:process|dl:verbose|dl:drop   how much per process
+  --redact '/home/[^/]+=/home/<user>'     replace a pattern everywhere
+A pattern names a command as trace2receiver does: git:checkout#branch,
+git:checkout, git, or the bare verb (checkout). URL credentials
+(https://user:secret@host) are redacted unless --keep-url-credentials.
+The JSON file (see tracekit_otlp::trace2::filter):
+  {\"keep\": [\"fetch\", \"clone\", \"push\"], \"detail\": \"dl:process\",
+   \"commands\": {\"git:gc\": \"dl:summary\"},
+   \"nickname_key\": \"otel.trace2.nickname\", \"nicknames\": {\"mono\": \"dl:verbose\"},
+   \"redact\": {\"url_credentials\": true,
+              \"patterns\": [{\"match\": \"/home/[^/]+\", \"replace\": \"/home/<user>\"}]},
+   \"resource\": {\"host\": true, \"user\": false}}
 ";
 
 /// Options of `tracekit trace2 listen`.
@@ -74,8 +118,8 @@ pub struct Args {
     #[arg(long, value_name = "PATH")]
     pub dgram_socket: Option<PathBuf>,
     /// Directory to write one file per session into (created if missing).
-    #[arg(long, value_name = "DIR")]
-    pub dir: PathBuf,
+    #[arg(long, value_name = "DIR", required_unless_present = "otlp_endpoint")]
+    pub dir: Option<PathBuf>,
     /// After Ctrl-C/SIGTERM, seconds to let connected git processes finish
     /// before their connections are closed (a second signal skips it).
     #[arg(long, value_name = "SECONDS", default_value_t = 2.0)]
@@ -83,6 +127,83 @@ pub struct Args {
     /// Print the final summary as JSON on standard output.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub otlp: OtlpArgs,
+    /// Filters and redaction as JSON (see below); flags add to it.
+    #[arg(long, value_name = "FILE")]
+    pub filter: Option<PathBuf>,
+    /// Only send sessions whose top-level command matches (repeat, or
+    /// separate with commas).
+    #[arg(long, value_name = "CMD", value_delimiter = ',')]
+    pub keep: Vec<String>,
+    /// Do not send sessions whose top-level command matches.
+    #[arg(long, value_name = "CMD", value_delimiter = ',')]
+    pub drop: Vec<String>,
+    /// Detail of every process not matched by the filter file's rules
+    /// (default dl:verbose).
+    #[arg(long, value_name = "LEVEL")]
+    pub detail: Option<String>,
+    /// No host.name resource attribute.
+    #[arg(long)]
+    pub omit_host: bool,
+    /// No user.name resource attribute.
+    #[arg(long)]
+    pub omit_user: bool,
+    /// Seconds to wait after a session's last process ended before sending
+    /// it (its children's connections may still be queued).
+    #[arg(long, value_name = "SECONDS", default_value_t = 0.3)]
+    pub settle: f64,
+    /// Seconds of silence after which a process counts as ended (a crash
+    /// whose connection stays open, a datagram client).
+    #[arg(long, value_name = "SECONDS", default_value_t = 600.0)]
+    pub session_timeout: f64,
+    /// At exit, seconds to keep sending before the rest is spooled.
+    #[arg(long, value_name = "SECONDS", default_value_t = 5.0)]
+    pub shutdown_timeout: f64,
+}
+
+fn secs(name: &str, v: f64) -> Result<Duration> {
+    if !(v.is_finite() && v >= 0.0) {
+        bail!("{name} must be a number of seconds >= 0");
+    }
+    Ok(Duration::from_secs_f64(v.min(86_400.0 * 365.0)))
+}
+
+/// The forwarder's configuration from the flags and the filter file.
+fn forwarder_config(args: &Args) -> Result<ForwarderConfig> {
+    let mut filter = match &args.filter {
+        Some(path) => FilterConfig::load(path).map_err(anyhow::Error::msg)?,
+        None => FilterConfig::default(),
+    };
+    filter.keep.extend(args.keep.iter().cloned());
+    filter.drop.extend(args.drop.iter().cloned());
+    if let Some(d) = &args.detail {
+        Detail::parse(d).map_err(|e| anyhow::anyhow!("--detail {e}"))?;
+        filter.detail = Some(d.clone());
+    }
+    let rules = filter.compile().map_err(anyhow::Error::msg)?;
+    let patterns: Vec<(String, String)> = filter
+        .redact
+        .patterns
+        .iter()
+        .map(|Pattern { pattern, replace }| (pattern.clone(), replace.clone()))
+        .collect();
+    let redactor = args
+        .otlp
+        .redactor(&patterns, filter.redact.url_credentials)?;
+    Ok(ForwarderConfig {
+        rules,
+        redactor,
+        settle: secs("--settle", args.settle)?,
+        session_timeout: secs("--session-timeout", args.session_timeout)?,
+        host: if filter.resource.host && !args.omit_host {
+            host_name()
+        } else {
+            None
+        },
+        user: filter.resource.user && !args.omit_user,
+        ..ForwarderConfig::default()
+    })
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
@@ -95,6 +216,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
         out_dir: args.dir.clone(),
         grace: Duration::from_secs_f64(args.grace.min(86_400.0)),
     };
+    let forwarding = match args.otlp.exporter_config()? {
+        Some(export) => Some((export, forwarder_config(&args)?)),
+        None => None,
+    };
+    let shutdown_timeout = secs("--shutdown-timeout", args.shutdown_timeout)?;
     raise_open_file_limit();
     let receiver = Receiver::bind(config)?;
     receiver.stop_on_signals(&[libc::SIGINT, libc::SIGTERM])?;
@@ -106,15 +232,51 @@ pub fn run(args: Args) -> Result<ExitCode> {
         if let Some(p) = &args.dgram_socket {
             on.push(format!("{} (dgram)", p.display()));
         }
+        let mut to = Vec::new();
+        if let Some(dir) = &args.dir {
+            to.push(format!("writing to {}", dir.display()));
+        }
+        if let Some((export, _)) = &forwarding {
+            to.push(format!(
+                "sending OTLP to {} (spool: {})",
+                export.http.url,
+                export
+                    .spool_dir
+                    .as_ref()
+                    .map_or("none".to_string(), |d| d.display().to_string())
+            ));
+        }
         eprintln!(
-            "tracekit trace2 listen: listening on {}, writing to {}; stop with Ctrl-C",
+            "tracekit trace2 listen: listening on {}, {}; stop with Ctrl-C",
             on.join(" and "),
-            args.dir.display()
+            to.join(" and ")
         );
     }
-    let summary = receiver.run()?;
+    let (summary, otlp) = match forwarding {
+        None => (receiver.run()?, None),
+        Some((export, fconfig)) => {
+            let exporter = Exporter::start(export)?;
+            let mut forwarder = Forwarder::new(fconfig, &exporter);
+            let summary = receiver.run_with(&mut forwarder);
+            // Sessions still open are sent (or spooled) even if the
+            // receiver failed.
+            let (_, fstats) = forwarder.finish();
+            let estats = exporter.finish(shutdown_timeout);
+            (summary?, Some((fstats, estats)))
+        }
+    };
     if !crate::progress::quiet() {
         eprintln!("tracekit trace2 listen: {}", one_line(&summary));
+        if let Some((f, e)) = &otlp {
+            eprintln!("tracekit trace2 listen: OTLP: {}", forward_line(f));
+            eprintln!("tracekit trace2 listen: OTLP: {}", export_line(e));
+            for w in f.warnings.iter().take(5) {
+                eprintln!("tracekit trace2 listen: warning: {w}");
+            }
+            for err in e.errors.iter().rev().take(3) {
+                eprintln!("tracekit trace2 listen: OTLP error: {err}");
+            }
+        }
         for warning in summary.warnings.kept().iter().take(10) {
             eprintln!("tracekit trace2 listen: warning: {}", warning.message);
         }
@@ -126,7 +288,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         }
     }
     if args.json {
-        let json = serde_json::json!({
+        let mut json = serde_json::json!({
             "sessions": summary.sessions,
             "connections": summary.connections,
             "datagrams": summary.datagrams,
@@ -139,6 +301,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
             "warnings": summary.warnings.kept().iter().map(|w| w.message.clone()).collect::<Vec<_>>(),
             "warnings_total": summary.warnings.total(),
         });
+        if let Some((f, e)) = &otlp {
+            json["otlp"] = serde_json::json!({ "forward": f, "export": e });
+        }
         let mut out = std::io::stdout().lock();
         writeln!(out, "{json}")?;
     }
@@ -147,6 +312,24 @@ pub fn run(args: Args) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+fn forward_line(f: &ForwardStats) -> String {
+    format!(
+        "{} sessions ({} processes, {} spans) forwarded, {} sessions filtered, \
+         {} processes at dl:drop, {} without start, {} without time, {} late; {} EVENT lines unparsed, \
+         {} PERF/NORMAL lines not forwarded",
+        f.sessions,
+        f.processes,
+        f.spans,
+        f.sessions_filtered,
+        f.processes_filtered,
+        f.processes_without_start,
+        f.processes_without_time,
+        f.late_processes,
+        f.lines_unparsed,
+        f.lines_not_event
+    )
 }
 
 fn one_line(s: &Summary) -> String {
