@@ -6,6 +6,7 @@
 //!
 //! Format notes: `docs/formats/rtrace.md`.
 
+pub mod allocations;
 pub mod heaptrack;
 pub mod postproc;
 pub mod reader;

@@ -22,6 +22,7 @@
 
 pub mod account;
 pub mod basic;
+pub mod calls;
 pub mod commands;
 pub mod densemap;
 pub mod fdr;

@@ -39,6 +39,46 @@ pub trait Dialect: Sync {
         args: &convert::Args,
         sink: &mut dyn Sink,
     ) -> Result<ExitCode>;
+    /// Writes the input's rows into the SQL tables (`docs/sql.md`): the
+    /// generic ones from [`Dialect::timeline`], and the dialect's own
+    /// where it has some. Runs only the passes whose tables are wanted.
+    fn tables(
+        &self,
+        input: &Input,
+        args: &convert::Args,
+        tables: &mut tracekit_parquet::Tables<'_>,
+    ) -> Result<ExitCode> {
+        timeline_tables(self, input, args, tables).map(|c| c.unwrap_or(ExitCode::SUCCESS))
+    }
+}
+
+/// The generic tables of `input`, when any is wanted (`None` if none is).
+pub fn timeline_tables<D: Dialect + ?Sized>(
+    dialect: &D,
+    input: &Input,
+    args: &convert::Args,
+    tables: &mut tracekit_parquet::Tables<'_>,
+) -> Result<Option<ExitCode>> {
+    use tracekit_parquet::Table;
+    if !Table::ALL
+        .iter()
+        .any(|t| t.is_generic() && tables.wants(*t))
+    {
+        return Ok(None);
+    }
+    let mut rows = tracekit_parquet::TimelineRows::new(tables);
+    let code = dialect.timeline(input, args, &mut rows)?;
+    let s = rows.stats;
+    if s.unclosed_slices + s.unmatched_ends + s.undeclared_tracks > 0 {
+        eprintln!(
+            "tracekit: {}: {} slices never ended, {} ends without a begin, {} events on undeclared tracks: not in the tables",
+            input.display(),
+            s.unclosed_slices,
+            s.unmatched_ends,
+            s.undeclared_tracks
+        );
+    }
+    Ok(Some(code))
 }
 
 /// The dialects, in detection order (most specific first).

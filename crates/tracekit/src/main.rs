@@ -59,6 +59,9 @@ enum Command {
     /// Convert a trace to another format (another dialect, Chrome Trace
     /// Event JSON, ...).
     Convert(cmd::convert::Args),
+    /// SQL over traces and Parquet tables (embedded Apache DataFusion):
+    /// `tracekit sql 'SELECT ...' FILE|DIR...`; `--schema` lists the tables.
+    Sql(cmd::sql::Args),
     /// Git Trace2 tools: receive traces from git over a Unix socket.
     #[command(subcommand)]
     Trace2(cmd::trace2::Command),
@@ -92,6 +95,7 @@ fn main() -> ExitCode {
         Command::Info(args) => cmd::info::run(args),
         Command::Report(args) => cmd::report::run(args),
         Command::Convert(args) => cmd::convert::run(args),
+        Command::Sql(args) => cmd::sql::run(args),
         Command::Trace2(c) => cmd::trace2::run(c),
         Command::Rtrace(c) => cmd::rtrace::run(c),
         Command::Xray(a) => cmd::xray::run(a),

@@ -37,6 +37,7 @@ mod apply;
 mod assemble;
 mod fast_region;
 mod model;
+mod rows;
 #[cfg(test)]
 mod tests;
 mod text;
@@ -46,6 +47,7 @@ use apply::{apply, apply_region};
 use assemble::session_report;
 pub(crate) use fast_region::{fast_region, RegionLine};
 pub use model::*;
+pub use rows::ProcessRow;
 pub use text::write_text;
 pub use whole_input::{report_bytes, report_mmap};
 
@@ -398,6 +400,8 @@ pub struct ReportBuilder {
     errors_other: u64,
     shown: BinaryHeap<Shown>,
     synthetic: SyntheticSids,
+    /// Called with every process as its session is folded (`on_process`).
+    process_rows: Option<rows::ProcessHook>,
 }
 
 fn hash_bytes(b: &[u8]) -> u64 {
@@ -437,6 +441,7 @@ impl ReportBuilder {
             errors_other: 0,
             shown: BinaryHeap::new(),
             synthetic: SyntheticSids::default(),
+            process_rows: None,
         }
     }
 
@@ -588,6 +593,9 @@ impl ReportBuilder {
     }
 
     fn fold_session(&mut self, mut session: Session) {
+        if let Some(hook) = self.process_rows.as_mut() {
+            rows::emit(hook, &session, &self.sources);
+        }
         for p in &mut session.procs {
             // Regions still open at the end of the process.
             for t in &mut p.threads {

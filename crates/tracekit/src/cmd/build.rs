@@ -537,6 +537,21 @@ impl Dialect for Kwinject {
         Ok(ExitCode::SUCCESS)
     }
 
+    fn tables(
+        &self,
+        input: &Input,
+        args: &convert::Args,
+        tables: &mut tracekit_parquet::Tables<'_>,
+    ) -> Result<ExitCode> {
+        let code = crate::formats::timeline_tables(self, input, args, tables)?;
+        if tables.wants(tracekit_parquet::Table::BuildProcesses) {
+            let t = read_trace(input)?;
+            let b = Build::new(&t);
+            tracekit_parquet::dialects::build_processes(&b, &input.display().to_string(), tables)?;
+        }
+        Ok(code.unwrap_or(ExitCode::SUCCESS))
+    }
+
     fn convert(&self, input: &Input, args: &convert::Args) -> Result<ExitCode> {
         let t = read_trace(input)?;
         let out = output(args.output.as_deref())?;

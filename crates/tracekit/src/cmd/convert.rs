@@ -16,14 +16,17 @@ use crate::cmd::output;
 use crate::formats;
 use crate::input::Input;
 
-#[derive(clap::Args, Debug)]
+#[derive(clap::Args, Debug, Clone)]
 #[command(
-    after_help = "Targets:\n  chrome           Chrome Trace Event JSON (Perfetto UI, chrome://tracing)\n  perfetto         Perfetto's native protobuf trace (.pftrace): ui.perfetto.dev and trace_processor;\n                   a fraction of Chrome JSON's size, written as a stream\n  otlp             OpenTelemetry traces: one ExportTraceServiceRequest (protobuf) to -o, or sent\n                   to --otlp-endpoint over OTLP/HTTP (batched, gzip, retried, spooled when the\n                   collector is away); a span per track and per slice, instants as span events,\n                   flows as links; one trace per input (Git Trace2: per session, ids from the\n                   SIDs). A clock without wall time (XRay) is placed at the file's mtime, said\n                   in a warning and in the resource attribute tracekit.time.anchor\n  trace2-event     Git Trace2 EVENT (JSON lines)\n  trace2-perf      Git Trace2 PERF, as git writes it\n  trace2-normal    Git Trace2 NORMAL, as git writes it\n  (each dialect lists its own targets in its error message)\n\nGit Trace2: what is exact, what is derived (docs/formats/trace2.md):\n  exact     every field a record carries, its own file:line included: a file\n            converted to its own format and variant is byte for byte the same\n  derived   the tr2_tgt_*.c line of signal/atexit/timer/counter written by\n            another target: from the git release in the 'version' record\n            (table of git 2.20.0 .. 2.55.0; other versions: nearest release\n            below, with a warning); local time of day from EVENT's UTC time\n            (set TZ to the producer's); PERF's t_abs where EVENT has none\n  variant   the input's (brief stays brief); --brief/--full choose. A full\n            variant from brief input fails naming the field it lacks (time,\n            file), never writing a made-up 00:00:00.000000\n\nExamples:\n  tracekit convert event.jsonl --to trace2-perf\n  tracekit convert perf.log --to trace2-normal --brief\n  tracekit convert event.jsonl --to chrome -o trace.json\n  tracekit convert xray-log.app.XXXX -m ./app --to perfetto -o app.pftrace\n  tracekit convert build.trace --to otlp --otlp-endpoint http://localhost:4318\n  tracekit convert posix.log --to otlp -o posix.pb --redact '/home/[^/]+=/home/<user>'"
+    after_help = "Targets:\n  chrome           Chrome Trace Event JSON (Perfetto UI, chrome://tracing)\n  perfetto         Perfetto's native protobuf trace (.pftrace): ui.perfetto.dev and trace_processor;\n                   a fraction of Chrome JSON's size, written as a stream\n  parquet          Apache Parquet tables for Spark, DuckDB, DataFusion, Trino (docs/sql.md):\n                   -o names a directory; several inputs (FILE|DIR...) go into one set of tables\n  otlp             OpenTelemetry traces: one ExportTraceServiceRequest (protobuf) to -o, or sent\n                   to --otlp-endpoint over OTLP/HTTP (batched, gzip, retried, spooled when the\n                   collector is away); a span per track and per slice, instants as span events,\n                   flows as links; one trace per input (Git Trace2: per session, ids from the\n                   SIDs). A clock without wall time (XRay) is placed at the file's mtime, said\n                   in a warning and in the resource attribute tracekit.time.anchor\n  trace2-event     Git Trace2 EVENT (JSON lines)\n  trace2-perf      Git Trace2 PERF, as git writes it\n  trace2-normal    Git Trace2 NORMAL, as git writes it\n  (each dialect lists its own targets in its error message)\n\nGit Trace2: what is exact, what is derived (docs/formats/trace2.md):\n  exact     every field a record carries, its own file:line included: a file\n            converted to its own format and variant is byte for byte the same\n  derived   the tr2_tgt_*.c line of signal/atexit/timer/counter written by\n            another target: from the git release in the 'version' record\n            (table of git 2.20.0 .. 2.55.0; other versions: nearest release\n            below, with a warning); local time of day from EVENT's UTC time\n            (set TZ to the producer's); PERF's t_abs where EVENT has none\n  variant   the input's (brief stays brief); --brief/--full choose. A full\n            variant from brief input fails naming the field it lacks (time,\n            file), never writing a made-up 00:00:00.000000\n\nExamples:\n  tracekit convert event.jsonl --to trace2-perf\n  tracekit convert perf.log --to trace2-normal --brief\n  tracekit convert event.jsonl --to chrome -o trace.json\n  tracekit convert xray-log.app.XXXX -m ./app --to perfetto -o app.pftrace\n  tracekit convert /var/log/git-trace2/ build.kwinject --to parquet -o tables/\n  tracekit convert build.trace --to otlp --otlp-endpoint http://localhost:4318\n  tracekit convert posix.log --to otlp -o posix.pb --redact '/home/[^/]+=/home/<user>'"
 )]
 pub struct Args {
     /// The trace to convert (`-` reads standard input).
     #[arg(value_name = "FILE")]
     pub input: PathBuf,
+    /// More inputs (`--to parquet` only: all go into one set of tables).
+    #[arg(value_name = "FILE|DIR")]
+    pub more_inputs: Vec<PathBuf>,
     /// The output format.
     #[arg(long, value_name = "FORMAT")]
     pub to: String,
@@ -119,6 +122,12 @@ fn to_otlp(input: &Input, dialect: &dyn formats::Dialect, args: &Args) -> Result
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
+    if args.to == "parquet" {
+        return parquet(args);
+    }
+    if !args.more_inputs.is_empty() {
+        anyhow::bail!("convert takes one input, except with --to parquet");
+    }
     let input = Input::open(&args.input)?;
     let dialect = formats::detect(&input)?;
     match args.to.as_str() {
@@ -137,4 +146,84 @@ pub fn run(args: Args) -> Result<ExitCode> {
         "otlp" => to_otlp(&input, dialect, &args),
         _ => dialect.convert(&input, &args),
     }
+}
+
+/// `--to parquet -o DIR`: every input's tables into `DIR/<table>/NAME.parquet`.
+/// Two threads: one runs the timeline mappings (the generic tables), the
+/// other the dialects' own passes (their tables), each over every input.
+fn parquet(args: Args) -> Result<ExitCode> {
+    use tracekit_parquet::{ParquetDir, Table};
+    let Some(dir) = args.output.clone().filter(|o| o.as_os_str() != "-") else {
+        anyhow::bail!("--to parquet writes a directory of tables: name it with -o DIR");
+    };
+    let mut paths = vec![args.input.clone()];
+    paths.extend(args.more_inputs.iter().cloned());
+    let inputs = crate::cmd::sql::expand_inputs(&paths)?;
+    let name = parquet_file_name(&inputs);
+    let run = |generic: bool| -> Result<(ExitCode, Vec<(Table, PathBuf, u64)>)> {
+        let mut out = ParquetDir::new(&dir, &name).only(if generic {
+            Table::is_generic
+        } else {
+            |t: Table| !t.is_generic()
+        });
+        let mut code = ExitCode::SUCCESS;
+        for p in &inputs {
+            let c =
+                crate::cmd::sql::produce(p, &args, &mut out, tracekit_parquet::DEFAULT_BATCH_ROWS)?;
+            if c != ExitCode::SUCCESS {
+                code = c;
+            }
+        }
+        out.finish()?;
+        Ok((code, std::mem::take(&mut out.written)))
+    };
+    let (a, b) = std::thread::scope(|s| {
+        let dialect_tables = s.spawn(|| run(false));
+        let generic = run(true);
+        let dialect = dialect_tables
+            .join()
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("the dialect tables' thread panicked")));
+        (generic, dialect)
+    });
+    let (ca, mut wa) = a?;
+    let (cb, wb) = b?;
+    wa.extend(wb);
+    wa.sort();
+    let mut out = output(None)?;
+    for (t, path, rows) in &wa {
+        writeln!(
+            out,
+            "{:<20} {:>12} rows  {}",
+            t.name(),
+            rows,
+            path.display()
+        )?;
+    }
+    out.flush()?;
+    Ok(if ca != ExitCode::SUCCESS { ca } else { cb })
+}
+
+/// The file name used in every table directory: the first input's name and
+/// the time of the run, so runs and machines merge without collisions.
+fn parquet_file_name(inputs: &[PathBuf]) -> String {
+    let first = inputs
+        .first()
+        .and_then(|p| p.file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "trace".into());
+    let clean: String = first
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("{clean}-{now:x}-{}", std::process::id())
 }

@@ -708,6 +708,28 @@ impl Dialect for Rtrace {
         Ok(ExitCode::SUCCESS)
     }
 
+    fn tables(
+        &self,
+        input: &Input,
+        args: &convert::Args,
+        tables: &mut tracekit_parquet::Tables<'_>,
+    ) -> Result<ExitCode> {
+        use tracekit_parquet::Table;
+        let timeline = crate::formats::timeline_tables(self, input, args, tables)?;
+        if tables.wants(Table::RtraceAllocations) || tables.wants(Table::RtraceBacktraces) {
+            let (_, w) = tracekit_parquet::dialects::rtrace(
+                input.reader()?,
+                &input.display().to_string(),
+                tables,
+            )
+            .map_err(|e| with_name(e, input))?;
+            if timeline.is_none() {
+                super::print_warnings(input.display(), &w);
+            }
+        }
+        Ok(timeline.unwrap_or(ExitCode::SUCCESS))
+    }
+
     fn convert(&self, input: &Input, args: &convert::Args) -> Result<ExitCode> {
         let sym = symbolise(true, &[], None);
         let flame = |metric: Metric| -> Result<()> {

@@ -268,6 +268,72 @@ impl Dialect for Trace2 {
         Ok(exit_code(print_all_warnings(&warnings)))
     }
 
+    fn tables(
+        &self,
+        input: &Input,
+        args: &convert::Args,
+        tables: &mut tracekit_parquet::Tables<'_>,
+    ) -> Result<ExitCode> {
+        use tracekit_parquet::dialects::{trace2_process, OwnedProcessRow};
+        let timeline = crate::formats::timeline_tables(self, input, args, tables)?;
+        if !tables.wants(tracekit_parquet::Table::Trace2Processes) {
+            return Ok(timeline.unwrap_or(ExitCode::SUCCESS));
+        }
+        if input.is_stdin() {
+            anyhow::bail!("<stdin>: the trace2_processes table needs a file or directory");
+        }
+        // The report runs on a thread of its own (it parses with two more)
+        // and hands each process over as its session is folded; this
+        // thread writes the rows. The channel's bound keeps memory flat.
+        let path = input.path.clone();
+        let (tx, rx) = std::sync::mpsc::sync_channel::<OwnedProcessRow>(4096);
+        let (report, written) = std::thread::scope(|s| {
+            let worker = s.spawn(move || -> Result<Vec<(String, Warnings)>> {
+                let input = Input::open(&path)?;
+                let mut builder = ReportBuilder::new(0);
+                builder.on_process(move |p| {
+                    let _ = tx.send(OwnedProcessRow::from(p));
+                });
+                let all = for_each_source(&input, |name, format, content, warnings| {
+                    let id = builder.source(name);
+                    match content {
+                        Content::Mapped(map) => {
+                            report::report_mmap(map, format, id, &mut builder, warnings)
+                        }
+                        Content::Stream(r) => {
+                            for_each_record(r, format, |rec| -> Result<()> {
+                                if let Some(ev) = rec.parse_or_warn(format, warnings) {
+                                    builder.add(&ev, id);
+                                }
+                                Ok(())
+                            })?;
+                        }
+                    }
+                    Ok(())
+                })?;
+                drop(builder.finish());
+                Ok(all)
+            });
+            let mut written = Ok(());
+            for row in rx {
+                if written.is_ok() {
+                    written = trace2_process(tables, &row.row());
+                }
+            }
+            let report = worker
+                .join()
+                .unwrap_or_else(|_| Err(anyhow::anyhow!("the report thread panicked")));
+            (report, written)
+        });
+        let warnings = report?;
+        written?;
+        tables.flush()?;
+        match timeline {
+            Some(code) => Ok(code),
+            None => Ok(exit_code(print_all_warnings(&warnings))),
+        }
+    }
+
     fn convert(&self, input: &Input, args: &convert::Args) -> Result<ExitCode> {
         #[derive(Clone, Copy)]
         enum Target {

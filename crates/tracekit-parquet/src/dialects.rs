@@ -1,0 +1,307 @@
+//! The dialect tables: what the generic tables lose and users query.
+//! Each function reads one dialect's own row API and appends rows.
+
+use std::io::{self, BufRead};
+
+use tracekit_core::timeline::Clock;
+use tracekit_core::Warnings;
+use tracekit_kwinject::analysis::Build;
+use tracekit_kwinject::cdb::{entries_for, CdbOptions};
+use tracekit_kwinject::env::{EnvBase, EnvFolder};
+use tracekit_kwinject::trace::Exit;
+use tracekit_trace2::report::ProcessRow;
+use tracekit_xray::names::FunctionNames;
+use tracekit_xray::trace::Trace;
+
+use crate::rows::{Source, Tables};
+use crate::schema::Table;
+use crate::timeline::json_string;
+
+fn json_array<S: AsRef<[u8]>>(items: &[S]) -> String {
+    let mut out = String::from("[");
+    for (i, a) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        json_string(&mut out, a.as_ref());
+    }
+    out.push(']');
+    out
+}
+
+/// `xray_calls`: every call of `trace` with both its records.
+pub fn xray_calls(
+    trace: &Trace<'_>,
+    names: &FunctionNames,
+    source: &str,
+    tables: &mut Tables<'_>,
+) -> tracekit_core::Result<(tracekit_xray::calls::CallStats, Warnings)> {
+    tables
+        .set_source(Source {
+            file: source.to_string(),
+            host: None,
+            dialect: "xray",
+        })
+        .map_err(|e| tracekit_core::Error::io(None, e))?;
+    if !tables.wants(Table::XrayCalls) {
+        return Ok(Default::default());
+    }
+    let clock: Clock = tracekit_xray::timeline::clock(trace);
+    let base = tracekit_xray::commands::earliest_tsc(trace);
+    let mut last_fn: Option<(i32, std::rc::Rc<str>)> = None;
+    let mut args_text = String::new();
+    let res = tracekit_xray::calls::for_each_call(trace, |c| {
+        let name = match &last_fn {
+            Some((id, n)) if *id == c.function_id => n.clone(),
+            _ => {
+                let n = names.symbol_or_number(c.function_id);
+                last_fn = Some((c.function_id, n.clone()));
+                n
+            }
+        };
+        args_text.clear();
+        if !c.args.is_empty() {
+            use std::fmt::Write as _;
+            args_text.push('[');
+            for (i, a) in c.args.iter().enumerate() {
+                if i > 0 {
+                    args_text.push(',');
+                }
+                let _ = write!(args_text, "{a}");
+            }
+            args_text.push(']');
+        }
+        let start = clock.to_ns(c.entry_tsc.wrapping_sub(base) as i64);
+        let end = clock
+            .to_ns((c.entry_tsc.wrapping_sub(base) as i64).wrapping_add(c.duration_tsc as i64));
+        tables
+            .push(Table::XrayCalls, |r| {
+                r.i64(c.pid.into())
+                    .i64(c.tid.into())
+                    .i32(c.function_id)
+                    .str(&name)
+                    .i64(start)
+                    .i64(end - start)
+                    .u64(c.entry_tsc)
+                    .u64(c.duration_tsc)
+                    .i32(c.depth as i32)
+                    .bool(c.closed_by_parent)
+                    .opt_str((!args_text.is_empty()).then_some(args_text.as_str()));
+            })
+            .map_err(|e| tracekit_core::Error::io(None, e))
+    })?;
+    tables
+        .flush()
+        .map_err(|e| tracekit_core::Error::io(None, e))?;
+    Ok(res)
+}
+
+/// `trace2_processes`: one row (from the report's process hook).
+pub fn trace2_process(tables: &mut Tables<'_>, p: &ProcessRow<'_>) -> io::Result<()> {
+    if tables.source().file != p.source || tables.source().dialect != "trace2" {
+        tables.set_source(Source {
+            file: p.source.to_string(),
+            host: None,
+            dialect: "trace2",
+        })?;
+    }
+    let argv = json_array(p.argv);
+    tables.push(Table::Trace2Processes, |r| {
+        r.bytes(p.session)
+            .bytes(p.sid)
+            .opt_bytes(p.parent_sid)
+            .opt_i64(p.pid.map(i64::from))
+            .bytes(p.command)
+            .opt_bytes(p.mode)
+            .str(&argv)
+            .opt_bytes(p.version)
+            .time(p.start_unix_us.map(|us| us.saturating_mul(1000)))
+            .opt_i64(p.elapsed_us.map(|us| us.saturating_mul(1000)))
+            .opt_i64(p.exit_code)
+            .opt_i64(p.signal)
+            .str(if p.elapsed_us.is_none() && p.end == "none" {
+                "unfinished"
+            } else {
+                p.end
+            });
+    })
+}
+
+/// `build_processes`: every process of the build.
+pub fn build_processes(b: &Build<'_>, source: &str, tables: &mut Tables<'_>) -> io::Result<()> {
+    tables.set_source(Source {
+        file: source.to_string(),
+        host: None,
+        dialect: "kwinject",
+    })?;
+    if !tables.wants(Table::BuildProcesses) {
+        return Ok(());
+    }
+    let t = b.trace;
+    let base = b.span().map(|(s, _)| s);
+    // The compile entries again (Build keeps the first source only), with
+    // the options Build::new uses.
+    let mut folder = EnvFolder::new(t.env.clone(), EnvBase::Parent);
+    let mut w = Warnings::default();
+    let opts = CdbOptions {
+        existing_only: false,
+        ..Default::default()
+    };
+    for (i, p) in t.processes.iter().enumerate() {
+        let env = folder.fold(p, &mut w);
+        let entries = entries_for(p, &env, &opts).unwrap_or_default();
+        let sources: Vec<&str> = entries.iter().map(|e| e.file.as_str()).collect();
+        let outputs: Vec<&str> = entries.iter().filter_map(|e| e.output.as_deref()).collect();
+        let start_ns = match (p.start_us, base) {
+            (Some(s), Some(b)) => Some((s as i64 - b as i64).saturating_mul(1000)),
+            _ => None,
+        };
+        let (code, signal) = match p.exit {
+            Some(Exit::Code(c)) => (Some(i64::from(c)), None),
+            Some(Exit::Signal(s)) => (None, Some(i64::from(s))),
+            None => (None, None),
+        };
+        tables.push(Table::BuildProcesses, |r| {
+            r.i64(i as i64)
+                .i64(p.id)
+                .opt_i64(p.parent())
+                .opt_i64(b.parent[i].map(|x| x as i64))
+                .str(&p.executable)
+                .str(&json_array(&p.args))
+                .str(&p.work_dir)
+                .opt_i64(start_ns)
+                .time(p.start_us.map(|s| (s as i64).saturating_mul(1000)))
+                .opt_i64(p.duration_us().map(|d| (d as i64).saturating_mul(1000)))
+                .opt_i64(code)
+                .opt_i64(signal)
+                .bool(b.compile_file[i].is_some())
+                .opt_str(b.compile_file[i].as_deref())
+                .opt_str(
+                    (!sources.is_empty())
+                        .then(|| json_array(&sources))
+                        .as_deref(),
+                )
+                .opt_str(
+                    (!outputs.is_empty())
+                        .then(|| json_array(&outputs))
+                        .as_deref(),
+                );
+        })?;
+    }
+    tables.flush()
+}
+
+/// `rtrace_allocations` and `rtrace_backtraces` of the trace read from
+/// `input`.
+pub fn rtrace<R: BufRead>(
+    input: R,
+    source: &str,
+    tables: &mut Tables<'_>,
+) -> tracekit_core::Result<(tracekit_rtrace::allocations::AllocationStats, Warnings)> {
+    let io_err = |e| tracekit_core::Error::io(None, e);
+    tables
+        .set_source(Source {
+            file: source.to_string(),
+            host: None,
+            dialect: "rtrace",
+        })
+        .map_err(io_err)?;
+    let tables = std::cell::RefCell::new(tables);
+    let res = tracekit_rtrace::allocations::for_each_allocation(
+        input,
+        |id, frames| {
+            let mut t = tables.borrow_mut();
+            for (k, f) in frames.iter().enumerate() {
+                t.push(Table::RtraceBacktraces, |r| {
+                    r.u64(id)
+                        .i32(k as i32)
+                        .u64(f.addr)
+                        .opt_str(f.text.as_deref());
+                })
+                .map_err(io_err)?;
+            }
+            Ok(())
+        },
+        |a| {
+            let mut t = tables.borrow_mut();
+            t.push(Table::RtraceAllocations, |r| {
+                r.opt_i64(a.pid)
+                    .str(&a.resource)
+                    .i64(a.call_index)
+                    .str(&a.function)
+                    .i64(a.size)
+                    .u64(a.address)
+                    .opt_i64(a.time_ms.map(|ms| (ms as i64).saturating_mul(1_000_000)))
+                    .u64(a.backtrace_id)
+                    .bool(a.new_block)
+                    .opt_i64(a.freed_index)
+                    .bool(a.leaked);
+            })
+            .map_err(io_err)
+        },
+    )?;
+    tables.into_inner().flush().map_err(io_err)?;
+    Ok(res)
+}
+
+/// A [`ProcessRow`] that owns its data, to cross threads (the report runs
+/// on one, the tables are written on another).
+#[derive(Debug, Clone)]
+pub struct OwnedProcessRow {
+    source: String,
+    session: Box<[u8]>,
+    sid: Box<[u8]>,
+    parent_sid: Option<Box<[u8]>>,
+    pid: Option<u32>,
+    command: Box<[u8]>,
+    mode: Option<Box<[u8]>>,
+    argv: Vec<Box<[u8]>>,
+    version: Option<Box<[u8]>>,
+    start_unix_us: Option<i64>,
+    elapsed_us: Option<i64>,
+    exit_code: Option<i64>,
+    signal: Option<i64>,
+    end: &'static str,
+}
+
+impl From<&ProcessRow<'_>> for OwnedProcessRow {
+    fn from(p: &ProcessRow<'_>) -> Self {
+        OwnedProcessRow {
+            source: p.source.to_string(),
+            session: p.session.into(),
+            sid: p.sid.into(),
+            parent_sid: p.parent_sid.map(Into::into),
+            pid: p.pid,
+            command: p.command.into(),
+            mode: p.mode.map(Into::into),
+            argv: p.argv.to_vec(),
+            version: p.version.map(Into::into),
+            start_unix_us: p.start_unix_us,
+            elapsed_us: p.elapsed_us,
+            exit_code: p.exit_code,
+            signal: p.signal,
+            end: p.end,
+        }
+    }
+}
+
+impl OwnedProcessRow {
+    pub fn row(&self) -> ProcessRow<'_> {
+        ProcessRow {
+            source: &self.source,
+            session: &self.session,
+            sid: &self.sid,
+            parent_sid: self.parent_sid.as_deref(),
+            pid: self.pid,
+            command: &self.command,
+            mode: self.mode.as_deref(),
+            argv: &self.argv,
+            version: self.version.as_deref(),
+            start_unix_us: self.start_unix_us,
+            elapsed_us: self.elapsed_us,
+            exit_code: self.exit_code,
+            signal: self.signal,
+            end: self.end,
+        }
+    }
+}

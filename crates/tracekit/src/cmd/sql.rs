@@ -1,0 +1,154 @@
+//! `tracekit sql`: SQL over traces and Parquet directories, with the
+//! embedded DataFusion of `tracekit-sql`; and what `convert --to parquet`
+//! shares with it (which inputs, how one input's rows are produced).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Result;
+use tracekit_parquet::{BatchSink, Tables};
+use tracekit_sql::{Engine, Format, TraceSource};
+
+use crate::cmd::{convert, output};
+use crate::formats::{self, Dialect};
+use crate::input::{dir_files, Input};
+
+#[derive(clap::Args, Debug)]
+#[command(
+    after_help = "Tables (`tracekit sql --schema` lists every column; docs/sql.md explains them):\n  processes, threads, slices, instants, counters, flows     every dialect, from the timeline\n  trace2_processes                                         one row per git process\n  build_processes                                          build traces: compile units, outputs\n  xray_calls                                               XRay calls with function ids and names\n  rtrace_allocations, rtrace_backtraces                    sp-rtrace allocations, leaks, backtraces\n\nInputs are traces of any dialect, scanned in place (nothing is converted first), and\ndirectories written by `tracekit convert --to parquet -o DIR`, read as they are. Every\ntable exists in every query; it is empty where no input has rows for it.\n\nExamples:\n  tracekit sql 'SELECT function, count(*) AS calls, sum(dur_ns)/1e9 AS total_s\n                FROM xray_calls GROUP BY function ORDER BY total_s DESC LIMIT 10' trace.xray -m ./app\n  tracekit sql 'SELECT command, count(*), median(elapsed_ns)/1e9 AS p50_s, max(elapsed_ns)/1e9 AS max_s\n                FROM trace2_processes GROUP BY command ORDER BY 2 DESC' /var/log/git-trace2/\n  tracekit sql --format csv 'SELECT source, dur_ns FROM build_processes WHERE is_compile\n                ORDER BY dur_ns DESC LIMIT 20' build.kwinject\n  tracekit convert fleet/*.xray --to parquet -o pq/ && tracekit sql 'SELECT count(*) FROM slices' pq/\n  tracekit sql --schema"
+)]
+pub struct Args {
+    /// The query (DataFusion's SQL dialect: PostgreSQL-like).
+    #[arg(value_name = "SQL", required_unless_present = "schema")]
+    pub query: Option<String>,
+    /// Traces (files or directories of traces) and Parquet directories.
+    #[arg(value_name = "FILE|DIR", required_unless_present = "schema")]
+    pub inputs: Vec<PathBuf>,
+    /// Output format: table, csv or json (one object per line).
+    #[arg(long, default_value = "table", value_name = "FORMAT")]
+    pub format: String,
+    /// List the tables and their columns (with --format json: as JSON).
+    #[arg(long)]
+    pub schema: bool,
+    /// Write here instead of standard output.
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// The instrumented binary, to name XRay function ids.
+    #[arg(short = 'm', long = "instr-map", value_name = "BIN")]
+    pub instr_map: Option<PathBuf>,
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    let format = match args.format.as_str() {
+        "table" => Format::Table,
+        "csv" => Format::Csv,
+        "json" => Format::Json,
+        other => {
+            eprintln!("tracekit: --format {other:?}: use table, csv or json");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let mut out = output(args.output.as_deref())?;
+    if args.schema {
+        if format == Format::Json {
+            writeln!(out, "{}", tracekit_sql::schema_json())?;
+        } else {
+            tracekit_sql::write_schema(&mut out)?;
+        }
+        out.flush()?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let Some(query) = args.query.as_deref() else {
+        eprintln!("tracekit: sql needs a query (or --schema)");
+        return Ok(ExitCode::from(2));
+    };
+    let mut engine = Engine::new()?;
+    let convert_args = convert_args(args.instr_map.clone());
+    for path in &args.inputs {
+        if path.is_dir() && tracekit_sql::is_parquet_dir(path) {
+            engine.add_parquet_dir(path);
+            continue;
+        }
+        for p in expand_inputs(std::slice::from_ref(path))? {
+            let a = convert_args.clone();
+            let file = p.clone();
+            engine.add_trace(TraceSource {
+                name: p.display().to_string(),
+                produce: Arc::new(move |sink: &mut dyn BatchSink| {
+                    produce(&file, &a, sink, tracekit_sql::BATCH_ROWS)
+                        .map(|_| ())
+                        .map_err(|e| format!("{e:#}"))
+                }),
+            });
+        }
+    }
+    match engine.print(query, format, &mut out) {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(e) => {
+            let msg = e.to_string();
+            // A broken pipe (`| head`) is not an error.
+            if msg.contains("Broken pipe") {
+                return Ok(ExitCode::SUCCESS);
+            }
+            eprintln!("tracekit: sql: {msg}");
+            Ok(ExitCode::from(1))
+        }
+    }
+}
+
+use std::io::Write as _;
+
+/// The arguments the dialects' table producers read (`-m`).
+pub fn convert_args(instr_map: Option<PathBuf>) -> convert::Args {
+    convert::Args {
+        input: PathBuf::from("-"),
+        more_inputs: Vec::new(),
+        to: "parquet".into(),
+        output: None,
+        brief: false,
+        full: false,
+        instr_map,
+        otlp: Default::default(),
+    }
+}
+
+/// The inputs to read: files as they are; a directory of Git Trace2
+/// files as one input (sessions span its files); any other directory as
+/// its files, one by one. Standard input cannot be read twice, so it is
+/// refused.
+pub fn expand_inputs(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.as_os_str() == "-" {
+            anyhow::bail!("<stdin>: tables are written from files (name the file or directory)");
+        }
+        let input = Input::open(p)?;
+        if input.is_dir {
+            let d = formats::detect(&input)?;
+            if d.name() == crate::cmd::trace2::Trace2.name() {
+                out.push(p.clone());
+            } else {
+                out.extend(dir_files(p)?);
+            }
+        } else {
+            out.push(p.clone());
+        }
+    }
+    Ok(out)
+}
+
+/// Writes the tables of the trace at `path` that `sink` wants.
+pub fn produce(
+    path: &Path,
+    args: &convert::Args,
+    sink: &mut dyn BatchSink,
+    batch_rows: usize,
+) -> Result<ExitCode> {
+    let input = Input::open(path)?;
+    let dialect = formats::detect(&input)?;
+    let mut tables = Tables::new(sink, batch_rows);
+    let code = dialect.tables(&input, args, &mut tables)?;
+    tables.flush()?;
+    Ok(code)
+}

@@ -1,0 +1,560 @@
+//! `tracekit sql` and `convert --to parquet` against tracekit's own reports
+//! on the corpus, and the Parquet files read by an independent engine
+//! (DuckDB, through `tests/duckdb_check.py`).
+//!
+//! Each question is asked three ways and must get one answer: the library
+//! report (XRay `account -d`, the Trace2 report's per-command statistics,
+//! the build's slowest compile units, the sp-rtrace report's leaks by
+//! backtrace), `tracekit sql` on the trace itself, and `tracekit sql` on
+//! the Parquet directory; DuckDB reads that directory too.
+//!
+//! Without the `duckdb` Python package the DuckDB comparison cannot run:
+//! the test says so and passes, unless `CI` or `TRACEKIT_REQUIRE_DUCKDB` is
+//! set (CI installs the package), where it fails.
+
+use std::collections::BTreeMap;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn corpus(rel: &str) -> PathBuf {
+    root().join("tests/corpus").join(rel)
+}
+
+fn tracekit(args: &[&OsStr]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_tracekit"))
+        .args(args)
+        .output()
+        .expect("run tracekit")
+}
+
+/// Runs a query, returns its rows (JSON objects; nulls are absent keys).
+fn sql(query: &str, inputs: &[&Path], extra: &[&str]) -> Vec<Value> {
+    let mut args: Vec<&std::ffi::OsStr> =
+        vec!["sql".as_ref(), "--format".as_ref(), "json".as_ref()];
+    args.extend(extra.iter().map(OsStr::new));
+    args.push(OsStr::new(query));
+    args.extend(inputs.iter().map(|p| p.as_os_str()));
+    let o = tracekit(&args);
+    assert!(
+        o.status.success(),
+        "tracekit sql {query:?} {inputs:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).expect("a JSON row"))
+        .collect()
+}
+
+/// Converts `inputs` to Parquet in a fresh directory.
+fn to_parquet(inputs: &[&Path], extra: &[&str]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut args: Vec<&OsStr> = vec![OsStr::new("convert")];
+    args.extend(inputs.iter().map(|p| p.as_os_str()));
+    args.extend([OsStr::new("--to"), OsStr::new("parquet"), OsStr::new("-o")]);
+    args.push(dir.path().as_os_str());
+    args.extend(extra.iter().map(OsStr::new));
+    let o = tracekit(&args);
+    assert!(
+        o.status.success(),
+        "convert {inputs:?} --to parquet: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    dir
+}
+
+fn duckdb_available() -> bool {
+    let ok = Command::new("python3")
+        .args(["-c", "import duckdb"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        let required = std::env::var_os("CI").is_some()
+            || std::env::var_os("TRACEKIT_REQUIRE_DUCKDB").is_some();
+        assert!(
+            !required,
+            "the duckdb Python package is missing (python3 -m pip install duckdb)"
+        );
+        eprintln!("duckdb (PyPI) is not installed: the DuckDB comparison did not run");
+    }
+    ok
+}
+
+/// The same query run by DuckDB over the Parquet directory `dir` (each
+/// table a view over `dir/<table>/*.parquet`), rows as JSON objects.
+fn duckdb(query: &str, dir: &Path) -> Vec<Value> {
+    let o = Command::new("python3")
+        .arg(root().join("crates/tracekit/tests/duckdb_check.py"))
+        .arg(dir)
+        .arg(query)
+        .output()
+        .expect("run python3");
+    assert!(
+        o.status.success(),
+        "duckdb {query:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).expect("a JSON row"))
+        .collect()
+}
+
+fn int(v: &Value, k: &str) -> Option<i64> {
+    match v.get(k)? {
+        Value::Number(n) => n.as_i64().or_else(|| n.as_f64().map(|f| f as i64)),
+        Value::String(s) => s.parse().ok(),
+        _ => None,
+    }
+}
+
+fn text(v: &Value, k: &str) -> Option<String> {
+    match v.get(k)? {
+        Value::Null => None,
+        Value::String(s) => Some(s.clone()),
+        other => Some(other.to_string()),
+    }
+}
+
+/// Rows keyed by their `key` columns, with `vals` as integers: what is
+/// compared between engines (order-free).
+fn keyed(
+    rows: &[Value],
+    keys: &[&str],
+    vals: &[&str],
+) -> BTreeMap<Vec<Option<String>>, Vec<Option<i64>>> {
+    rows.iter()
+        .map(|r| {
+            (
+                keys.iter().map(|k| text(r, k)).collect(),
+                vals.iter().map(|k| int(r, k)).collect(),
+            )
+        })
+        .collect()
+}
+
+/// Asks `query` of the trace (in place), of its Parquet directory, and of
+/// DuckDB over that directory; all three must agree. Returns the rows.
+fn three_ways(
+    query: &str,
+    inputs: &[&Path],
+    extra: &[&str],
+    keys: &[&str],
+    vals: &[&str],
+) -> Vec<Value> {
+    let raw = sql(query, inputs, extra);
+    let pq = to_parquet(inputs, extra);
+    let from_pq = sql(query, &[pq.path()], &[]);
+    assert_eq!(
+        keyed(&raw, keys, vals),
+        keyed(&from_pq, keys, vals),
+        "{query}: the trace and its Parquet tables differ"
+    );
+    if duckdb_available() {
+        let d = duckdb(query, pq.path());
+        assert_eq!(
+            keyed(&raw, keys, vals),
+            keyed(&d, keys, vals),
+            "{query}: DuckDB reads other answers from the Parquet tables"
+        );
+    }
+    raw
+}
+
+// ---------------------------------------------------------------- XRay
+
+const XRAY_ACCOUNT: &str = "SELECT function_id, count(*) AS calls, sum(dur_tsc) AS total_tsc, \
+     max(dur_tsc) AS max_tsc FROM xray_calls GROUP BY function_id ORDER BY function_id";
+
+fn xray_traces() -> Vec<(PathBuf, PathBuf)> {
+    let mut out = Vec::new();
+    for prog in ["mt", "tailcall", "recursion", "args"] {
+        let dir = corpus(&format!("xray/{prog}"));
+        let bin = dir.join(prog);
+        for kind in ["basic", "fdr", "fdr-rdtsc"] {
+            let t = dir.join(format!("{prog}.{kind}.xray"));
+            if t.exists() && bin.exists() {
+                out.push((t, bin.clone()));
+            }
+        }
+    }
+    assert!(out.len() >= 8, "the XRay corpus is missing: {out:?}");
+    out
+}
+
+#[test]
+fn xray_calls_match_account_totals_and_counts_per_function() {
+    use tracekit_xray::commands::{account_rows, AccountArgs};
+    for (trace, bin) in xray_traces() {
+        let data = std::fs::read(&trace).expect("read trace");
+        let t = tracekit_xray::trace::Trace::open(&data).expect("open trace");
+        let freq = match t.header.cycle_frequency {
+            0 => 1e9,
+            f => f as f64,
+        };
+        let args = AccountArgs {
+            deduce_sibling_calls: true,
+            ..Default::default()
+        };
+        let (rows, _, _) = account_rows(&t, &args).expect("account");
+        let m = bin.to_string_lossy().into_owned();
+        let got = three_ways(
+            XRAY_ACCOUNT,
+            &[&trace],
+            &["-m", &m],
+            &["function_id"],
+            &["calls", "total_tsc", "max_tsc"],
+        );
+        assert_eq!(got.len(), rows.len(), "{}: functions", trace.display());
+        let by_id: BTreeMap<i64, &Value> = got
+            .iter()
+            .map(|r| (int(r, "function_id").expect("id"), r))
+            .collect();
+        for row in &rows {
+            let r = by_id
+                .get(&i64::from(row.func_id))
+                .unwrap_or_else(|| panic!("{}: function {} missing", trace.display(), row.func_id));
+            assert_eq!(
+                int(r, "calls"),
+                Some(row.count as i64),
+                "{}: count",
+                trace.display()
+            );
+            let sum = int(r, "total_tsc").expect("sum") as f64 / freq;
+            let max = int(r, "max_tsc").expect("max") as f64 / freq;
+            assert!(
+                (sum - row.sum).abs() <= 1e-9 * row.sum.abs().max(1e-9),
+                "{}: function {} sum {sum} vs account {}",
+                trace.display(),
+                row.func_id,
+                row.sum
+            );
+            assert!(
+                (max - row.max).abs() <= 1e-9 * row.max.abs().max(1e-9),
+                "{}: function {} max {max} vs account {}",
+                trace.display(),
+                row.func_id,
+                row.max
+            );
+        }
+    }
+}
+
+#[test]
+fn xray_function_names_come_from_the_binary() {
+    let dir = corpus("xray/mt");
+    let rows = sql(
+        "SELECT DISTINCT function FROM xray_calls ORDER BY function",
+        &[&dir.join("mt.fdr.xray")],
+        &["-m", &dir.join("mt").to_string_lossy()],
+    );
+    let names: Vec<String> = rows.iter().filter_map(|r| text(r, "function")).collect();
+    assert_eq!(names, ["leaf", "middle", "top", "worker"]);
+}
+
+// ---------------------------------------------------------------- Trace2
+
+/// Nearest-rank p50 (as the report computes it) in plain SQL, so that
+/// DuckDB and DataFusion answer the same thing.
+const TRACE2_COMMANDS: &str = "WITH r AS (SELECT command, mode, elapsed_ns, \
+     row_number() OVER (PARTITION BY command, mode ORDER BY elapsed_ns) AS k, \
+     count(elapsed_ns) OVER (PARTITION BY command, mode) AS n FROM trace2_processes) \
+     SELECT command, coalesce(mode, '') AS mode, count(*) AS count, \
+     max(elapsed_ns) / 1000 AS max_us, \
+     max(CASE WHEN elapsed_ns IS NOT NULL AND k = CAST(ceil(n * 0.5) AS BIGINT) THEN elapsed_ns END) / 1000 AS p50_us \
+     FROM r GROUP BY command, mode ORDER BY command, mode";
+
+#[test]
+fn trace2_per_command_count_p50_max_match_the_report() {
+    let mut checked = 0;
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(corpus("trace2"))
+        .expect("corpus")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.join("event.jsonl").exists())
+        .collect();
+    dirs.sort();
+    for d in dirs {
+        let input = d.join("event.jsonl");
+        let o = tracekit(&["report".as_ref(), "--json".as_ref(), input.as_os_str()]);
+        let rep: Value = serde_json::from_slice(&o.stdout).expect("report JSON");
+        let got = three_ways(
+            TRACE2_COMMANDS,
+            &[&input],
+            &[],
+            &["command", "mode"],
+            &["count", "p50_us", "max_us"],
+        );
+        let want: BTreeMap<(String, String), (i64, Option<i64>, Option<i64>)> = rep["commands"]
+            .as_array()
+            .expect("commands")
+            .iter()
+            .map(|c| {
+                let us = |k: &str| c[k].as_f64().map(|s| (s * 1e6).round() as i64);
+                (
+                    (
+                        c["name"].as_str().unwrap_or_default().to_string(),
+                        c["mode"].as_str().unwrap_or_default().to_string(),
+                    ),
+                    (c["count"].as_i64().unwrap_or(-1), us("p50_s"), us("max_s")),
+                )
+            })
+            .collect();
+        let have: BTreeMap<(String, String), (i64, Option<i64>, Option<i64>)> = got
+            .iter()
+            .map(|r| {
+                (
+                    (
+                        text(r, "command").unwrap_or_default(),
+                        text(r, "mode").unwrap_or_default(),
+                    ),
+                    (
+                        int(r, "count").unwrap_or(-1),
+                        int(r, "p50_us"),
+                        int(r, "max_us"),
+                    ),
+                )
+            })
+            .collect();
+        assert_eq!(have, want, "{}", input.display());
+        checked += want.len();
+    }
+    assert!(checked >= 10, "only {checked} commands compared");
+}
+
+// ---------------------------------------------------------------- builds
+
+const SLOWEST_UNITS: &str = "SELECT record, source, dur_ns / 1000 AS dur_us FROM build_processes \
+     WHERE is_compile ORDER BY dur_ns DESC, record LIMIT 10";
+
+#[test]
+fn build_slowest_compile_units_match_the_report() {
+    let input = corpus("buildtrace/recorded/hello-make-j2.trace");
+    let o = tracekit(&["report".as_ref(), "--json".as_ref(), input.as_os_str()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rep: Value = serde_json::from_slice(&o.stdout).expect("report JSON");
+    let want: Vec<(i64, String, i64)> = rep["slowest_compile_units"]
+        .as_array()
+        .expect("slowest")
+        .iter()
+        .take(10)
+        .map(|u| {
+            (
+                u["index"].as_i64().unwrap_or(-1),
+                u["file"].as_str().unwrap_or_default().to_string(),
+                u["duration_us"].as_i64().unwrap_or(-1),
+            )
+        })
+        .collect();
+    assert!(!want.is_empty(), "the build has compile units");
+    let got = three_ways(
+        SLOWEST_UNITS,
+        &[&input],
+        &[],
+        &["record", "source"],
+        &["dur_us"],
+    );
+    // Equal durations may be listed in either order: compare as sets.
+    let mut have: Vec<(i64, String, i64)> = got
+        .iter()
+        .map(|r| {
+            (
+                int(r, "record").unwrap_or(-1),
+                text(r, "source").unwrap_or_default(),
+                int(r, "dur_us").unwrap_or(-1),
+            )
+        })
+        .collect();
+    let mut want = want;
+    have.sort();
+    want.sort();
+    assert_eq!(have, want);
+}
+
+// ---------------------------------------------------------------- sp-rtrace
+
+const LEAKS: &str = "WITH bt AS (SELECT backtrace_id, \
+     string_agg(CAST(address AS VARCHAR), ',' ORDER BY frame) AS frames \
+     FROM rtrace_backtraces GROUP BY backtrace_id) \
+     SELECT a.resource, coalesce(bt.frames, '') AS frames, count(*) AS blocks, sum(a.size) AS bytes \
+     FROM rtrace_allocations a LEFT JOIN bt ON a.backtrace_id = bt.backtrace_id \
+     WHERE a.leaked GROUP BY a.resource, bt.frames ORDER BY bytes DESC, frames";
+
+#[test]
+fn rtrace_leaks_by_backtrace_match_the_report() {
+    let mut checked = 0;
+    for rel in ["rtrace/upstream/sample.txt", "rtrace/upstream/context.txt"] {
+        let input = corpus(rel);
+        let f = std::fs::File::open(&input).expect("open");
+        let rep = tracekit_rtrace::report::analyse(std::io::BufReader::new(f), usize::MAX, false)
+            .expect("report");
+        let mut want: BTreeMap<(String, String), (i64, i64)> = BTreeMap::new();
+        for t in &rep.traces {
+            if t.cost.leaked_blocks == 0 {
+                continue;
+            }
+            let frames: Vec<String> = t.frames.iter().map(|f| f.0.to_string()).collect();
+            let e = want
+                .entry((rep.resources[t.resource].name.clone(), frames.join(",")))
+                .or_default();
+            e.0 += t.cost.leaked_blocks;
+            e.1 += t.cost.leaked;
+        }
+        let got = three_ways(
+            LEAKS,
+            &[&input],
+            &[],
+            &["resource", "frames"],
+            &["blocks", "bytes"],
+        );
+        let have: BTreeMap<(String, String), (i64, i64)> = got
+            .iter()
+            .map(|r| {
+                (
+                    (
+                        text(r, "resource").unwrap_or_default(),
+                        text(r, "frames").unwrap_or_default(),
+                    ),
+                    (
+                        int(r, "blocks").unwrap_or(-1),
+                        int(r, "bytes").unwrap_or(-1),
+                    ),
+                )
+            })
+            .collect();
+        assert_eq!(have, want, "{}", input.display());
+        checked += want.len();
+    }
+    assert!(checked > 0, "no leaks compared");
+}
+
+// ---------------------------------------------------------------- generic
+
+#[test]
+fn every_dialect_fills_the_generic_tables_and_sources_concatenate() {
+    let inputs = [
+        corpus("trace2/01-init-add-commit/event.jsonl"),
+        corpus("buildtrace/recorded/hello-make-j2.trace"),
+        corpus("rtrace/upstream/sample.txt"),
+        corpus("xray/mt/mt.fdr.xray"),
+    ];
+    let refs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
+    let q = "SELECT dialect, count(DISTINCT file) AS files, \
+             (SELECT count(*) FROM slices s WHERE s.dialect = p.dialect) AS slices \
+             FROM processes p GROUP BY dialect ORDER BY dialect";
+    let rows = sql(q, &refs, &[]);
+    let dialects: Vec<String> = rows.iter().filter_map(|r| text(r, "dialect")).collect();
+    assert_eq!(dialects, ["kwinject", "rtrace", "trace2"], "{rows:?}");
+    let pq = to_parquet(&refs, &[]);
+    let both = sql(
+        "SELECT dialect, count(*) AS n FROM slices GROUP BY dialect ORDER BY dialect",
+        &[pq.path(), &inputs[0]],
+        &[],
+    );
+    let only_raw = sql(
+        "SELECT dialect, count(*) AS n FROM slices GROUP BY dialect ORDER BY dialect",
+        &refs,
+        &[],
+    );
+    // The Parquet directory plus the first trace again: trace2 counted twice.
+    for r in &only_raw {
+        let d = text(r, "dialect").unwrap_or_default();
+        let n = int(r, "n").unwrap_or(0);
+        let b = both
+            .iter()
+            .find(|x| text(x, "dialect").as_deref() == Some(d.as_str()))
+            .and_then(|x| int(x, "n"))
+            .unwrap_or(-1);
+        assert_eq!(b, if d == "trace2" { 2 * n } else { n }, "{d}");
+    }
+}
+
+#[test]
+fn slices_nest_and_anchored_times_are_timestamps() {
+    let input = corpus("trace2/01-init-add-commit/event.jsonl");
+    // Every slice with a parent lies inside it, one level deeper.
+    let bad = sql(
+        "SELECT count(*) AS n FROM slices c JOIN slices p ON c.file = p.file AND c.parent_slice_id = p.slice_id \
+         WHERE c.depth <> p.depth + 1 OR c.start_ns < p.start_ns OR c.start_ns + c.dur_ns > p.start_ns + p.dur_ns",
+        &[&input],
+        &[],
+    );
+    assert_eq!(int(&bad[0], "n"), Some(0));
+    // Trace2 is anchored to Unix time: start_time is set; XRay is not: null.
+    let t = sql(
+        "SELECT count(start_time) AS anchored, count(*) AS n FROM slices",
+        &[&input],
+        &[],
+    );
+    assert_eq!(int(&t[0], "anchored"), int(&t[0], "n"));
+    let x = corpus("xray/mt");
+    let t = sql(
+        "SELECT count(start_time) AS anchored, count(*) AS n FROM slices",
+        &[&x.join("mt.fdr.xray")],
+        &["-m", &x.join("mt").to_string_lossy()],
+    );
+    assert_eq!(int(&t[0], "anchored"), Some(0));
+    assert!(int(&t[0], "n").unwrap_or(0) > 0);
+}
+
+#[test]
+fn schema_lists_every_table_and_bad_sql_is_an_error() {
+    let o = tracekit(&["sql".as_ref(), "--schema".as_ref()]);
+    assert!(o.status.success());
+    let s = String::from_utf8_lossy(&o.stdout);
+    for t in [
+        "slices:",
+        "xray_calls:",
+        "trace2_processes:",
+        "rtrace_backtraces:",
+    ] {
+        assert!(s.contains(t), "{t} missing from --schema");
+    }
+    let input = corpus("trace2/01-init-add-commit/event.jsonl");
+    let o = tracekit(&[
+        "sql".as_ref(),
+        "SELECT nope FROM slices".as_ref(),
+        input.as_os_str(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).starts_with("tracekit: sql: "));
+    let o = tracekit(&[
+        "sql".as_ref(),
+        "--format".as_ref(),
+        "xml".as_ref(),
+        "SELECT 1".as_ref(),
+        input.as_os_str(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn csv_and_table_formats() {
+    let input = corpus("trace2/01-init-add-commit/event.jsonl");
+    let o = tracekit(&[
+        "sql".as_ref(),
+        "--format".as_ref(),
+        "csv".as_ref(),
+        "SELECT command, count(*) AS n FROM trace2_processes GROUP BY command ORDER BY command"
+            .as_ref(),
+        input.as_os_str(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.starts_with("command,n\n"), "{out}");
+    let o = tracekit(&[
+        "sql".as_ref(),
+        "SELECT count(*) AS n FROM trace2_processes".as_ref(),
+        input.as_os_str(),
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("| n "), "{out}");
+}
