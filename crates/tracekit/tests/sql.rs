@@ -293,7 +293,7 @@ fn trace2_per_command_count_p50_max_match_the_report() {
             &["command", "mode"],
             &["count", "p50_us", "max_us"],
         );
-        let want: BTreeMap<(String, String), (i64, Option<i64>, Option<i64>)> = rep["commands"]
+        let want: CommandStats = rep["commands"]
             .as_array()
             .expect("commands")
             .iter()
@@ -308,7 +308,7 @@ fn trace2_per_command_count_p50_max_match_the_report() {
                 )
             })
             .collect();
-        let have: BTreeMap<(String, String), (i64, Option<i64>, Option<i64>)> = got
+        let have: CommandStats = got
             .iter()
             .map(|r| {
                 (
@@ -558,3 +558,6 @@ fn csv_and_table_formats() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("| n "), "{out}");
 }
+
+/// (command, verb) -> (count, p50, max) of the Trace2 report.
+type CommandStats = BTreeMap<(String, String), (i64, Option<i64>, Option<i64>)>;

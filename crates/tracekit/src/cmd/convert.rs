@@ -160,7 +160,9 @@ fn parquet(args: Args) -> Result<ExitCode> {
     paths.extend(args.more_inputs.iter().cloned());
     let inputs = crate::cmd::sql::expand_inputs(&paths)?;
     let name = parquet_file_name(&inputs);
-    let run = |generic: bool| -> Result<(ExitCode, Vec<(Table, PathBuf, u64)>)> {
+    /// Each table written: which, where, how many rows.
+    type Written = Vec<(Table, PathBuf, u64)>;
+    let run = |generic: bool| -> Result<(ExitCode, Written)> {
         let mut out = ParquetDir::new(&dir, &name).only(if generic {
             Table::is_generic
         } else {
