@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `tracekit trace2 listen --otlp-endpoint`: sessions forwarded per second,
-# memory under 50 concurrent clients, and the spool round trip, against the
+# memory under 50 concurrent clients, and the spool round trip (an outage
+# during a run, and a spool left for the next run), against the
 # test collector (crates/tracekit/tests/otlp_collector.py --count-only:
 # decodes every request with the official opentelemetry-proto code and
 # counts spans and trace ids). git-ecosystem's trace2receiver cannot run
@@ -100,22 +101,48 @@ echo "  receiver CPU (user+sys): ${CPU}s = $(echo "$SESSIONS / $CPU" | bc) sessi
 echo "  receiver peak RSS: ${HWM} MiB"
 grep "OTLP:" "$DIR/run1.log" | sed 's/^/  /'
 
-# 2. Spool round trip: collector away, SIGTERM spools; collector back, a
-#    new receiver replays the spool at start.
+spooled() {  # sessions in the spool, from the file names (<seq>-<sessions>s-<spans>sp.otlp)
+    ls "$DIR/spool" 2>/dev/null | sed -n 's/^[0-9]*-\([0-9]*\)s-.*/\1/p' | awk '{s+=$1} END {print s+0}'
+}
+
+# 2. Outage during a run: the collector is away while the load arrives
+#    (everything goes to the spool); then it comes back and the running
+#    receiver replays the spool (it offers the oldest request at most
+#    --otlp-retry, here 1 s, after the last failure).
 kill $COLLECTOR_PID; wait $COLLECTOR_PID 2>/dev/null || true
 rm -f "$DIR/count"
 listen "$DIR/run2.log"
+t0=$(date +%s.%N)
+python3 "$DIR/replay.py" "$DIR/t2.sock" "$ROOT/tests/corpus/trace2" "$ITER" "$CLIENTS" >/dev/null
+while [ "$(spooled)" -lt "$SESSIONS" ]; do sleep 0.05; done
+t1=$(date +%s.%N)
+SPOOL_BYTES=$(du -sb "$DIR/spool" | cut -f1)
+collector "$PORT"
+t2=$(date +%s.%N)
+wait_traces "$SESSIONS"
+t3=$(date +%s.%N)
+CPU=$(cpu_s $TK_PID); HWM=$(hwm_mb $TK_PID)
+kill -TERM $TK_PID; wait $TK_PID
+kill $COLLECTOR_PID; wait $COLLECTOR_PID 2>/dev/null || true
+echo "outage in a run: $SESSIONS sessions spooled ($SPOOL_BYTES bytes) $(echo "$t1 - $t0" | bc)s after the first send;"
+echo "  collector back: all replayed $(echo "$t3 - $t2" | bc)s after it listens again; receiver CPU ${CPU}s, peak RSS ${HWM} MiB"
+grep "OTLP:" "$DIR/run2.log" | tail -1 | sed 's/^/  /'
+
+# 3. Spool round trip across runs: collector away, SIGTERM spools; collector
+#    back, a new receiver replays the spool at start.
+rm -f "$DIR/count"
+listen "$DIR/run3.log"
 python3 "$DIR/replay.py" "$DIR/t2.sock" "$ROOT/tests/corpus/trace2" "$ITER" "$CLIENTS" >/dev/null
 sleep 1
 kill -TERM $TK_PID; wait $TK_PID
-grep "OTLP:" "$DIR/run2.log" | tail -1 | sed 's/^/  spooled: /'
+grep "OTLP:" "$DIR/run3.log" | tail -1 | sed 's/^/  spooled: /'
 SPOOL_BYTES=$(du -sb "$DIR/spool" | cut -f1)
 collector "$PORT"
 t0=$(date +%s.%N)
-listen "$DIR/run3.log"
+listen "$DIR/run4.log"
 wait_traces "$SESSIONS"
 t1=$(date +%s.%N)
 kill -TERM $TK_PID; wait $TK_PID
 kill $COLLECTOR_PID; wait $COLLECTOR_PID 2>/dev/null || true
 echo "spool round trip: $SESSIONS sessions ($SPOOL_BYTES bytes spooled) replayed in $(echo "$t1 - $t0" | bc)s from the receiver's start"
-grep "OTLP:" "$DIR/run3.log" | tail -1 | sed 's/^/  /'
+grep "OTLP:" "$DIR/run4.log" | tail -1 | sed 's/^/  /'

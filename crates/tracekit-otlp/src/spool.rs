@@ -10,9 +10,15 @@
 //! bounded: to make room for a new request the oldest ones are dropped
 //! (and counted); a request larger than the whole bound is dropped itself.
 //! Several tracekit processes must not share one spool directory.
+//!
+//! Spooled requests carry what the traces carry (command lines, URLs,
+//! paths), so they are private like every trace file tracekit writes
+//! ([`tracekit_core::files`]): files get the trace file mode (0600 unless
+//! `--file-mode`/`TRACEKIT_FILE_MODE` chose another), the directories the
+//! spool creates that mode plus search permission (0700).
 
 use std::collections::VecDeque;
-use std::fs::{self, File};
+use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -54,6 +60,21 @@ pub struct Spool {
     entries: VecDeque<Entry>,
 }
 
+/// Creates `dir` and its missing parents with the trace file mode plus
+/// search permission wherever it grants read (0600 gives 0700);
+/// directories that exist keep their mode.
+fn create_private_dir(dir: &Path) -> io::Result<()> {
+    let mode = tracekit_core::files::mode();
+    let mut builder = fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(mode | ((mode & 0o444) >> 2));
+    }
+    builder.create(dir)
+}
+
 fn parse_name(name: &str) -> Option<(u64, u64, u64)> {
     let stem = name.strip_suffix(".otlp")?;
     let mut parts = stem.split('-');
@@ -67,7 +88,7 @@ impl Spool {
     /// Opens (creating) the spool in `dir`, bounded to `max_bytes`;
     /// removes half-written `.tmp` files a crash may have left.
     pub fn open(dir: &Path, max_bytes: u64) -> io::Result<Spool> {
-        fs::create_dir_all(dir)?;
+        create_private_dir(dir)?;
         let mut entries = Vec::new();
         for e in fs::read_dir(dir)? {
             let e = e?;
@@ -150,7 +171,7 @@ impl Spool {
         let path = self.dir.join(&name);
         let tmp = self.dir.join(format!("{name}.tmp"));
         let written = (|| {
-            let mut f = File::create(&tmp)?;
+            let mut f = tracekit_core::files::create(&tmp)?;
             f.write_all(&piece.bytes)?;
             f.sync_data()?;
             fs::rename(&tmp, &path)
@@ -262,5 +283,24 @@ mod tests {
         s.push(&piece(10, 1)).unwrap();
         assert!(s.entries.back().unwrap().seq > s.oldest().unwrap().seq);
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 2);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn spool_directories_and_files_are_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("state/tracekit/otlp-spool");
+        let mut s = Spool::open(&dir, 1 << 20).unwrap();
+        s.push(&piece(10, 1)).unwrap();
+        assert_eq!(mode(&tmp.path().join("state")), 0o700);
+        assert_eq!(mode(&dir), 0o700);
+        let files: Vec<_> = fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(files.len(), 1);
+        assert_eq!(mode(&files[0]), 0o600);
     }
 }

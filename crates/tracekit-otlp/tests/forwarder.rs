@@ -349,3 +349,60 @@ fn garbage_lines_are_counted_not_fatal() {
     assert!(stats.lines_unparsed + stats.lines_without_sid >= 3);
     assert!(spans.is_empty());
 }
+
+#[test]
+fn a_silent_crashed_process_is_sent_after_the_session_timeout() {
+    // A datagram client (no connection to close) that crashed: no atexit,
+    // no parent to say child_exit. Only the time-out ends it.
+    let sid = "20240101T000000.000000Z-H00000001-P00000300";
+    let lines = [
+        format!(
+            r#"{{"event":"version","sid":"{sid}","thread":"main","time":"2024-01-01T00:00:00.000000Z","file":"x.c","line":1,"evt":"3","exe":"2.47.3"}}"#
+        ),
+        format!(
+            r#"{{"event":"start","sid":"{sid}","thread":"main","time":"2024-01-01T00:00:00.000010Z","file":"x.c","line":1,"t_abs":0.0,"argv":["git","gc"]}}"#
+        ),
+        format!(
+            r#"{{"event":"region_enter","sid":"{sid}","thread":"main","time":"2024-01-01T00:00:00.100000Z","file":"x.c","line":1,"nesting":1,"category":"gc","label":"repack"}}"#
+        ),
+    ];
+    let timeout = Duration::from_secs(60);
+    let mut f = Forwarder::new(
+        ForwarderConfig {
+            session_timeout: timeout,
+            settle: Duration::from_millis(10),
+            ..ForwarderConfig::default()
+        },
+        Collect::default(),
+    );
+    let t0 = Instant::now();
+    for l in &lines {
+        f.line(l.as_bytes(), None, None, t0);
+    }
+    // Still running as far as anyone knows; the next wake-up is the
+    // time-out.
+    let next = f.tick(t0 + timeout - Duration::from_secs(1));
+    assert_eq!(next, Some(t0 + timeout));
+    assert_eq!(f.open_sessions(), 1);
+    f.tick(t0 + timeout);
+    assert_eq!(f.open_sessions(), 0, "sent at the time-out");
+    let (out, stats) = f.finish();
+    assert_eq!(stats.ended_by_timeout, 1);
+    assert_eq!(stats.sessions_open_at_stop, 0);
+    let (spans, sessions) = decode(&out.0);
+    assert_eq!(sessions, 1);
+    let p = spans.iter().map(|(_, s)| s).find(|s| s.kind == 2).unwrap();
+    assert_eq!(
+        attr(p, "tracekit.process.end").as_deref(),
+        Some("timed out without atexit")
+    );
+    assert_eq!(attr(p, "trace2.cmd.exit_code").as_deref(), Some("-1"));
+    // The region left open is closed with its process.
+    assert_eq!(
+        spans
+            .iter()
+            .filter(|(_, s)| attr(s, "trace2.span.type").as_deref() == Some("region"))
+            .count(),
+        1
+    );
+}

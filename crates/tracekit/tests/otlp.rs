@@ -143,7 +143,11 @@ struct Listener {
 
 impl Listener {
     fn start(args: &[&str]) -> Listener {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_tracekit"))
+        Listener::spawn(Command::new(env!("CARGO_BIN_EXE_tracekit")), args)
+    }
+
+    fn spawn(mut cmd: Command, args: &[&str]) -> Listener {
+        let mut child = cmd
             .args(["trace2", "listen"])
             .args(args)
             .stdout(Stdio::piped())
@@ -198,7 +202,8 @@ struct Scratch {
 impl Scratch {
     fn new() -> Scratch {
         let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path().to_path_buf();
+        // As git resolves it (the worktree it reports).
+        let root = tmp.path().canonicalize().unwrap();
         std::fs::create_dir(root.join("home")).unwrap();
         let s = Scratch { _tmp: tmp, root };
         let repo = s.path("repo");
@@ -335,6 +340,12 @@ fn expected(event_dir: &Path) -> Vec<Expected> {
                 "data" | "data_json" => e.data += 1,
                 _ => {}
             }
+        }
+        if e.argv.is_empty() {
+            // Still being written (a wait_for_sessions poll read it
+            // before its `start` line): counted, not named yet.
+            out.push(e);
+            continue;
         }
         let exe = Path::new(&e.argv[0])
             .file_name()
@@ -648,6 +659,9 @@ fn busy_collector_answers_are_retried_and_filters_keep_only_some_commands() {
     std::fs::create_dir(s.path("collector")).unwrap();
     // 503 + Retry-After: 1 twice, then accepted.
     let collector = Collector::start(&s.path("collector"), 2);
+    // The repository's path (trace2.repo.set carries the worktree) is
+    // redacted by pattern.
+    let scratch = format!("{}=<scratch>", regex::escape(s.root.to_str().unwrap()));
     let listener = Listener::start(&[
         "--socket",
         sock.to_str().unwrap(),
@@ -662,6 +676,8 @@ fn busy_collector_answers_are_retried_and_filters_keep_only_some_commands() {
         "git:checkout#path",
         "--redact",
         "/home/[^/ ]+=/home/<user>",
+        "--redact",
+        &scratch,
         "--omit-user",
         "--json",
     ]);
@@ -686,6 +702,19 @@ fn busy_collector_answers_are_retried_and_filters_keep_only_some_commands() {
     for s in &spans {
         assert!(s["resource"].get("user.name").is_none());
         assert!(s["resource"]["host.name"].is_string());
+    }
+    // The worktree was there, redacted; the path appears nowhere.
+    let root = s.root.to_str().unwrap();
+    let repo_sets: Vec<&str> = spans
+        .iter()
+        .filter_map(|s| s["attributes"]["trace2.repo.set"].as_str())
+        .collect();
+    assert!(!repo_sets.is_empty(), "{stderr}");
+    for set in repo_sets {
+        assert!(set.contains("<scratch>/repo"), "{set}");
+    }
+    for span in &spans {
+        assert!(!span.to_string().contains(root), "{span}");
     }
 }
 
@@ -939,4 +968,81 @@ fn convert_to_otlp_places_a_relative_clock_at_the_mtime_and_says_so() {
         "{first} vs {mtime}"
     );
     check_model_output(&spans, rel, &["-m", bin]);
+}
+
+/// The umask of this process (bits it removes from created files).
+fn umask() -> u32 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Umask:"))
+        .map(|m| u32::from_str_radix(m.trim(), 8).unwrap())
+        .unwrap_or(0o022)
+}
+
+#[test]
+fn the_receivers_socket_files_directories_and_spool_are_private() {
+    use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+    // A collector that is away: every session goes to the spool.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let events = std::fs::read(root().join("tests/corpus/trace2/05-fetch/event.jsonl")).unwrap();
+    let umask = umask();
+    for (file_mode, file, dir) in [(None, 0o600, 0o700), (Some("640"), 0o640, 0o750)] {
+        let (file, dir) = (file & !umask, dir & !umask);
+        let tmp = tempfile::tempdir().unwrap();
+        let sock = tmp.path().join("t2.sock");
+        let out = tmp.path().join("out");
+        let spool = tmp.path().join("state/spool");
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_tracekit"));
+        cmd.env_remove("TRACEKIT_FILE_MODE");
+        if let Some(m) = file_mode {
+            cmd.args(["--file-mode", m]);
+        }
+        let url = format!("http://127.0.0.1:{port}");
+        let listener = Listener::spawn(
+            cmd,
+            &[
+                "--socket",
+                sock.to_str().unwrap(),
+                "--dir",
+                out.to_str().unwrap(),
+                "--otlp-endpoint",
+                &url,
+                "--spool",
+                spool.to_str().unwrap(),
+                "--otlp-retry",
+                "0",
+                "--shutdown-timeout",
+                "0",
+                "--json",
+            ],
+        );
+        assert_eq!(mode(&sock), file, "{file_mode:?}: socket");
+        let mut client = std::os::unix::net::UnixStream::connect(&sock).unwrap();
+        client.write_all(&events).unwrap();
+        drop(client);
+        std::thread::sleep(Duration::from_millis(300));
+        let (summary, stderr) = listener.stop();
+        let export = &summary["otlp"]["export"];
+        assert!(export["sessions_spooled"].as_u64().unwrap() > 0, "{stderr}");
+        assert_eq!(export["sessions_dropped"], 0, "{stderr}");
+        for d in [&out, &out.join("event"), &tmp.path().join("state"), &spool] {
+            assert_eq!(mode(d), dir, "{file_mode:?}: {}", d.display());
+        }
+        let mut files = 0;
+        for d in [out.join("event"), spool.clone()] {
+            for e in std::fs::read_dir(&d).unwrap() {
+                let path = e.unwrap().path();
+                assert_eq!(mode(&path), file, "{file_mode:?}: {}", path.display());
+                files += 1;
+            }
+        }
+        assert!(files > 5, "{files} files");
+    }
 }

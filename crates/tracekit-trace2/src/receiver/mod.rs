@@ -52,6 +52,18 @@
 //!   drops data and keeps counting). Later lines of the same session in the
 //!   same run are appended to that file.
 //!
+//! # Privacy
+//!
+//! Trace lines carry command lines, URLs and paths, so what the receiver
+//! creates is private like every trace file tracekit writes
+//! ([`tracekit_core::files`]): output files get the trace file mode (0600
+//! unless `--file-mode`/`TRACEKIT_FILE_MODE` chose another), the output
+//! directories it creates that mode plus search permission (0700), and
+//! the socket files that mode too, so only the user's own git processes
+//! can connect (connecting needs write permission on the socket); a socket
+//! is given its mode before it appears under its name. Files and
+//! directories that exist already keep their mode.
+//!
 //! # Resources
 //!
 //! One thread, one `poll(2)` loop. A stream connection holds its socket and
@@ -97,15 +109,15 @@
 //! SIGPIPE on its next trace write (git does not ignore SIGPIPE).
 
 use std::collections::HashMap;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, ErrorKind, Read, Write};
 use std::os::fd::{AsRawFd, RawFd};
-use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
 use std::os::unix::net::{UnixDatagram, UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use tracekit_core::{Error, Position, Result, Warnings};
+use tracekit_core::{files, Error, Position, Result, Warnings};
 
 mod classify;
 mod conn;
@@ -312,6 +324,64 @@ fn check_socket_path(path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The mode of the directories the receiver creates: the trace file mode
+/// ([`files::mode`], 0600 unless the user chose another) with search
+/// permission wherever it grants read, so 0600 gives 0700.
+fn dir_mode() -> u32 {
+    let mode = files::mode();
+    mode | ((mode & 0o444) >> 2)
+}
+
+/// Creates `dir` and its missing parents with [`dir_mode`]; directories
+/// that exist keep their mode.
+pub(crate) fn create_private_dir(dir: &Path) -> io::Result<()> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(dir_mode())
+        .create(dir)
+}
+
+/// Binds a socket file at `path` with the trace file mode ([`files::mode`],
+/// 0600 by default: only the user's own git processes can connect; the
+/// umask removes bits as it does from files). The
+/// socket is bound under a temporary name in the same directory, given its
+/// mode and renamed into place, so nobody can connect before the mode is
+/// set; when the temporary name would be too long for `sun_path`, it is
+/// bound in place and its mode set at once.
+fn bind_private<S>(path: &Path, bind: impl Fn(&Path) -> io::Result<S>) -> io::Result<S> {
+    // bind(2) creates the file with 0777 minus the umask; keeping only
+    // those bits applies the umask the way it applies to files.
+    let set_mode = |p: &Path| {
+        let bound = std::fs::symlink_metadata(p)?.permissions().mode();
+        std::fs::set_permissions(
+            p,
+            std::fs::Permissions::from_mode(files::mode() & bound & 0o7777),
+        )
+    };
+    let tmp = path.file_name().map(|name| {
+        let mut tmp_name = std::ffi::OsString::from(".");
+        tmp_name.push(name);
+        tmp_name.push(format!(".{}.tmp", std::process::id()));
+        path.with_file_name(tmp_name)
+    });
+    let Some(tmp) = tmp.filter(|t| t.as_os_str().len() < 108) else {
+        let socket = bind(path)?;
+        if let Err(e) = set_mode(path) {
+            let _ = std::fs::remove_file(path);
+            return Err(e);
+        }
+        return Ok(socket);
+    };
+    // A temporary socket left by a receiver of the same pid that was killed.
+    let _ = std::fs::remove_file(&tmp);
+    let socket = bind(&tmp)?;
+    if let Err(e) = set_mode(&tmp).and_then(|()| std::fs::rename(&tmp, path)) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
+    Ok(socket)
+}
+
 impl Receiver {
     /// Creates the output directory and binds the sockets (replacing stale
     /// socket files left by a receiver that was killed).
@@ -327,13 +397,14 @@ impl Receiver {
             ));
         }
         if let Some(dir) = &config.out_dir {
-            std::fs::create_dir_all(dir).map_err(|e| Error::io(Some(dir), e))?;
+            create_private_dir(dir).map_err(|e| Error::io(Some(dir), e))?;
         }
         let listener = match &config.stream_socket {
             Some(path) => {
                 check_socket_path(path)?;
                 clear_stale_socket(path, true)?;
-                let listener = UnixListener::bind(path).map_err(|e| Error::io(Some(path), e))?;
+                let listener = bind_private(path, |p| UnixListener::bind(p))
+                    .map_err(|e| Error::io(Some(path), e))?;
                 // A burst of git processes (each opening one connection per
                 // target, children too) must not wait on a short backlog:
                 // raise it to the system maximum (listen(2) again on a
@@ -351,7 +422,8 @@ impl Receiver {
             Some(path) => {
                 check_socket_path(path)?;
                 clear_stale_socket(path, false)?;
-                let socket = UnixDatagram::bind(path).map_err(|e| Error::io(Some(path), e))?;
+                let socket = bind_private(path, |p| UnixDatagram::bind(p))
+                    .map_err(|e| Error::io(Some(path), e))?;
                 socket
                     .set_nonblocking(true)
                     .map_err(|e| Error::io(Some(path), e))?;

@@ -35,18 +35,14 @@ impl<'o> State<'o> {
     /// `.N` collision suffixes) the first time the session is seen.
     pub(super) fn open(&mut self, key: &SessionKey) -> io::Result<File> {
         if let Some(path) = self.sessions.get(key) {
-            return OpenOptions::new()
-                .append(true)
-                .create(true)
-                .mode(0o666)
-                .open(path);
+            return files::options().append(true).create(true).open(path);
         }
         let Some(out_dir) = &self.out_dir else {
             return Err(io::Error::other("no output directory"));
         };
         let dir = out_dir.join(key.0.dir_name());
         if !self.dirs_made[key.0.index()] {
-            std::fs::create_dir_all(&dir)?;
+            create_private_dir(&dir)?;
             self.dirs_made[key.0.index()] = true;
         }
         let mut attempt = 0u32;
@@ -57,12 +53,7 @@ impl<'o> State<'o> {
                 format!("{}.{attempt}", key.1)
             };
             let path = dir.join(name);
-            match OpenOptions::new()
-                .append(true)
-                .create_new(true)
-                .mode(0o666)
-                .open(&path)
-            {
+            match files::options().append(true).create_new(true).open(&path) {
                 Ok(file) => {
                     self.sessions.insert(key.clone(), path);
                     self.summary.sessions += 1;

@@ -518,3 +518,47 @@ fn bind_replaces_stale_sockets_but_nothing_else() {
     };
     assert!(Receiver::bind(same).is_err());
 }
+
+#[test]
+fn sockets_directories_and_files_are_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+    let run = start(Duration::from_secs(5));
+    assert_eq!(mode(&run.stream), 0o600, "stream socket");
+    assert_eq!(mode(&run.dgram), 0o600, "datagram socket");
+    // Only the sockets, the output directory and nothing temporary.
+    let names: Vec<String> = std::fs::read_dir(run.stream.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names.len(), 3, "{names:?}");
+    let mut client = UnixStream::connect(&run.stream).unwrap();
+    client
+        .write_all(format!("{{\"event\":\"version\",\"sid\":\"{SID}\"}}\n").as_bytes())
+        .unwrap();
+    drop(client);
+    let mut perf = UnixStream::connect(&run.stream).unwrap();
+    perf.write_all(b"12:00:00.000000 common-main.c:58             | d0 | main                     | version      |     |           |           |              | 2.47.3\n")
+        .unwrap();
+    drop(perf);
+    UnixDatagram::unbound()
+        .unwrap()
+        .send_to(
+            b"12:00:00.000000 common-main.c:58             | d0 | main                     | version      |     |           |           |              | 2.47.3\n",
+            &run.dgram,
+        )
+        .unwrap();
+    let (out, summary, _tmp) = run.finish();
+    assert_eq!(summary.lines, 3);
+    assert_eq!(mode(&out), 0o700);
+    let mut seen = 0;
+    for sub in ["event", "perf"] {
+        assert_eq!(mode(&out.join(sub)), 0o700, "{sub}/");
+        for e in std::fs::read_dir(out.join(sub)).unwrap() {
+            let path = e.unwrap().path();
+            assert_eq!(mode(&path), 0o600, "{}", path.display());
+            seen += 1;
+        }
+    }
+    assert_eq!(seen, 3, "event file, perf stream file, perf dgram file");
+}

@@ -37,6 +37,12 @@ Output layout (OUT = --dir):
                         process and are kept in arrival order.
 A name that exists already gets .1, .2, ... like git does.
 
+What the lines carry (command lines, URLs, paths) stays private: the
+socket, the files in OUT and the OTLP spool are created 0600 and the
+directories 0700, unless --file-mode (or TRACEKIT_FILE_MODE) says
+otherwise. A 0600 socket accepts only this user's git processes; one
+receiver for several users needs e.g. --file-mode 666.
+
 A socket file has one type: --socket is a stream socket, serving
 af_unix:PATH and af_unix:stream:PATH; af_unix:dgram: needs a second
 path given with --dgram-socket (af_unix:PATH2 reaches it too: git tries
