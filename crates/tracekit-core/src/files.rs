@@ -42,6 +42,27 @@ pub fn create(path: &Path) -> io::Result<File> {
     options().write(true).create(true).truncate(true).open(path)
 }
 
+/// The mode of directories tracekit creates for trace files: [`mode`] with
+/// search permission wherever it grants read, so 0600 gives 0700 and 0640
+/// gives 0750.
+pub fn dir_mode() -> u32 {
+    let mode = mode();
+    mode | ((mode & 0o444) >> 2)
+}
+
+/// Creates `dir` and its missing parents with [`dir_mode`]; directories
+/// that exist keep their mode.
+pub fn create_private_dir(dir: &Path) -> io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(dir_mode());
+    }
+    builder.create(dir)
+}
+
 /// Parses an octal mode as users write it (`600`, `0644`, `0o640`).
 pub fn parse_mode(s: &str) -> Option<u32> {
     let digits = s.strip_prefix("0o").unwrap_or(s);

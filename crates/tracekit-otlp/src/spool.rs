@@ -60,20 +60,7 @@ pub struct Spool {
     entries: VecDeque<Entry>,
 }
 
-/// Creates `dir` and its missing parents with the trace file mode plus
-/// search permission wherever it grants read (0600 gives 0700);
-/// directories that exist keep their mode.
-fn create_private_dir(dir: &Path) -> io::Result<()> {
-    let mode = tracekit_core::files::mode();
-    let mut builder = fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        builder.mode(mode | ((mode & 0o444) >> 2));
-    }
-    builder.create(dir)
-}
+use tracekit_core::files::create_private_dir;
 
 fn parse_name(name: &str) -> Option<(u64, u64, u64)> {
     let stem = name.strip_suffix(".otlp")?;

@@ -112,7 +112,7 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, ErrorKind, Read, Write};
 use std::os::fd::{AsRawFd, RawFd};
-use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::os::unix::net::{UnixDatagram, UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -324,22 +324,7 @@ fn check_socket_path(path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The mode of the directories the receiver creates: the trace file mode
-/// ([`files::mode`], 0600 unless the user chose another) with search
-/// permission wherever it grants read, so 0600 gives 0700.
-fn dir_mode() -> u32 {
-    let mode = files::mode();
-    mode | ((mode & 0o444) >> 2)
-}
-
-/// Creates `dir` and its missing parents with [`dir_mode`]; directories
-/// that exist keep their mode.
-pub(crate) fn create_private_dir(dir: &Path) -> io::Result<()> {
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(dir_mode())
-        .create(dir)
-}
+pub(crate) use files::create_private_dir;
 
 /// Binds a socket file at `path` with the trace file mode ([`files::mode`],
 /// 0600 by default: only the user's own git processes can connect; the
