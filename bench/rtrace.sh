@@ -19,8 +19,12 @@
 # `record mem` time includes everything: the shim in the program, the
 # recorder's thread reading the POSIX trace stream while it runs, and the
 # conversion to the sp-rtrace text protocol afterwards (the text file is
-# written to DIR). heaptrack -r writes its raw trace through zstd and
-# resolves nothing; heaptrack also runs heaptrack_interpret (symbols).
+# written to DIR). `record mem --raw` (row tracekit_raw) keeps the binary
+# recording and converts nothing, like heaptrack -r, which writes its raw
+# trace through zstd and resolves nothing; the deferred work is measured
+# too: `rtrace decode` of that raw file to text (row raw_decode), and
+# raw+decode (the sum of the medians, comparable to the default mode).
+# heaptrack also runs heaptrack_interpret (symbols).
 set -u
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 D=${1:-./bench-data}/rtrace-tk
@@ -57,7 +61,7 @@ one() {  # one NAME CMD... : one run appended to NAME.runs as "cpu wall rss"
 
 : > "$D/load.txt"
 for b in $BUILDS; do
-  for c in plain tracekit tracekit_base heaptrack_raw heaptrack memcheck; do : > "$D/${c}_$b.runs"; done
+  for c in plain tracekit tracekit_raw raw_decode tracekit_base heaptrack_raw heaptrack memcheck; do : > "$D/${c}_$b.runs"; done
 done
 for ((r = 0; r < REPS; r++)); do
   cut -d' ' -f1-3 /proc/loadavg >> "$D/load.txt"
@@ -66,6 +70,9 @@ for ((r = 0; r < REPS; r++)); do
     one "plain_$b" "$AB" "$N" "$T"
     rm -f "$D/tk_$b.rtrace"*
     one "tracekit_$b" "$TK" record mem -o "$D/tk_$b.rtrace" -- "$AB" "$N" "$T"
+    rm -f "$D/tkraw_$b.tkrt"*
+    one "tracekit_raw_$b" "$TK" record mem --raw -o "$D/tkraw_$b.tkrt" -- "$AB" "$N" "$T"
+    one "raw_decode_$b" "$TK" rtrace decode "$D/tkraw_$b.tkrt" -o "$D/tkraw_$b.rtrace"
     if [ -n "${TRACEKIT_BASE:-}" ]; then
       one "tracekit_base_$b" "$TRACEKIT_BASE" record mem -o "$D/tkbase_$b.rtrace" -- "$AB" "$N" "$T"
       rm -f "$D/tkbase_$b.rtrace"*
@@ -92,8 +99,11 @@ one report "$TK" report "$PP" -o "$D/tk.report"
 # Frames per allocation: tracekit from its text trace, heaptrack from its
 # flame graph stack file (every allocation's stack, weighted by count).
 for b in $BUILDS; do
-  awk '/^[0-9]+\. .*\) = 0x/ {a++; inb=1; next} /^\t0x/ {if (inb) f++; next} {inb=0}
-       END {if (a) printf "%.2f\n", f / a}' "$D/tk_$b.rtrace" > "$D/frames_tk_$b.txt"
+  for t in tk tkraw; do
+    [ -f "$D/${t}_$b.rtrace" ] || continue
+    awk '/^[0-9]+\. .*\) = 0x/ {a++; inb=1; next} /^\t0x/ {if (inb) f++; next} {inb=0}
+         END {if (a) printf "%.2f\n", f / a}' "$D/${t}_$b.rtrace" > "$D/frames_${t}_$b.txt"
+  done
   HT=$(ls "$D"/ht_$b.*zst "$D"/ht_$b.*gz 2>/dev/null | head -1)
   if [ -n "$HT" ] && have heaptrack_print; then
     heaptrack_print -f "$HT" -p 0 -a 0 -T 0 -l 0 -F "$D/ht_$b.stacks" > /dev/null 2>&1
@@ -125,15 +135,21 @@ for b in builds:
     print(f"\n{b} build ({'-O2' if b == 'nofp' else '-O2 -fno-omit-frame-pointer'}), medians:")
     print(f"{'configuration':<16} {'CPU s':>7} {'wall s':>7} {'max RSS MB':>10} {'added CPU/alloc':>16} {'vs heaptrack -r':>16} {'frames/alloc':>13}")
     raw = runs("heaptrack_raw_" + b)
-    for c in ("plain", "tracekit", "tracekit_base", "heaptrack_raw", "heaptrack", "memcheck"):
-        r = runs(f"{c}_{b}")
+    rows = [(c, runs(f"{c}_{b}")) for c in ("plain", "tracekit", "tracekit_raw", "raw_decode", "tracekit_base", "heaptrack_raw", "heaptrack", "memcheck")]
+    rows = dict((c, r) for c, r in rows if r)
+    if "tracekit_raw" in rows and "raw_decode" in rows:
+        ra, rd = rows["tracekit_raw"], rows["raw_decode"]
+        # The decode runs on its own: its CPU is all added cost.
+        rows["raw+decode"] = (ra[0] + rd[0], ra[1] + rd[1], max(ra[2], rd[2]), min(ra[3], rd[3]))
+    for c in ("plain", "tracekit", "tracekit_raw", "raw_decode", "raw+decode", "tracekit_base", "heaptrack_raw", "heaptrack", "memcheck"):
+        r = rows.get(c)
         if not r: continue
         cpu, wall, rss, k = r
-        add = (cpu - plain[0]) / n * 1e6
+        add = (cpu - (0 if c == "raw_decode" else plain[0])) / n * 1e6
         ratio = ""
-        if raw and c != "plain" and cpu > plain[0]:
-            ratio = f"{(raw[0] - plain[0]) / (cpu - plain[0]):.2f}x cheaper" if c.startswith("tracekit") else ""
-        frames = text(f"frames_tk_{b}.txt") if c == "tracekit" else text(f"frames_ht_{b}.txt") if c == "heaptrack" else ""
+        if raw and c not in ("plain", "raw_decode") and cpu > plain[0]:
+            ratio = f"{(raw[0] - plain[0]) / (cpu - plain[0]):.2f}x cheaper" if c.startswith("tracekit") or c == "raw+decode" else ""
+        frames = text(f"frames_tk_{b}.txt") if c == "tracekit" else text(f"frames_tkraw_{b}.txt") if c == "tracekit_raw" else text(f"frames_ht_{b}.txt") if c == "heaptrack" else ""
         print(f"{c:<16} {cpu:7.2f} {wall:7.2f} {rss/1024:10.1f} {add if c != 'plain' else 0:13.3f} us {ratio:>16} {frames:>13}")
 PP = os.path.join(d, "tk_nofp.rtrace")
 if not os.path.exists(PP): PP = os.path.join(d, "tk_fp.rtrace")

@@ -4,7 +4,15 @@
 //! recorder splits the stream into (header, events sorted by number, maps)
 //! for the decoder.
 
-/// Chunk tags (little-endian u32 of the ASCII text).
+/// Chunk tags (little-endian u32 of the ASCII text). A recording file (one
+/// process image; what `record mem --raw` keeps) is a sequence of chunks
+/// `[tag: 4 bytes][payload length: u32 LE][payload]`, the first a
+/// `TAG_FILE` chunk whose payload starts with the format version u32
+/// ([`RAW_VERSION`]); `docs/formats/rtrace.md` §14 has the whole layout.
+pub const TAG_FILE: [u8; 4] = *b"TKRT";
+/// The version of the recording file's layout (chunks and records) in
+/// its `TAG_FILE` chunk.
+pub const RAW_VERSION: u32 = 1;
 pub const TAG_HEADER: [u8; 4] = *b"TKHD";
 pub const TAG_EVENTS: [u8; 4] = *b"TKEV";
 pub const TAG_MAPS: [u8; 4] = *b"TKMP";

@@ -5,8 +5,12 @@
 //! protocol.
 //!
 //! Events arrive in per-thread chunks; each carries a number from one
-//! process-wide counter, so a min-heap restores the global order with
-//! memory bounded by how far the threads' chunks interleave.
+//! process-wide counter, so merging the few chunks whose ranges overlap
+//! restores the global order with memory bounded by how far the threads'
+//! chunks interleave. The per-image files are also what `record mem --raw`
+//! keeps (the format is in `docs/formats/rtrace.md` §14): [`Decoder`]
+//! turns one into text piece by piece, so every reader of the text
+//! protocol reads them too ([`DecodeReader`]).
 
 use std::io::Write;
 use std::path::Path;
@@ -15,9 +19,6 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use tracekit_core::{Error, Position, Result};
 
 use crate::record::{format_frame, Header, HeaderField};
-
-/// Bytes of event lines gathered before one write.
-const LINE_BATCH: usize = 256 << 10;
 
 /// The recorder's event layout.
 pub use tracekit_rtrace_preload::wire;
@@ -179,51 +180,397 @@ fn local_timestamp(epoch: u64) -> String {
 
 /// Decodes a recorder file into text.
 pub fn decode_file<W: Write>(path: &Path, out: W) -> Result<(RecordingInfo, DecodeStats)> {
-    let f = std::fs::File::open(path).map_err(|e| Error::io(Some(path), e))?;
-    let len = f.metadata().map_err(|e| Error::io(Some(path), e))?.len();
-    if len == 0 {
-        return Err(Error::malformed(Position::Offset(0), "empty recording").in_file(path));
-    }
-    decode_from(&f, out).map_err(|e| e.in_file(path))
+    Decoder::open(path)?
+        .write_to(out)
+        .map_err(|e| e.in_file(path))
 }
 
 /// Decodes recorder bytes into text.
 pub fn decode<W: Write>(data: &[u8], out: W) -> Result<(RecordingInfo, DecodeStats)> {
-    decode_from(&Bytes(data), out)
+    Decoder::new(Box::new(Bytes(data)))?.write_to(out)
 }
 
-fn decode_from<W: Write>(src: &dyn Source, mut out: W) -> Result<(RecordingInfo, DecodeStats)> {
-    let (chunks, truncated) = chunks(src)?;
-    let io = |e: std::io::Error| Error::io(None, e);
-    let head = chunks
-        .iter()
-        .find(|c| c.tag == TAG_HEADER)
-        .ok_or_else(|| Error::malformed(Position::Offset(0), "no recorder header chunk"))?;
-    let h = &head.read(src)?;
-    if h.len() < HEADER_FIXED {
-        return Err(Error::malformed(
-            Position::Offset(head.offset),
-            "recorder header chunk too short",
-        ));
-    }
-    let info = RecordingInfo {
-        pid: u32_at(h, 0),
-        ppid: u32_at(h, 4),
-        start_epoch_s: u64_at(h, 8),
-        backtrace_depth: u32_at(h, 24),
-        modules: u32_at(h, 28),
-        executable: String::from_utf8_lossy(&h[HEADER_FIXED..]).into_owned(),
-        end: match chunks.iter().rev().find(|c| c.tag == TAG_END) {
-            Some(c) => capture::ImageEnd::decode(&c.read(src)?),
-            None => None,
-        },
-    };
-    let mut stats = DecodeStats {
-        truncated_bytes: truncated,
-        ..Default::default()
-    };
+/// Does `head` (a file's first bytes) start a tracekit recording (the
+/// files of `record mem --raw`)?
+pub fn sniff(head: &[u8]) -> bool {
+    head.starts_with(&TAG_FILE)
+}
 
-    // Header line.
+/// Turns a recording into the sp-rtrace text protocol a piece at a time:
+/// [`Decoder::write_to`] writes it all, [`Decoder::into_reader`] reads it
+/// as a [`BufRead`] (what the text readers take), with memory bounded by
+/// how far the threads' chunks interleave, not by the recording's length.
+pub struct Decoder<'a> {
+    src: Box<dyn Source + 'a>,
+    info: RecordingInfo,
+    stats: DecodeStats,
+    /// The text of the current piece, `text[..pos]` (the buffer is longer:
+    /// the room one more call needs).
+    text: Vec<u8>,
+    pos: usize,
+    /// The prologue (header, registry, maps) is the first piece.
+    started: bool,
+    done: bool,
+    /// Event chunks by their first number, and how many have been opened.
+    pending: Vec<(u64, Chunk)>,
+    pending_at: usize,
+    /// Open chunks (about one per thread), and the one that gave the last
+    /// event (usually the next one's too).
+    open: Vec<Cursor>,
+    hot: usize,
+    /// Payload buffers of finished chunks, for the next ones.
+    spare: Vec<Vec<u8>>,
+    /// The number of the next event.
+    next: u64,
+    last_ts: Option<u32>,
+    backtraces: Backtraces,
+    fmt: CallFormatter,
+}
+
+/// Bytes of text per piece (one write, or one fill of a reader's buffer).
+const LINE_BATCH: usize = 256 << 10;
+/// Room after a piece for one more call line with the longest backtrace
+/// a record can define (255 frames of at most 20 bytes) and the closing
+/// comments.
+const SLACK: usize = CALL_MAX + 255 * 20 + 1 + 1024;
+
+/// One thread's chunk being merged: the current record's number and
+/// length (`len` 0: none left).
+struct Cursor {
+    payload: Vec<u8>,
+    off: usize,
+    seq: u64,
+    len: usize,
+}
+
+impl Cursor {
+    /// Moves to the next whole event record, registering the backtrace
+    /// definitions on the way; `false` if there is none.
+    #[inline]
+    fn advance(&mut self, bt: &mut Backtraces) -> bool {
+        loop {
+            let p = &self.payload[self.off..];
+            let Some(len) = record_len(p).filter(|&l| l <= p.len()) else {
+                self.len = 0;
+                return false;
+            };
+            if p[0] != KIND_STACK {
+                self.seq = record_seq(p);
+                self.len = len;
+                return true;
+            }
+            bt.define(&p[..len]);
+            self.off += len;
+        }
+    }
+}
+
+impl Decoder<'static> {
+    /// A decoder of the recording in `path` (read with `pread`, a chunk
+    /// at a time: nothing stays mapped).
+    pub fn open(path: &Path) -> Result<Decoder<'static>> {
+        let f = std::fs::File::open(path).map_err(|e| Error::io(Some(path), e))?;
+        let len = f.metadata().map_err(|e| Error::io(Some(path), e))?.len();
+        if len == 0 {
+            return Err(Error::malformed(Position::Offset(0), "empty recording").in_file(path));
+        }
+        Decoder::new(Box::new(f)).map_err(|e| e.in_file(path))
+    }
+}
+
+impl<'a> Decoder<'a> {
+    /// A decoder of recording bytes in memory.
+    pub fn from_bytes(data: &'a [u8]) -> Result<Decoder<'a>> {
+        Decoder::new(Box::new(Bytes(data)))
+    }
+
+    fn new(src: Box<dyn Source + 'a>) -> Result<Decoder<'a>> {
+        let (chunks, truncated) = chunks(&*src)?;
+        if let Some(sig) = chunks.first().filter(|c| c.tag == TAG_FILE) {
+            let v = sig.read(&*src)?;
+            let version = v.get(..4).map_or(0, |b| u32_at(b, 0));
+            if version != RAW_VERSION {
+                return Err(Error::malformed(
+                    Position::Offset(8),
+                    format!(
+                        "tracekit recording format version {version}: this tracekit reads version {RAW_VERSION}"
+                    ),
+                ));
+            }
+        }
+        let head = chunks
+            .iter()
+            .find(|c| c.tag == TAG_HEADER)
+            .ok_or_else(|| Error::malformed(Position::Offset(0), "no recorder header chunk"))?;
+        let h = &head.read(&*src)?;
+        if h.len() < HEADER_FIXED {
+            return Err(Error::malformed(
+                Position::Offset(head.offset),
+                "recorder header chunk too short",
+            ));
+        }
+        let info = RecordingInfo {
+            pid: u32_at(h, 0),
+            ppid: u32_at(h, 4),
+            start_epoch_s: u64_at(h, 8),
+            backtrace_depth: u32_at(h, 24),
+            modules: u32_at(h, 28),
+            executable: String::from_utf8_lossy(&h[HEADER_FIXED..]).into_owned(),
+            end: match chunks.iter().rev().find(|c| c.tag == TAG_END) {
+                Some(c) => capture::ImageEnd::decode(&c.read(&*src)?),
+                None => None,
+            },
+        };
+        let mut stats = DecodeStats {
+            truncated_bytes: truncated,
+            ..Default::default()
+        };
+        let mut text = Vec::with_capacity(LINE_BATCH + SLACK);
+        let types = prologue(&*src, &chunks, &info, &mut text)?;
+        let pos = text.len();
+        text.resize(pos.max(LINE_BATCH) + SLACK, 0);
+
+        // A thread's buffer is written when it fills or at exit, so a
+        // chunk's place in the file says little about its numbers (the
+        // main thread's first events often come last): chunks are visited
+        // by their first number and the few whose ranges overlap merged.
+        // Only a chunk's first records are read now.
+        let mut backtraces = Backtraces::default();
+        let mut pending: Vec<(u64, Chunk)> = Vec::new();
+        for c in chunks.iter().filter(|c| c.tag == TAG_EVENTS) {
+            let mut prefix = Cursor {
+                payload: vec![0u8; c.len.min(4096)],
+                off: 0,
+                seq: 0,
+                len: 0,
+            };
+            src.read_at(c.offset + 8, &mut prefix.payload)
+                .map_err(|e| Error::io(None, e))?;
+            let mut found = prefix.advance(&mut backtraces);
+            if !found && c.len > prefix.payload.len() {
+                prefix.payload = c.read(&*src)?;
+                prefix.off = 0;
+                found = prefix.advance(&mut backtraces);
+            }
+            if found {
+                pending.push((prefix.seq, *c));
+            } else {
+                stats.truncated_bytes += (c.len - prefix.off) as u64;
+            }
+        }
+        pending.sort_by_key(|(first, _)| *first);
+        Ok(Decoder {
+            src,
+            info,
+            stats,
+            text,
+            pos,
+            started: false,
+            done: false,
+            pending,
+            pending_at: 0,
+            open: Vec::new(),
+            hot: 0,
+            spare: Vec::new(),
+            next: 0,
+            last_ts: None,
+            backtraces,
+            fmt: CallFormatter::new(types),
+        })
+    }
+
+    /// What the recording's header says.
+    pub fn info(&self) -> &RecordingInfo {
+        &self.info
+    }
+
+    /// The counts so far (complete once the text has ended).
+    pub fn stats(&self) -> &DecodeStats {
+        &self.stats
+    }
+
+    /// The next piece of text; empty at the end.
+    pub fn next_text(&mut self) -> Result<&[u8]> {
+        self.fill()?;
+        Ok(&self.text[..self.pos])
+    }
+
+    /// Writes the whole text to `out`.
+    pub fn write_to<W: Write>(mut self, mut out: W) -> Result<(RecordingInfo, DecodeStats)> {
+        loop {
+            let piece = self.next_text()?;
+            if piece.is_empty() {
+                break;
+            }
+            out.write_all(piece).map_err(|e| Error::io(None, e))?;
+        }
+        out.flush().map_err(|e| Error::io(None, e))?;
+        Ok((self.info, self.stats))
+    }
+
+    /// The text as a reader (what the text protocol's readers take).
+    pub fn into_reader(self) -> DecodeReader<'a> {
+        DecodeReader { dec: self, at: 0 }
+    }
+
+    /// Makes `text[..pos]` the next piece (`pos` 0: the end).
+    fn fill(&mut self) -> Result<()> {
+        if !self.started {
+            // The prologue, made by `new`, is the first piece.
+            self.started = true;
+            if self.pos > 0 {
+                return Ok(());
+            }
+        }
+        self.pos = 0;
+        if !self.done {
+            self.decode_events()?;
+        }
+        Ok(())
+    }
+
+    /// Formats events in number order until a piece is full or they end
+    /// (then the closing comments follow).
+    fn decode_events(&mut self) -> Result<()> {
+        let Decoder {
+            src,
+            info,
+            stats,
+            text,
+            pos,
+            done,
+            pending,
+            pending_at,
+            open,
+            hot,
+            spare,
+            next,
+            last_ts,
+            backtraces,
+            fmt,
+            ..
+        } = self;
+        while *pos < LINE_BATCH {
+            // Open the chunks whose turn has come.
+            while let Some(&(first, c)) = pending.get(*pending_at) {
+                if first > *next {
+                    break;
+                }
+                *pending_at += 1;
+                let mut cursor = Cursor {
+                    payload: c.read_into(&**src, spare.pop().unwrap_or_default())?,
+                    off: 0,
+                    seq: 0,
+                    len: 0,
+                };
+                if cursor.advance(backtraces) {
+                    open.push(cursor);
+                } else {
+                    stats.truncated_bytes += (cursor.payload.len() - cursor.off) as u64;
+                    spare.push(cursor.payload);
+                }
+            }
+            // The chunk holding the next number (or one seen before).
+            let i = if open.get(*hot).is_some_and(|c| c.seq <= *next) {
+                *hot
+            } else {
+                match open.iter().position(|c| c.seq <= *next) {
+                    Some(i) => i,
+                    None => {
+                        // A number that never came: skip to the smallest
+                        // one left.
+                        let in_open = open.iter().map(|c| c.seq).min();
+                        let in_pending = pending.get(*pending_at).map(|(first, _)| *first);
+                        match in_open.into_iter().chain(in_pending).min() {
+                            Some(skip_to) => {
+                                stats.lost += skip_to.saturating_sub(*next);
+                                *next = skip_to;
+                                continue;
+                            }
+                            None => {
+                                *pos += epilogue(&mut text[*pos..], info, stats);
+                                *done = true;
+                                return Ok(());
+                            }
+                        }
+                    }
+                }
+            };
+            let c = &mut open[i];
+            if c.seq == *next {
+                let rec = &c.payload[c.off..c.off + c.len];
+                *pos += emit(rec, &mut text[*pos..], fmt, backtraces, stats, last_ts);
+                *next = next.saturating_add(1);
+            } else {
+                // A number seen before: the same event delivered twice.
+                stats.duplicates += 1;
+            }
+            c.off += c.len;
+            if c.advance(backtraces) {
+                *hot = i;
+            } else {
+                let c = open.swap_remove(i);
+                stats.truncated_bytes += (c.payload.len() - c.off) as u64;
+                spare.push(c.payload);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The text of a recording as a [`BufRead`] (see [`Decoder::into_reader`]).
+pub struct DecodeReader<'a> {
+    dec: Decoder<'a>,
+    at: usize,
+}
+
+impl DecodeReader<'static> {
+    /// A reader of the recording in `path` as text.
+    pub fn open(path: &Path) -> Result<DecodeReader<'static>> {
+        Ok(Decoder::open(path)?.into_reader())
+    }
+}
+
+impl DecodeReader<'_> {
+    /// What the recording's header says.
+    pub fn info(&self) -> &RecordingInfo {
+        self.dec.info()
+    }
+}
+
+impl std::io::Read for DecodeReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let avail = std::io::BufRead::fill_buf(self)?;
+        let n = avail.len().min(buf.len());
+        buf[..n].copy_from_slice(&avail[..n]);
+        std::io::BufRead::consume(self, n);
+        Ok(n)
+    }
+}
+
+impl std::io::BufRead for DecodeReader<'_> {
+    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+        if self.at >= self.dec.pos || !self.dec.started {
+            self.dec.fill().map_err(std::io::Error::other)?;
+            self.at = 0;
+        }
+        Ok(&self.dec.text[self.at..self.dec.pos])
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.at = (self.at + n).min(self.dec.pos);
+    }
+}
+
+/// Writes the header line, the resource registry and the map lines into
+/// `out`; returns the resource tags call lines carry.
+fn prologue(
+    src: &dyn Source,
+    chunks: &[Chunk],
+    info: &RecordingInfo,
+    out: &mut Vec<u8>,
+) -> Result<[Option<&'static str>; 3]> {
+    let io = |e: std::io::Error| Error::io(None, e);
     let field = |k: &str, v: String| HeaderField {
         key: k.to_string(),
         value: Some(v.replace(',', ";")),
@@ -240,7 +587,7 @@ fn decode_from<W: Write>(src: &dyn Source, mut out: W) -> Result<(RecordingInfo,
         ],
         trailing_separator: true,
     };
-    header.write(&mut out).map_err(io)?;
+    header.write(&mut *out).map_err(io)?;
 
     // Resource registry: the types of the enabled modules.
     let mut types: Vec<(u8, &'static str, &'static str)> = Vec::new();
@@ -289,195 +636,78 @@ fn decode_from<W: Write>(src: &dyn Source, mut out: W) -> Result<(RecordingInfo,
             }
         }
     }
+    Ok([RES_MEMORY, RES_FD, RES_FP].map(type_name))
+}
 
-    // Events, in counter order.
-    // Threads read the clock just after taking their number, so a later
-    // number can carry an earlier millisecond: keep time monotonic in
-    // number order (the text format orders calls by time, then index).
-    let mut last_ts: Option<u32> = None;
-    let mut next: u64 = 0;
-    // Text collects in `text[..pos]` and goes out in large writes, which
-    // pass the writer's buffer by (one copy fewer per byte); the slack
-    // holds one more line and its frames.
-    // (255 frames of at most 20 bytes: the longest backtrace a record can
-    // define.)
-    let mut text = vec![0u8; LINE_BATCH + CALL_MAX + 255 * 20 + 1].into_boxed_slice();
-    let mut pos = 0usize;
-    let mut fmt = CallFormatter::new([RES_MEMORY, RES_FD, RES_FP].map(type_name));
-    let mut backtraces = Backtraces::default();
-    let mut emit =
-        |e: &[u8], stats: &mut DecodeStats, bt: &Backtraces, out: &mut W| -> Result<()> {
-            let (kind, res, func) = (e[0], e[1], e[2]);
-            if kind == KIND_VOID {
-                return Ok(());
-            }
-            stats.events += 1;
-            let mut ts = u32_at(e, 4);
-            if let Some(prev) = last_ts {
-                // A smaller value after midnight-of-uptime wrap is kept.
-                if ts < prev && prev - ts < 60_000 {
-                    ts = prev;
-                }
-            }
-            last_ts = Some(ts);
-            let seq = u64_at(e, 8);
-            if kind == KIND_ALLOC {
-                stats.allocs += 1;
-                let size = u64_at(e, 16).min(i64::MAX as u64);
-                pos += fmt.call(
-                    &mut text[pos..],
-                    seq.wrapping_add(1),
-                    ts,
-                    func,
-                    res,
-                    Some(size),
-                    u64_at(e, 24),
-                );
-                let stack = u32_at(e, 32);
-                if stack != 0 {
-                    match bt.text(stack) {
-                        Some(frames) => {
-                            text[pos..pos + frames.len()].copy_from_slice(frames);
-                            pos += frames.len();
-                        }
-                        None => stats.unknown_backtraces += 1,
-                    }
-                }
-            } else {
-                stats.frees += 1;
-                pos += fmt.call(
-                    &mut text[pos..],
-                    seq.wrapping_add(1),
-                    ts,
-                    func,
-                    res,
-                    None,
-                    u64_at(e, 16),
-                );
-            }
-            text[pos] = b'\n';
-            pos += 1;
-            if pos >= LINE_BATCH {
-                out.write_all(&text[..pos]).map_err(io)?;
-                pos = 0;
-            }
-            Ok(())
-        };
-    // Each chunk holds one thread's records in increasing number order
-    // (backtrace definitions just before their first use): merge the open
-    // chunks (a handful: about one per thread) by number.
-    struct Cursor {
-        payload: Vec<u8>,
-        off: usize,
-    }
-    impl Cursor {
-        /// Number and length of the current event, if whole; backtrace
-        /// definitions on the way are registered.
-        fn peek(&mut self, bt: &mut Backtraces) -> Option<(u64, usize)> {
-            loop {
-                let p = &self.payload[self.off..];
-                let len = record_len(p).filter(|&l| l <= p.len())?;
-                if p[0] != KIND_STACK {
-                    return Some((record_seq(p), len));
-                }
-                bt.define(&p[..len]);
-                self.off += len;
-            }
-        }
-    }
-    // A thread's buffer is written when it fills or at exit, so a chunk's
-    // place in the file says little about its numbers (the main thread's
-    // first events often come last): visit chunks by their first number
-    // and merge the few whose ranges overlap. A chunk is read when its
-    // turn comes (only its first records before).
-    let mut sorted: Vec<(u64, Chunk)> = Vec::new();
-    for c in chunks.iter().filter(|c| c.tag == TAG_EVENTS) {
-        let mut prefix = Cursor {
-            payload: vec![0u8; c.len.min(4096)],
-            off: 0,
-        };
-        src.read_at(c.offset + 8, &mut prefix.payload).map_err(io)?;
-        let mut first = prefix.peek(&mut backtraces);
-        if first.is_none() && c.len > prefix.payload.len() {
-            prefix = Cursor {
-                payload: c.read(src)?,
-                off: 0,
-            };
-            first = prefix.peek(&mut backtraces);
-        }
-        match first {
-            Some((seq, _)) => sorted.push((seq, *c)),
-            None => stats.truncated_bytes += (c.len - prefix.off) as u64,
-        }
-    }
-    sorted.sort_by_key(|(first, _)| *first);
-    let mut pending = sorted.into_iter().peekable();
-    let mut open: Vec<(u64, usize, Cursor)> = Vec::new();
-    // Payload buffers of finished chunks, for the next ones.
-    let mut spare: Vec<Vec<u8>> = Vec::new();
-    loop {
-        while let Some((_, c)) = pending.next_if(|(first, _)| *first <= next) {
-            let buf = spare.pop().unwrap_or_default();
-            let mut cursor = Cursor {
-                payload: c.read_into(src, buf)?,
-                off: 0,
-            };
-            if let Some((seq, len)) = cursor.peek(&mut backtraces) {
-                open.push((seq, len, cursor));
-            }
-        }
-        match open.iter().position(|(seq, _, _)| *seq <= next) {
-            Some(i) => {
-                let (seq, len, c) = &mut open[i];
-                if *seq == next {
-                    emit(
-                        &c.payload[c.off..c.off + *len],
-                        &mut stats,
-                        &backtraces,
-                        &mut out,
-                    )?;
-                    next = next.saturating_add(1);
-                } else {
-                    // A number seen before: the same event delivered twice.
-                    stats.duplicates += 1;
-                }
-                c.off += *len;
-                match c.peek(&mut backtraces) {
-                    Some((s, l)) => (*seq, *len) = (s, l),
-                    None => {
-                        let (_, _, c) = open.swap_remove(i);
-                        stats.truncated_bytes += (c.payload.len() - c.off) as u64;
-                        spare.push(c.payload);
-                    }
-                }
-            }
-            None => {
-                // A number that never came: skip to the smallest one left.
-                let in_open = open.iter().map(|(seq, _, _)| *seq).min();
-                let in_pending = pending.peek().map(|(first, _)| *first);
-                let Some(skip_to) = in_open.into_iter().chain(in_pending).min() else {
-                    break;
-                };
-                stats.lost += skip_to.saturating_sub(next);
-                next = skip_to;
-            }
-        }
-    }
-    out.write_all(&text[..pos]).map_err(io)?;
+/// The closing comments (how the image ended, losses) at the start of
+/// `out` (at least 1 KiB); returns their length.
+fn epilogue(out: &mut [u8], info: &RecordingInfo, stats: &DecodeStats) -> usize {
+    let mut s = String::new();
     if let Some(end) = info.end {
-        writeln!(out, "## tracekit: {}", describe_end(end)).map_err(io)?;
+        s.push_str(&format!("## tracekit: {}\n", describe_end(end)));
     }
     if stats.lost > 0 {
         // Never silently: the trace says it is incomplete.
-        writeln!(
-            out,
-            "## tracekit: {} event(s) of this process were lost while recording",
+        s.push_str(&format!(
+            "## tracekit: {} event(s) of this process were lost while recording\n",
             stats.lost
-        )
-        .map_err(io)?;
+        ));
     }
-    out.flush().map_err(io)?;
-    Ok((info, stats))
+    let n = s.len().min(out.len());
+    out[..n].copy_from_slice(&s.as_bytes()[..n]);
+    n
+}
+
+/// One event record as its call line and frames at the start of `out`
+/// (at least `CALL_MAX` + 255 × 20 + 1 bytes); returns the length.
+#[inline(always)]
+fn emit(
+    e: &[u8],
+    out: &mut [u8],
+    fmt: &mut CallFormatter,
+    bt: &Backtraces,
+    stats: &mut DecodeStats,
+    last_ts: &mut Option<u32>,
+) -> usize {
+    let kind = e[0];
+    if kind == KIND_VOID {
+        return 0;
+    }
+    let (res, func) = (e[1], e[2]);
+    stats.events += 1;
+    let mut ts = u32_at(e, 4);
+    // Threads read the clock just after taking their number, so a later
+    // number can carry an earlier millisecond: keep time monotonic in
+    // number order (the text format orders calls by time, then index). A
+    // smaller value after the midnight-of-uptime wrap is kept.
+    if let Some(prev) = *last_ts {
+        if ts < prev && prev - ts < 60_000 {
+            ts = prev;
+        }
+    }
+    *last_ts = Some(ts);
+    let index = u64_at(e, 8).wrapping_add(1);
+    let mut n;
+    if kind == KIND_ALLOC && e.len() >= ALLOC_LEN {
+        stats.allocs += 1;
+        let size = u64_at(e, 16).min(i64::MAX as u64);
+        n = fmt.call(out, index, ts, func, res, Some(size), u64_at(e, 24));
+        let stack = u32_at(e, 32);
+        if stack != 0 {
+            match bt.text(stack) {
+                Some(frames) => {
+                    out[n..n + frames.len()].copy_from_slice(frames);
+                    n += frames.len();
+                }
+                None => stats.unknown_backtraces += 1,
+            }
+        }
+    } else {
+        stats.frees += 1;
+        n = fmt.call(out, index, ts, func, res, None, u64_at(e, 16));
+    }
+    out[n] = b'\n';
+    n + 1
 }
 
 /// How an image ended, in words (the trace's closing comment and the
@@ -521,49 +751,83 @@ pub fn signal_name(n: i32) -> &'static str {
 }
 
 /// The backtraces of an image, by number, as the text of their frame
-/// lines: each is formatted once however many calls share it.
+/// lines: each is formatted once however many calls share it. Numbers
+/// come from one counter per process image, so most are small: those are
+/// found by index.
 #[derive(Default)]
 struct Backtraces {
-    text: HashMap<u32, Box<[u8]>>,
+    /// The frame lines of every backtrace, one after another.
+    text: Vec<u8>,
+    /// Where backtrace `id`'s lines are in `text` (`start` u32::MAX: not
+    /// defined), for numbers below [`DENSE`].
+    dense: Vec<(u32, u32)>,
+    /// The others.
+    sparse: HashMap<u32, (usize, usize)>,
 }
 
+/// Backtrace numbers kept by index (8 bytes each, as far as the largest
+/// number seen).
+const DENSE: usize = 1 << 20;
+
 impl Backtraces {
-    /// Registers a `KIND_STACK` record (whole, as `record_len` says).
+    /// Registers a `KIND_STACK` record (whole, as `record_len` says). A
+    /// number keeps its first definition.
     fn define(&mut self, rec: &[u8]) {
         let n = rec[1] as usize;
         let id = u32_at(rec, 4);
-        let mut text = Vec::with_capacity(n * 16);
-        for i in 0..n {
-            format_frame(&mut text, u64_at(rec, STACK_HEAD + 8 * i));
+        if self.text(id).is_some() {
+            return;
         }
-        self.text.insert(id, text.into_boxed_slice());
+        let start = self.text.len();
+        for i in 0..n {
+            format_frame(&mut self.text, u64_at(rec, STACK_HEAD + 8 * i));
+        }
+        let end = self.text.len();
+        let k = id as usize;
+        if k < DENSE && end <= u32::MAX as usize {
+            if self.dense.len() <= k {
+                self.dense.resize(k + 1, (u32::MAX, 0));
+            }
+            self.dense[k] = (start as u32, end as u32);
+        } else {
+            self.sparse.insert(id, (start, end));
+        }
     }
 
+    #[inline]
     fn text(&self, id: u32) -> Option<&[u8]> {
-        self.text.get(&id).map(|t| &t[..])
+        match self.dense.get(id as usize) {
+            Some(&(s, e)) if s != u32::MAX => self.text.get(s as usize..e as usize),
+            _ if self.sparse.is_empty() => None,
+            _ => self.sparse.get(&id).and_then(|&(s, e)| self.text.get(s..e)),
+        }
     }
 }
 
 /// Writes call lines exactly as `record::format_call` does for the
-/// recorder's calls (no context, a timestamp, a size or not), faster:
-/// the `[HH:MM:SS.mmm] ` of the last millisecond, the `name<type>(` of
-/// every function and the decimal digits of the last index are kept (the
-/// next index is usually one more: its digits are incremented in place),
-/// and a line is built in one buffer and appended at once.
+/// recorder's calls (no context, a timestamp, a size or not), faster: the
+/// line's start `<index>. [HH:MM:SS.mmm] ` is kept from one call to the
+/// next (the index is usually one more: its digits are incremented in
+/// place; the stamp changes once a millisecond), `name<type>(` is kept
+/// per function and type, and the pieces are copied as fixed-size blocks.
 struct CallFormatter {
-    last_ms: Option<u32>,
-    stamp: [u8; 15],
-    /// `name<type>(` (and its length) by function * 3 + resource; the
-    /// last function: unknown names.
-    heads: Vec<([u8; HEAD_MAX], usize)>,
-    /// `name(` by function.
-    untagged: Vec<([u8; HEAD_MAX], usize)>,
-    /// The decimal digits of `index` in `index_digits[index_at..20]`
-    /// (the rest is slack for fixed-size copies).
-    index: u64,
-    index_digits: [u8; 40],
+    /// The index's decimal digits end at byte 20, then `. ` and the stamp
+    /// (`[HH:MM:SS.mmm] `, 15 bytes): a line starts at `index_at`. The
+    /// rest is slack for fixed-size copies.
+    prefix: [u8; 64],
     index_at: usize,
+    index: u64,
+    last_ms: Option<u32>,
+    /// `name<type>(` (and its length) by function × 4 + resource, the
+    /// fourth without a tag (unknown types); the last function: unknown
+    /// names.
+    heads: Vec<([u8; HEAD_MAX], usize)>,
 }
+
+/// Where the line's start ends in [`CallFormatter::prefix`], and how many
+/// bytes of it are copied (enough for the longest start).
+const PREFIX_END: usize = 37;
+const PREFIX_COPY: usize = 40;
 
 const DIGIT_PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
 2021222324252627282930313233343536373839\
@@ -572,7 +836,8 @@ const DIGIT_PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
 8081828384858687888990919293949596979899";
 
 /// `v` in decimal ending at `buf[20]`; returns where it starts.
-fn dec_into(buf: &mut [u8], mut v: u64) -> usize {
+#[inline]
+fn dec_into(buf: &mut [u8; 40], mut v: u64) -> usize {
     let mut i = 20;
     while v >= 100 {
         let d = (v % 100) as usize * 2;
@@ -604,10 +869,10 @@ fn hex8(x: u32) -> u64 {
     x + 0x3030_3030_3030_3030 + letters * 39
 }
 
-/// `v` in lower-case hex (no leading zeros) at the start of `out` (at
-/// least 16 bytes); returns the length.
+/// `v` in lower-case hex (no leading zeros) at the start of `out`;
+/// returns the length.
 #[inline]
-fn hex_into(out: &mut [u8], v: u64) -> usize {
+fn hex_into(out: &mut [u8; 16], v: u64) -> usize {
     let len = if v == 0 {
         1
     } else {
@@ -616,22 +881,22 @@ fn hex_into(out: &mut [u8], v: u64) -> usize {
     let mut digits = [0u8; 32];
     digits[..8].copy_from_slice(&hex8((v >> 32) as u32).to_be_bytes());
     digits[8..16].copy_from_slice(&hex8(v as u32).to_be_bytes());
-    out[..16].copy_from_slice(&digits[16 - len..32 - len]);
+    out.copy_from_slice(&digits[16 - len..32 - len]);
     len
+}
+
+/// The fixed-size block at `at` of `b`.
+#[inline(always)]
+fn block<const N: usize>(b: &mut [u8; CALL_MAX], at: usize) -> &mut [u8; N] {
+    let s = &mut b[at..at + N];
+    s.try_into().unwrap_or_else(|_| unreachable!())
 }
 
 impl CallFormatter {
     fn new(tags: [Option<&'static str>; 3]) -> CallFormatter {
-        let fixed = |text: &[u8]| {
-            let mut h = [0u8; HEAD_MAX];
-            let n = text.len().min(HEAD_MAX);
-            h[..n].copy_from_slice(&text[..n]);
-            (h, n)
-        };
-        let names = || FUNCTIONS.iter().copied().chain(["unknown"]);
-        let mut heads = Vec::with_capacity(FUNCTIONS.len() * 3 + 3);
-        for name in names() {
-            for tag in tags {
+        let mut heads = Vec::with_capacity((FUNCTIONS.len() + 1) * 4);
+        for name in FUNCTIONS.iter().copied().chain(["unknown"]) {
+            for tag in tags.into_iter().chain([None]) {
                 let mut h = name.as_bytes().to_vec();
                 if let Some(t) = tag {
                     h.push(b'<');
@@ -639,49 +904,74 @@ impl CallFormatter {
                     h.push(b'>');
                 }
                 h.push(b'(');
-                heads.push(fixed(&h));
+                let mut fixed = [0u8; HEAD_MAX];
+                let n = h.len().min(HEAD_MAX);
+                fixed[..n].copy_from_slice(&h[..n]);
+                heads.push((fixed, n));
             }
         }
-        let untagged = names()
-            .map(|name| fixed(&[name.as_bytes(), b"("].concat()))
-            .collect();
+        let mut prefix = [0u8; 64];
+        prefix[19] = b'0';
+        prefix[20..22].copy_from_slice(b". ");
         CallFormatter {
-            last_ms: None,
-            stamp: [0; 15],
-            heads,
-            untagged,
-            index: 0,
-            index_digits: [b'0'; 40],
+            prefix,
             index_at: 19,
+            index: 0,
+            last_ms: None,
+            heads,
         }
     }
 
-    /// Makes `index_digits[index_at..20]` the decimal digits of `index`.
+    /// Makes the prefix's digits those of `index`.
     #[inline]
-    fn index_digits(&mut self, index: u64) {
+    fn set_index(&mut self, index: u64) {
         if index == self.index.wrapping_add(1) && self.index_at > 0 {
             // One more: increment the digits in place.
             self.index = index;
+            let d = &mut self.prefix;
             let mut i = 19;
             loop {
-                if self.index_digits[i] != b'9' {
-                    self.index_digits[i] += 1;
-                    break;
+                if d[i] != b'9' {
+                    d[i] += 1;
+                    return;
                 }
-                self.index_digits[i] = b'0';
+                d[i] = b'0';
                 if i == self.index_at {
                     self.index_at -= 1;
-                    self.index_digits[self.index_at] = b'1';
-                    break;
+                    d[self.index_at] = b'1';
+                    return;
                 }
                 i -= 1;
             }
-        } else {
-            self.index = index;
-            let mut d = [0u8; 20];
-            self.index_at = dec_into(&mut d, index);
-            self.index_digits[..20].copy_from_slice(&d);
         }
+        self.index = index;
+        let mut digits = [0u8; 40];
+        self.index_at = dec_into(&mut digits, index);
+        self.prefix[..20].copy_from_slice(&digits[..20]);
+    }
+
+    /// Makes the prefix's stamp `[HH:MM:SS.mmm] ` of `ms` (less than 100
+    /// hours).
+    #[inline]
+    fn set_stamp(&mut self, ms: u32) {
+        self.last_ms = Some(ms);
+        let two = |b: &mut [u8], v: u32| {
+            let d = (v % 100) as usize * 2;
+            b.copy_from_slice(&DIGIT_PAIRS[d..d + 2]);
+        };
+        let s = &mut self.prefix[22..PREFIX_END];
+        s[0] = b'[';
+        two(&mut s[1..3], ms / 3_600_000);
+        s[3] = b':';
+        two(&mut s[4..6], ms / 60_000 % 60);
+        s[6] = b':';
+        two(&mut s[7..9], ms / 1000 % 60);
+        s[9] = b'.';
+        let frac = ms % 1000;
+        s[10] = b'0' + (frac / 100) as u8;
+        two(&mut s[11..13], frac % 100);
+        s[13] = b']';
+        s[14] = b' ';
     }
 
     /// One call line (with its newline) at the start of `w` (at least
@@ -689,6 +979,7 @@ impl CallFormatter {
     /// none for a release. Pieces are copied as fixed-size blocks (the
     /// bytes past each piece are overwritten by the next).
     #[allow(clippy::too_many_arguments)]
+    #[inline]
     fn call(
         &mut self,
         w: &mut [u8],
@@ -699,66 +990,94 @@ impl CallFormatter {
         size: Option<u64>,
         id: u64,
     ) -> usize {
-        let b: &mut [u8; CALL_MAX] = match w.get_mut(..CALL_MAX).map(|w| w.try_into()) {
-            Some(Ok(b)) => b,
-            _ => return 0,
+        let Some(b) = w
+            .get_mut(..CALL_MAX)
+            .and_then(|w| <&mut [u8; CALL_MAX]>::try_from(w).ok())
+        else {
+            return 0;
         };
-        self.index_digits(index);
-        let at = self.index_at;
-        let mut n = 20 - at;
-        b[..20].copy_from_slice(&self.index_digits[at..at + 20]);
-        b[n..n + 2].copy_from_slice(b". ");
-        n += 2;
-        if self.last_ms != Some(ms) {
-            self.last_ms = Some(ms);
-            let two = |b: &mut [u8], v: u32| {
-                let d = (v % 100) as usize * 2;
-                b.copy_from_slice(&DIGIT_PAIRS[d..d + 2]);
-            };
-            let s = &mut self.stamp;
-            s[0] = b'[';
-            two(&mut s[1..3], ms / 3_600_000);
-            s[3] = b':';
-            two(&mut s[4..6], ms / 60_000 % 60);
-            s[6] = b':';
-            two(&mut s[7..9], ms / 1000 % 60);
-            s[9] = b'.';
-            let frac = ms % 1000;
-            s[10] = b'0' + (frac / 100) as u8;
-            two(&mut s[11..13], frac % 100);
-            s[13] = b']';
-            s[14] = b' ';
+        if ms >= 360_000_000 {
+            // Not a time of day (a damaged record): the general writer.
+            return self.call_general(b, index, ms, func, res, size, id);
         }
-        b[n..n + 15].copy_from_slice(&self.stamp);
-        n += 15;
+        self.set_index(index);
+        if self.last_ms != Some(ms) {
+            self.set_stamp(ms);
+        }
+        let at = self.index_at;
+        *block::<PREFIX_COPY>(b, 0) = self.prefix[at..at + PREFIX_COPY]
+            .try_into()
+            .unwrap_or_else(|_| unreachable!());
+        let mut n = PREFIX_END - at;
         let f = (func as usize).min(FUNCTIONS.len());
-        let (head, len) = match res {
-            0..=2 => &self.heads[f * 3 + res as usize],
-            // An unknown resource type has no tag.
-            _ => &self.untagged[f],
-        };
-        b[n..n + HEAD_MAX].copy_from_slice(head);
+        let (head, len) = &self.heads[f * 4 + (res as usize).min(3)];
+        *block::<HEAD_MAX>(b, n) = *head;
         n += len;
         match size {
             Some(size) => {
                 let mut num = [0u8; 40];
                 let at = dec_into(&mut num, size);
-                b[n..n + 20].copy_from_slice(&num[at..at + 20]);
+                *block::<20>(b, n) = num[at..at + 20]
+                    .try_into()
+                    .unwrap_or_else(|_| unreachable!());
                 n += 20 - at;
-                b[n..n + 6].copy_from_slice(b") = 0x");
+                *block::<6>(b, n) = *b") = 0x";
                 n += 6;
-                n += hex_into(&mut b[n..n + 16], id);
+                n += hex_into(block::<16>(b, n), id);
             }
             None => {
-                b[n..n + 2].copy_from_slice(b"0x");
+                *block::<2>(b, n) = *b"0x";
                 n += 2;
-                n += hex_into(&mut b[n..n + 16], id);
+                n += hex_into(block::<16>(b, n), id);
                 b[n] = b')';
                 n += 1;
             }
         }
         b[n] = b'\n';
         n + 1
+    }
+
+    /// [`CallFormatter::call`] for any value (a stamp of 100 hours or
+    /// more is not a time of day: a damaged record), as
+    /// `record::format_call` writes it.
+    #[allow(clippy::too_many_arguments)]
+    #[cold]
+    fn call_general(
+        &mut self,
+        b: &mut [u8; CALL_MAX],
+        index: u64,
+        ms: u32,
+        func: u8,
+        res: u8,
+        size: Option<u64>,
+        id: u64,
+    ) -> usize {
+        let mut digits = [0u8; 40];
+        let at = dec_into(&mut digits, index);
+        let mut line = digits[at..20].to_vec();
+        let (head, len) =
+            &self.heads[(func as usize).min(FUNCTIONS.len()) * 4 + (res as usize).min(3)];
+        let _ = write!(
+            line,
+            ". [{:02}:{:02}:{:02}.{:03}] ",
+            ms / 3_600_000,
+            ms / 60_000 % 60,
+            ms / 1000 % 60,
+            ms % 1000
+        );
+        line.extend_from_slice(&head[..*len]);
+        let _ = match size {
+            Some(s) => write!(line, "{s}) = 0x{id:x}"),
+            None => write!(line, "0x{id:x})"),
+        };
+        line.push(b'\n');
+        // The next call starts over.
+        self.index = 0;
+        self.index_at = 0;
+        self.last_ms = None;
+        let n = line.len().min(CALL_MAX);
+        b[..n].copy_from_slice(&line[..n]);
+        n
     }
 }
 
@@ -821,7 +1140,12 @@ mod tests {
                 1601..=1700 => 999_999_950 + i - 1601,
                 _ => pick(next()).min(i64::MAX as u64 - 1) + 1,
             };
-            let ms = (next() % 86_400_000) as u32;
+            // Times of day, and (damaged records) any value.
+            let ms = if i % 50 == 7 {
+                next() as u32
+            } else {
+                (next() % 86_400_000) as u32
+            };
             let func = (next() % FUNCTIONS.len() as u64) as u8;
             let res = (next() % 4) as u8;
             let id = pick(next());

@@ -135,3 +135,58 @@ fn recorder_output_garbage_is_an_error_not_a_panic() {
     assert_eq!(stats.events, 0);
     assert_eq!(stats.truncated_bytes, 48);
 }
+
+/// A raw recording (`record mem --raw`) names its layout version first:
+/// another version is a clear error; version 1 decodes, and reading the
+/// text through `DecodeReader` gives the same bytes as `decode`.
+#[test]
+fn raw_recording_version_is_checked_and_reader_equals_decode() {
+    let chunk = |out: &mut Vec<u8>, tag: &[u8; 4], payload: &[u8]| {
+        out.extend_from_slice(tag);
+        out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+        out.extend_from_slice(payload);
+    };
+    let file = |version: u32| {
+        let mut data = Vec::new();
+        chunk(&mut data, b"TKRT", &version.to_le_bytes());
+        let mut header = vec![0u8; 40];
+        header[24..28].copy_from_slice(&10u32.to_le_bytes());
+        header[28..32].copy_from_slice(&1u32.to_le_bytes());
+        header.extend_from_slice(b"/bin/prog");
+        chunk(&mut data, b"TKHD", &header);
+        let mut events = Vec::new();
+        for seq in 0..3000u64 {
+            let mut r = [0u8; 40];
+            r[0] = 1; // allocation
+            r[4..8].copy_from_slice(&(1000 + seq as u32).to_le_bytes());
+            r[8..16].copy_from_slice(&seq.to_le_bytes());
+            r[16..24].copy_from_slice(&(16 + seq).to_le_bytes());
+            r[24..32].copy_from_slice(&(0x1000 + 32 * seq).to_le_bytes());
+            events.extend_from_slice(&r);
+        }
+        chunk(&mut data, b"TKEV", &events);
+        data
+    };
+    let e = tracekit_rtrace::recording::decode(&file(2), Vec::new())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("version 2"), "{e}");
+    let data = file(1);
+    assert!(tracekit_rtrace::recording::sniff(&data));
+    let mut text = Vec::new();
+    let (info, stats) = tracekit_rtrace::recording::decode(&data, &mut text).unwrap();
+    assert_eq!(info.executable, "/bin/prog");
+    assert_eq!((stats.allocs, stats.lost), (3000, 0));
+    let mut via_reader = Vec::new();
+    std::io::Read::read_to_end(
+        &mut tracekit_rtrace::recording::Decoder::from_bytes(&data)
+            .unwrap()
+            .into_reader(),
+        &mut via_reader,
+    )
+    .unwrap();
+    assert_eq!(
+        String::from_utf8(via_reader).unwrap(),
+        String::from_utf8(text).unwrap()
+    );
+}

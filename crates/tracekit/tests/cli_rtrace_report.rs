@@ -645,3 +645,96 @@ fn main() {
         "no frame names the program's function: {names:?}"
     );
 }
+
+/// `record mem --raw` keeps the binary recording (no text is made while
+/// recording); `rtrace decode` turns it into the text trace, and `rtrace
+/// report` / `rtrace postproc` read the raw file directly with the same
+/// results as from that text.
+#[test]
+fn raw_recordings_decode_to_the_text_trace() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = build(tmp.path(), "raw", PROGRAM, false, &["-g", "-O2"]);
+    let raw = tmp.path().join("raw.tkrt");
+    let out = tracekit()
+        .args(["record", "mem", "--raw", "-o"])
+        .arg(&raw)
+        .arg("--")
+        .arg(&exe)
+        .arg("40")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "record mem --raw: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bytes = std::fs::read(&raw).unwrap();
+    assert!(bytes.starts_with(b"TKRT"), "not a raw recording");
+    // Nothing else was left beside it (the scratch directory is gone).
+    let left: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".tracekit"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+
+    let text = tmp.path().join("raw.rtrace");
+    let out = tracekit()
+        .args(["rtrace", "decode", "-o"])
+        .arg(&text)
+        .arg(&raw)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "decode: {err}");
+    assert!(err.contains("the process exited with status 0"), "{err}");
+    let t = std::fs::read_to_string(&text).unwrap();
+    assert!(t.starts_with("version=2.0, arch="), "{t}");
+    assert!(
+        t.contains("## tracekit: the process exited with status 0"),
+        "{t}"
+    );
+
+    let from_raw = report(&raw, &["--no-resolve"]);
+    let from_text = report(&text, &["--no-resolve"]);
+    for key in ["resources", "views", "leaks", "calls", "notes", "header"] {
+        assert_eq!(from_raw[key], from_text[key], "{key}");
+    }
+    let leaked = from_text["resources"][0]["leaked_bytes"].as_i64().unwrap();
+    let make: i64 = (0..40).step_by(4).map(|i| 100 + i).sum();
+    assert!(leaked >= make + 77, "{from_text:#}");
+
+    let postproc = |input: &Path| {
+        let out = tracekit()
+            .args(["rtrace", "postproc", "-lc"])
+            .arg(input)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out.stdout
+    };
+    assert_eq!(postproc(&raw), postproc(&text));
+
+    // The dialect commands take it too (`tracekit info`).
+    let info = |input: &Path| -> Value {
+        let out = tracekit()
+            .args(["info", "--json"])
+            .arg(input)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let (a, b) = (info(&raw), info(&text));
+    assert_eq!(a["allocations"], b["allocations"]);
+    assert_eq!(a["frames"], b["frames"]);
+    assert!(a["allocations"].as_u64().unwrap() >= 40);
+}

@@ -492,6 +492,8 @@ impl Demux {
                 let path = self.dir.join(format!("{pid}-{n}.tkrt"));
                 // Trace content: private (tracekit_core::files).
                 let mut f = tracekit_core::files::create(&path)?;
+                // The file says what it is (`record mem --raw` keeps it).
+                write_chunk(&mut f, TAG_FILE, &RAW_VERSION.to_le_bytes())?;
                 write_chunk(&mut f, TAG_HEADER, record)?;
                 let nonce = record
                     .get(32..40)
@@ -752,6 +754,10 @@ mod tests {
         assert_eq!(d.stats.events, 4);
         let names: Vec<_> = d.images.iter().map(|i| (i.pid, i.n)).collect();
         assert_eq!(names, vec![(7, 0), (7, 1)]);
+        // Each file says what it is (what `record mem --raw` keeps).
+        let head = std::fs::read(&d.images[0].path).unwrap();
+        assert!(crate::recording::sniff(&head));
+        assert!(!crate::sniff(&head));
         let mut text = Vec::new();
         let (info, stats) = crate::recording::decode_file(&d.images[0].path, &mut text).unwrap();
         let text = String::from_utf8(text).unwrap();

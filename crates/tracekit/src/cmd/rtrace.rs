@@ -26,6 +26,31 @@ pub enum Command {
     /// Run a command under the memory/fd recorder and write an sp-rtrace
     /// text trace (the same as `tracekit record mem`).
     Record(RecordArgs),
+    /// Turn a raw recording (`record mem --raw`) into the sp-rtrace text
+    /// trace `record mem` would have written.
+    Decode(DecodeArgs),
+}
+
+#[derive(clap::Args, Debug)]
+#[command(after_help = "\
+A raw recording (`tracekit record mem --raw`) holds one process image's
+events as the recorder received them (binary, docs/formats/rtrace.md §14):
+decoding restores the global order of the threads' events and writes each
+backtrace as text, which is most of the work `record mem` does after the
+command ends. `tracekit rtrace postproc` and `tracekit rtrace report` read
+raw recordings too (decoding them as they go).
+
+Examples:
+  tracekit record mem --raw -o app.tkrt -- ./app
+  tracekit rtrace decode app.tkrt -o app.rtrace
+  tracekit rtrace report app.tkrt")]
+pub struct DecodeArgs {
+    /// The raw recording.
+    #[arg(value_name = "IN")]
+    pub input: PathBuf,
+    /// Write the text trace here (default, or `-`: standard output).
+    #[arg(short = 'o', long, value_name = "OUT")]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -43,10 +68,17 @@ signal or a crash keeps every event it recorded, and each trace ends with a
 '## tracekit:' line saying how the process ended (exit status or signal).
 Leaks can be listed with `tracekit report OUT`.
 
+With --raw, the text is not made: each process image's recording is kept as
+tracekit received it (OUT, default <pid>.tkrt, and OUT.<pid>-<n>.tkrt), like
+heaptrack -r; `tracekit rtrace decode` turns it into the text trace later,
+and `tracekit rtrace postproc|report` read it directly.
+
 Examples:
   tracekit record mem -o app.rtrace -- ./app --flag
   tracekit record mem --modules memory,file --backtrace-depth 16 -- make check
-  tracekit rtrace postproc app.rtrace -lcr        # leaks by backtrace, resolved")]
+  tracekit rtrace postproc app.rtrace -lcr        # leaks by backtrace, resolved
+  tracekit record mem --raw -o app.tkrt -- ./app  # decode later
+  tracekit rtrace decode app.tkrt -o app.rtrace")]
 pub struct RecordArgs {
     /// What to record: memory (malloc family), file (descriptors and
     /// FILE streams), comma-separated.
@@ -60,9 +92,14 @@ pub struct RecordArgs {
         value_name = "N"
     )]
     pub backtrace_depth: usize,
-    /// The trace to write (default: <pid>.rtrace in the current directory).
+    /// The trace to write (default: <pid>.rtrace in the current directory,
+    /// <pid>.tkrt with --raw).
     #[arg(short = 'o', long, value_name = "OUT")]
     pub output: Option<PathBuf>,
+    /// Keep the binary recordings instead of writing text traces (decode
+    /// them later with `tracekit rtrace decode`).
+    #[arg(long)]
+    pub raw: bool,
     /// The command and its arguments.
     #[arg(
         required = true,
@@ -212,6 +249,7 @@ pub fn run(command: Command) -> Result<ExitCode> {
         Command::Postproc(a) => run_postproc(a),
         Command::Report(a) => run_report(a),
         Command::Record(a) => record_mem(a),
+        Command::Decode(a) => run_decode(a),
     }
 }
 
@@ -238,13 +276,51 @@ pub fn record_mem(a: RecordArgs) -> Result<ExitCode> {
             bail!("--modules: unknown module {m} (memory, file)");
         }
     }
+    if a.raw && a.output.as_deref() == Some(Path::new("-")) {
+        bail!("--raw writes files: give -o a file name");
+    }
     if a.backtrace_depth > tracekit_rtrace_preload::wire::MAX_DEPTH {
         bail!(
             "--backtrace-depth: at most {}",
             tracekit_rtrace_preload::wire::MAX_DEPTH
         );
     }
-    let dir = std::env::temp_dir().join(format!("tracekit-rtrace-{}", std::process::id()));
+    // Raw recordings are written beside the output (renamed into place at
+    // the end, no copy); text traces are made from scratch files.
+    let raw_dir = a.raw.then(|| {
+        let out = a.output.as_deref().unwrap_or(Path::new("."));
+        let parent = match out.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        parent.join(format!(".tracekit-rtrace-{}", scratch_name()))
+    });
+    if let Some(d) = &raw_dir {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(d)
+            .map_err(|e| tracekit_core::Error::io(Some(d), e))?;
+    }
+    let result = record_with(raw_dir.as_deref(), &a);
+    if let Some(d) = &raw_dir {
+        let _ = std::fs::remove_dir_all(d);
+    }
+    result
+}
+
+/// `<pid>-<n>`: unique to each recording of this process (recordings made
+/// at once, as tests do, must not share or remove each other's files).
+fn scratch_name() -> String {
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{}-{n}", std::process::id())
+}
+
+/// Sets up the scratch directory and the preload library, records into
+/// `raw_dir` (or the scratch directory) and removes the scratch directory.
+fn record_with(raw_dir: Option<&Path>, a: &RecordArgs) -> Result<ExitCode> {
+    let dir = std::env::temp_dir().join(format!("tracekit-rtrace-{}", scratch_name()));
     // The recorder's scratch files hold trace content: a private directory.
     {
         use std::os::unix::fs::DirBuilderExt;
@@ -264,14 +340,14 @@ pub fn record_mem(a: RecordArgs) -> Result<ExitCode> {
         }
         _ => lib.clone().into_os_string(),
     };
-    let result = record_into(&dir, preload, &a);
+    let result = record_into(raw_dir.unwrap_or(&dir), preload, a);
     let _ = std::fs::remove_dir_all(&dir);
     result
 }
 
 /// Runs the command with the shim writing into a POSIX trace stream that
 /// a reader thread splits into per-image files in `dir`, then converts
-/// them.
+/// them (or, with `--raw`, moves them into place).
 fn record_into(dir: &Path, preload: std::ffi::OsString, a: &RecordArgs) -> Result<ExitCode> {
     use tracekit_rtrace::recording::capture::Capture;
     let capture = Capture::start(dir, a.backtrace_depth)
@@ -326,6 +402,85 @@ fn record_into(dir: &Path, preload: std::ffi::OsString, a: &RecordArgs) -> Resul
     convert_recordings(&images, root, a, status)
 }
 
+/// Where image `image` goes: the command's own (`main`) to OUT, the others
+/// beside it as `OUT.<pid>-<n>.<ext>`.
+fn image_output(
+    images: &[tracekit_rtrace::recording::capture::Image],
+    k: usize,
+    main: usize,
+    a: &RecordArgs,
+) -> PathBuf {
+    let ext = if a.raw { "tkrt" } else { "rtrace" };
+    let main_out = match &a.output {
+        Some(p) => p.clone(),
+        None => PathBuf::from(format!("{}.{ext}", images[main].pid)),
+    };
+    if k == main {
+        return main_out;
+    }
+    let image = &images[k];
+    PathBuf::from(format!(
+        "{}.{}-{}.{ext}",
+        main_out.display(),
+        image.pid,
+        image.n
+    ))
+}
+
+/// The text trace of a raw recording.
+fn run_decode(a: DecodeArgs) -> Result<ExitCode> {
+    let out = output(a.output.as_deref())?;
+    let (info, stats) = tracekit_rtrace::recording::decode_file(&a.input, out)?;
+    if !crate::progress::quiet() {
+        eprintln!(
+            "tracekit: {}: {}",
+            a.input.display(),
+            describe_image(&info, &stats)
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `executable (N allocations, M releases; how it ended, losses)`.
+fn describe_image(
+    info: &tracekit_rtrace::recording::RecordingInfo,
+    stats: &tracekit_rtrace::recording::DecodeStats,
+) -> String {
+    format!(
+        "{} ({} allocations, {} releases{}{}{})",
+        info.executable,
+        stats.allocs,
+        stats.frees,
+        match info.end {
+            Some(end) => format!("; {}", tracekit_rtrace::recording::describe_end(end)),
+            None => String::new(),
+        },
+        if stats.lost > 0 {
+            format!(", {} events lost", stats.lost)
+        } else {
+            String::new()
+        },
+        if stats.truncated_bytes > 0 {
+            format!(", {} bytes truncated", stats.truncated_bytes)
+        } else {
+            String::new()
+        },
+    )
+}
+
+/// The text of an input: a raw recording (`record mem --raw`) is decoded
+/// as it is read; anything else is read as it is.
+fn text_reader(input: &Input) -> Result<Box<dyn std::io::BufRead>> {
+    if tracekit_rtrace::recording::sniff(&input.head) {
+        if input.is_stdin() {
+            bail!("a raw recording (record mem --raw) is read from a file, not standard input");
+        }
+        let r = tracekit_rtrace::recording::DecodeReader::open(&input.path)?;
+        return Ok(Box::new(r));
+    }
+    input.reader()
+}
+
 /// Converts the recorded images (as [`Capture::finish`] lists them) into
 /// text traces: the command's own first image (`root`-0) into the main
 /// output, the others beside it as `<main>.<pid>-<n>.rtrace`.
@@ -347,43 +502,21 @@ fn convert_recordings(
     else {
         bail!("the command produced no recording (is it statically linked, or setuid?)");
     };
-    let main_out = match &a.output {
-        Some(p) => p.clone(),
-        None => PathBuf::from(format!("{}.rtrace", images[main].pid)),
-    };
     for (k, image) in images.iter().enumerate() {
-        let out_path = if k == main {
-            main_out.clone()
-        } else {
-            PathBuf::from(format!(
-                "{}.{}-{}.rtrace",
-                main_out.display(),
-                image.pid,
-                image.n
-            ))
-        };
+        let out_path = image_output(images, k, main, a);
+        if a.raw {
+            // Kept as received: the file was written beside OUT.
+            std::fs::rename(&image.path, &out_path)
+                .map_err(|e| tracekit_core::Error::io(Some(&out_path), e))?;
+            eprintln!("tracekit: {}: raw recording", out_path.display());
+            continue;
+        }
         let out = output(Some(&out_path))?;
         let (info, stats) = tracekit_rtrace::recording::decode_file(&image.path, out)?;
         eprintln!(
-            "tracekit: {}: {} ({} allocations, {} releases{}{}{})",
+            "tracekit: {}: {}",
             out_path.display(),
-            info.executable,
-            stats.allocs,
-            stats.frees,
-            match info.end {
-                Some(end) => format!("; {}", tracekit_rtrace::recording::describe_end(end)),
-                None => String::new(),
-            },
-            if stats.lost > 0 {
-                format!(", {} events lost", stats.lost)
-            } else {
-                String::new()
-            },
-            if stats.truncated_bytes > 0 {
-                format!(", {} bytes truncated", stats.truncated_bytes)
-            } else {
-                String::new()
-            },
+            describe_image(&info, &stats)
         );
     }
     Ok(match (status.code(), status.signal()) {
@@ -459,7 +592,8 @@ fn run_postproc(a: PostprocArgs) -> Result<ExitCode> {
     let path = a.input.as_deref().or(a.input_file.as_deref());
     let (input, name) = open_input(path)?;
     let out = output(a.output.as_deref())?;
-    let stats = postproc::run(input.reader()?, &opts, out).map_err(|e| with_name(e, &input))?;
+    let stats =
+        postproc::run(text_reader(&input)?, &opts, out).map_err(|e| with_name(e, &input))?;
     if !crate::progress::quiet() {
         super::print_warnings(&name, &stats.warnings);
     }
@@ -498,7 +632,7 @@ fn symbolise(resolve: bool, debug_dirs: &[PathBuf], root: Option<&Path>) -> Symb
 }
 
 fn analyse(input: &Input, top: usize, sym: &Symbolise) -> Result<report::Report> {
-    report::analyse_with(input.reader()?, top, sym).map_err(|e| with_name(e, input))
+    report::analyse_with(text_reader(input)?, top, sym).map_err(|e| with_name(e, input))
 }
 
 fn write_svg(path: &Path, f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<()> {
@@ -570,7 +704,8 @@ impl Dialect for Rtrace {
     }
 
     fn sniff(&self, input: &Input) -> bool {
-        tracekit_rtrace::sniff(&input.head)
+        // Text, or a raw recording (`record mem --raw`), read as its text.
+        tracekit_rtrace::sniff(&input.head) || tracekit_rtrace::recording::sniff(&input.head)
     }
 
     fn info(&self, inputs: &[Input], args: &info::Args) -> Result<ExitCode> {
@@ -579,7 +714,7 @@ impl Dialect for Rtrace {
             if input.is_dir {
                 bail!("{}: a directory; name the trace files", input.display());
             }
-            let counts = tracekit_rtrace::summary::summarise(input.reader()?)
+            let counts = tracekit_rtrace::summary::summarise(text_reader(input)?)
                 .map_err(|e| with_name(e, input))?;
             let name = input.display();
             if args.json {
@@ -692,7 +827,7 @@ impl Dialect for Rtrace {
         sink: &mut dyn Sink,
     ) -> Result<ExitCode> {
         let (stats, warnings) = tracekit_rtrace::timeline::map_trace(
-            input.reader()?,
+            text_reader(input)?,
             &input.display().to_string(),
             sink,
         )
@@ -718,7 +853,7 @@ impl Dialect for Rtrace {
         let timeline = crate::formats::timeline_tables(self, input, args, tables)?;
         if tables.wants(Table::RtraceAllocations) || tables.wants(Table::RtraceBacktraces) {
             let (_, w) = tracekit_parquet::dialects::rtrace(
-                input.reader()?,
+                text_reader(input)?,
                 &input.display().to_string(),
                 tables,
             )
@@ -749,7 +884,7 @@ impl Dialect for Rtrace {
         match args.to.as_str() {
             "sp-rtrace" | "rtrace" => {
                 let out = output(args.output.as_deref())?;
-                postproc::run(input.reader()?, &Options::default(), out)
+                postproc::run(text_reader(input)?, &Options::default(), out)
                     .map_err(|e| with_name(e, input))?;
             }
             "heaptrack" | "heaptrack-text" => {
@@ -762,9 +897,9 @@ impl Dialect for Rtrace {
                             );
                         }
                     }
-                    heaptrack::write_zst(input.reader()?, out, &sym)
+                    heaptrack::write_zst(text_reader(input)?, out, &sym)
                 } else {
-                    heaptrack::convert(input.reader()?, out, &sym)
+                    heaptrack::convert(text_reader(input)?, out, &sym)
                 }
                 .map_err(|e| with_name(e, input))?;
                 if stats.other_resources > 0 || stats.unmatched_frees > 0 {
@@ -814,6 +949,7 @@ mod tests {
             modules: "memory,file".into(),
             backtrace_depth: 4,
             output: Some(out.clone()),
+            raw: false,
             command: ["/bin/sh", "-c", "ls / >/dev/null; exit 3"]
                 .iter()
                 .map(Into::into)
@@ -838,12 +974,51 @@ mod tests {
         assert!(others >= 1);
     }
 
+    /// --raw: every image's recording is renamed into place beside OUT
+    /// (the command's, and the child's as OUT.<pid>-<n>.tkrt), nothing
+    /// else is left there, and each decodes.
+    #[test]
+    fn record_mem_raw_keeps_every_image() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("sh.tkrt");
+        let args = RecordArgs {
+            modules: "memory".into(),
+            backtrace_depth: 4,
+            output: Some(out.clone()),
+            raw: true,
+            command: ["/bin/sh", "-c", "ls / >/dev/null; exit 3"]
+                .iter()
+                .map(Into::into)
+                .collect(),
+        };
+        assert_eq!(record_mem(args).unwrap(), ExitCode::from(3));
+        let names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(names.iter().all(|n| n.starts_with("sh.tkrt")), "{names:?}");
+        assert!(names.len() >= 2, "{names:?}");
+        for n in &names {
+            let mut text = Vec::new();
+            let (_, stats) =
+                tracekit_rtrace::recording::decode_file(&dir.path().join(n), &mut text).unwrap();
+            assert!(stats.allocs > 0, "{n}");
+        }
+        let mut text = Vec::new();
+        let (info, _) = tracekit_rtrace::recording::decode_file(&out, &mut text).unwrap();
+        assert_eq!(
+            info.end,
+            Some(tracekit_rtrace::recording::capture::ImageEnd::Exit(3))
+        );
+    }
+
     #[test]
     fn record_mem_rejects_unknown_modules() {
         let args = RecordArgs {
             modules: "memory,gpu".into(),
             backtrace_depth: 4,
             output: None,
+            raw: false,
             command: vec!["/bin/true".into()],
         };
         let e = record_mem(args).unwrap_err().to_string();
