@@ -478,6 +478,9 @@ impl StreamView {
         let lane = crate::producer::lane_for(h, thread, pid);
         match crate::producer::reserve(h, lane, || crate::clock::raw_now(kind)) {
             Ok(pos) => {
+                // SAFETY: the view's mapping is a valid stream (checked at
+                // open).
+                unsafe { crate::producer::wait_for_previous(h, lane, pos) };
                 let ticks = crate::clock::raw_now(kind);
                 // SAFETY: the view's mapping is a valid stream (checked at
                 // open) and `pos` was just reserved in `lane`.
@@ -523,6 +526,8 @@ impl StreamView {
             let seen = h.space_wake.load(Acquire);
             match crate::producer::reserve(h, lane, || crate::clock::raw_now(kind)) {
                 Ok(pos) => {
+                    // SAFETY: as in `write`.
+                    unsafe { crate::producer::wait_for_previous(h, lane, pos) };
                     let ticks = crate::clock::raw_now(kind);
                     // SAFETY: as in `write`.
                     unsafe {
