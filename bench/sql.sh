@@ -26,20 +26,20 @@ trap 'rm -rf "$out"' EXIT
 corpus=$here/tests/corpus
 
 measure() {  # measure CMD... -> "wall cpu rssMiB rows" (medians, max rss)
-  local f runs="" rows=0
+  local f results="" rows=0
   f=$(mktemp)
   for _ in $(seq "$runs"); do
     /usr/bin/time -f "%e %U %S %M" -o "$f" "$@" > "$out/result" 2> "$out/stderr" \
       || { echo "failed: $* ($(head -c 300 "$out/stderr"))" >&2; rm -f "$f"; return 1; }
-    runs+="$(tail -n 1 "$f")"$'\n'
+    results+="$(tail -n 1 "$f")"$'\n'
     rows=$(wc -l < "$out/result")
   done
   rm -f "$f"
   med() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
   local w c m
-  w=$(printf "%s" "$runs" | awk '{ print $1 }' | med)
-  c=$(printf "%s" "$runs" | awk '{ print $2 + $3 }' | med)
-  m=$(printf "%s" "$runs" | awk '$4 > m { m = $4 } END { print m }')
+  w=$(printf "%s" "$results" | awk '{ print $1 }' | med)
+  c=$(printf "%s" "$results" | awk '{ print $2 + $3 }' | med)
+  m=$(printf "%s" "$results" | awk '$4 > m { m = $4 } END { print m }')
   awk -v w="$w" -v c="$c" -v m="$m" -v r="$rows" 'BEGIN { printf "%.2f %.2f %.0f %d\n", w, c, m / 1024, r }'
 }
 
