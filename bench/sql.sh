@@ -128,7 +128,10 @@ LEFT JOIN bt ON a.file = bt.file AND a.backtrace_id = bt.backtrace_id
 WHERE a.leaked GROUP BY a.resource, bt.frames ORDER BY bytes DESC"
 
 if [ -d "$corpus" ]; then
-  builds=("$corpus"/buildtrace/recorded/*.trace "$corpus"/buildtrace/kwtrace-0*.jsonl)
+  builds=("$corpus"/buildtrace/recorded/*.trace)
+  for f in "$corpus"/buildtrace/kwtrace-0*.jsonl; do
+    [[ "$f" == *compile_commands* ]] || builds+=("$f")
+  done
   to_parquet "$out/builds" "${builds[@]}"
   sql "corpus builds: slowest units" "$slowest_units" "$out/builds" "${builds[@]}"
   sql "corpus builds: units per build" "$units_per_build" "$out/builds" "${builds[@]}"
