@@ -28,19 +28,19 @@ trap 'rm -rf "$out"' EXIT
 
 measure() {  # measure DEST CMD... -> "wall cpu rssMiB bytes" (medians, max rss)
   local dest=$1; shift
-  local f runs=""
+  local f results=""
   f=$(mktemp)
   for _ in $(seq "$runs"); do
     rm -rf "$dest"
     /usr/bin/time -f "%e %U %S %M" -o "$f" "$@" > /dev/null 2> /dev/null || { echo "failed: $*" >&2; return 1; }
-    runs+="$(tail -n 1 "$f")"$'\n'
+    results+="$(tail -n 1 "$f")"$'\n'
   done
   rm -f "$f"
   med() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
   local w c m b
-  w=$(printf "%s" "$runs" | awk '{ print $1 }' | med)
-  c=$(printf "%s" "$runs" | awk '{ print $2 + $3 }' | med)
-  m=$(printf "%s" "$runs" | awk '$4 > m { m = $4 } END { print m }')
+  w=$(printf "%s" "$results" | awk '{ print $1 }' | med)
+  c=$(printf "%s" "$results" | awk '{ print $2 + $3 }' | med)
+  m=$(printf "%s" "$results" | awk '$4 > m { m = $4 } END { print m }')
   b=$(du -sb "$dest" | cut -f1)
   rm -rf "$dest"
   awk -v w="$w" -v c="$c" -v m="$m" -v b="$b" 'BEGIN { printf "%.2f %.2f %.0f %d\n", w, c, m / 1024, b }'

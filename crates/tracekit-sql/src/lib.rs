@@ -142,15 +142,25 @@ pub enum Format {
     Json,
 }
 
-/// An error of the engine, with DataFusion's message.
+/// An error of the engine, with DataFusion's message; an input's own
+/// error (a producer's, which names the file) is shown as it is.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("{0}")]
+    #[error("{}", datafusion_message(.0))]
     DataFusion(#[from] DataFusionError),
     #[error("{0}")]
     Arrow(#[from] arrow_schema::ArrowError),
     #[error("{0}")]
     Io(#[from] io::Error),
+}
+
+/// DataFusion's message, without the "Execution error: " it puts before
+/// what a producer said (`FILE: what is wrong`).
+fn datafusion_message(e: &DataFusionError) -> String {
+    match e.find_root() {
+        DataFusionError::Execution(msg) => msg.clone(),
+        _ => e.strip_backtrace(),
+    }
 }
 
 /// The engine: sources, then queries.

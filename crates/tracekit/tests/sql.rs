@@ -561,3 +561,46 @@ fn csv_and_table_formats() {
 
 /// (command, verb) -> (count, p50, max) of the Trace2 report.
 type CommandStats = BTreeMap<(String, String), (i64, Option<i64>, Option<i64>)>;
+
+#[test]
+fn bad_inputs_are_named_and_unreadable_records_exit_1() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // No known format: refused before the query runs, naming the file,
+    // even when the query reads no table.
+    let junk = dir.path().join("junk.bin");
+    std::fs::write(&junk, b"\x00\x01 this is no trace of any dialect\n").expect("write");
+    for q in ["SELECT 1 AS one", "SELECT count(*) AS n FROM slices"] {
+        let o = tracekit(&["sql".as_ref(), q.as_ref(), junk.as_os_str()]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{q}: {err}");
+        assert!(
+            err.starts_with("tracekit: ") && err.contains("junk.bin"),
+            "{q}: {err}"
+        );
+    }
+    let missing = dir.path().join("missing.jsonl");
+    let o = tracekit(&["sql".as_ref(), "SELECT 1".as_ref(), missing.as_os_str()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("missing.jsonl"));
+    // A Trace2 file with a broken line: the rows that could be read are
+    // answered, the line is named on stderr, and the exit code is 1.
+    let good = std::fs::read(corpus("trace2/01-init-add-commit/event.jsonl")).expect("read");
+    let mut bad = good.clone();
+    bad.extend_from_slice(b"{\"event\":\"exit\",\"sid\":\"x\",broken\n");
+    let broken = dir.path().join("broken.event.jsonl");
+    std::fs::write(&broken, &bad).expect("write");
+    let q = "SELECT count(*) AS n FROM trace2_processes";
+    let o = tracekit(&[
+        "sql".as_ref(),
+        "--format".as_ref(),
+        "csv".as_ref(),
+        q.as_ref(),
+        broken.as_os_str(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("broken.event.jsonl"), "{err}");
+    let whole = sql(q, &[&corpus("trace2/01-init-add-commit/event.jsonl")], &[]);
+    let n = int(&whole[0], "n").expect("n");
+    assert_eq!(String::from_utf8_lossy(&o.stdout), format!("n\n{n}\n"));
+}

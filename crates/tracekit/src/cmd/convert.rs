@@ -159,6 +159,10 @@ fn parquet(args: Args) -> Result<ExitCode> {
     let mut paths = vec![args.input.clone()];
     paths.extend(args.more_inputs.iter().cloned());
     let inputs = crate::cmd::sql::expand_inputs(&paths)?;
+    // Every input's format is known before anything is written.
+    for p in &inputs {
+        crate::formats::detect(&crate::input::Input::open(p)?)?;
+    }
     let name = parquet_file_name(&inputs);
     /// Each table written: which, where, how many rows.
     type Written = Vec<(Table, PathBuf, u64)>;
@@ -187,6 +191,14 @@ fn parquet(args: Args) -> Result<ExitCode> {
             .unwrap_or_else(|_| Err(anyhow::anyhow!("the dialect tables' thread panicked")));
         (generic, dialect)
     });
+    if a.is_err() || b.is_err() {
+        // No half-written tables: a file without its footer makes every
+        // engine fail on the whole directory.
+        let names = ParquetDir::new(&dir, &name);
+        for t in Table::ALL {
+            let _ = std::fs::remove_file(names.path_of(t));
+        }
+    }
     let (ca, mut wa) = a?;
     let (cb, wb) = b?;
     wa.extend(wb);

@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use anyhow::Result;
@@ -65,25 +66,36 @@ pub fn run(args: Args) -> Result<ExitCode> {
     };
     let mut engine = Engine::new()?;
     let convert_args = convert_args(args.instr_map.clone());
+    // Set when a trace had unreadable records (warned on stderr as they
+    // are met): the answer is printed, and the exit code says it is partial.
+    let unreadable = Arc::new(AtomicBool::new(false));
     for path in &args.inputs {
         if path.is_dir() && tracekit_sql::is_parquet_dir(path) {
             engine.add_parquet_dir(path);
             continue;
         }
         for p in expand_inputs(std::slice::from_ref(path))? {
+            // An input of no known format fails here, naming it, whether
+            // or not the query reads a table it would fill.
+            formats::detect(&Input::open(&p)?)?;
             let a = convert_args.clone();
             let file = p.clone();
+            let unreadable = unreadable.clone();
             engine.add_trace(TraceSource {
                 name: p.display().to_string(),
                 produce: Arc::new(move |sink: &mut dyn BatchSink| {
-                    produce(&file, &a, sink, tracekit_sql::BATCH_ROWS)
-                        .map(|_| ())
-                        .map_err(|e| format!("{e:#}"))
+                    let code = produce(&file, &a, sink, tracekit_sql::BATCH_ROWS)
+                        .map_err(|e| format!("{e:#}"))?;
+                    if code != ExitCode::SUCCESS {
+                        unreadable.store(true, Ordering::Relaxed);
+                    }
+                    Ok(())
                 }),
             });
         }
     }
     match engine.print(query, format, &mut out) {
+        Ok(()) if unreadable.load(Ordering::Relaxed) => Ok(ExitCode::from(1)),
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(e) => {
             let msg = e.to_string();
