@@ -329,47 +329,6 @@ pub unsafe fn write_event<A, C>(
     Outcome::Written
 }
 
-/// Waits (bounded) until the slot before `pos` in `lane` is published, so
-/// a writer stamps its event after the one reserved just before it in the
-/// same lane: two threads sharing a lane, one preempted between its
-/// reservation and its clock read, would otherwise leave the lane out of
-/// time order (the consumer's merge relies on each lane being in order).
-/// The previous writer only has to read the clock and copy its payload;
-/// if it does not finish (it crashed, or this writer is a signal handler
-/// that interrupted it), the wait gives up and the order may be off by
-/// that one event.
-///
-/// # Safety
-/// As for [`slot_ptr`]: `h` is a live, valid stream mapping.
-#[inline(always)]
-pub unsafe fn wait_for_previous<A, C>(h: &StreamHeaderOf<A, C>, lane: usize, pos: u64) {
-    if pos == 0 {
-        return;
-    }
-    // SAFETY: the caller's guarantee; pos - 1 is a slot of this lane.
-    let prev = unsafe { &*slot_ptr(h, lane, pos - 1) };
-    if prev.seq.load(Acquire) >= 2 * pos {
-        return;
-    }
-    wait_slow(&prev.seq, 2 * pos);
-}
-
-#[cold]
-#[inline(never)]
-fn wait_slow(seq: &AtomicU64, want: u64) {
-    for i in 0..20_000u32 {
-        if seq.load(Acquire) >= want {
-            return;
-        }
-        if i < 64 {
-            core::hint::spin_loop();
-        } else {
-            // SAFETY: sched_yield has no preconditions.
-            unsafe { libc::sched_yield() };
-        }
-    }
-}
-
 /// The lane was full (UNTIL_FULL/FLUSH): no slot was reserved.
 #[derive(Debug, Clone, Copy)]
 pub struct Full {

@@ -480,7 +480,7 @@ impl StreamView {
             Ok(pos) => {
                 // SAFETY: the view's mapping is a valid stream (checked at
                 // open).
-                unsafe { crate::producer::wait_for_previous(h, lane, pos) };
+                unsafe { wait_for_previous(h, lane, pos) };
                 let ticks = crate::clock::raw_now(kind);
                 // SAFETY: the view's mapping is a valid stream (checked at
                 // open) and `pos` was just reserved in `lane`.
@@ -527,7 +527,7 @@ impl StreamView {
             match crate::producer::reserve(h, lane, || crate::clock::raw_now(kind)) {
                 Ok(pos) => {
                     // SAFETY: as in `write`.
-                    unsafe { crate::producer::wait_for_previous(h, lane, pos) };
+                    unsafe { wait_for_previous(h, lane, pos) };
                     let ticks = crate::clock::raw_now(kind);
                     // SAFETY: as in `write`.
                     unsafe {
@@ -859,3 +859,44 @@ thread_local! {
     /// signal handler.
     pub(crate) static LOCKS_HELD: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
+
+/// Waits (bounded) until the slot before `pos` in `lane` is published, so
+/// a writer stamps its event after the one reserved just before it in the
+/// same lane: two threads sharing a lane, one preempted between its
+/// reservation and its clock read, would otherwise leave the lane out of
+/// time order (the consumer's merge relies on each lane being in order).
+/// The previous writer only has to read the clock and copy its payload;
+/// if it does not finish (it crashed, or this writer is a signal handler
+/// that interrupted it), the wait gives up and the order may be off by
+/// that one event.
+///
+/// # Safety
+/// As for [`crate::producer::slot_ptr`]: `h` is a live, valid stream mapping.
+#[inline(always)]
+pub unsafe fn wait_for_previous(h: &StreamHeader, lane: usize, pos: u64) {
+    if pos == 0 {
+        return;
+    }
+    // SAFETY: the caller's guarantee; pos - 1 is a slot of this lane.
+    let prev = unsafe { &*crate::producer::slot_ptr(h, lane, pos - 1) };
+    if prev.seq.load(std::sync::atomic::Ordering::Acquire) >= 2 * pos {
+        return;
+    }
+    wait_slow(&prev.seq, 2 * pos);
+}
+
+#[cold]
+#[inline(never)]
+fn wait_slow(seq: &std::sync::atomic::AtomicU64, want: u64) {
+    for i in 0..20_000u32 {
+        if seq.load(std::sync::atomic::Ordering::Acquire) >= want {
+            return;
+        }
+        if i < 64 {
+            core::hint::spin_loop();
+        } else {
+            std::thread::yield_now();
+        }
+    }
+}
+
