@@ -899,4 +899,3 @@ fn wait_slow(seq: &std::sync::atomic::AtomicU64, want: u64) {
         }
     }
 }
-
