@@ -906,6 +906,8 @@ fn convert_a_posix_trace_log_to_otlp() {
         return;
     }
     // A log written by the engine in this process, two threads.
+    // Inside the repository: the input is named relative to it.
+    std::fs::create_dir_all(root().join("target")).expect("target dir");
     let dir = tempfile::tempdir_in(root().join("target")).expect("tempdir");
     let path = dir.path().join("t.ptl");
     let f = std::fs::File::create(&path).expect("log file");

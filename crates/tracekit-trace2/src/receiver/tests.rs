@@ -43,13 +43,13 @@ fn sid_scanner_handles_escapes_spacing_and_order() {
     let line = br#" { "event" : "x\"sid\":\"no" , "n":[1,{"sid":"nested"}], "t":-1.5e3, "ok":true, "sid" : "a\/b\u002fc\"d\u00e9\ud83d\ude00" }"#;
     let sid = scan_sid(line).unwrap();
     assert_eq!(
-        String::from_utf8(sid.clone()).unwrap(),
+        String::from_utf8(sid.to_vec()).unwrap(),
         "a/b/c\"d\u{e9}\u{1f600}"
     );
     // Every byte of a multi-byte character becomes one `_`.
     assert_eq!(session_file_name(&sid).unwrap(), "c_d______");
     // Raw non-UTF-8 bytes are kept, as git writes them.
-    assert_eq!(scan_sid(b"{\"sid\":\"x\xe9y\"}").unwrap(), b"x\xe9y");
+    assert_eq!(*scan_sid(b"{\"sid\":\"x\xe9y\"}").unwrap(), b"x\xe9y"[..]);
     // Incomplete or missing: no sid, never a panic.
     for bad in [
         &b"{\"event\":\"version\",\"sid\":\"2026"[..],
