@@ -484,6 +484,31 @@ fn a_socket_path_that_is_a_regular_file_is_refused() {
 }
 
 #[test]
+fn bad_durations_and_compression_are_usage_errors() {
+    let s = Scratch::new();
+    for args in [
+        &["--grace=-1"][..],
+        &["--grace", "nan"],
+        &["--settle", "1e400"],
+        &["--session-timeout", "soon"],
+        &["--otlp-compression", "zstd"],
+    ] {
+        let output = Command::new(env!("CARGO_BIN_EXE_tracekit"))
+            .args(["trace2", "listen", "--socket"])
+            .arg(s.path("t2.sock"))
+            .arg("--dir")
+            .arg(s.path("out"))
+            .args(args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(args[0].trim_end_matches("=-1")), "{stderr}");
+        assert!(!s.path("t2.sock").exists(), "{args:?}: nothing bound");
+    }
+}
+
+#[test]
 fn help_teaches_the_git_side() {
     let output = Command::new(env!("CARGO_BIN_EXE_tracekit"))
         .args(["trace2", "listen", "--help"])
