@@ -861,13 +861,14 @@ impl Process {
     }
 
     /// The process span, at detail `dl` (after [`Process::close`]).
+    /// `q`: [`Process::names`].
     pub fn process_span(
         &mut self,
+        q: &QualifiedNames,
         dl: Detail,
         nickname_key: Option<&str>,
         pii: &[KeyValue],
     ) -> Span {
-        let q = self.names();
         let start = self.start.unwrap_or(self.last);
         let end = self.end.unwrap_or(self.last).max(start);
         let exit_code = self.exit_code.unwrap_or(-1);
@@ -987,7 +988,7 @@ impl Process {
             trace_id: self.trace_id.to_vec(),
             span_id: self.span_id.to_vec(),
             parent_span_id: self.parent_span_id.map(|p| p.to_vec()).unwrap_or_default(),
-            name: q.exe_verb_mode,
+            name: q.exe_verb_mode.clone(),
             kind: span_kind::SERVER,
             start_time_unix_nano: start,
             end_time_unix_nano: end,

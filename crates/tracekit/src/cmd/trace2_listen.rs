@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 use tracekit_otlp::exporter::Exporter;
-use tracekit_otlp::trace2::filter::{Detail, FilterConfig, Pattern};
+use tracekit_otlp::trace2::filter::{Detail, FilterConfig, Pattern, Rules};
 use tracekit_otlp::trace2::{host_name, ForwardStats, Forwarder, ForwarderConfig};
 use tracekit_trace2::receiver::{Config, Receiver, Summary};
 
@@ -170,17 +170,22 @@ pub struct Args {
 
 /// The forwarder's configuration from the flags and the filter file.
 fn forwarder_config(args: &Args) -> Result<ForwarderConfig> {
-    let mut filter = match &args.filter {
-        Some(path) => FilterConfig::load(path).map_err(anyhow::Error::msg)?,
-        None => FilterConfig::default(),
+    let (filter, mut rules) = match &args.filter {
+        Some(path) => {
+            let filter = FilterConfig::load(path).map_err(anyhow::Error::msg)?;
+            let rules = filter
+                .compile()
+                .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            (filter, rules)
+        }
+        None => (FilterConfig::default(), Rules::default()),
     };
-    filter.keep.extend(args.keep.iter().cloned());
-    filter.drop.extend(args.drop.iter().cloned());
+    // The flags add to the file's rules.
+    rules.keep.extend(args.keep.iter().cloned());
+    rules.drop.extend(args.drop.iter().cloned());
     if let Some(d) = &args.detail {
-        Detail::parse(d).map_err(|e| anyhow::anyhow!("--detail {e}"))?;
-        filter.detail = Some(d.clone());
+        rules.detail = Detail::parse(d).map_err(|e| anyhow::anyhow!("--detail {e}"))?;
     }
-    let rules = filter.compile().map_err(anyhow::Error::msg)?;
     let patterns: Vec<(String, String)> = filter
         .redact
         .patterns
