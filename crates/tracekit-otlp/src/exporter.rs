@@ -25,9 +25,8 @@
 //! [`Exporter::finish`] sends or spools everything still queued within a
 //! deadline and returns the counts.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender, TrySendError};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -126,15 +125,17 @@ struct Shared {
 
 enum Msg {
     Piece(Piece),
-    Stop(Instant),
+    /// Wakes the sender to stop by the deadline in `stop_at`.
+    Stop,
 }
 
 /// A running exporter: hand it pieces, then [`Exporter::finish`].
 pub struct Exporter {
     tx: SyncSender<Msg>,
     shared: Arc<Mutex<Shared>>,
-    stopping: Arc<AtomicBool>,
-    stop_at: Arc<Mutex<Option<Instant>>>,
+    /// The shutdown deadline, set once by [`Exporter::finish`]: the one
+    /// record of a stop (a request being retried gives up by it).
+    stop_at: Arc<OnceLock<Instant>>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -190,12 +191,10 @@ impl Exporter {
             stats: ExportStats::default(),
         }));
         let (tx, rx) = sync_channel(config.queue.max(1));
-        let stopping = Arc::new(AtomicBool::new(false));
-        let stop_at = Arc::new(Mutex::new(None));
+        let stop_at = Arc::new(OnceLock::new());
         let mut worker = Worker {
             sender: HttpSender::new(config.http.clone()),
             shared: shared.clone(),
-            stopping: stopping.clone(),
             stop_at: stop_at.clone(),
             batch: Piece::default(),
             batch_since: None,
@@ -213,7 +212,6 @@ impl Exporter {
         Ok(Exporter {
             tx,
             shared,
-            stopping,
             stop_at,
             thread: Some(thread),
         })
@@ -237,7 +235,7 @@ impl Exporter {
                     let _ = self.tx.send(Msg::Piece(piece));
                 }
             }
-            Err(TrySendError::Full(Msg::Stop(_))) => {}
+            Err(TrySendError::Full(Msg::Stop)) => {}
             Err(TrySendError::Disconnected(msg)) => {
                 if let Msg::Piece(piece) = msg {
                     spool_piece(&mut lock(&self.shared), &piece);
@@ -255,9 +253,8 @@ impl Exporter {
     /// the thread and returns the counts.
     pub fn finish(mut self, timeout: Duration) -> ExportStats {
         let deadline = Instant::now() + timeout;
-        *self.stop_at.lock().unwrap_or_else(|e| e.into_inner()) = Some(deadline);
-        self.stopping.store(true, Ordering::SeqCst);
-        let _ = self.tx.send(Msg::Stop(deadline));
+        let _ = self.stop_at.set(deadline);
+        let _ = self.tx.send(Msg::Stop);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -276,10 +273,8 @@ struct Worker {
     config: ExporterConfig,
     sender: HttpSender,
     shared: Arc<Mutex<Shared>>,
-    stopping: Arc<AtomicBool>,
-    /// The shutdown deadline, once [`Exporter::finish`] is called: a
-    /// request being retried then gives up by it.
-    stop_at: Arc<Mutex<Option<Instant>>>,
+    /// See [`Exporter`]'s.
+    stop_at: Arc<OnceLock<Instant>>,
     batch: Piece,
     batch_since: Option<Instant>,
     /// While the collector is away: when to offer it the spool again.
@@ -302,7 +297,8 @@ impl Worker {
             };
             match msg {
                 Ok(Msg::Piece(p)) => self.add(p, None),
-                Ok(Msg::Stop(deadline)) => {
+                Ok(Msg::Stop) => {
+                    let deadline = self.stop_at.get().copied().unwrap_or_else(Instant::now);
                     while let Ok(Msg::Piece(p)) = rx.try_recv() {
                         self.add(p, Some(deadline));
                     }
@@ -430,7 +426,7 @@ impl Worker {
                 }
                 Outcome::Retry { after, why } => {
                     let pause = after.unwrap_or(wait).min(self.config.backoff_max);
-                    if let Some(stop) = *self.stop_at.lock().unwrap_or_else(|e| e.into_inner()) {
+                    if let Some(&stop) = self.stop_at.get() {
                         give_up = give_up.min(stop);
                     }
                     if Instant::now() + pause > give_up {
@@ -467,7 +463,7 @@ impl Worker {
     fn replay(&mut self, deadline: Option<Instant>) {
         loop {
             if deadline.is_some_and(|d| Instant::now() >= d)
-                || (deadline.is_none() && self.stopping.load(Ordering::SeqCst))
+                || (deadline.is_none() && self.stop_at.get().is_some())
             {
                 return;
             }

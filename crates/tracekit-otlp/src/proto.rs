@@ -251,3 +251,46 @@ pub fn kv_bool(key: &str, value: bool) -> KeyValue {
         }),
     }
 }
+
+/// The `telemetry.sdk.*` resource attributes naming tracekit as the
+/// producer.
+pub fn sdk_attributes() -> [KeyValue; 3] {
+    [
+        kv_str("telemetry.sdk.name", "tracekit"),
+        kv_str("telemetry.sdk.language", "rust"),
+        kv_str("telemetry.sdk.version", env!("CARGO_PKG_VERSION")),
+    ]
+}
+
+/// One resource's spans under tracekit's instrumentation scope.
+pub fn resource_spans(attributes: Vec<KeyValue>, spans: Vec<Span>) -> ResourceSpans {
+    ResourceSpans {
+        resource: Some(Resource {
+            attributes,
+            dropped_attributes_count: 0,
+        }),
+        scope_spans: vec![ScopeSpans {
+            scope: Some(InstrumentationScope {
+                name: "tracekit".into(),
+                version: env!("CARGO_PKG_VERSION").into(),
+                attributes: Vec::new(),
+                dropped_attributes_count: 0,
+            }),
+            spans,
+            schema_url: String::new(),
+        }],
+        schema_url: String::new(),
+    }
+}
+
+/// Appends `event` unless `events` holds `cap` already; then counts it in
+/// `dropped` (the span's `dropped_events_count`) and returns false.
+pub fn push_capped<T>(events: &mut Vec<T>, dropped: &mut u32, cap: usize, event: T) -> bool {
+    if events.len() < cap {
+        events.push(event);
+        true
+    } else {
+        *dropped += 1;
+        false
+    }
+}

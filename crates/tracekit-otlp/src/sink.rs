@@ -42,8 +42,8 @@ use crate::batch::Piece;
 use crate::exporter::Exporter;
 use crate::ids::{self, SpanId, TraceId};
 use crate::proto::{
-    any_value, kv_int, kv_str, span_kind, AnyValue, InstrumentationScope, KeyValue, Resource,
-    ResourceSpans, ScopeSpans, Span, SpanEvent, SpanLink,
+    any_value, kv_int, kv_str, push_capped, resource_spans, sdk_attributes, span_kind, AnyValue,
+    KeyValue, Span, SpanEvent, SpanLink,
 };
 use crate::redact::Redactor;
 
@@ -324,23 +324,7 @@ impl<O: PieceOutput> OtlpSink<O> {
         if self.pending.is_empty() && sessions == 0 {
             return Ok(());
         }
-        let rs = ResourceSpans {
-            resource: Some(Resource {
-                attributes: self.resource.clone(),
-                dropped_attributes_count: 0,
-            }),
-            scope_spans: vec![ScopeSpans {
-                scope: Some(InstrumentationScope {
-                    name: "tracekit".into(),
-                    version: env!("CARGO_PKG_VERSION").into(),
-                    attributes: Vec::new(),
-                    dropped_attributes_count: 0,
-                }),
-                spans: std::mem::take(&mut self.pending),
-                schema_url: String::new(),
-            }],
-            schema_url: String::new(),
-        };
+        let rs = resource_spans(self.resource.clone(), std::mem::take(&mut self.pending));
         let mut piece = Piece::default();
         piece.push(&rs);
         piece.sessions = sessions;
@@ -366,10 +350,7 @@ impl<O: PieceOutput> OtlpSink<O> {
             Some(open) => (&mut open.span.events, &mut open.span.dropped_events_count),
             None => (&mut t.events, &mut t.dropped_events),
         };
-        if events.len() < cap {
-            events.push(event);
-        } else {
-            *dropped += 1;
+        if !push_capped(events, dropped, cap, event) {
             self.stats.events_dropped += 1;
         }
     }
@@ -412,7 +393,6 @@ impl<O: PieceOutput> OtlpSink<O> {
         for f in flows {
             match self.flows.remove(&f.id) {
                 Some((t, s)) => {
-                    self.stats.links += 0;
                     links.push(SpanLink {
                         trace_id: t.to_vec(),
                         span_id: s.to_vec(),
@@ -546,12 +526,10 @@ impl<O: PieceOutput> Sink for OtlpSink<O> {
         let r = self.opts.redactor.clone();
         let mut res = vec![
             kv_str("service.name", format!("tracekit-{}", info.dialect)),
-            kv_str("telemetry.sdk.name", "tracekit"),
-            kv_str("telemetry.sdk.language", "rust"),
-            kv_str("telemetry.sdk.version", env!("CARGO_PKG_VERSION")),
             kv_str("tracekit.dialect", info.dialect),
             kv_str("tracekit.source", r.apply(info.source).into_owned()),
         ];
+        res.extend(sdk_attributes());
         if let Some(h) = info.host {
             res.push(kv_str("host.name", r.text(h)));
         }

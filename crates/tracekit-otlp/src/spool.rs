@@ -186,10 +186,6 @@ impl Spool {
         self.entries.front()
     }
 
-    pub fn read(&self, entry: &Entry) -> io::Result<Vec<u8>> {
-        fs::read(&entry.path)
-    }
-
     /// The oldest requests, as many as fit in `max_bytes` together (at
     /// least one), to be sent as one request.
     pub fn oldest_batch(&self, max_bytes: u64) -> Vec<Entry> {

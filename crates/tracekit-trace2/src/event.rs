@@ -483,3 +483,49 @@ pub fn sid_own(sid: &[u8]) -> &[u8] {
 pub fn sid_parent(sid: &[u8]) -> Option<&[u8]> {
     memchr::memrchr(b'/', sid).map(|i| &sid[..i])
 }
+
+/// The first component of a SID: the top-level command's own id, shared
+/// by every process of its session.
+pub fn sid_root(sid: &[u8]) -> &[u8] {
+    match memchr::memchr(b'/', sid) {
+        Some(i) => &sid[..i],
+        None => sid,
+    }
+}
+
+/// The pid in a SID component (`...-P0000394d`: the hex digits after the
+/// last `P`), `None` if it has none.
+pub fn sid_pid(own: &[u8]) -> Option<u32> {
+    let i = memchr::memrchr(b'P', own)?;
+    let hex = own.get(i + 1..)?;
+    if hex.is_empty() || hex.len() > 8 || !hex.iter().all(u8::is_ascii_hexdigit) {
+        return None;
+    }
+    u32::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sid_parts() {
+        let sid = b"20240101T000000.000000Z-H0123abcd-P0000392b/20240101T000000.100000Z-H0123abcd-P0000392c";
+        assert_eq!(
+            sid_root(sid),
+            b"20240101T000000.000000Z-H0123abcd-P0000392b"
+        );
+        assert_eq!(sid_own(sid), b"20240101T000000.100000Z-H0123abcd-P0000392c");
+        assert_eq!(sid_parent(sid), Some(sid_root(sid)));
+        assert_eq!(sid_pid(sid_own(sid)), Some(0x392c));
+        assert_eq!(sid_root(b"solo"), b"solo");
+        for no_pid in [&b"x-P"[..], b"x-Pzz", b"x-P123456789", b"none"] {
+            assert_eq!(
+                sid_pid(no_pid),
+                None,
+                "{:?}",
+                String::from_utf8_lossy(no_pid)
+            );
+        }
+    }
+}

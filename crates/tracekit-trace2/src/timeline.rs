@@ -39,7 +39,7 @@ use tracekit_core::timeline::{
 };
 use tracekit_core::Warnings;
 
-use crate::event::{sid_own, sid_parent, Body, Event, Time};
+use crate::event::{sid_own, sid_parent, sid_pid, sid_root, Body, Event, Time};
 use crate::reader::{for_each_in, release_pages, Format};
 use crate::report::SyntheticSids;
 use crate::time::UnixMicros;
@@ -140,15 +140,6 @@ fn ts_of(time: &Option<Time<'_>>) -> Option<i64> {
     }
 }
 
-fn sid_pid(own: &[u8]) -> Option<i64> {
-    let i = memchr::memrchr(b'P', own)?;
-    let hex = own.get(i + 1..)?;
-    if hex.is_empty() || hex.len() > 8 || !hex.iter().all(u8::is_ascii_hexdigit) {
-        return None;
-    }
-    i64::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()
-}
-
 /// The id of the flow from a parent process (by SID) to its child (by
 /// pid): FNV-1a over both, the same on either end.
 fn flow_id(parent_sid: &[u8], child_pid: i64) -> u64 {
@@ -229,7 +220,7 @@ impl<'s, S: Sink> Trace2Timeline<'s, S> {
             }
         };
         if !self.procs.contains_key(sid) {
-            let own_pid = sid_pid(sid_own(sid));
+            let own_pid = sid_pid(sid_own(sid)).map(i64::from);
             let pid = match own_pid {
                 Some(p) if !self.used_pids.contains(&p) => p,
                 _ => {
@@ -250,13 +241,9 @@ impl<'s, S: Sink> Trace2Timeline<'s, S> {
             if ev.sid.is_some() {
                 // The session (first SID component), this process and its
                 // parent: sinks that link traces (OTLP) derive ids from them.
-                let first = match memchr::memchr(b'/', sid) {
-                    Some(i) => &sid[..i],
-                    None => sid,
-                };
                 self.sink.event(&TEvent::TrackOrigin {
                     track,
-                    trace: first,
+                    trace: sid_root(sid),
                     span: sid_own(sid),
                     parent: sid_parent(sid).map(sid_own),
                 })?;

@@ -11,16 +11,17 @@
 //! `TRACEKIT_REQUIRE_OTLP` is set, where they fail
 //! (`python3 -m pip install opentelemetry-proto`).
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::{Listener, Scratch, CONCURRENT};
 use serde_json::Value;
 use tracekit_otlp::ids;
-
-const CONCURRENT: usize = 50;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -31,24 +32,10 @@ fn collector_script() -> PathBuf {
 }
 
 fn otlp_proto_available() -> bool {
-    let ok = Command::new("python3")
-        .args([
-            "-c",
-            "import opentelemetry.proto.collector.trace.v1.trace_service_pb2",
-        ])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        let required =
-            std::env::var_os("CI").is_some() || std::env::var_os("TRACEKIT_REQUIRE_OTLP").is_some();
-        assert!(
-            !required,
-            "the opentelemetry-proto Python package is missing \
-             (python3 -m pip install opentelemetry-proto)"
-        );
-        eprintln!("opentelemetry-proto (PyPI) is not installed: the OTLP tests did not run");
-    }
-    ok
+    common::python_module(
+        "opentelemetry.proto.collector.trace.v1.trace_service_pb2",
+        "opentelemetry-proto",
+    )
 }
 
 /// The test collector, restartable on the same port.
@@ -136,114 +123,7 @@ impl Drop for Collector {
     }
 }
 
-struct Listener {
-    child: Child,
-    stderr: BufReader<std::process::ChildStderr>,
-}
-
-impl Listener {
-    fn start(args: &[&str]) -> Listener {
-        Listener::spawn(Command::new(env!("CARGO_BIN_EXE_tracekit")), args)
-    }
-
-    fn spawn(mut cmd: Command, args: &[&str]) -> Listener {
-        let mut child = cmd
-            .args(["trace2", "listen"])
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stderr = BufReader::new(child.stderr.take().unwrap());
-        let mut first = String::new();
-        stderr.read_line(&mut first).unwrap();
-        assert!(first.contains("listening on"), "{first}");
-        Listener { child, stderr }
-    }
-
-    /// Peak resident memory so far (kB).
-    fn peak_rss_kb(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmHWM:"))
-            .and_then(|v| v.split_whitespace().next())
-            .and_then(|v| v.parse().ok())
-            .unwrap()
-    }
-
-    /// SIGTERM, wait; (JSON summary, stderr).
-    fn stop(mut self) -> (Value, String) {
-        // SAFETY: kill(2) on our own child, not yet reaped.
-        assert_eq!(
-            unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) },
-            0
-        );
-        let mut rest = String::new();
-        self.stderr.read_to_string(&mut rest).unwrap();
-        let mut out = String::new();
-        self.child
-            .stdout
-            .take()
-            .unwrap()
-            .read_to_string(&mut out)
-            .unwrap();
-        let status = self.child.wait().unwrap();
-        assert!(status.success(), "{status:?}: {rest}");
-        (serde_json::from_str(out.trim()).unwrap(), rest)
-    }
-}
-
-struct Scratch {
-    _tmp: tempfile::TempDir,
-    root: PathBuf,
-}
-
 impl Scratch {
-    fn new() -> Scratch {
-        let tmp = tempfile::tempdir().unwrap();
-        // As git resolves it (the worktree it reports).
-        let root = tmp.path().canonicalize().unwrap();
-        std::fs::create_dir(root.join("home")).unwrap();
-        let s = Scratch { _tmp: tmp, root };
-        let repo = s.path("repo");
-        std::fs::create_dir(&repo).unwrap();
-        std::fs::write(repo.join("a.txt"), "a\n").unwrap();
-        for args in [
-            &["init", "-q"][..],
-            &["add", "a.txt"],
-            &["commit", "-q", "-m", "first"],
-        ] {
-            assert!(s.git(&repo).args(args).status().unwrap().success());
-        }
-        s
-    }
-
-    fn path(&self, rel: &str) -> PathBuf {
-        self.root.join(rel)
-    }
-
-    fn git(&self, dir: &Path) -> Command {
-        let mut cmd = Command::new("git");
-        for (key, _) in std::env::vars_os() {
-            if key.to_string_lossy().starts_with("GIT_") {
-                cmd.env_remove(key);
-            }
-        }
-        cmd.current_dir(dir)
-            .env("HOME", self.root.join("home"))
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("LANG", "C")
-            .env("GIT_AUTHOR_NAME", "T")
-            .env("GIT_AUTHOR_EMAIL", "t@example.com")
-            .env("GIT_COMMITTER_NAME", "T")
-            .env("GIT_COMMITTER_EMAIL", "t@example.com")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        cmd
-    }
-
     /// CONCURRENT git commands at once, traced to `sock`: a mix with
     /// children (an alias), threads (grep), errors and a URL with
     /// credentials.
@@ -257,23 +137,8 @@ impl Scratch {
             &["grep", "--threads=2", "-e", "a"],
             &["ls-remote", "https://bob:s3cret@127.0.0.1:9/x.git"],
         ];
-        let repo = self.path("repo");
-        let children: Vec<Child> = (0..CONCURRENT)
-            .map(|i| {
-                self.git(&repo)
-                    .args(commands[i % commands.len()])
-                    .env(
-                        "GIT_TRACE2_EVENT",
-                        format!("af_unix:stream:{}", sock.display()),
-                    )
-                    .env("GIT_TRACE2_EVENT_NESTING", "100")
-                    .spawn()
-                    .unwrap()
-            })
-            .collect();
-        for mut c in children {
-            c.wait().unwrap();
-        }
+        let target = format!("af_unix:stream:{}", sock.display());
+        self.run_concurrent_gits(&commands, &[("GIT_TRACE2_EVENT", target)]);
     }
 }
 
@@ -559,7 +424,7 @@ fn a_collector_outage_in_a_fifty_client_flood_loses_no_session() {
     assert_eq!(all, 3 * CONCURRENT);
     wait_for_traces(&collector, all, Duration::from_secs(60));
     let peak_kb = listener.peak_rss_kb();
-    let (summary, stderr) = listener.stop();
+    let (summary, stderr) = listener.stop_json();
     let export = &summary["otlp"]["export"];
     let forward = &summary["otlp"]["forward"];
     assert_eq!(forward["sessions"], all as u64, "{stderr}");
@@ -619,7 +484,7 @@ fn sigterm_with_the_collector_away_spools_and_the_next_run_replays() {
     let a = args(&out);
     let listener = Listener::start(&a.iter().map(String::as_str).collect::<Vec<_>>());
     s.flood(&sock);
-    let (summary, stderr) = listener.stop();
+    let (summary, stderr) = listener.stop_json();
     let n = sessions_in(&out.join("event"));
     let export = &summary["otlp"]["export"];
     assert_eq!(export["sessions_sent"], 0, "{stderr}");
@@ -637,7 +502,7 @@ fn sigterm_with_the_collector_away_spools_and_the_next_run_replays() {
     let listener = Listener::start(&a.iter().map(String::as_str).collect::<Vec<_>>());
     wait_for_traces(&collector, n, Duration::from_secs(30));
     let round_trip = started.elapsed();
-    let (summary, stderr) = listener.stop();
+    let (summary, stderr) = listener.stop_json();
     let export = &summary["otlp"]["export"];
     assert_eq!(export["sessions_replayed"], n as u64, "{stderr}");
     assert_eq!(export["spool_pending_sessions"], 0);
@@ -682,7 +547,7 @@ fn busy_collector_answers_are_retried_and_filters_keep_only_some_commands() {
         "--json",
     ]);
     s.flood(&sock);
-    let (summary, stderr) = listener.stop();
+    let (summary, stderr) = listener.stop_json();
     let export = &summary["otlp"]["export"];
     let forward = &summary["otlp"]["forward"];
     assert!(export["retries"].as_u64().unwrap() >= 2, "{stderr}");
@@ -906,6 +771,8 @@ fn convert_a_posix_trace_log_to_otlp() {
         return;
     }
     // A log written by the engine in this process, two threads.
+    // Inside the repository: the input is named relative to it.
+    std::fs::create_dir_all(root().join("target")).expect("target dir");
     let dir = tempfile::tempdir_in(root().join("target")).expect("tempdir");
     let path = dir.path().join("t.ptl");
     let f = std::fs::File::create(&path).expect("log file");
@@ -1028,7 +895,7 @@ fn the_receivers_socket_files_directories_and_spool_are_private() {
         client.write_all(&events).unwrap();
         drop(client);
         std::thread::sleep(Duration::from_millis(300));
-        let (summary, stderr) = listener.stop();
+        let (summary, stderr) = listener.stop_json();
         let export = &summary["otlp"]["export"];
         assert!(export["sessions_spooled"].as_u64().unwrap() > 0, "{stderr}");
         assert_eq!(export["sessions_dropped"], 0, "{stderr}");

@@ -8,166 +8,26 @@
 //! `GIT_TRACE2_EVENT_NESTING=100`) EVENT and PERF report the same event
 //! sequence per process, NORMAL the same minus regions/data/threads.
 
+mod common;
+
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::os::unix::net::UnixStream;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 
-/// How many git processes run at once.
-const CONCURRENT: usize = 50;
+use common::{Listener, Scratch, CONCURRENT};
 
-struct Listener {
-    child: Child,
-    stderr: BufReader<std::process::ChildStderr>,
-    first_line: String,
-}
-
-impl Listener {
-    /// Starts the listener and waits until it says it is listening.
-    fn start(args: &[&str]) -> Listener {
-        Self::start_with_fd_limit(args, None)
-    }
-
-    /// Starts the listener with RLIMIT_NOFILE (soft and hard) set to
-    /// `fd_limit`.
-    fn start_with_fd_limit(args: &[&str], fd_limit: Option<u64>) -> Listener {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_tracekit"));
-        cmd.args(["trace2", "listen"])
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        if let Some(limit) = fd_limit {
-            let limit = libc::rlimit {
-                rlim_cur: limit as libc::rlim_t,
-                rlim_max: limit as libc::rlim_t,
-            };
-            // SAFETY: only setrlimit (async-signal-safe) runs between fork
-            // and exec; `limit` is a plain value copied into the closure.
-            unsafe {
-                cmd.pre_exec(move || {
-                    if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) == 0 {
-                        Ok(())
-                    } else {
-                        Err(std::io::Error::last_os_error())
-                    }
-                });
-            }
-        }
-        let mut child = cmd.spawn().unwrap();
-        let mut stderr = BufReader::new(child.stderr.take().unwrap());
-        let mut first_line = String::new();
-        stderr.read_line(&mut first_line).unwrap();
-        assert!(first_line.contains("listening on"), "{first_line}");
-        Listener {
-            child,
-            stderr,
-            first_line,
-        }
-    }
-
-    /// Sends `signal`, waits for the exit; returns (stdout, stderr).
-    fn stop(mut self, signal: i32) -> (String, String) {
-        let pid = self.child.id() as libc::pid_t;
-        // SAFETY: plain kill(2) on the pid of our own child, not yet reaped.
-        assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
-        let mut rest = String::new();
-        self.stderr.read_to_string(&mut rest).unwrap();
-        let mut stdout = String::new();
-        self.child
-            .stdout
-            .take()
-            .unwrap()
-            .read_to_string(&mut stdout)
-            .unwrap();
-        let status = self.child.wait().unwrap();
-        assert!(status.success(), "{status:?}: {}{rest}", self.first_line);
-        (stdout, rest)
-    }
-}
-
-struct Scratch {
-    _tmp: tempfile::TempDir,
-    root: PathBuf,
-}
-
-impl Scratch {
-    /// A temporary HOME with a small repository in `repo`.
-    fn new() -> Scratch {
-        let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path().to_path_buf();
-        std::fs::create_dir(root.join("home")).unwrap();
-        let scratch = Scratch { _tmp: tmp, root };
-        let repo = scratch.root.join("repo");
-        std::fs::create_dir(&repo).unwrap();
-        std::fs::write(repo.join("a.txt"), "a\n").unwrap();
-        for args in [
-            &["init", "-q"][..],
-            &["add", "a.txt"],
-            &["commit", "-q", "-m", "first"],
-        ] {
-            let status = scratch.git(&repo).args(args).status().unwrap();
-            assert!(status.success(), "git {args:?}");
-        }
-        scratch
-    }
-
-    fn path(&self, rel: &str) -> PathBuf {
-        self.root.join(rel)
-    }
-
-    /// git with a clean environment: no inherited GIT_* variables or
-    /// config, fixed identity.
-    fn git(&self, dir: &Path) -> Command {
-        let mut cmd = Command::new("git");
-        for (key, _) in std::env::vars_os() {
-            if key.to_string_lossy().starts_with("GIT_") {
-                cmd.env_remove(key);
-            }
-        }
-        cmd.current_dir(dir)
-            .env("HOME", self.root.join("home"))
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("LANG", "C")
-            .env("GIT_AUTHOR_NAME", "T")
-            .env("GIT_AUTHOR_EMAIL", "t@example.com")
-            .env("GIT_COMMITTER_NAME", "T")
-            .env("GIT_COMMITTER_EMAIL", "t@example.com")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        cmd
-    }
-
-    /// Runs CONCURRENT git commands at once (a mix with children, aliases
-    /// and failures) with the given trace2 environment.
-    fn run_concurrent_gits(&self, trace_env: &[(&str, String)]) {
-        let commands: [&[&str]; 6] = [
-            &["status", "--short"],
-            &["log", "--oneline", "-1"],
-            &["rev-parse", "HEAD"],
-            &["-c", "alias.st=status", "st"], // a child git process
-            &["checkout", "no-such-branch"],  // fails: error event
-            &["version"],
-        ];
-        let repo = self.path("repo");
-        let children: Vec<Child> = (0..CONCURRENT)
-            .map(|i| {
-                let mut cmd = self.git(&repo);
-                cmd.args(commands[i % commands.len()])
-                    .env("GIT_TRACE2_EVENT_NESTING", "100");
-                for (key, value) in trace_env {
-                    cmd.env(key, value);
-                }
-                cmd.spawn().unwrap()
-            })
-            .collect();
-        for mut child in children {
-            child.wait().unwrap();
-        }
-    }
-}
+/// The git commands run at once: a mix with children, aliases and
+/// failures.
+const COMMANDS: [&[&str]; 6] = [
+    &["status", "--short"],
+    &["log", "--oneline", "-1"],
+    &["rev-parse", "HEAD"],
+    &["-c", "alias.st=status", "st"], // a child git process
+    &["checkout", "no-such-branch"],  // fails: error event
+    &["version"],
+];
 
 /// Every file in `dir`, by name.
 fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
@@ -274,15 +134,18 @@ fn fifty_concurrent_gits_over_stream_match_the_directory_target() {
         out.to_str().unwrap(),
         "--json",
     ]);
-    s.run_concurrent_gits(&[
-        (
-            "GIT_TRACE2_EVENT",
-            format!("af_unix:stream:{}", sock.display()),
-        ),
-        // The plain form: git tries SOCK_STREAM first.
-        ("GIT_TRACE2", format!("af_unix:{}", sock.display())),
-        ("GIT_TRACE2_PERF", s.path("perf-dir").display().to_string()),
-    ]);
+    s.run_concurrent_gits(
+        &COMMANDS,
+        &[
+            (
+                "GIT_TRACE2_EVENT",
+                format!("af_unix:stream:{}", sock.display()),
+            ),
+            // The plain form: git tries SOCK_STREAM first.
+            ("GIT_TRACE2", format!("af_unix:{}", sock.display())),
+            ("GIT_TRACE2_PERF", s.path("perf-dir").display().to_string()),
+        ],
+    );
     let (stdout, stderr) = listener.stop(libc::SIGTERM);
     assert!(!sock.exists(), "socket file removed");
 
@@ -338,16 +201,19 @@ fn fifty_concurrent_gits_over_dgram_match_the_directory_target() {
         out.to_str().unwrap(),
         "--json",
     ]);
-    s.run_concurrent_gits(&[
-        (
-            "GIT_TRACE2_EVENT",
-            format!("af_unix:dgram:{}", dgram.display()),
-        ),
-        // The plain form reaches a datagram socket too: git's STREAM
-        // connect fails with EPROTOTYPE and it falls back to DGRAM.
-        ("GIT_TRACE2", format!("af_unix:{}", dgram.display())),
-        ("GIT_TRACE2_PERF", s.path("perf-dir").display().to_string()),
-    ]);
+    s.run_concurrent_gits(
+        &COMMANDS,
+        &[
+            (
+                "GIT_TRACE2_EVENT",
+                format!("af_unix:dgram:{}", dgram.display()),
+            ),
+            // The plain form reaches a datagram socket too: git's STREAM
+            // connect fails with EPROTOTYPE and it falls back to DGRAM.
+            ("GIT_TRACE2", format!("af_unix:{}", dgram.display())),
+            ("GIT_TRACE2_PERF", s.path("perf-dir").display().to_string()),
+        ],
+    );
     let (stdout, _) = listener.stop(libc::SIGINT);
     assert!(!dgram.exists() && !stream.exists(), "socket files removed");
 
@@ -395,13 +261,16 @@ fn perf_over_stream_is_one_file_per_process_named_by_pid() {
         "--dir",
         out.to_str().unwrap(),
     ]);
-    s.run_concurrent_gits(&[
-        ("GIT_TRACE2_PERF", format!("af_unix:{}", sock.display())),
-        (
-            "GIT_TRACE2_EVENT",
-            s.path("event-dir").display().to_string(),
-        ),
-    ]);
+    s.run_concurrent_gits(
+        &COMMANDS,
+        &[
+            ("GIT_TRACE2_PERF", format!("af_unix:{}", sock.display())),
+            (
+                "GIT_TRACE2_EVENT",
+                s.path("event-dir").display().to_string(),
+            ),
+        ],
+    );
     listener.stop(libc::SIGTERM);
 
     let expected: BTreeMap<String, Vec<String>> = files(&s.path("event-dir"))
@@ -484,6 +353,31 @@ fn a_socket_path_that_is_a_regular_file_is_refused() {
 }
 
 #[test]
+fn bad_durations_and_compression_are_usage_errors() {
+    let s = Scratch::new();
+    for args in [
+        &["--grace=-1"][..],
+        &["--grace", "nan"],
+        &["--settle", "1e400"],
+        &["--session-timeout", "soon"],
+        &["--otlp-compression", "zstd"],
+    ] {
+        let output = Command::new(env!("CARGO_BIN_EXE_tracekit"))
+            .args(["trace2", "listen", "--socket"])
+            .arg(s.path("t2.sock"))
+            .arg("--dir")
+            .arg(s.path("out"))
+            .args(args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(args[0].trim_end_matches("=-1")), "{stderr}");
+        assert!(!s.path("t2.sock").exists(), "{args:?}: nothing bound");
+    }
+}
+
+#[test]
 fn help_teaches_the_git_side() {
     let output = Command::new(env!("CARGO_BIN_EXE_tracekit"))
         .args(["trace2", "listen", "--help"])
@@ -515,7 +409,7 @@ fn a_low_file_descriptor_limit_delays_clients_but_loses_nothing() {
             out.to_str().unwrap(),
             "--json",
         ],
-        Some(24),
+        24,
     );
     const CLIENTS: usize = 40;
     let clients: Vec<UnixStream> = (0..CLIENTS)

@@ -70,15 +70,6 @@ impl Detail {
         }
     }
 
-    pub fn name(self) -> &'static str {
-        match self {
-            Detail::Drop => "dl:drop",
-            Detail::Summary => "dl:summary",
-            Detail::Process => "dl:process",
-            Detail::Verbose => "dl:verbose",
-        }
-    }
-
     pub fn region_and_thread_spans(self) -> bool {
         self == Detail::Verbose
     }
@@ -162,15 +153,12 @@ pub struct FilterConfig {
 }
 
 impl FilterConfig {
-    /// Reads a JSON configuration file.
+    /// Reads a JSON configuration file (its detail levels are checked by
+    /// [`FilterConfig::compile`]).
     pub fn load(path: &Path) -> Result<FilterConfig, String> {
         let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let config: FilterConfig = serde_json::from_slice(&bytes)
-            .map_err(|e| format!("{}:{}:{}: {e}", path.display(), e.line(), e.column()))?;
-        config
-            .compile()
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-        Ok(config)
+        serde_json::from_slice(&bytes)
+            .map_err(|e| format!("{}:{}:{}: {e}", path.display(), e.line(), e.column()))
     }
 
     /// Checks the detail level names; the compiled rules.

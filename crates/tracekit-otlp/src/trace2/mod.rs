@@ -55,11 +55,11 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tracekit_trace2::event::{sid_parent, Body};
+use tracekit_trace2::event::{sid_parent, sid_root, Body};
 use tracekit_trace2::receiver::{Format, LineSource, Observer};
 
 use crate::batch::Piece;
-use crate::proto::{kv_str, InstrumentationScope, KeyValue, Resource, ResourceSpans, ScopeSpans};
+use crate::proto::{kv_str, resource_spans, sdk_attributes, KeyValue};
 use crate::redact::Redactor;
 use crate::sink::PieceOutput;
 use filter::{Detail, QualifiedNames, Rules};
@@ -135,6 +135,11 @@ pub struct ForwardStats {
     pub lines_not_event: u64,
     pub unmatched_regions: u64,
     pub events_dropped: u64,
+    /// Threads whose events came without their `thread_start` (given a
+    /// span from their first event).
+    pub undeclared_threads: u64,
+    /// Pieces the output refused (the exporter never does; a file may).
+    pub output_errors: u64,
     /// Sessions still being assembled when the receiver stopped (sent
     /// then, their open processes ended by the shutdown).
     pub sessions_open_at_stop: u64,
@@ -149,9 +154,6 @@ impl ForwardStats {
         }
     }
 }
-
-/// A session key (first SID component) and a full SID.
-type SessionSid = (Box<[u8]>, Box<[u8]>);
 
 struct Session {
     procs: HashMap<Box<[u8]>, Process>,
@@ -204,8 +206,8 @@ pub struct Forwarder<O: PieceOutput> {
     config: ForwarderConfig,
     out: O,
     sessions: HashMap<Box<[u8]>, Session>,
-    /// Stream connection → the (session, SID)s it carried.
-    conns: HashMap<u64, Vec<SessionSid>>,
+    /// Stream connection → the SIDs it carried.
+    conns: HashMap<u64, Vec<Box<[u8]>>>,
     recent: Recent,
     /// Sessions that became complete, in that order, with the time they
     /// are due: sent once settled, checked on every line and connection end (a round of
@@ -215,15 +217,6 @@ pub struct Forwarder<O: PieceOutput> {
     users: HashMap<u32, Option<String>>,
     own_uid: u32,
     stats: ForwardStats,
-    /// Output failures (the exporter never fails; a file may).
-    pub output_errors: u64,
-}
-
-fn first_component(sid: &[u8]) -> &[u8] {
-    match memchr::memchr(b'/', sid) {
-        Some(i) => &sid[..i],
-        None => sid,
-    }
 }
 
 /// The name of user `uid` (`getpwuid_r`).
@@ -280,7 +273,6 @@ impl<O: PieceOutput> Forwarder<O> {
             // SAFETY: getuid cannot fail.
             own_uid: unsafe { libc::getuid() },
             stats: ForwardStats::default(),
-            output_errors: 0,
         }
     }
 
@@ -314,7 +306,7 @@ impl<O: PieceOutput> Forwarder<O> {
             self.stats.lines_without_sid += 1;
             return;
         };
-        let key = first_component(sid);
+        let key = sid_root(sid);
         if !self.sessions.contains_key(key) {
             let continued = self.recent.contains(key);
             self.sessions.insert(
@@ -338,37 +330,40 @@ impl<O: PieceOutput> Forwarder<O> {
             p.uid = uid;
             session.procs.insert(sid.into(), p);
             if let Some(c) = conn {
-                self.conns
-                    .entry(c)
-                    .or_default()
-                    .push((key.into(), sid.into()));
+                self.conns.entry(c).or_default().push(sid.into());
             }
         }
         let p = session.procs.get_mut(sid).expect("inserted above");
         let before = p.done.len();
         p.apply(&ev, &self.config.redactor);
         session.buffered += p.done.len().saturating_sub(before);
+        let this_ended = p.ended.is_some();
         // A parent's word that a child is gone.
         if let Body::ChildExit { pid, .. } | Body::ChildReady { pid, .. } = &ev.body {
-            let parent = sid.to_vec();
             for (child_sid, child) in session.procs.iter_mut() {
                 if child.ended.is_none()
                     && child.pid == Some(*pid)
-                    && sid_parent(child_sid) == Some(&parent[..])
+                    && sid_parent(child_sid) == Some(sid)
                 {
                     child.ended = Some(Ended::ByParent);
                 }
             }
         }
-        let newly = Self::update_complete(session, now);
+        // While this process runs its session is not complete: no need to
+        // look at the others (a session can have hundreds).
+        let newly = if this_ended {
+            Self::update_complete(session, now)
+        } else {
+            session.complete_since = None;
+            false
+        };
         let over = session.buffered > self.config.max_buffered_spans;
-        let key: Box<[u8]> = key.into();
         if newly {
             self.completed
-                .push_back((key.clone(), now + self.config.settle));
+                .push_back((key.into(), now + self.config.settle));
         }
         if over {
-            self.send_ahead(&key);
+            self.send_ahead(key);
         }
         self.send_settled(now);
     }
@@ -414,15 +409,17 @@ impl<O: PieceOutput> Forwarder<O> {
 
     /// A stream connection ended: its processes have.
     pub fn connection_closed(&mut self, conn: u64, now: Instant) {
-        for (key, sid) in self.conns.remove(&conn).unwrap_or_default() {
-            if let Some(session) = self.sessions.get_mut(&key) {
+        for sid in self.conns.remove(&conn).unwrap_or_default() {
+            let key = sid_root(&sid);
+            if let Some(session) = self.sessions.get_mut(key) {
                 if let Some(p) = session.procs.get_mut(&sid) {
                     if p.ended.is_none() {
                         p.ended = Some(Ended::Closed);
                     }
                 }
                 if Self::update_complete(session, now) {
-                    self.completed.push_back((key, now + self.config.settle));
+                    self.completed
+                        .push_back((key.into(), now + self.config.settle));
                 }
             }
         }
@@ -502,12 +499,10 @@ impl<O: PieceOutput> Forwarder<O> {
             kv_str("service.name", q.exe_verb_mode.clone()),
             kv_str("service.version", p.exe_version().to_string()),
             kv_str("service.instance.id", sid.clone()),
-            kv_str("telemetry.sdk.name", "tracekit"),
-            kv_str("telemetry.sdk.language", "rust"),
-            kv_str("telemetry.sdk.version", env!("CARGO_PKG_VERSION")),
-            kv_str("trace2.cmd.version", p.exe_version().to_string()),
-            kv_str("trace2.cmd.sid", sid),
         ];
+        res.extend(sdk_attributes());
+        res.push(kv_str("trace2.cmd.version", p.exe_version().to_string()));
+        res.push(kv_str("trace2.cmd.sid", sid));
         let mut pii = Vec::new();
         if let Some(h) = &self.config.host {
             let h = r.apply(h).into_owned();
@@ -531,26 +526,6 @@ impl<O: PieceOutput> Forwarder<O> {
         (res, pii)
     }
 
-    fn resource_spans(res: Vec<KeyValue>, spans: Vec<crate::proto::Span>) -> ResourceSpans {
-        ResourceSpans {
-            resource: Some(Resource {
-                attributes: res,
-                dropped_attributes_count: 0,
-            }),
-            scope_spans: vec![ScopeSpans {
-                scope: Some(InstrumentationScope {
-                    name: "tracekit".into(),
-                    version: env!("CARGO_PKG_VERSION").into(),
-                    attributes: Vec::new(),
-                    dropped_attributes_count: 0,
-                }),
-                spans,
-                schema_url: String::new(),
-            }],
-            schema_url: String::new(),
-        }
-    }
-
     fn wanted(class: SpanClass, dl: Detail) -> bool {
         match class {
             SpanClass::Verbose => dl.region_and_thread_spans(),
@@ -560,7 +535,7 @@ impl<O: PieceOutput> Forwarder<O> {
 
     fn put(&mut self, piece: Piece) {
         if self.out.put(piece).is_err() {
-            self.output_errors += 1;
+            self.stats.output_errors += 1;
         }
     }
 
@@ -605,7 +580,7 @@ impl<O: PieceOutput> Forwarder<O> {
             self.stats.spans += spans.len() as u64;
             let p = &session.procs[&sid];
             let (res, _) = self.resource(p, &q);
-            piece.push(&Self::resource_spans(res, spans));
+            piece.push(&resource_spans(res, spans));
         }
         session.buffered = 0;
         self.sessions.insert(key.into(), session);
@@ -633,15 +608,23 @@ impl<O: PieceOutput> Forwarder<O> {
                 p.close(Ended::Shutdown);
                 self.stats.unmatched_regions += p.anomalies.unmatched_regions;
                 self.stats.events_dropped += p.anomalies.events_dropped;
+                self.stats.undeclared_threads += p.anomalies.undeclared_threads;
             }
         }
         let mut piece = Piece::default();
         let mut kept_any = false;
         let mut filtered_all = true;
+        // Most processes share their decider (the session's top command).
+        let mut keeps: HashMap<Box<[u8]>, bool> = HashMap::new();
         for sid in &sids {
-            let keep = {
-                let decider = Self::decider(&session, sid);
-                self.config.rules.keeps_session(&decider.names())
+            let decider = Self::decider(&session, sid);
+            let keep = match keeps.get(&decider.sid) {
+                Some(&keep) => keep,
+                None => {
+                    let keep = self.config.rules.keeps_session(&decider.names());
+                    keeps.insert(decider.sid.clone(), keep);
+                    keep
+                }
             };
             if !keep {
                 continue;
@@ -674,7 +657,7 @@ impl<O: PieceOutput> Forwarder<O> {
             let (res, pii) = self.resource(p, &q);
             let p = session.procs.get_mut(sid).expect("listed above");
             let mut spans =
-                vec![p.process_span(dl, self.config.rules.nickname_key.as_deref(), &pii)];
+                vec![p.process_span(&q, dl, self.config.rules.nickname_key.as_deref(), &pii)];
             spans.extend(
                 done.into_iter()
                     .filter(|(c, _)| Self::wanted(*c, dl))
@@ -683,7 +666,7 @@ impl<O: PieceOutput> Forwarder<O> {
             self.stats.spans += spans.len() as u64;
             self.stats.processes += 1;
             kept_any = true;
-            piece.push(&Self::resource_spans(res, spans));
+            piece.push(&resource_spans(res, spans));
         }
         if filtered_all && !sids.is_empty() {
             self.stats.sessions_filtered += 1;

@@ -14,12 +14,12 @@
 use std::collections::{BTreeMap, HashMap};
 
 use serde_json::Value as Json;
-use tracekit_trace2::event::{sid_own, Body, Event, Text, Time};
+use tracekit_trace2::event::{sid_own, sid_pid, Body, Event, Text, Time};
 use tracekit_trace2::time::UnixMicros;
 
 use super::filter::{Detail, QualifiedNames};
 use crate::ids::{self, SpanId, TraceId};
-use crate::proto::{kv_int, kv_str, span_kind, KeyValue, Span, SpanEvent};
+use crate::proto::{kv_int, kv_str, push_capped, span_kind, KeyValue, Span, SpanEvent};
 use crate::redact::Redactor;
 
 /// Events kept per span; more are counted in `dropped_events_count`.
@@ -64,6 +64,8 @@ type Nested<T> = BTreeMap<String, BTreeMap<String, T>>;
 struct Region {
     span: Span,
     nesting: i64,
+    /// `trace2.region.data`, serialised once when the region ends.
+    data: Nested<Json>,
 }
 
 #[derive(Default)]
@@ -114,7 +116,7 @@ pub struct Process {
     /// The `P<pid>` part of the SID, for matching the parent's child_exit.
     pub pid: Option<i64>,
     pub uid: Option<u32>,
-    ordinal: u64,
+    ids: SpanIds,
     start: Option<u64>,
     end: Option<u64>,
     last: u64,
@@ -137,8 +139,7 @@ pub struct Process {
     data: Nested<Json>,
     timers: Nested<Timer>,
     counters: Nested<i64>,
-    main: Thread,
-    threads: HashMap<String, Thread>,
+    threads: Threads,
     children: HashMap<i64, Child>,
     execs: HashMap<i64, Exec>,
     /// Process span events: (needs `dl:process`, event).
@@ -148,10 +149,6 @@ pub struct Process {
     pub done: Vec<(SpanClass, Span)>,
     pub ended: Option<Ended>,
     pub anomalies: Anomalies,
-}
-
-fn text(r: &Redactor, t: &[u8]) -> String {
-    r.text(t)
 }
 
 fn texts(r: &Redactor, v: &[Text<'_>]) -> Vec<String> {
@@ -167,16 +164,6 @@ fn unix_ns(time: &Option<Time<'_>>) -> Option<u64> {
         Some(Time::Iso(t)) => UnixMicros::parse_iso(t).map(|u| (u.0.max(0) as u64) * 1000),
         _ => None,
     }
-}
-
-/// The `P<hex>` pid in a SID component.
-pub fn sid_pid(own: &[u8]) -> Option<i64> {
-    let i = memchr::memrchr(b'P', own)?;
-    let hex = own.get(i + 1..)?;
-    if hex.is_empty() || hex.len() > 8 || !hex.iter().all(u8::is_ascii_hexdigit) {
-        return None;
-    }
-    i64::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()
 }
 
 /// trace2receiver's priorities of `def_param` scopes (`get_scope_priority`).
@@ -213,12 +200,73 @@ fn base_name(path: &str) -> &str {
     }
 }
 
-fn push_event(events: &mut Vec<SpanEvent>, dropped: &mut u32, a: &mut Anomalies, ev: SpanEvent) {
-    if events.len() < MAX_EVENTS_PER_SPAN {
-        events.push(ev);
-    } else {
-        *dropped += 1;
-        a.events_dropped += 1;
+/// The ids of the spans of one process: its own, and the next of the
+/// spans below it (derived from its id and their order).
+struct SpanIds {
+    trace_id: TraceId,
+    span_id: SpanId,
+    ordinal: u64,
+}
+
+impl SpanIds {
+    fn next_id(&mut self) -> SpanId {
+        self.ordinal += 1;
+        ids::child_span_id(&self.span_id, self.ordinal)
+    }
+
+    fn new_span(&mut self, parent: SpanId, start: u64, name: String) -> Span {
+        Span {
+            trace_id: self.trace_id.to_vec(),
+            span_id: self.next_id().to_vec(),
+            parent_span_id: parent.to_vec(),
+            name,
+            kind: span_kind::INTERNAL,
+            start_time_unix_nano: start,
+            end_time_unix_nano: start,
+            ..Span::default()
+        }
+    }
+}
+
+/// The main thread and the others, by name.
+struct Threads {
+    main: Thread,
+    others: HashMap<Box<[u8]>, Thread>,
+}
+
+impl Threads {
+    /// The thread `name`; one never declared by `thread_start` starts
+    /// here, at `ts` (counted).
+    fn get(
+        &mut self,
+        name: &[u8],
+        ts: u64,
+        ids: &mut SpanIds,
+        anomalies: &mut Anomalies,
+    ) -> &mut Thread {
+        if name == b"main" {
+            return &mut self.main;
+        }
+        // Looked up first so that the common case does not copy the name.
+        if !self.others.contains_key(name) {
+            anomalies.undeclared_threads += 1;
+            self.start(name, ts, ids);
+        }
+        self.others.get_mut(name).expect("started above")
+    }
+
+    /// `thread_start`: a new thread span (a name seen already keeps its
+    /// span).
+    fn start(&mut self, name: &[u8], ts: u64, ids: &mut SpanIds) {
+        if name == b"main" || self.others.contains_key(name) {
+            return;
+        }
+        let thread = Thread {
+            span_id: ids.next_id(),
+            start: ts,
+            ..Thread::default()
+        };
+        self.others.insert(name.into(), thread);
     }
 }
 
@@ -230,9 +278,13 @@ impl Process {
             trace_id: ids::trace2_trace_id(sid),
             span_id,
             parent_span_id: parent,
-            pid: sid_pid(sid_own(sid)),
+            pid: sid_pid(sid_own(sid)).map(i64::from),
             uid: None,
-            ordinal: 0,
+            ids: SpanIds {
+                trace_id: ids::trace2_trace_id(sid),
+                span_id,
+                ordinal: 0,
+            },
             start: None,
             end: None,
             last: 0,
@@ -253,11 +305,13 @@ impl Process {
             data: BTreeMap::new(),
             timers: BTreeMap::new(),
             counters: BTreeMap::new(),
-            main: Thread {
-                span_id,
-                ..Thread::default()
+            threads: Threads {
+                main: Thread {
+                    span_id,
+                    ..Thread::default()
+                },
+                others: HashMap::new(),
             },
-            threads: HashMap::new(),
             children: HashMap::new(),
             execs: HashMap::new(),
             events: Vec::new(),
@@ -274,39 +328,9 @@ impl Process {
         !self.verb.is_empty() || self.ended.is_some()
     }
 
-    fn new_span(&mut self, parent: SpanId, start: u64, name: String) -> Span {
-        self.ordinal += 1;
-        Span {
-            trace_id: self.trace_id.to_vec(),
-            span_id: ids::child_span_id(&self.span_id, self.ordinal).to_vec(),
-            parent_span_id: parent.to_vec(),
-            name,
-            kind: span_kind::INTERNAL,
-            start_time_unix_nano: start,
-            end_time_unix_nano: start,
-            ..Span::default()
-        }
-    }
-
     fn thread_mut(&mut self, name: &[u8], ts: u64) -> &mut Thread {
-        if name == b"main" {
-            return &mut self.main;
-        }
-        let key = String::from_utf8_lossy(name).into_owned();
-        if !self.threads.contains_key(&key) {
-            self.anomalies.undeclared_threads += 1;
-            self.ordinal += 1;
-            let id = ids::child_span_id(&self.span_id, self.ordinal);
-            self.threads.insert(
-                key.clone(),
-                Thread {
-                    span_id: id,
-                    start: ts,
-                    ..Thread::default()
-                },
-            );
-        }
-        self.threads.get_mut(&key).expect("inserted above")
+        self.threads
+            .get(name, ts, &mut self.ids, &mut self.anomalies)
     }
 
     /// Applies one event of this process.
@@ -344,7 +368,7 @@ impl Process {
         let thread: &[u8] = ev.thread.as_deref().unwrap_or(b"main");
         match &ev.body {
             Body::Version { exe, .. } => {
-                self.exe_version = text(r, exe);
+                self.exe_version = r.text(exe);
                 self.start = Some(ts);
             }
             Body::Start { argv, .. } => self.argv = texts(r, argv),
@@ -368,8 +392,8 @@ impl Process {
                 self.process_event(false, ev);
             }
             Body::Error { msg, fmt } => {
-                let msg = msg.as_deref().map(|m| text(r, m)).unwrap_or_default();
-                let fmt = fmt.as_deref().map(|f| text(r, f)).unwrap_or_default();
+                let msg = msg.as_deref().map(|m| r.text(m)).unwrap_or_default();
+                let fmt = fmt.as_deref().map(|f| r.text(f)).unwrap_or_default();
                 if self.error.is_none() {
                     self.error = Some((fmt.clone(), msg.clone()));
                 }
@@ -386,12 +410,12 @@ impl Process {
             }
             Body::CmdAncestry { ancestry } => self.ancestry = texts(r, ancestry),
             Body::CmdName { name, hierarchy } => {
-                self.verb = text(r, name);
-                self.hierarchy = hierarchy.as_deref().map(|h| text(r, h)).unwrap_or_default();
+                self.verb = r.text(name);
+                self.hierarchy = hierarchy.as_deref().map(|h| r.text(h)).unwrap_or_default();
             }
-            Body::CmdMode { name } => self.mode = text(r, name),
+            Body::CmdMode { name } => self.mode = r.text(name),
             Body::Alias { alias, argv } => {
-                self.alias_key = text(r, alias);
+                self.alias_key = r.text(alias);
                 self.alias_value = texts(r, argv);
             }
             Body::ChildStart {
@@ -406,12 +430,12 @@ impl Process {
                 }
                 let class = child_class
                     .as_deref()
-                    .map(|c| text(r, c))
+                    .map(|c| r.text(c))
                     .unwrap_or_else(|| "?".into());
-                let hook = hook_name.as_deref().map(|h| text(r, h));
+                let hook = hook_name.as_deref().map(|h| r.text(h));
                 let argv = texts(r, argv);
                 let name = child_display_name(&class, hook.as_deref(), &argv);
-                let span = self.new_span(self.span_id, ts, name);
+                let span = self.ids.new_span(self.span_id, ts, name);
                 self.children.insert(
                     *child_id,
                     Child {
@@ -448,29 +472,14 @@ impl Process {
                     c.span.end_time_unix_nano = ts.max(c.span.start_time_unix_nano);
                     c.pid = *pid;
                     c.code = -1;
-                    c.ready = Some(text(r, ready));
+                    c.ready = Some(r.text(ready));
                     self.finish_child(c);
                 }
             }
-            Body::ThreadStart { .. } => {
-                let key = String::from_utf8_lossy(thread).into_owned();
-                if key != "main" && !self.threads.contains_key(&key) {
-                    self.ordinal += 1;
-                    let id = ids::child_span_id(&self.span_id, self.ordinal);
-                    self.threads.insert(
-                        key,
-                        Thread {
-                            span_id: id,
-                            start: ts,
-                            ..Thread::default()
-                        },
-                    );
-                }
-            }
+            Body::ThreadStart { .. } => self.threads.start(thread, ts, &mut self.ids),
             Body::ThreadExit { .. } => {
-                let key = String::from_utf8_lossy(thread).into_owned();
-                if let Some(th) = self.threads.remove(&key) {
-                    self.finish_thread(key, th, ts);
+                if let Some(th) = self.threads.others.remove(thread) {
+                    self.finish_thread(thread, th, ts);
                 }
             }
             Body::Exec {
@@ -479,7 +488,7 @@ impl Process {
                 if self.execs.contains_key(exec_id) {
                     return;
                 }
-                let exe = exe.as_deref().map(|e| text(r, e)).unwrap_or_default();
+                let exe = exe.as_deref().map(|e| r.text(e)).unwrap_or_default();
                 let argv = texts(r, argv);
                 let name = if !exe.is_empty() {
                     format!("exec({})", base_name(&exe))
@@ -488,7 +497,7 @@ impl Process {
                 } else {
                     "exec(?)".to_string()
                 };
-                let span = self.new_span(self.span_id, ts, name);
+                let span = self.ids.new_span(self.span_id, ts, name);
                 self.execs.insert(
                     *exec_id,
                     Exec {
@@ -511,42 +520,43 @@ impl Process {
                 param,
                 value,
             } => {
-                let key = text(r, param);
+                let key = r.text(param);
                 let pri = scope_priority(scope.as_deref());
                 if self.params.get(&key).is_some_and(|(_, cur)| pri <= *cur) {
                     return;
                 }
-                let value = value.as_deref().map(|v| text(r, v)).unwrap_or_default();
+                let value = value.as_deref().map(|v| r.text(v)).unwrap_or_default();
                 self.params.insert(key, (value, pri));
             }
             Body::DefRepo { worktree } => {
                 let id = ev.repo.unwrap_or(1);
-                self.repos.insert(id.to_string(), text(r, worktree));
+                self.repos.insert(id.to_string(), r.text(worktree));
             }
             Body::RegionEnter(region) => {
                 let repo = ev.repo.unwrap_or(1);
                 let c = region
                     .category
                     .as_deref()
-                    .map(|c| normalize(&text(r, c)))
+                    .map(|c| normalize(&r.text(c)))
                     .unwrap_or_else(|| "C".into());
                 let l = region
                     .label
                     .as_deref()
-                    .map(|l| normalize(&text(r, l)))
+                    .map(|l| normalize(&r.text(l)))
                     .unwrap_or_else(|| "L".into());
-                let msg = region.msg.as_deref().map(|m| text(r, m));
+                let msg = region.msg.as_deref().map(|m| r.text(m));
                 let nesting = region.nesting;
-                let depth = self.thread_mut(thread, ts).stack.len() as i64;
-                if depth != nesting - 1 {
+                let th = self
+                    .threads
+                    .get(thread, ts, &mut self.ids, &mut self.anomalies);
+                if th.stack.len() as i64 != nesting - 1 {
                     self.anomalies.unmatched_regions += 1;
                     return;
                 }
-                let th = self.thread_mut(thread, ts);
                 let parent = th.stack.last().map_or(th.span_id, |top| {
                     <[u8; 8]>::try_from(&top.span.span_id[..]).unwrap_or_default()
                 });
-                let mut span = self.new_span(parent, ts, format!("region({c},{l})"));
+                let mut span = self.ids.new_span(parent, ts, format!("region({c},{l})"));
                 span.attributes.push(kv_str("trace2.span.type", "region"));
                 span.attributes
                     .push(kv_str("trace2.region.repoid", repo.to_string()));
@@ -555,9 +565,11 @@ impl Process {
                 if let Some(m) = msg.filter(|m| !m.is_empty()) {
                     span.attributes.push(kv_str("trace2.region.message", m));
                 }
-                self.thread_mut(thread, ts)
-                    .stack
-                    .push(Region { span, nesting });
+                th.stack.push(Region {
+                    span,
+                    nesting,
+                    data: BTreeMap::new(),
+                });
             }
             Body::RegionLeave { region, .. } => {
                 let th = self.thread_mut(thread, ts);
@@ -585,9 +597,9 @@ impl Process {
                 ..
             } => {
                 let is_json = matches!(ev.body, Body::DataJson { .. });
-                let category = category.as_deref().map(|c| text(r, c)).unwrap_or_default();
-                let key = text(r, key);
-                let shown = text(r, value);
+                let category = category.as_deref().map(|c| r.text(c)).unwrap_or_default();
+                let key = r.text(key);
+                let shown = r.text(value);
                 let json = if is_json {
                     serde_json::from_str::<Json>(&shown).unwrap_or(Json::String(shown.clone()))
                 } else {
@@ -610,18 +622,21 @@ impl Process {
                     return;
                 }
                 let want = (*nesting - 2) as usize;
-                let mut a = self.anomalies;
-                let th = self.thread_mut(thread, ts);
+                let th = self
+                    .threads
+                    .get(thread, ts, &mut self.ids, &mut self.anomalies);
                 if let Some(reg) = th.stack.get_mut(want).filter(|g| g.nesting == *nesting - 1) {
-                    region_data(&mut reg.span, &category, &key, json);
-                    push_event(
-                        &mut reg.span.events,
-                        &mut reg.span.dropped_events_count,
-                        &mut a,
+                    reg.data.entry(category).or_default().insert(key, json);
+                    let span = &mut reg.span;
+                    if !push_capped(
+                        &mut span.events,
+                        &mut span.dropped_events_count,
+                        MAX_EVENTS_PER_SPAN,
                         event,
-                    );
+                    ) {
+                        self.anomalies.events_dropped += 1;
+                    }
                 }
-                self.anomalies = a;
             }
             Body::Timer {
                 per_thread,
@@ -638,7 +653,7 @@ impl Process {
                     min_sec: t_min.as_secs_f64(),
                     max_sec: t_max.as_secs_f64(),
                 };
-                let (c, n) = (text(r, category), text(r, name));
+                let (c, n) = (r.text(category), r.text(name));
                 if *per_thread {
                     self.thread_mut(thread, ts)
                         .timers
@@ -655,7 +670,7 @@ impl Process {
                 name,
                 count,
             } => {
-                let (c, n) = (text(r, category), text(r, name));
+                let (c, n) = (r.text(category), r.text(name));
                 if *per_thread {
                     self.thread_mut(thread, ts)
                         .counters
@@ -671,19 +686,28 @@ impl Process {
     }
 
     fn process_event(&mut self, needs_process_detail: bool, ev: SpanEvent) {
-        if self.events.len() < MAX_EVENTS_PER_SPAN {
-            self.events.push((needs_process_detail, ev));
-        } else {
-            self.dropped_events += 1;
+        let ev = (needs_process_detail, ev);
+        if !push_capped(
+            &mut self.events,
+            &mut self.dropped_events,
+            MAX_EVENTS_PER_SPAN,
+            ev,
+        ) {
             self.anomalies.events_dropped += 1;
         }
     }
 
-    fn finish_region(&mut self, reg: Region) {
+    fn finish_region(&mut self, mut reg: Region) {
+        if !reg.data.is_empty() {
+            reg.span.attributes.push(kv_str(
+                "trace2.region.data",
+                serde_json::to_string(&reg.data).unwrap_or_default(),
+            ));
+        }
         self.done.push((SpanClass::Verbose, reg.span));
     }
 
-    fn finish_thread(&mut self, name: String, mut th: Thread, end: u64) {
+    fn finish_thread(&mut self, name: &[u8], mut th: Thread, end: u64) {
         while let Some(mut reg) = th.stack.pop() {
             reg.span.end_time_unix_nano = end.max(reg.span.start_time_unix_nano);
             self.finish_region(reg);
@@ -706,7 +730,7 @@ impl Process {
             trace_id: self.trace_id.to_vec(),
             span_id: th.span_id.to_vec(),
             parent_span_id: self.span_id.to_vec(),
-            name,
+            name: String::from_utf8_lossy(name).into_owned(),
             kind: span_kind::INTERNAL,
             start_time_unix_nano: start,
             end_time_unix_nano: th.end.unwrap_or(end).max(start),
@@ -758,12 +782,12 @@ impl Process {
             self.ended = Some(how);
         }
         let end = self.end.unwrap_or(self.last);
-        let mut threads: Vec<(String, Thread)> = self.threads.drain().collect();
+        let mut threads: Vec<(Box<[u8]>, Thread)> = self.threads.others.drain().collect();
         threads.sort_by(|a, b| a.0.cmp(&b.0));
         for (name, th) in threads {
-            self.finish_thread(name, th, end);
+            self.finish_thread(&name, th, end);
         }
-        while let Some(mut reg) = self.main.stack.pop() {
+        while let Some(mut reg) = self.threads.main.stack.pop() {
             reg.span.end_time_unix_nano = end.max(reg.span.start_time_unix_nano);
             self.finish_region(reg);
         }
@@ -837,13 +861,14 @@ impl Process {
     }
 
     /// The process span, at detail `dl` (after [`Process::close`]).
+    /// `q`: [`Process::names`].
     pub fn process_span(
         &mut self,
+        q: &QualifiedNames,
         dl: Detail,
         nickname_key: Option<&str>,
         pii: &[KeyValue],
     ) -> Span {
-        let q = self.names();
         let start = self.start.unwrap_or(self.last);
         let end = self.end.unwrap_or(self.last).max(start);
         let exit_code = self.exit_code.unwrap_or(-1);
@@ -905,16 +930,16 @@ impl Process {
             a.push(kv_str("trace2.repo.nickname", nick.to_string()));
         }
         if dl.region_and_thread_spans() {
-            if !self.main.timers.is_empty() {
+            if !self.threads.main.timers.is_empty() {
                 a.push(kv_str(
                     "trace2.thread.timers",
-                    serde_json::to_string(&self.main.timers).unwrap_or_default(),
+                    serde_json::to_string(&self.threads.main.timers).unwrap_or_default(),
                 ));
             }
-            if !self.main.counters.is_empty() {
+            if !self.threads.main.counters.is_empty() {
                 a.push(kv_str(
                     "trace2.thread.counters",
-                    serde_json::to_string(&self.main.counters).unwrap_or_default(),
+                    serde_json::to_string(&self.threads.main.counters).unwrap_or_default(),
                 ));
             }
         }
@@ -963,7 +988,7 @@ impl Process {
             trace_id: self.trace_id.to_vec(),
             span_id: self.span_id.to_vec(),
             parent_span_id: self.parent_span_id.map(|p| p.to_vec()).unwrap_or_default(),
-            name: q.exe_verb_mode,
+            name: q.exe_verb_mode.clone(),
             kind: span_kind::SERVER,
             start_time_unix_nano: start,
             end_time_unix_nano: end,
@@ -972,31 +997,6 @@ impl Process {
             dropped_events_count: self.dropped_events,
             ..Span::default()
         }
-    }
-}
-
-/// Adds `data[category][key] = value` to a region's `trace2.region.data`.
-fn region_data(span: &mut Span, category: &str, key: &str, value: Json) {
-    use crate::proto::any_value::Value as V;
-    let existing = span
-        .attributes
-        .iter_mut()
-        .find(|kv| kv.key == "trace2.region.data");
-    let mut map: Nested<Json> = match existing
-        .as_ref()
-        .and_then(|kv| kv.value.as_ref())
-        .and_then(|v| v.value.as_ref())
-    {
-        Some(V::StringValue(s)) => serde_json::from_str(s).unwrap_or_default(),
-        _ => BTreeMap::new(),
-    };
-    map.entry(category.to_string())
-        .or_default()
-        .insert(key.to_string(), value);
-    let s = serde_json::to_string(&map).unwrap_or_default();
-    match existing {
-        Some(kv) => *kv = kv_str("trace2.region.data", s),
-        None => span.attributes.push(kv_str("trace2.region.data", s)),
     }
 }
 
@@ -1078,9 +1078,5 @@ mod tests {
         p.verb = "checkout".into();
         p.mode = "branch".into();
         assert_eq!(p.names().exe_verb_mode, "git:checkout#branch");
-        assert_eq!(
-            sid_pid(b"20240101T000000.000000Z-H0123abcd-P0000392b"),
-            Some(0x392b)
-        );
     }
 }

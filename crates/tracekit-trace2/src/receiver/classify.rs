@@ -1,5 +1,7 @@
 //! Classifying a line: which format it is and which session (SID) it belongs to, without a full parse.
 
+use std::borrow::Cow;
+
 /// The three Trace2 output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Format {
@@ -83,7 +85,7 @@ fn is_timed_perf(line: &[u8]) -> bool {
 /// string's escapes (`\uXXXX` included; invalid ones become U+FFFD) and
 /// keeps bytes >= 0x80 raw, as git writes them. The rest of the line is
 /// never validated.
-pub fn scan_sid(line: &[u8]) -> Option<Vec<u8>> {
+pub fn scan_sid(line: &[u8]) -> Option<Cow<'_, [u8]>> {
     let mut at = skip_ws(line, 0);
     if line.get(at) != Some(&b'{') {
         return None;
@@ -100,7 +102,7 @@ pub fn scan_sid(line: &[u8]) -> Option<Vec<u8>> {
             return None;
         }
         at = skip_ws(line, at + 1);
-        if key == b"sid" {
+        if *key == b"sid"[..] {
             if line.get(at) != Some(&b'"') {
                 return None;
             }
@@ -123,16 +125,22 @@ fn skip_ws(s: &[u8], mut at: usize) -> usize {
 }
 
 /// Decodes the JSON string starting at the `"` at `at`; returns the bytes
-/// and the index after the closing quote.
-fn decode_string(s: &[u8], at: usize) -> Option<(Vec<u8>, usize)> {
+/// (borrowed from `s` when the string has no escape, as git's SIDs and
+/// keys never do) and the index after the closing quote.
+fn decode_string(s: &[u8], at: usize) -> Option<(Cow<'_, [u8]>, usize)> {
+    let start = at + 1;
+    let first = memchr::memchr2(b'"', b'\\', s.get(start..)?)?;
+    if s[start + first] == b'"' {
+        return Some((Cow::Borrowed(&s[start..start + first]), start + first + 1));
+    }
     let mut out = Vec::new();
-    let mut i = at + 1;
+    let mut i = start;
     loop {
         let run = memchr::memchr2(b'"', b'\\', s.get(i..)?)?;
         out.extend_from_slice(&s[i..i + run]);
         i += run;
         if s[i] == b'"' {
-            return Some((out, i + 1));
+            return Some((Cow::Owned(out), i + 1));
         }
         let escape = *s.get(i + 1)?;
         i += 2;

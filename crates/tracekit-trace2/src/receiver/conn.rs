@@ -87,8 +87,8 @@ impl Conn {
         self.pending.extend_from_slice(&chunk[last_newline + 1..]);
     }
 
-    /// Writes complete lines (`data` ends with `\n`) and shows them to the
-    /// observer.
+    /// Shows complete lines (`data` ends with `\n`) to the observer and
+    /// writes them to their session files.
     pub(super) fn write_lines(&mut self, state: &mut State<'_>, data: &[u8]) {
         let format = *self.format.get_or_insert_with(|| detect_format(data));
         state.observer.lines(
@@ -99,14 +99,15 @@ impl Conn {
             format,
             data,
         );
-        if state.out_dir.is_none() {
-            state.summary.lines += memchr::memchr_iter(b'\n', data).count() as u64;
+        let lines = memchr::memchr_iter(b'\n', data).count() as u64;
+        state.summary.lines += lines;
+        let Some(files) = &mut state.files else {
             return;
-        }
+        };
+        let summary = &mut state.summary;
         if format != Format::Event {
-            let lines = memchr::memchr_iter(b'\n', data).count() as u64;
             let key = (format, self.own_name.clone());
-            self.write_to(state, key, data, lines);
+            self.write_to(files, summary, &key, data, lines);
             return;
         }
         let mut batch_start = 0;
@@ -115,61 +116,92 @@ impl Conn {
         let mut line_start = 0;
         for newline in memchr::memchr_iter(b'\n', data) {
             let line = &data[line_start..=newline];
-            let key = self.event_key(state, line);
-            if batch_key.as_ref() != Some(&key) {
-                if let Some(previous) = batch_key.take() {
-                    self.write_to(state, previous, &data[batch_start..line_start], batch_lines);
+            let previous = batch_key
+                .as_ref()
+                .or(self.current.as_ref().map(|(key, _)| key));
+            match self.event_key(summary, line, previous) {
+                Some(key) => {
+                    if let Some(previous) = batch_key.take() {
+                        self.write_to(
+                            files,
+                            summary,
+                            &previous,
+                            &data[batch_start..line_start],
+                            batch_lines,
+                        );
+                    }
+                    batch_start = line_start;
+                    batch_lines = 0;
+                    batch_key = Some(key);
                 }
-                batch_start = line_start;
-                batch_lines = 0;
-                batch_key = Some(key);
+                // The first line of this chunk continues the file written
+                // last (`previous` was `self.current`'s key).
+                None if batch_key.is_none() => {
+                    batch_key = self.current.as_ref().map(|(key, _)| key.clone());
+                }
+                None => {}
             }
             batch_lines += 1;
             line_start = newline + 1;
         }
         if let Some(key) = batch_key {
-            self.write_to(state, key, &data[batch_start..], batch_lines);
+            self.write_to(files, summary, &key, &data[batch_start..], batch_lines);
         }
     }
 
-    /// The session an EVENT line belongs to.
-    pub(super) fn event_key(&self, state: &mut State<'_>, line: &[u8]) -> SessionKey {
-        if let Some(name) = scan_sid(line).and_then(|sid| session_file_name(&sid)) {
-            return (Format::Event, name);
+    /// The session an EVENT line belongs to, `None` when it is `previous`
+    /// (the previous line's); the name is only built when it changes.
+    fn event_key(
+        &self,
+        summary: &mut Summary,
+        line: &[u8],
+        previous: Option<&SessionKey>,
+    ) -> Option<SessionKey> {
+        if let Some(sid) = scan_sid(line) {
+            if previous.is_some_and(|key| is_session_file_name(&sid, &key.1)) {
+                return None;
+            }
+            if let Some(name) = session_file_name(&sid) {
+                return Some((Format::Event, name));
+            }
         }
-        state.summary.lines_without_sid += 1;
-        let key = match &self.current {
-            Some((key, _)) => key.clone(),
-            None => (Format::Event, self.own_name.clone()),
+        summary.lines_without_sid += 1;
+        let (key, name) = match previous {
+            Some(key) => (None, key.1.as_str()),
+            None => (
+                Some((Format::Event, self.own_name.clone())),
+                self.own_name.as_str(),
+            ),
         };
-        state.summary.warnings.push(
+        summary.warnings.push(
             Position::Unknown,
             format!(
-                "connection {}: EVENT line without a readable sid, written to event/{}",
-                self.id, key.1
+                "connection {}: EVENT line without a readable sid, written to event/{name}",
+                self.id
             ),
         );
         key
     }
 
-    pub(super) fn write_to(
+    fn write_to(
         &mut self,
-        state: &mut State<'_>,
-        key: SessionKey,
+        files: &mut Files,
+        summary: &mut Summary,
+        key: &SessionKey,
         bytes: &[u8],
         lines: u64,
     ) {
-        if self.current.as_ref().map(|(k, _)| k) != Some(&key) {
+        if self.current.as_ref().map(|(k, _)| k) != Some(key) {
             // Close the previous file before opening the next: one output
             // file per connection at a time.
             self.current = None;
-            match state.open(&key) {
+            match files.open(summary, key) {
                 Ok(file) => self.current = Some((key.clone(), file)),
-                Err(e) => return state.lost(&key, lines, &e),
+                Err(e) => return files.lost(summary, key, lines, &e),
             }
         }
         if let Some((key, file)) = self.current.as_mut() {
-            state.append(file, key, bytes, lines);
+            files.append(summary, file, key, bytes, lines);
         }
     }
 

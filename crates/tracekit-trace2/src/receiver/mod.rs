@@ -128,8 +128,8 @@ mod tests;
 
 pub use classify::{detect_format, scan_sid, Format};
 use conn::Conn;
-pub use naming::{session_file_name, sid_timestamp};
-use routing::{SessionKey, State};
+pub use naming::{is_session_file_name, session_file_name, sid_timestamp};
+use routing::{Files, SessionKey, State};
 
 /// How many datagram output files stay open at once.
 pub const DGRAM_OPEN_FILES: usize = 64;
@@ -171,8 +171,8 @@ pub struct Summary {
     pub connections: u64,
     /// Datagrams received.
     pub datagrams: u64,
-    /// Lines written (a partial line counts as one); without an output
-    /// directory, lines received.
+    /// Lines received (a partial line counts as one); with an output
+    /// directory each is written or counted in `lines_lost`.
     pub lines: u64,
     /// Bytes received.
     pub bytes: u64,

@@ -1,34 +1,31 @@
 //! Output file names: a session's file name and the SID-style timestamp.
 
 use super::*;
+use crate::event::sid_own;
 
 /// The file name for a session: the SID's last component (after the last
 /// `/`), as git's directory target names it. Bytes other than ASCII
 /// letters, digits, `.`, `-`, `_` become `_` and a leading `.` becomes `_`,
 /// so a hostile SID cannot escape the output directory. `None` if empty.
 pub fn session_file_name(sid: &[u8]) -> Option<String> {
-    let last = match memchr::memrchr(b'/', sid) {
-        Some(slash) => &sid[slash + 1..],
-        None => sid,
-    };
-    if last.is_empty() {
-        return None;
-    }
-    let mut name: String = last
-        .iter()
-        .take(200)
-        .map(|&b| {
-            if b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_') {
-                b as char
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if name.starts_with('.') {
-        name.replace_range(..1, "_");
-    }
-    Some(name)
+    (!sid_own(sid).is_empty()).then(|| file_name_chars(sid).collect())
+}
+
+/// Whether `name` is [`session_file_name`] of `sid` (without building it:
+/// consecutive lines mostly belong to the same session).
+pub fn is_session_file_name(sid: &[u8], name: &str) -> bool {
+    !sid_own(sid).is_empty() && file_name_chars(sid).eq(name.chars())
+}
+
+fn file_name_chars(sid: &[u8]) -> impl Iterator<Item = char> + '_ {
+    sid_own(sid).iter().take(200).enumerate().map(|(i, &b)| {
+        let keep = b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_') || (b == b'.' && i > 0);
+        if keep {
+            b as char
+        } else {
+            '_'
+        }
+    })
 }
 
 /// `YYYYMMDDTHHMMSS.uuuuuuZ` in UTC, the form of a SID's timestamp.

@@ -43,13 +43,13 @@ fn sid_scanner_handles_escapes_spacing_and_order() {
     let line = br#" { "event" : "x\"sid\":\"no" , "n":[1,{"sid":"nested"}], "t":-1.5e3, "ok":true, "sid" : "a\/b\u002fc\"d\u00e9\ud83d\ude00" }"#;
     let sid = scan_sid(line).unwrap();
     assert_eq!(
-        String::from_utf8(sid.clone()).unwrap(),
+        String::from_utf8(sid.to_vec()).unwrap(),
         "a/b/c\"d\u{e9}\u{1f600}"
     );
     // Every byte of a multi-byte character becomes one `_`.
     assert_eq!(session_file_name(&sid).unwrap(), "c_d______");
     // Raw non-UTF-8 bytes are kept, as git writes them.
-    assert_eq!(scan_sid(b"{\"sid\":\"x\xe9y\"}").unwrap(), b"x\xe9y");
+    assert_eq!(*scan_sid(b"{\"sid\":\"x\xe9y\"}").unwrap(), b"x\xe9y"[..]);
     // Incomplete or missing: no sid, never a panic.
     for bad in [
         &b"{\"event\":\"version\",\"sid\":\"2026"[..],
@@ -561,4 +561,42 @@ fn sockets_directories_and_files_are_private() {
         }
     }
     assert_eq!(seen, 3, "event file, perf stream file, perf dgram file");
+}
+
+#[test]
+fn chunks_continuing_a_session_and_lines_without_sid_stay_with_it() {
+    const OTHER: &str = "20261121T000000.000002Z-H0a7c9cdf-P00000002";
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let mut observer = NoObserver;
+    let mut state = State::new(Some(out.clone()), &mut observer);
+    let (stream, _peer) = UnixStream::pair().unwrap();
+    let mut conn = Conn::new(stream, 1);
+    let line = |event: &str, sid: &str| format!("{{\"event\":\"{event}\",\"sid\":\"{sid}\"}}\n");
+    let no_sid = "{\"event\":\"no sid\"}\n";
+    // Chunks as reads cut them: the second starts with the session the
+    // first ended with, the third with a line without a sid.
+    let chunks = [
+        line("version", SID),
+        format!("{}{}{no_sid}", line("start", SID), line("version", OTHER)),
+        format!("{no_sid}{}", line("atexit", OTHER)),
+    ];
+    for chunk in &chunks {
+        conn.write_lines(&mut state, chunk.as_bytes());
+    }
+    drop(conn);
+    let summary = state.summary;
+    let written = files(&out, "event");
+    assert_eq!(
+        String::from_utf8_lossy(&written[SID]),
+        line("version", SID) + &line("start", SID)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&written[OTHER]),
+        line("version", OTHER) + no_sid + no_sid + &line("atexit", OTHER)
+    );
+    assert_eq!(summary.lines, 6);
+    assert_eq!(summary.lines_without_sid, 2);
+    assert_eq!(summary.sessions, 2);
+    assert_eq!(summary.lines_lost, 0);
 }

@@ -29,7 +29,7 @@ use std::sync::mpsc;
 use serde::Serialize;
 use tracekit_core::{Position, Warnings};
 
-use crate::event::{sid_own, sid_parent, Body, Event, Time};
+use crate::event::{sid_own, sid_parent, sid_pid, sid_root, Body, Event, Time};
 use crate::reader::{for_each_in, Format, RecordIter};
 use crate::time::{Micros, UnixMicros};
 
@@ -83,23 +83,6 @@ fn text(b: &[u8]) -> String {
 
 fn secs(m: i64) -> f64 {
     Micros(m).as_secs_f64()
-}
-
-/// The pid in a SID component (`...-P0000394d`).
-fn sid_pid(own: &[u8]) -> Option<u32> {
-    let i = memchr::memrchr(b'P', own)?;
-    let hex = own.get(i + 1..)?;
-    if hex.is_empty() || hex.len() > 8 || !hex.iter().all(u8::is_ascii_hexdigit) {
-        return None;
-    }
-    u32::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()
-}
-
-fn sid_root(sid: &[u8]) -> &[u8] {
-    match memchr::memchr(b'/', sid) {
-        Some(i) => &sid[..i],
-        None => sid,
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -2,8 +2,8 @@
 //! SQL tables (`trace2_processes`) need, with the command grouped exactly
 //! as the report's per-command statistics group it.
 
-use super::{command_name, sid_pid, End, ProcState, Session};
-use crate::event::{sid_own, sid_parent};
+use super::{command_name, End, ProcState, Session};
+use crate::event::{sid_own, sid_parent, sid_pid};
 use crate::time::UnixMicros;
 
 /// One git process. Times are microseconds (git's own resolution).

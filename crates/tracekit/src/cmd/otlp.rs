@@ -11,6 +11,14 @@ use tracekit_otlp::exporter::{ExportStats, ExporterConfig};
 use tracekit_otlp::http::HttpConfig;
 use tracekit_otlp::redact::Redactor;
 
+/// Compression of OTLP request bodies.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Compression {
+    #[default]
+    Gzip,
+    None,
+}
+
 /// How to send OTLP and what to hide (flattened into commands).
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct OtlpArgs {
@@ -24,15 +32,15 @@ pub struct OtlpArgs {
     #[arg(long, value_name = "NAME=VALUE")]
     pub otlp_header: Vec<String>,
     /// Compression of request bodies.
-    #[arg(long, value_name = "gzip|none", default_value = "gzip")]
-    pub otlp_compression: String,
+    #[arg(long, value_enum, default_value_t = Compression::Gzip)]
+    pub otlp_compression: Compression,
     /// Seconds one request may take (connect to answer).
-    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
-    pub otlp_timeout: f64,
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds, default_value = "10")]
+    pub otlp_timeout: Duration,
     /// Seconds a request is retried (with backoff, honouring Retry-After)
     /// before it is spooled and the collector counted as away.
-    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
-    pub otlp_retry: f64,
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds, default_value = "30")]
+    pub otlp_retry: Duration,
     /// Directory where requests wait while the collector is away, replayed
     /// oldest first when it answers again (also by the next run).
     /// Default: $XDG_STATE_HOME/tracekit/otlp-spool
@@ -67,11 +75,14 @@ fn default_spool() -> Option<PathBuf> {
     Some(state.join("tracekit/otlp-spool"))
 }
 
-fn seconds(name: &str, v: f64) -> Result<Duration> {
-    if !(v.is_finite() && v >= 0.0) {
-        bail!("{name} must be a number of seconds >= 0");
+/// A clap value parser for a number of seconds >= 0 (fractions allowed),
+/// at most a year.
+pub fn parse_seconds(s: &str) -> Result<Duration, String> {
+    const YEAR: f64 = 86_400.0 * 365.0;
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(Duration::from_secs_f64(v.min(YEAR))),
+        _ => Err(format!("{s:?} is not a number of seconds >= 0")),
     }
-    Ok(Duration::from_secs_f64(v.min(86_400.0 * 365.0)))
 }
 
 impl OtlpArgs {
@@ -104,18 +115,13 @@ impl OtlpArgs {
             };
             headers.push((k.trim().to_string(), v.trim().to_string()));
         }
-        let gzip = match self.otlp_compression.as_str() {
-            "gzip" => true,
-            "none" => false,
-            other => bail!("--otlp-compression {other:?}: gzip or none"),
-        };
         let mut config = ExporterConfig::new(HttpConfig {
             url,
             headers,
-            gzip,
-            timeout: seconds("--otlp-timeout", self.otlp_timeout)?,
+            gzip: self.otlp_compression == Compression::Gzip,
+            timeout: self.otlp_timeout,
         });
-        config.retry_for = seconds("--otlp-retry", self.otlp_retry)?;
+        config.retry_for = self.otlp_retry;
         config.backoff_max = config
             .backoff_max
             .min(config.retry_for.max(Duration::from_secs(1)));

@@ -7,13 +7,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use tracekit_otlp::exporter::Exporter;
-use tracekit_otlp::trace2::filter::{Detail, FilterConfig, Pattern};
+use tracekit_otlp::trace2::filter::{Detail, FilterConfig, Pattern, Rules};
 use tracekit_otlp::trace2::{host_name, ForwardStats, Forwarder, ForwarderConfig};
 use tracekit_trace2::receiver::{Config, Receiver, Summary};
 
-use crate::cmd::otlp::{export_line, OtlpArgs};
+use crate::cmd::otlp::{export_line, parse_seconds, OtlpArgs};
 
 /// The teaching part of `--help` (the one-line summary comes from the
 /// subcommand list in `trace2.rs`).
@@ -128,8 +128,8 @@ pub struct Args {
     pub dir: Option<PathBuf>,
     /// After Ctrl-C/SIGTERM, seconds to let connected git processes finish
     /// before their connections are closed (a second signal skips it).
-    #[arg(long, value_name = "SECONDS", default_value_t = 2.0)]
-    pub grace: f64,
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds, default_value = "2")]
+    pub grace: Duration,
     /// Print the final summary as JSON on standard output.
     #[arg(long)]
     pub json: bool,
@@ -157,37 +157,35 @@ pub struct Args {
     pub omit_user: bool,
     /// Seconds to wait after a session's last process ended before sending
     /// it (its children's connections may still be queued).
-    #[arg(long, value_name = "SECONDS", default_value_t = 0.3)]
-    pub settle: f64,
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds, default_value = "0.3")]
+    pub settle: Duration,
     /// Seconds of silence after which a process counts as ended (a crash
     /// whose connection stays open, a datagram client).
-    #[arg(long, value_name = "SECONDS", default_value_t = 600.0)]
-    pub session_timeout: f64,
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds, default_value = "600")]
+    pub session_timeout: Duration,
     /// At exit, seconds to keep sending before the rest is spooled.
-    #[arg(long, value_name = "SECONDS", default_value_t = 5.0)]
-    pub shutdown_timeout: f64,
-}
-
-fn secs(name: &str, v: f64) -> Result<Duration> {
-    if !(v.is_finite() && v >= 0.0) {
-        bail!("{name} must be a number of seconds >= 0");
-    }
-    Ok(Duration::from_secs_f64(v.min(86_400.0 * 365.0)))
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds, default_value = "5")]
+    pub shutdown_timeout: Duration,
 }
 
 /// The forwarder's configuration from the flags and the filter file.
 fn forwarder_config(args: &Args) -> Result<ForwarderConfig> {
-    let mut filter = match &args.filter {
-        Some(path) => FilterConfig::load(path).map_err(anyhow::Error::msg)?,
-        None => FilterConfig::default(),
+    let (filter, mut rules) = match &args.filter {
+        Some(path) => {
+            let filter = FilterConfig::load(path).map_err(anyhow::Error::msg)?;
+            let rules = filter
+                .compile()
+                .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            (filter, rules)
+        }
+        None => (FilterConfig::default(), Rules::default()),
     };
-    filter.keep.extend(args.keep.iter().cloned());
-    filter.drop.extend(args.drop.iter().cloned());
+    // The flags add to the file's rules.
+    rules.keep.extend(args.keep.iter().cloned());
+    rules.drop.extend(args.drop.iter().cloned());
     if let Some(d) = &args.detail {
-        Detail::parse(d).map_err(|e| anyhow::anyhow!("--detail {e}"))?;
-        filter.detail = Some(d.clone());
+        rules.detail = Detail::parse(d).map_err(|e| anyhow::anyhow!("--detail {e}"))?;
     }
-    let rules = filter.compile().map_err(anyhow::Error::msg)?;
     let patterns: Vec<(String, String)> = filter
         .redact
         .patterns
@@ -200,8 +198,8 @@ fn forwarder_config(args: &Args) -> Result<ForwarderConfig> {
     Ok(ForwarderConfig {
         rules,
         redactor,
-        settle: secs("--settle", args.settle)?,
-        session_timeout: secs("--session-timeout", args.session_timeout)?,
+        settle: args.settle,
+        session_timeout: args.session_timeout,
         host: if filter.resource.host && !args.omit_host {
             host_name()
         } else {
@@ -213,20 +211,17 @@ fn forwarder_config(args: &Args) -> Result<ForwarderConfig> {
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
-    if !(args.grace.is_finite() && args.grace >= 0.0) {
-        anyhow::bail!("--grace must be a number of seconds >= 0");
-    }
     let config = Config {
         stream_socket: args.socket.clone(),
         dgram_socket: args.dgram_socket.clone(),
         out_dir: args.dir.clone(),
-        grace: Duration::from_secs_f64(args.grace.min(86_400.0)),
+        grace: args.grace.min(Duration::from_secs(86_400)),
     };
     let forwarding = match args.otlp.exporter_config()? {
         Some(export) => Some((export, forwarder_config(&args)?)),
         None => None,
     };
-    let shutdown_timeout = secs("--shutdown-timeout", args.shutdown_timeout)?;
+    let shutdown_timeout = args.shutdown_timeout;
     raise_open_file_limit();
     let receiver = Receiver::bind(config)?;
     receiver.stop_on_signals(&[libc::SIGINT, libc::SIGTERM])?;
