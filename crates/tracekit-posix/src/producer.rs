@@ -416,7 +416,7 @@ unsafe fn claim<A, C>(h: &StreamHeaderOf<A, C>, lane: usize, pos: u64, pid: i32,
 }
 
 /// Longest a writer waits for the lane's previous slot to be published.
-pub const PREVIOUS_SLOT_WAIT_NS: u64 = 20_000_000;
+pub const PREVIOUS_SLOT_WAIT_NS: u64 = 100_000_000;
 
 /// Waits (bounded: [`PREVIOUS_SLOT_WAIT_NS`]) until the slot before `pos`
 /// in `lane` is published, so a writer stamps its event after the one
