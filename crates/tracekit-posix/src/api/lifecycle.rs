@@ -333,7 +333,7 @@ pub(super) fn stop_state(h: &shm::StreamHeader) -> u32 {
 /// How long a controller waits for a reader to make room in the system
 /// lane before it records a system event (START, STOP) there anyway,
 /// counting it lost (the reader then shows OVERFLOW/RESUME at its place).
-const SYSTEM_ROOM_WAIT: Duration = Duration::from_millis(50);
+const SYSTEM_ROOM_WAIT: Duration = Duration::from_millis(200);
 
 /// The consumer lock, taken once the system lane has room for the system
 /// event the caller is about to record: a START or STOP lost to a full
