@@ -393,24 +393,24 @@ pub unsafe fn write<A, C>(
     let pos = reserve(h, lane, || stamp.ticks())?;
     // SAFETY: the caller's guarantee; `pos` was just reserved in `lane`.
     unsafe {
-        claim(h, lane, pos, pid, thread);
-        wait_for_previous(h, lane, pos, pid, thread);
-        publish(h, lane, pos, id, parts, pid, thread, prog, stamp.ticks());
+        let slot = slot_ptr(h, lane, pos);
+        claim(slot, pos, pid, thread);
+        wait_for_previous(h, lane, pos, slot, pid, thread);
+        complete(h, slot, pos, id, parts, prog, stamp.ticks());
     }
     Ok(())
 }
 
-/// Marks reserved slot `pos` of `lane` as being written by (`pid`,
+/// Marks reserved slot `pos` (at `slot`) as being written by (`pid`,
 /// `thread`): odd sequence word, then the writer. A writer waiting for
 /// this slot ([`wait_for_previous`]) sees who holds it.
 ///
 /// # Safety
-/// As for [`publish`].
+/// As for [`publish`]; `slot` is where slot `pos` lives.
 #[inline(always)]
-unsafe fn claim<A, C>(h: &StreamHeaderOf<A, C>, lane: usize, pos: u64, pid: i32, thread: u64) {
-    // SAFETY: the caller's guarantee: we own slot `pos` of `lane`.
+unsafe fn claim(slot: *mut SlotHeader, pos: u64, pid: i32, thread: u64) {
+    // SAFETY: the caller's guarantee: we own slot `pos`.
     unsafe {
-        let slot = slot_ptr(h, lane, pos);
         (*slot).seq.store(2 * pos + 1, Relaxed);
         fence(Release);
         ptr::addr_of_mut!((*slot).pid).write_volatile(pid);
@@ -438,14 +438,24 @@ unsafe fn wait_for_previous<A, C>(
     h: &StreamHeaderOf<A, C>,
     lane: usize,
     pos: u64,
+    slot: *mut SlotHeader,
     pid: i32,
     thread: u64,
 ) {
     if pos == 0 {
         return;
     }
-    // SAFETY: the caller's guarantee; pos - 1 is a slot of this lane.
-    let prev = unsafe { &*slot_ptr(h, lane, pos - 1) };
+    // SAFETY: the caller's guarantee; pos - 1 is a slot of this lane: the
+    // one before `slot`, or the lane's last when `pos` starts a lap.
+    let prev = unsafe {
+        &*if pos & (h.slot_count - 1) != 0 {
+            slot.cast::<u8>()
+                .sub(h.slot_size as usize)
+                .cast::<SlotHeader>()
+        } else {
+            slot_ptr(h, lane, pos - 1)
+        }
+    };
     if prev.seq.load(Acquire) >= 2 * pos {
         return;
     }
@@ -628,6 +638,29 @@ pub unsafe fn publish<A, C>(
     prog: u64,
     ticks: u64,
 ) {
+    // SAFETY: the caller's guarantee.
+    unsafe {
+        let slot = slot_ptr(h, lane, pos);
+        claim(slot, pos, pid, thread);
+        complete(h, slot, pos, id, parts, prog, ticks);
+    }
+}
+
+/// Writes the rest of a [`claim`]ed slot (slot `pos`, at `slot`) and
+/// publishes it (even sequence word).
+///
+/// # Safety
+/// As for [`publish`], and the slot was claimed by this writer.
+#[inline(always)]
+unsafe fn complete<A, C>(
+    h: &StreamHeaderOf<A, C>,
+    slot: *mut SlotHeader,
+    pos: u64,
+    id: u32,
+    parts: &[&[u8]],
+    prog: u64,
+    ticks: u64,
+) {
     let limit = if id >= USER_EVENT_FIRST {
         h.max_data_size as usize
     } else {
@@ -640,16 +673,12 @@ pub unsafe fn publish<A, C>(
         (total, POSIX_TRACE_NOT_TRUNCATED)
     };
     // SAFETY: the caller guarantees the slots follow the header; we own
-    // slot `pos` of `lane` until we publish it; len <= slot_data.
+    // slot `pos` of `lane` (claimed: odd sequence word) until we publish
+    // it; len <= slot_data.
     unsafe {
-        let slot = slot_ptr(h, lane, pos);
-        (*slot).seq.store(2 * pos + 1, Relaxed);
-        fence(Release);
         ptr::addr_of_mut!((*slot).event_id).write_volatile(id);
-        ptr::addr_of_mut!((*slot).pid).write_volatile(pid);
         ptr::addr_of_mut!((*slot).data_len).write_volatile(len as u32);
         ptr::addr_of_mut!((*slot).truncation).write_volatile(truncation);
-        ptr::addr_of_mut!((*slot).thread).write_volatile(thread);
         ptr::addr_of_mut!((*slot).prog).write_volatile(prog);
         ptr::addr_of_mut!((*slot).ticks).write_volatile(ticks);
         let mut dst = (slot as *mut u8).add(SLOT_HEADER);
