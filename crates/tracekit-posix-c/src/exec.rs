@@ -55,7 +55,7 @@ unsafe fn exec_with(
     let x = unsafe { Exec::prepare(envp) };
     let r = call(x.envp(envp));
     let e = errno();
-    x.failed();
+    x.done();
     set_errno(e);
     r
 }

@@ -14,7 +14,7 @@
 //! [`Exec::prepare`] does both right before the exec: it completes the
 //! logs of this process's streams (as shutdown does) and names the
 //! inherited streams' descriptors, passed open, in the new image's
-//! environment ([`traced::INHERIT_ENV`]). If the exec fails, [`Exec::failed`]
+//! environment ([`traced::INHERIT_ENV`]). If the exec fails, [`Exec::done`]
 //! puts everything back: the streams run on and the logs are written on.
 //! `exit` shuts streams down from an `atexit` handler; [`exit_now`] is for
 //! `_exit`. A process killed by a signal runs none of this: the stream's
@@ -123,14 +123,10 @@ impl Exec {
         }
     }
 
-    /// The exec failed (or the spawn is done): the streams run on as
-    /// before and the descriptors made for the new image are closed.
-    pub fn failed(self) {
-        self.done();
-    }
-
-    /// After `posix_spawn`, whatever its result: the child has its own
-    /// copies of the descriptors.
+    /// The exec returned (it failed), or `posix_spawn` returned (the child
+    /// has its own copies of the descriptors, whatever the result): the
+    /// streams run on as before and the descriptors made for the new image
+    /// are closed.
     pub fn done(self) {
         for fd in &self.passed {
             // SAFETY: closing duplicates this wrapper made.

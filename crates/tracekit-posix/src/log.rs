@@ -302,9 +302,26 @@ impl LogWriter {
             stopped: false,
             lost_seen: 0,
         };
-        w.file.set_len(0)?;
-        w.write_header()?;
+        w.start_over()?;
         Ok(w)
+    }
+
+    /// An empty log with this writer's geometry: no blocks, no events,
+    /// no losses, no stream position; the file is the header alone.
+    fn start_over(&mut self) -> io::Result<()> {
+        self.meta = LogMeta {
+            block_size: self.meta.block_size,
+            block_slots: self.meta.block_slots,
+            traced_pid: self.meta.traced_pid,
+            ..LogMeta::default()
+        };
+        self.block.clear();
+        self.block_seq = 0;
+        self.block_open = false;
+        self.stopped = false;
+        self.lost_seen = 0;
+        self.file.set_len(0)?;
+        self.write_header()
     }
 
     /// Takes over a log that another process (a controller that exec'd or
@@ -518,16 +535,7 @@ impl LogWriter {
 
     /// `posix_trace_clear` on a stream with log: start the log over.
     pub fn clear(&mut self) -> io::Result<()> {
-        self.meta.blocks_written = 0;
-        self.meta.events_logged = 0;
-        self.meta.events_lost_log = 0;
-        self.lost_seen = 0;
-        self.meta.status.log_overrun_status = POSIX_TRACE_NO_OVERRUN;
-        self.meta.status.log_full_status = POSIX_TRACE_NOT_FULL;
-        self.block_open = false;
-        self.stopped = false;
-        self.file.set_len(HEADER_SIZE as u64)?;
-        self.write_header()
+        self.start_over()
     }
 
     /// Did the log lose events since the last call? (The status kept in

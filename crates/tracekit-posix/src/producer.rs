@@ -22,7 +22,7 @@ use core::sync::atomic::{fence, AtomicI32, AtomicU32, AtomicU64, Ordering::*};
 use crate::consts::*;
 
 pub const STREAM_MAGIC: [u8; 8] = *b"TKPXSTRM";
-pub const STREAM_VERSION: u32 = 3;
+pub const STREAM_VERSION: u32 = 4;
 /// Most lanes a stream can have (see [`Lane`]).
 pub const MAX_LANES: usize = 16;
 /// Bytes before the first slot's payload.
@@ -125,6 +125,10 @@ pub struct StreamHeaderOf<A, C> {
     pub flush_wake: AtomicU32,
     /// Events lost by the stream (full, overwritten, crashed writer).
     pub lost: AtomicU64,
+    /// System events lost (system lane full) since the last one recorded:
+    /// the next one recorded carries the count (see [`SlotHeader::prog`]),
+    /// so the reader reports the loss where it happened.
+    pub system_lost: AtomicU64,
     /// Raw time of the event whose refusal suspended an UNTIL_FULL stream
     /// (the automatic STOP is reported at that time).
     pub suspended_ticks: AtomicU64,
@@ -151,6 +155,8 @@ pub struct SlotHeader {
     pub data_len: u32,
     pub truncation: i32,
     pub thread: u64,
+    /// The writer's program address. In the system lane (no addresses
+    /// there): how many system events were lost right before this one.
     pub prog: u64,
     pub ticks: u64,
 }
@@ -211,6 +217,7 @@ pub fn lookup<A, C>(h: &StreamHeaderOf<A, C>, name: &[u8]) -> Option<u32> {
 
 extern "C" {
     fn clock_gettime(clock: i32, ts: *mut [i64; 2]) -> i32;
+    fn sched_yield() -> i32;
 }
 
 /// Reads the raw clock of kind `kind` (the one of the stream's calibration).
@@ -228,13 +235,46 @@ pub fn raw_now(kind: u32) -> u64 {
 
 /// `CLOCK_REALTIME` in nanoseconds since the epoch (the vDSO: no system call).
 pub fn realtime_ns() -> u64 {
+    clock_ns(0)
+}
+
+/// `clock`'s time in nanoseconds (0 `CLOCK_REALTIME`, 1 `CLOCK_MONOTONIC`).
+fn clock_ns(clock: i32) -> u64 {
     let mut ts = [0i64; 2];
-    // SAFETY: CLOCK_REALTIME (0) and a valid out-pointer to a timespec
-    // (two 64-bit words on the 64-bit targets this runs on).
-    unsafe { clock_gettime(0, &mut ts) };
+    // SAFETY: a clock id and a valid out-pointer to a timespec (two 64-bit
+    // words on the 64-bit targets this runs on).
+    unsafe { clock_gettime(clock, &mut ts) };
     (ts[0] as u64)
         .wrapping_mul(1_000_000_000)
         .wrapping_add(ts[1] as u64)
+}
+
+/// The time an event is stamped with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stamp {
+    /// Read the raw clock of this kind (the stream's calibration kind)
+    /// once the slot is reserved and the lane's previous slot published:
+    /// what keeps each lane in time order.
+    Now(u32),
+    /// A time the caller read itself (raw ticks). The lane's order is then
+    /// the caller's business: prefer [`Stamp::Now`].
+    At(u64),
+}
+
+impl Stamp {
+    #[inline(always)]
+    fn ticks(self) -> u64 {
+        match self {
+            Stamp::Now(kind) => raw_now(kind),
+            Stamp::At(ticks) => ticks,
+        }
+    }
+}
+
+impl From<u64> for Stamp {
+    fn from(ticks: u64) -> Stamp {
+        Stamp::At(ticks)
+    }
 }
 
 /// What became of an event handed to [`write_event`].
@@ -274,6 +314,12 @@ pub fn is_filtered<A, C>(h: &StreamHeaderOf<A, C>, id: u32) -> bool {
 /// simply not recorded. The one admission check of every writer.
 #[inline(always)]
 pub fn admit<A, C>(h: &StreamHeaderOf<A, C>, id: u32) -> Result<(), Outcome> {
+    // The filter first: a filtered-out event (the cheap "disabled trace
+    // point") costs one load, and is never a loss, even while the stream
+    // is suspended because full.
+    if is_filtered(h, id) {
+        return Err(Outcome::NotAdmitted);
+    }
     let running = h.running.0.load(Relaxed);
     if running != POSIX_TRACE_RUNNING as u32 {
         if running == AUTO_SUSPENDED {
@@ -284,18 +330,16 @@ pub fn admit<A, C>(h: &StreamHeaderOf<A, C>, id: u32) -> Result<(), Outcome> {
         }
         return Err(Outcome::NotAdmitted);
     }
-    if is_filtered(h, id) {
-        return Err(Outcome::NotAdmitted);
-    }
     Ok(())
 }
 
 /// Records one event, its payload the concatenation of `parts` (so a
 /// caller can put a header before a piece of a larger buffer without
 /// copying), as `StreamView::record` does: honours the running
-/// state and the filter, reserves a slot (compare-exchange under
-/// UNTIL_FULL/FLUSH, fetch-add under LOOP), writes it under its sequence
-/// word. No allocation, no lock, no system call.
+/// state and the filter, then [`write`]s it. A full FLUSH stream loses the
+/// event here (counted): this writer does not wait for the flush. No
+/// allocation, no lock, no system call (but `sched_yield` while the lane's
+/// previous slot is being written, see [`write`]).
 ///
 /// # Safety
 /// `h` must be the header of a live, valid ([`is_valid`]) stream mapping
@@ -306,27 +350,154 @@ pub unsafe fn write_event<A, C>(
     parts: &[&[u8]],
     pid: i32,
     thread: u64,
-    ticks: u64,
+    stamp: impl Into<Stamp>,
 ) -> Outcome {
     if let Err(refused) = admit(h, id) {
         return refused;
     }
     let lane = lane_for(h, thread, pid);
-    let pos = match reserve(h, lane, || ticks) {
-        Ok(pos) => pos,
+    // SAFETY: the caller's guarantee.
+    match unsafe { write(h, lane, id, parts, pid, thread, 0, stamp.into()) } {
+        Ok(()) => Outcome::Written,
         Err(full) => {
             if full.may_wait {
-                // No futex here: this writer does not wait for the flush.
                 note_lost(h, 1);
             }
-            return Outcome::Lost {
+            Outcome::Lost {
                 wake_flusher: full.wake_flusher,
-            };
+            }
+        }
+    }
+}
+
+/// The one write path of every writer (after admission): reserves a slot
+/// of `lane` ([`reserve`]), claims it, waits (bounded) until the lane's
+/// previous slot is published ([`wait_for_previous`]), reads the clock,
+/// publishes. Stamping after both is what keeps a lane in time order, the
+/// order the reader's merge relies on.
+///
+/// # Safety
+/// As for [`write_event`]; `lane < h.lanes`.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub unsafe fn write<A, C>(
+    h: &StreamHeaderOf<A, C>,
+    lane: usize,
+    id: u32,
+    parts: &[&[u8]],
+    pid: i32,
+    thread: u64,
+    prog: u64,
+    stamp: Stamp,
+) -> Result<(), Full> {
+    let pos = reserve(h, lane, || stamp.ticks())?;
+    // SAFETY: the caller's guarantee; `pos` was just reserved in `lane`.
+    unsafe {
+        let slot = slot_ptr(h, lane, pos);
+        claim(slot, pos, pid, thread);
+        wait_for_previous(h, lane, pos, slot, pid, thread);
+        complete(h, slot, pos, id, parts, prog, stamp.ticks());
+    }
+    Ok(())
+}
+
+/// Marks reserved slot `pos` (at `slot`) as being written by (`pid`,
+/// `thread`): odd sequence word, then the writer. A writer waiting for
+/// this slot ([`wait_for_previous`]) sees who holds it.
+///
+/// # Safety
+/// As for [`publish`]; `slot` is where slot `pos` lives.
+#[inline(always)]
+unsafe fn claim(slot: *mut SlotHeader, pos: u64, pid: i32, thread: u64) {
+    // SAFETY: the caller's guarantee: we own slot `pos`.
+    unsafe {
+        (*slot).seq.store(2 * pos + 1, Relaxed);
+        fence(Release);
+        ptr::addr_of_mut!((*slot).pid).write_volatile(pid);
+        ptr::addr_of_mut!((*slot).thread).write_volatile(thread);
+    }
+}
+
+/// Longest a writer waits for the lane's previous slot to be published.
+pub const PREVIOUS_SLOT_WAIT_NS: u64 = 100_000_000;
+
+/// Waits (bounded: [`PREVIOUS_SLOT_WAIT_NS`]) until the slot before `pos`
+/// in `lane` is published, so a writer stamps its event after the one
+/// reserved just before it in the same lane: two threads sharing a lane,
+/// one preempted between its reservation and its clock read, would
+/// otherwise leave the lane out of time order. The previous writer only
+/// has to read the clock and copy its payload. No wait when that slot is
+/// held by this very thread (a signal handler that interrupted a writer:
+/// it would wait for itself); if the previous writer does not finish (it
+/// crashed), the wait gives up and the order may be off by that one event.
+///
+/// # Safety
+/// As for [`slot_ptr`]: `h` is a live, valid stream mapping.
+#[inline(always)]
+unsafe fn wait_for_previous<A, C>(
+    h: &StreamHeaderOf<A, C>,
+    lane: usize,
+    pos: u64,
+    slot: *mut SlotHeader,
+    pid: i32,
+    thread: u64,
+) {
+    if pos == 0 {
+        return;
+    }
+    // SAFETY: the caller's guarantee; pos - 1 is a slot of this lane: the
+    // one before `slot`, or the lane's last when `pos` starts a lap.
+    let prev = unsafe {
+        &*if pos & (h.slot_count - 1) != 0 {
+            slot.cast::<u8>()
+                .sub(h.slot_size as usize)
+                .cast::<SlotHeader>()
+        } else {
+            slot_ptr(h, lane, pos - 1)
         }
     };
-    // SAFETY: the caller's guarantee, and `pos` was just reserved in `lane`.
-    unsafe { publish(h, lane, pos, id, parts, pid, thread, 0, ticks) };
-    Outcome::Written
+    if prev.seq.load(Acquire) >= 2 * pos {
+        return;
+    }
+    wait_slow(prev, 2 * pos, pid, thread);
+}
+
+#[cold]
+#[inline(never)]
+fn wait_slow(prev: &SlotHeader, want: u64, pid: i32, thread: u64) {
+    let mut since = 0;
+    for i in 0u32.. {
+        let seq = prev.seq.load(Acquire);
+        if seq >= want {
+            return;
+        }
+        if seq == want - 1 {
+            // Claimed: by this thread, interrupted (a signal handler)?
+            // SAFETY: plain reads of a slot of the mapping (the claim's
+            // Release fence orders them after the odd sequence word).
+            let (p, t) = unsafe {
+                (
+                    ptr::addr_of!(prev.pid).read_volatile(),
+                    ptr::addr_of!(prev.thread).read_volatile(),
+                )
+            };
+            if p == pid && t == thread {
+                return;
+            }
+        }
+        if i < 64 {
+            core::hint::spin_loop();
+            continue;
+        }
+        let now = clock_ns(1);
+        if since == 0 {
+            since = now;
+        } else if now.wrapping_sub(since) > PREVIOUS_SLOT_WAIT_NS {
+            return;
+        }
+        // SAFETY: sched_yield has no preconditions.
+        unsafe { sched_yield() };
+    }
 }
 
 /// The lane was full (UNTIL_FULL/FLUSH): no slot was reserved.
@@ -382,13 +553,20 @@ pub fn reserve<A, C>(
         }
         return Ok(pos);
     }
+    reserve_room(l, cap).ok_or_else(|| lane_full(h, now))
+}
+
+/// Reserves the next slot of `l` if it has room (`tail - head < cap`):
+/// the compare-exchange loop of a lane that never overwrites.
+#[inline(always)]
+fn reserve_room(l: &Lane, cap: u64) -> Option<u64> {
     let mut t = l.tail.0.load(Relaxed);
     loop {
         if t.wrapping_sub(l.head.0.load(Acquire)) >= cap {
-            return Err(lane_full(h, now));
+            return None;
         }
         match l.tail.0.compare_exchange_weak(t, t + 1, Relaxed, Relaxed) {
-            Ok(_) => return Ok(t),
+            Ok(_) => return Some(t),
             Err(now) => t = now,
         }
     }
@@ -419,21 +597,25 @@ fn lane_full<A, C>(h: &StreamHeaderOf<A, C>, now: impl FnOnce() -> u64) -> Full 
 
 /// Reserves a slot of the system lane: capacity-checked under every
 /// policy (a system event never overwrites one), never suspends the
-/// stream; a full system lane loses the event (counted).
-pub fn reserve_system<A, C>(h: &StreamHeaderOf<A, C>) -> Option<u64> {
-    let cap = h.slot_count;
-    let l = &h.lane[system_lane(h)];
-    let mut t = l.tail.0.load(Relaxed);
-    loop {
-        if t.wrapping_sub(l.head.0.load(Acquire)) >= cap {
+/// stream. A full system lane loses the event, counted in `lost` and in
+/// `system_lost` (which the next system event recorded carries, see
+/// [`SlotHeader::prog`]): `None` then. `Some((pos, lost_before))`: the
+/// slot and the system events lost right before it.
+pub fn reserve_system<A, C>(h: &StreamHeaderOf<A, C>) -> Option<(u64, u64)> {
+    match reserve_room(&h.lane[system_lane(h)], h.slot_count) {
+        Some(pos) => Some((pos, h.system_lost.swap(0, AcqRel))),
+        None => {
             note_lost(h, 1);
-            return None;
-        }
-        match l.tail.0.compare_exchange_weak(t, t + 1, Relaxed, Relaxed) {
-            Ok(_) => return Some(t),
-            Err(now) => t = now,
+            h.system_lost.fetch_add(1, AcqRel);
+            None
         }
     }
+}
+
+/// Does the system lane have room for one more event?
+pub fn system_room<A, C>(h: &StreamHeaderOf<A, C>) -> bool {
+    let l = &h.lane[system_lane(h)];
+    l.tail.0.load(Relaxed).wrapping_sub(l.head.0.load(Acquire)) < h.slot_count
 }
 
 /// Writes a reserved slot under its sequence word (odd while written, the
@@ -456,6 +638,29 @@ pub unsafe fn publish<A, C>(
     prog: u64,
     ticks: u64,
 ) {
+    // SAFETY: the caller's guarantee.
+    unsafe {
+        let slot = slot_ptr(h, lane, pos);
+        claim(slot, pos, pid, thread);
+        complete(h, slot, pos, id, parts, prog, ticks);
+    }
+}
+
+/// Writes the rest of a [`claim`]ed slot (slot `pos`, at `slot`) and
+/// publishes it (even sequence word).
+///
+/// # Safety
+/// As for [`publish`], and the slot was claimed by this writer.
+#[inline(always)]
+unsafe fn complete<A, C>(
+    h: &StreamHeaderOf<A, C>,
+    slot: *mut SlotHeader,
+    pos: u64,
+    id: u32,
+    parts: &[&[u8]],
+    prog: u64,
+    ticks: u64,
+) {
     let limit = if id >= USER_EVENT_FIRST {
         h.max_data_size as usize
     } else {
@@ -468,16 +673,12 @@ pub unsafe fn publish<A, C>(
         (total, POSIX_TRACE_NOT_TRUNCATED)
     };
     // SAFETY: the caller guarantees the slots follow the header; we own
-    // slot `pos` of `lane` until we publish it; len <= slot_data.
+    // slot `pos` of `lane` (claimed: odd sequence word) until we publish
+    // it; len <= slot_data.
     unsafe {
-        let slot = slot_ptr(h, lane, pos);
-        (*slot).seq.store(2 * pos + 1, Relaxed);
-        fence(Release);
         ptr::addr_of_mut!((*slot).event_id).write_volatile(id);
-        ptr::addr_of_mut!((*slot).pid).write_volatile(pid);
         ptr::addr_of_mut!((*slot).data_len).write_volatile(len as u32);
         ptr::addr_of_mut!((*slot).truncation).write_volatile(truncation);
-        ptr::addr_of_mut!((*slot).thread).write_volatile(thread);
         ptr::addr_of_mut!((*slot).prog).write_volatile(prog);
         ptr::addr_of_mut!((*slot).ticks).write_volatile(ticks);
         let mut dst = (slot as *mut u8).add(SLOT_HEADER);

@@ -52,6 +52,7 @@ use crate::attr::TraceAttr;
 use crate::clock::Calibration;
 use crate::consts::*;
 use crate::eventset::{EventSet, EVENTSET_WORDS};
+use crate::producer::Stamp;
 
 // The layout types live in `producer` (shared with `no_std` writers such
 // as the preload shim).
@@ -406,12 +407,20 @@ impl StreamView {
     /// lock, so the system lane is in time order.
     pub fn record_system(&self, id: u32, data: &[u8], pid: i32, thread: u64) -> bool {
         static SYSTEM_EVENTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
-        LOCKS_HELD.with(|n| n.set(n.get() + 1));
-        let order = SYSTEM_EVENTS.lock().unwrap_or_else(|e| e.into_inner());
-        let r = self.record_system_alone(id, data, pid, thread);
-        drop(order);
-        LOCKS_HELD.with(|n| n.set(n.get() - 1));
-        r
+        let _order = lock(&SYSTEM_EVENTS);
+        self.record_system_alone(id, data, pid, thread)
+    }
+
+    /// Slots of the system lane the consumer has finished with (changes
+    /// whenever a reader makes progress there).
+    pub fn system_consumed(&self) -> u64 {
+        let h = self.header();
+        h.lane[crate::producer::system_lane(h)].head.0.load(Acquire)
+    }
+
+    /// Does the system lane have room for one more system event?
+    pub fn system_room(&self) -> bool {
+        crate::producer::system_room(self.header())
     }
 
     /// [`Self::record_system`] for a process that is the stream's only
@@ -422,12 +431,13 @@ impl StreamView {
             return true;
         }
         let h = self.header();
-        let Some(pos) = crate::producer::reserve_system(h) else {
+        let Some((pos, lost_before)) = crate::producer::reserve_system(h) else {
             return false;
         };
         let ticks = self.now();
         // SAFETY: the view's mapping is a valid stream and `pos` was just
-        // reserved in the system lane.
+        // reserved in the system lane. Its `prog` carries the system
+        // events lost right before it (see `SlotHeader::prog`).
         unsafe {
             crate::producer::publish(
                 h,
@@ -437,7 +447,7 @@ impl StreamView {
                 &[data],
                 pid,
                 thread,
-                0,
+                lost_before,
                 ticks,
             )
         };
@@ -453,11 +463,7 @@ impl StreamView {
     pub fn wake_flusher(&self) {
         let h = self.header();
         h.flush_wake.fetch_add(1, Release);
-        // SAFETY: a futex wake on a word of our shared mapping; not PRIVATE
-        // because the flusher may be another process.
-        unsafe {
-            libc::syscall(libc::SYS_futex, h.flush_wake.as_ptr(), libc::FUTEX_WAKE, 1);
-        }
+        futex_wake(&h.flush_wake, 1);
     }
 
     /// Sleeps until woken by [`Self::wake_flusher`] or `timeout_ms` passes.
@@ -466,36 +472,29 @@ impl StreamView {
     }
 
     /// Writes an event without checking state or filter (see
-    /// [`Self::admits`]). The event's time is read once its slot is
-    /// reserved: a lane's events are then in time order, and an event the
+    /// [`Self::admits`]), by [`crate::producer::write`]: the event's time
+    /// is read once its slot is reserved and the lane's previous slot
+    /// published, so a lane's events are in time order and an event the
     /// consumer has not seen reserved yet is newer than any it took (the
-    /// merge is exact; a writer preempted before reserving does not land
-    /// behind newer events).
+    /// merge is exact).
     #[inline(always)]
     pub fn write(&self, id: u32, data: &[u8], pid: i32, thread: u64, prog: u64) -> bool {
         let h = self.header();
-        let kind = h.calibration.kind;
+        let stamp = Stamp::Now(h.calibration.kind);
         let lane = crate::producer::lane_for(h, thread, pid);
-        match crate::producer::reserve(h, lane, || crate::clock::raw_now(kind)) {
-            Ok(pos) => {
-                // SAFETY: the view's mapping is a valid stream (checked at
-                // open).
-                unsafe { wait_for_previous(h, lane, pos) };
-                let ticks = crate::clock::raw_now(kind);
-                // SAFETY: the view's mapping is a valid stream (checked at
-                // open) and `pos` was just reserved in `lane`.
-                unsafe {
-                    crate::producer::publish(h, lane, pos, id, &[data], pid, thread, prog, ticks)
-                };
-                true
-            }
+        // SAFETY: the view's mapping is a valid stream (checked at open);
+        // `lane_for` gives a writers' lane.
+        match unsafe { crate::producer::write(h, lane, id, &[data], pid, thread, prog, stamp) } {
+            Ok(()) => true,
             Err(full) => self.write_when_full(full, lane, id, data, pid, thread, prog),
         }
     }
 
     /// A full lane: an UNTIL_FULL stream lost the event already; a FLUSH
     /// stream is flushed while the writer waits for room (nothing lost
-    /// unless the flush makes no progress for [`FLUSH_WAIT_LIMIT`]).
+    /// unless the flush makes no progress for [`FLUSH_WAIT_LIMIT`]). After
+    /// a wait the event is admitted again: the controller may have
+    /// stopped the stream or filtered the type out meanwhile.
     #[cold]
     #[inline(never)]
     #[allow(clippy::too_many_arguments)]
@@ -510,41 +509,21 @@ impl StreamView {
         prog: u64,
     ) -> bool {
         let h = self.header();
-        let kind = h.calibration.kind;
+        let stamp = Stamp::Now(h.calibration.kind);
         let mut progress_at = std::time::Instant::now();
         let mut heads = self.lanes()[lane].head.0.load(Acquire);
         loop {
             if full.wake_flusher {
                 self.wake_flusher();
             }
-            if !full.may_wait {
-                return false;
-            }
-            if h.shutdown.load(Acquire) != 0 {
+            if !full.may_wait || h.shutdown.load(Acquire) != 0 {
                 return false;
             }
             let seen = h.space_wake.load(Acquire);
-            match crate::producer::reserve(h, lane, || crate::clock::raw_now(kind)) {
-                Ok(pos) => {
-                    // SAFETY: as in `write`.
-                    unsafe { wait_for_previous(h, lane, pos) };
-                    let ticks = crate::clock::raw_now(kind);
-                    // SAFETY: as in `write`.
-                    unsafe {
-                        crate::producer::publish(
-                            h,
-                            lane,
-                            pos,
-                            id,
-                            &[data],
-                            pid,
-                            thread,
-                            prog,
-                            ticks,
-                        )
-                    };
-                    return true;
-                }
+            // SAFETY: as in `write`.
+            match unsafe { crate::producer::write(h, lane, id, &[data], pid, thread, prog, stamp) }
+            {
+                Ok(()) => return true,
                 Err(f) => full = f,
             }
             let now_heads = self.lanes()[lane].head.0.load(Acquire);
@@ -560,6 +539,11 @@ impl StreamView {
             h.space_waiters.fetch_add(1, AcqRel);
             futex_wait(&h.space_wake, seen, 10);
             h.space_waiters.fetch_sub(1, AcqRel);
+            if !self.admits(id) {
+                // Stopped or filtered out while waiting: not recorded,
+                // not a loss (a stream that suspended itself counts it).
+                return false;
+            }
         }
     }
 
@@ -651,6 +635,11 @@ impl StreamView {
                     out.thread = ptr::addr_of!((*slot).thread).read_volatile();
                     out.prog = ptr::addr_of!((*slot).prog).read_volatile();
                     out.ticks = ptr::addr_of!((*slot).ticks).read_volatile();
+                    let system_lost_before = if k == crate::producer::system_lane(h) {
+                        std::mem::take(&mut out.prog)
+                    } else {
+                        0
+                    };
                     out.data.clear();
                     out.data.reserve(len);
                     ptr::copy_nonoverlapping(
@@ -662,8 +651,12 @@ impl StreamView {
                     fence(Acquire);
                     let s2 = (*slot).seq.load(Relaxed);
                     if s2 == s1 {
+                        // System events lost before this one (system lane
+                        // full) are reported right before it, like losses
+                        // of the other rings.
+                        let lost = std::mem::take(&mut cursor.loss[k]);
                         return Take::Event {
-                            after_loss: std::mem::take(&mut cursor.loss[k]),
+                            after_loss: lost || system_lost_before != 0,
                         };
                     }
                 }
@@ -685,16 +678,7 @@ impl StreamView {
         }
         h.space_wake.fetch_add(1, Release);
         if h.space_waiters.load(Acquire) != 0 {
-            // SAFETY: a futex wake on a word of our shared mapping; not
-            // PRIVATE because the writers may be other processes.
-            unsafe {
-                libc::syscall(
-                    libc::SYS_futex,
-                    h.space_wake.as_ptr(),
-                    libc::FUTEX_WAKE,
-                    i32::MAX,
-                );
-            }
+            futex_wake(&h.space_wake, i32::MAX);
         }
     }
 
@@ -853,49 +837,60 @@ fn futex_wait(word: &std::sync::atomic::AtomicU32, seen: u32, timeout_ms: u64) {
     }
 }
 
+/// Wakes up to `n` sleepers on a futex word of a stream mapping (shared,
+/// not PRIVATE: they may be other processes). Async-signal-safe.
+fn futex_wake(word: &std::sync::atomic::AtomicU32, n: i32) {
+    // SAFETY: a futex wake on a word of a live mapping.
+    unsafe {
+        libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE, n);
+    }
+}
+
 thread_local! {
-    /// Locks of the engine this thread holds (see `api`'s `holds_a_lock`):
-    /// a plain counter in static thread-local storage, readable from a
-    /// signal handler.
-    pub(crate) static LOCKS_HELD: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+    /// Locks of the engine this thread holds ([`holds_a_lock`]): a plain
+    /// counter in static thread-local storage, readable from a signal
+    /// handler.
+    static LOCKS_HELD: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
 
-/// Waits (bounded) until the slot before `pos` in `lane` is published, so
-/// a writer stamps its event after the one reserved just before it in the
-/// same lane: two threads sharing a lane, one preempted between its
-/// reservation and its clock read, would otherwise leave the lane out of
-/// time order (the consumer's merge relies on each lane being in order).
-/// The previous writer only has to read the clock and copy its payload;
-/// if it does not finish (it crashed, or this writer is a signal handler
-/// that interrupted it), the wait gives up and the order may be off by
-/// that one event.
-///
-/// # Safety
-/// As for [`crate::producer::slot_ptr`]: `h` is a live, valid stream mapping.
-#[inline(always)]
-pub unsafe fn wait_for_previous(h: &StreamHeader, lane: usize, pos: u64) {
-    if pos == 0 {
-        return;
+/// A lock of the engine's, counted per thread while held: `_exit` called
+/// from a signal handler that interrupted this thread inside the engine
+/// must not wait for a lock the thread itself holds ([`holds_a_lock`]).
+pub(crate) struct Locked<'a, T>(std::mem::ManuallyDrop<std::sync::MutexGuard<'a, T>>);
+
+impl<T> std::ops::Deref for Locked<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
     }
-    // SAFETY: the caller's guarantee; pos - 1 is a slot of this lane.
-    let prev = unsafe { &*crate::producer::slot_ptr(h, lane, pos - 1) };
-    if prev.seq.load(std::sync::atomic::Ordering::Acquire) >= 2 * pos {
-        return;
-    }
-    wait_slow(&prev.seq, 2 * pos);
 }
 
-#[cold]
-#[inline(never)]
-fn wait_slow(seq: &std::sync::atomic::AtomicU64, want: u64) {
-    for i in 0..20_000u32 {
-        if seq.load(std::sync::atomic::Ordering::Acquire) >= want {
-            return;
-        }
-        if i < 64 {
-            core::hint::spin_loop();
-        } else {
-            std::thread::yield_now();
-        }
+impl<T> std::ops::DerefMut for Locked<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        &mut self.0
     }
+}
+
+impl<T> Drop for Locked<'_, T> {
+    fn drop(&mut self) {
+        // Unlock first, then stop counting it.
+        // SAFETY: the guard is dropped once, here, and not used after.
+        unsafe { std::mem::ManuallyDrop::drop(&mut self.0) };
+        LOCKS_HELD.with(|n| n.set(n.get() - 1));
+    }
+}
+
+/// Takes one of the engine's locks (a poisoned lock is taken anyway: the
+/// state it guards stays usable), counted while held.
+pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> Locked<'_, T> {
+    LOCKS_HELD.with(|n| n.set(n.get() + 1));
+    Locked(std::mem::ManuallyDrop::new(
+        m.lock().unwrap_or_else(|e| e.into_inner()),
+    ))
+}
+
+/// Does this thread hold one of the engine's locks (it is inside the
+/// engine: a signal handler running on it must not take them)?
+pub(crate) fn holds_a_lock() -> bool {
+    LOCKS_HELD.with(|n| n.get()) != 0
 }

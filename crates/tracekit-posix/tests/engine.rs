@@ -310,11 +310,12 @@ fn a_loop_stream_that_wrapped_can_be_stopped_and_started_again() {
 /// stopped stream, then the controller's own), and the last state event
 /// must match the final state. A race, so this hammers it, in rounds on
 /// fresh streams (before the fixes a stream stopped while full stayed
-/// stopped for good, so each round gave the race one chance).
+/// stopped for good, so each round gave the race one chance). The stream
+/// is small (4 slots a ring): the controller records START/STOP faster
+/// than the reader takes them, so the system lane fills; a START or STOP
+/// lost there would break the sequence. The controller waits for room
+/// (bounded); a loss past that bound must show as OVERFLOW at its place.
 #[test]
-#[ignore = "known race, open: about one run in three on 2 CPUs records START twice in a row \
-            (the reader's automatic restart and the controller's start both record START); \
-            run with --ignored"]
 fn automatic_restart_racing_the_controller_keeps_start_and_stop_in_order() {
     use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
     use std::time::{Duration, Instant};
@@ -335,7 +336,10 @@ fn automatic_restart_racing_the_controller_keeps_start_and_stop_in_order() {
                 let mut buf = [0u8; 1024];
                 while !done.load(Relaxed) {
                     while let Some(e) = api::getnext_event(trid, &mut buf, Wait::Never).unwrap() {
-                        if matches!(e.info.event_id, POSIX_TRACE_START | POSIX_TRACE_STOP) {
+                        if matches!(
+                            e.info.event_id,
+                            POSIX_TRACE_START | POSIX_TRACE_STOP | POSIX_TRACE_OVERFLOW
+                        ) {
                             states.push(e.info.event_id);
                         }
                     }
@@ -354,28 +358,97 @@ fn automatic_restart_racing_the_controller_keeps_start_and_stop_in_order() {
             // No event half-written any more: the drain below sees all.
             writer.join().unwrap();
             let mut states = reader.join().unwrap();
-            states.extend(drain(trid).iter().map(|e| e.0).filter(|&i| i != id));
+            states.extend(drain(trid).iter().map(|e| e.0).filter(|&i| {
+                matches!(
+                    i,
+                    POSIX_TRACE_START | POSIX_TRACE_STOP | POSIX_TRACE_OVERFLOW
+                )
+            }));
             states
         });
-        let twice = states
-            .windows(2)
-            .position(|w| w == [POSIX_TRACE_START, POSIX_TRACE_START]);
-        assert_eq!(
-            twice, None,
-            "round {round}: START twice in a row: {states:?}"
-        );
+        let twice = states.windows(2).position(|w| {
+            w == [POSIX_TRACE_START, POSIX_TRACE_START] || w == [POSIX_TRACE_STOP, POSIX_TRACE_STOP]
+        });
+        assert_eq!(twice, None, "round {round}: twice in a row: {states:?}");
         let tail = &states[states.len().saturating_sub(8)..];
-        assert_eq!(
-            states.last(),
-            Some(&POSIX_TRACE_STOP),
+        // The final STOP, or its loss shown as OVERFLOW.
+        assert!(
+            matches!(
+                states.last(),
+                Some(&POSIX_TRACE_STOP | &POSIX_TRACE_OVERFLOW)
+            ),
             "round {round}: {tail:?}"
         );
+        let lost = states
+            .iter()
+            .filter(|&&i| i == POSIX_TRACE_OVERFLOW)
+            .count();
+        if lost > 0 {
+            eprintln!("round {round}: {lost} system-event losses shown as OVERFLOW");
+        }
         assert_eq!(
             api::get_status(trid).unwrap().stream_status,
             POSIX_TRACE_SUSPENDED
         );
         api::shutdown(trid).unwrap();
     }
+}
+
+/// System events the controller records while nobody reads fill the
+/// system lane (4 slots here); those that do not fit are lost, counted,
+/// and shown where they were lost: OVERFLOW/RESUME right before the next
+/// system event recorded (which carries the count), or after the last
+/// event read if none follows. The controller does not wait for a reader
+/// that never comes more than once.
+#[test]
+fn system_events_lost_to_a_full_system_lane_show_as_overflow_in_place() {
+    let _s = serial();
+    let trid = api::create(0, Some(&small(4, POSIX_TRACE_LOOP)), None).unwrap();
+    let begin = std::time::Instant::now();
+    api::start(trid).unwrap();
+    for _ in 0..5 {
+        api::stop(trid).unwrap();
+        api::start(trid).unwrap();
+    }
+    // One bounded wait (no reader progress), not one per call.
+    assert!(begin.elapsed() < std::time::Duration::from_secs(2));
+    let mut buf = [0u8; 64];
+    let first = api::getnext_event(trid, &mut buf, Wait::Never)
+        .unwrap()
+        .unwrap();
+    assert_eq!(first.info.event_id, POSIX_TRACE_START);
+    // Room for one again: this STOP carries the 7 losses before it.
+    api::stop(trid).unwrap();
+    assert_eq!(
+        ids(&drain(trid)),
+        [
+            POSIX_TRACE_STOP,
+            POSIX_TRACE_START,
+            POSIX_TRACE_STOP,
+            POSIX_TRACE_OVERFLOW,
+            POSIX_TRACE_RESUME,
+            POSIX_TRACE_STOP
+        ]
+    );
+    let st = api::get_status(trid).unwrap();
+    assert_eq!(st.stream_overrun_status, POSIX_TRACE_OVERRUN);
+    // Lost with nothing after it: shown after the last event read.
+    for _ in 0..3 {
+        api::start(trid).unwrap();
+        api::stop(trid).unwrap();
+    }
+    assert_eq!(
+        ids(&drain(trid)),
+        [
+            POSIX_TRACE_START,
+            POSIX_TRACE_STOP,
+            POSIX_TRACE_START,
+            POSIX_TRACE_STOP,
+            POSIX_TRACE_OVERFLOW,
+            POSIX_TRACE_RESUME
+        ]
+    );
+    api::shutdown(trid).unwrap();
 }
 
 #[test]

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,15 +142,85 @@ static inline struct posix_trace_status_info tk_status(trace_id_t t) {
     return st;
 }
 
-/* Runs fn in a child process; returns its exit status (or 128+signal). */
-static inline int tk_in_child(void (*fn)(void *), void *arg) {
+/* Runs fn in a child process (which then exits 0) and returns its pid
+ * without waiting for it. */
+static inline pid_t tk_fork(void (*fn)(void *), void *arg) {
     fflush(NULL);
     pid_t p = fork();
     if (p < 0) FAIL("fork: %s", strerror(errno));
     if (p == 0) { fn(arg); _exit(0); }
+    return p;
+}
+
+/* Waits for child p; returns its exit status (or 128+signal). */
+static inline int tk_wait(pid_t p) {
     int st;
     while (waitpid(p, &st, 0) < 0) if (errno != EINTR) FAIL("waitpid: %s", strerror(errno));
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Runs fn in a child process; returns its exit status (or 128+signal). */
+static inline int tk_in_child(void (*fn)(void *), void *arg) {
+    return tk_wait(tk_fork(fn, arg));
+}
+
+/* Runs this program again (argv0) by posix_spawn with the argument
+ * "child", checks that it exits 0, and returns its pid. */
+static inline pid_t tk_spawn_self(char *argv0) {
+    extern char **environ;
+    char *argv[] = {argv0, "child", NULL}; pid_t p;
+    OK(posix_spawn(&p, argv0, NULL, NULL, argv, environ));
+    EQ(tk_wait(p), 0);
+    return p;
+}
+
+/* A started stream with the given inheritance policy, with the log
+ * `log` if not NULL. */
+static inline trace_id_t tk_inherited_stream(int policy, const char *log) {
+    trace_attr_t a; trace_id_t t;
+    OK(posix_trace_attr_init(&a));
+    OK(posix_trace_attr_setinherited(&a, policy));
+    if (log) OK(posix_trace_create_withlog(0, &a, tk_log_fd(log), &t));
+    else OK(posix_trace_create(0, &a, &t));
+    OK(posix_trace_start(t));
+    return t;
+}
+
+/* What tk_log_controller does: a stream with log `name`, n events of type
+ * "before-end" (payload 0..n-1), then `end` ends the process image. */
+struct tk_controller { const char *name; int n; void (*end)(void); };
+
+/* A controller (run it in a child, e.g. with tk_fork): see struct
+ * tk_controller. Exits 99 if `end` returns. */
+static inline void tk_log_controller(void *arg) {
+    const struct tk_controller *c = arg;
+    trace_id_t t; trace_event_id_t id;
+    OK(posix_trace_create_withlog(0, NULL, tk_log_fd(c->name), &t));
+    OK(posix_trace_eventid_open("before-end", &id));
+    OK(posix_trace_start(t));
+    for (int i = 0; i < c->n; i++) posix_trace_event(id, &i, sizeof i);
+    c->end();
+    _exit(99);
+}
+
+/* The log of a tk_log_controller is complete: it holds START, the n
+ * events in order, and ends with the shutdown's STOP then
+ * FLUSH_START/FLUSH_STOP (the last flush), nothing lost. */
+static inline void tk_check_complete_log(const char *name, int n) {
+    tk_event *e = malloc((n + 64) * sizeof *e); trace_id_t lt; char s[TRACE_EVENT_NAME_MAX + 1];
+    if (!e) FAIL("out of memory");
+    int m = tk_read_log(name, e, n + 64, &lt);
+    EQ(e[0].id, POSIX_TRACE_START);
+    int user = -1;
+    for (int i = 0; i < m; i++) if (e[i].id >= 1024) { user = e[i].id; break; }
+    CHECK(user >= 0);
+    OK(posix_trace_eventid_get_name(lt, user, s)); CHECK(strcmp(s, "before-end") == 0);
+    tk_check_sequence(e, m, user, n);
+    tk_check_time_order(e, m);
+    EQ(e[m - 1].id, POSIX_TRACE_FLUSH_STOP);
+    EQ(tk_status(lt).posix_stream_overrun_status, POSIX_TRACE_NO_OVERRUN);
+    OK(posix_trace_close(lt));
+    free(e);
 }
 
 /* Waits (bounded: 20 s) until the log `name` is complete, as a keeper

@@ -4,16 +4,6 @@
  */
 #include "conformance.h"
 
-static trace_id_t inherited_stream(int policy, const char *log) {
-    trace_attr_t a; trace_id_t t;
-    OK(posix_trace_attr_init(&a));
-    OK(posix_trace_attr_setinherited(&a, policy));
-    if (log) OK(posix_trace_create_withlog(0, &a, tk_log_fd(log), &t));
-    else OK(posix_trace_create(0, &a, &t));
-    OK(posix_trace_start(t));
-    return t;
-}
-
 static trace_event_id_t id;
 static void child(void *how) {
     for (int i = 0; i < 100; i++) { int v = 1000 + i; posix_trace_event(id, &v, sizeof v); }
@@ -22,7 +12,7 @@ static void child(void *how) {
 }
 int main(void) {
     tk_event e[1024];
-    trace_id_t t = inherited_stream(POSIX_TRACE_INHERITED, "children.log");
+    trace_id_t t = tk_inherited_stream(POSIX_TRACE_INHERITED, "children.log");
     OK(posix_trace_eventid_open("family", &id));
     for (long how = 0; how < 3; how++) {
         int v = (int)how; posix_trace_event(id, &v, sizeof v);

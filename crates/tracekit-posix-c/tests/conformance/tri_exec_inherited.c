@@ -5,16 +5,7 @@
  */
 #include "conformance.h"
 
-static trace_id_t inherited_stream(int policy, const char *log) {
-    trace_attr_t a; trace_id_t t;
-    OK(posix_trace_attr_init(&a));
-    OK(posix_trace_attr_setinherited(&a, policy));
-    if (log) OK(posix_trace_create_withlog(0, &a, tk_log_fd(log), &t));
-    else OK(posix_trace_create(0, &a, &t));
-    OK(posix_trace_start(t));
-    return t;
-}
-
+static void exec_child(void *argv0) { execl(argv0, argv0, "child", (char *)NULL); _exit(3); }
 int main(int argc, char **argv) {
     trace_event_id_t id; tk_event e[64]; char name[TRACE_EVENT_NAME_MAX + 1];
     if (argc > 1) { /* the exec'd image */
@@ -22,13 +13,11 @@ int main(int argc, char **argv) {
         for (int i = 0; i < 5; i++) posix_trace_event(id, &i, sizeof i);
         return 0;
     }
-    trace_id_t t = inherited_stream(POSIX_TRACE_INHERITED, "exec.log");
+    trace_id_t t = tk_inherited_stream(POSIX_TRACE_INHERITED, "exec.log");
     OK(posix_trace_eventid_open("parent", &id));
     posix_trace_event(id, "p", 1);
-    fflush(NULL);
-    pid_t p = fork();
-    if (p == 0) { execl(argv[0], argv[0], "child", (char *)NULL); _exit(3); }
-    int st; waitpid(p, &st, 0); CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    pid_t p = tk_fork(exec_child, argv[0]);
+    EQ(tk_wait(p), 0);
     OK(posix_trace_shutdown(t));
     trace_id_t lt;
     int n = tk_read_log("exec.log", e, 64, &lt), k = 0;

@@ -4,21 +4,11 @@
  */
 #include "conformance.h"
 
-static trace_id_t inherited_stream(int policy, const char *log) {
-    trace_attr_t a; trace_id_t t;
-    OK(posix_trace_attr_init(&a));
-    OK(posix_trace_attr_setinherited(&a, policy));
-    if (log) OK(posix_trace_create_withlog(0, &a, tk_log_fd(log), &t));
-    else OK(posix_trace_create(0, &a, &t));
-    OK(posix_trace_start(t));
-    return t;
-}
-
 static trace_event_id_t id;
 static void child(void *arg) { (void)arg; for (int i = 0; i < 10; i++) posix_trace_event(id, "child", 5); }
 int main(void) {
     tk_event e[32];
-    trace_id_t t = inherited_stream(POSIX_TRACE_CLOSE_FOR_CHILD, NULL);
+    trace_id_t t = tk_inherited_stream(POSIX_TRACE_CLOSE_FOR_CHILD, NULL);
     OK(posix_trace_eventid_open("not-inherited", &id));
     EQ(tk_in_child(child, NULL), 0);
     posix_trace_event(id, "parent", 6);

@@ -4,16 +4,6 @@
  */
 #include "conformance.h"
 
-static trace_id_t inherited_stream(int policy, const char *log) {
-    trace_attr_t a; trace_id_t t;
-    OK(posix_trace_attr_init(&a));
-    OK(posix_trace_attr_setinherited(&a, policy));
-    if (log) OK(posix_trace_create_withlog(0, &a, tk_log_fd(log), &t));
-    else OK(posix_trace_create(0, &a, &t));
-    OK(posix_trace_start(t));
-    return t;
-}
-
 static trace_event_id_t id;
 static void child(void *arg) {
     (void)arg; trace_event_id_t again;
@@ -22,7 +12,7 @@ static void child(void *arg) {
 }
 int main(void) {
     tk_event e[32]; char name[TRACE_EVENT_NAME_MAX + 1];
-    trace_id_t t = inherited_stream(POSIX_TRACE_INHERITED, NULL);
+    trace_id_t t = tk_inherited_stream(POSIX_TRACE_INHERITED, NULL);
     OK(posix_trace_eventid_open("forked", &id));
     posix_trace_event(id, "parent", 6);
     pid_t me = getpid();

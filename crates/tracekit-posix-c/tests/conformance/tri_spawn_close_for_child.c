@@ -4,18 +4,6 @@
  */
 #include "conformance.h"
 
-static trace_id_t inherited_stream(int policy, const char *log) {
-    trace_attr_t a; trace_id_t t;
-    OK(posix_trace_attr_init(&a));
-    OK(posix_trace_attr_setinherited(&a, policy));
-    if (log) OK(posix_trace_create_withlog(0, &a, tk_log_fd(log), &t));
-    else OK(posix_trace_create(0, &a, &t));
-    OK(posix_trace_start(t));
-    return t;
-}
-
-#include <spawn.h>
-extern char **environ;
 int main(int argc, char **argv) {
     trace_event_id_t id; tk_event e[64];
     if (argc > 1) {
@@ -23,10 +11,8 @@ int main(int argc, char **argv) {
         posix_trace_event(id, "s", 1);
         return 0;
     }
-    trace_id_t t = inherited_stream(POSIX_TRACE_CLOSE_FOR_CHILD, NULL);
-    char *cargv[] = {argv[0], "child", NULL}; pid_t p; int st;
-    OK(posix_spawn(&p, argv[0], NULL, NULL, cargv, environ));
-    waitpid(p, &st, 0); CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    trace_id_t t = tk_inherited_stream(POSIX_TRACE_CLOSE_FOR_CHILD, NULL);
+    tk_spawn_self(argv[0]);
     int n = tk_read(t, 1, e, 64);
     for (int i = 0; i < n; i++) CHECK(e[i].id < 1024);
     OK(posix_trace_shutdown(t));

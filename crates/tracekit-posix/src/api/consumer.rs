@@ -124,12 +124,10 @@ impl Consumer {
             AcqRel,
             Relaxed,
         );
-        if h.running
-            .0
-            .compare_exchange(AUTO_SUSPENDED, POSIX_TRACE_RUNNING as u32, AcqRel, Relaxed)
-            .is_ok()
-        {
-            view.record_system(POSIX_TRACE_START, &view.filter().to_bytes(), 0, 0);
+        // Only this lock's holders leave AUTO_SUSPENDED (writers only
+        // enter it), so the restart cannot race the controller.
+        if h.running.0.load(Acquire) == AUTO_SUSPENDED {
+            super::lifecycle::run_with_start(view, 0, 0);
         }
     }
 
@@ -186,6 +184,18 @@ impl Consumer {
                     // Idle: let the next event check the calibration.
                     self.since_check = RECALIBRATE_EVERY;
                     let h = view.header();
+                    // System events lost (system lane full) after the last
+                    // one recorded: no later one carries the count (see
+                    // `SlotHeader::prog`), so the loss is reported here,
+                    // after everything read, at the time it is noticed.
+                    if h.system_lost.load(Relaxed) != 0 && h.system_lost.swap(0, AcqRel) != 0 {
+                        let ts = self.cal.to_ns(view.now()).max(self.last_ts);
+                        self.last_ts = ts;
+                        self.pending
+                            .push_back((system_event(POSIX_TRACE_RESUME, ts), Vec::new()));
+                        data.clear();
+                        return Next::Event(system_event(POSIX_TRACE_OVERFLOW, ts));
+                    }
                     if h.shutdown.load(Acquire) != 0 || self.drained.is_some() {
                         return Next::Empty;
                     }

@@ -23,6 +23,10 @@ pub(super) struct Active {
     pub(super) closed: AtomicBool,
     /// Write end of the pipe to this stream's keeper process, or -1.
     pub(super) keeper_fd: AtomicI32,
+    /// 1 + the system lane's consumed count when the controller last gave
+    /// up waiting for room there (0: never): nobody reads, so it does not
+    /// wait again until a reader makes progress ([`super::lifecycle`]).
+    pub(super) system_stalled_at: AtomicU64,
 }
 
 impl Active {
@@ -69,45 +73,8 @@ pub(super) static TABLE: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
 pub(super) static ATEXIT: AtomicBool = AtomicBool::new(false);
 pub(super) static NAME_SEQ: AtomicU32 = AtomicU32::new(0);
 
-/// A lock of the engine's, counted per thread while held: `_exit` called
-/// from a signal handler that interrupted this thread inside the engine
-/// must not wait for a lock the thread itself holds ([`holds_a_lock`]).
-pub(super) struct Locked<'a, T>(std::mem::ManuallyDrop<MutexGuard<'a, T>>);
-
-impl<T> std::ops::Deref for Locked<'_, T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        &self.0
-    }
-}
-
-impl<T> std::ops::DerefMut for Locked<'_, T> {
-    fn deref_mut(&mut self) -> &mut T {
-        &mut self.0
-    }
-}
-
-impl<T> Drop for Locked<'_, T> {
-    fn drop(&mut self) {
-        // Unlock first, then stop counting it.
-        // SAFETY: the guard is dropped once, here, and not used after.
-        unsafe { std::mem::ManuallyDrop::drop(&mut self.0) };
-        crate::shm::LOCKS_HELD.with(|n| n.set(n.get() - 1));
-    }
-}
-
-pub(super) fn lock<T>(m: &Mutex<T>) -> Locked<'_, T> {
-    crate::shm::LOCKS_HELD.with(|n| n.set(n.get() + 1));
-    Locked(std::mem::ManuallyDrop::new(
-        m.lock().unwrap_or_else(|e| e.into_inner()),
-    ))
-}
-
-/// Does this thread hold one of the engine's locks (it is inside the
-/// engine: a signal handler running on it must not take them)?
-pub(super) fn holds_a_lock() -> bool {
-    crate::shm::LOCKS_HELD.with(|n| n.get()) != 0
-}
+// The engine's locks are counted per thread (see `shm::lock`).
+pub(super) use crate::shm::{holds_a_lock, lock};
 
 pub(super) fn insert(h: Handle) -> Result<TraceId, Errno> {
     let mut t = lock(&TABLE);

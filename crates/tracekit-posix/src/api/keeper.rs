@@ -199,7 +199,9 @@ fn complete(
     // SAFETY: getpid has no preconditions.
     let me = unsafe { libc::getpid() };
     let h = view.header();
-    if h.running.0.swap(POSIX_TRACE_SUSPENDED as u32, AcqRel) == POSIX_TRACE_RUNNING as u32 {
+    // As `stop` does: a stream suspended because full keeps its automatic
+    // STOP, which the copy below reports once drained.
+    if super::lifecycle::stop_state(h) == POSIX_TRACE_RUNNING as u32 {
         view.record_system_alone(POSIX_TRACE_STOP, &0i32.to_ne_bytes(), me, 0);
     }
     if let Some(fd) = log_fd {

@@ -212,6 +212,7 @@ pub fn create(pid: i32, attr: Option<&TraceAttr>, log_fd: Option<i32>) -> Result
         flusher: Mutex::new(None),
         closed: AtomicBool::new(false),
         keeper_fd: AtomicI32::new(-1),
+        system_stalled_at: AtomicU64::new(0),
     });
     let trid = insert(Handle::Active(a.clone()))?;
     if self_traced {
@@ -279,7 +280,7 @@ fn open_log_fd(fd: i32) -> Result<File, Errno> {
 pub fn start(trid: TraceId) -> Result<(), Errno> {
     let a = active(trid)?;
     // Serialised with the reader's automatic restart (see `stop_active`).
-    let _consumer = lock(&a.consumer);
+    let _consumer = lock_with_system_room(&a);
     let h = a.view.header();
     if h.running.0.load(Acquire) != POSIX_TRACE_SUSPENDED as u32 {
         return Ok(());
@@ -291,20 +292,82 @@ pub fn start(trid: TraceId) -> Result<(), Errno> {
     Ok(())
 }
 
-/// Records START, then runs (events admitted from now on are later than
-/// it). The caller holds the consumer lock.
+/// Records START, then runs. The caller holds the consumer lock.
 fn start_active(a: &Active) {
-    a.view.record_system(
-        POSIX_TRACE_START,
-        &a.view.filter().to_bytes(),
-        traced::cached_pid(),
-        self_thread(),
-    );
-    a.view
-        .header()
+    run_with_start(&a.view, traced::cached_pid(), self_thread());
+}
+
+/// Records START, then runs: the state change and its system event in one
+/// step, in that order (events admitted from now on are later than the
+/// START). Every start goes through here: the controller's and the
+/// reader's automatic restart of a drained UNTIL_FULL stream. The caller
+/// holds the consumer lock.
+pub(super) fn run_with_start(view: &StreamView, pid: i32, thread: u64) {
+    view.record_system(POSIX_TRACE_START, &view.filter().to_bytes(), pid, thread);
+    view.header()
         .running
         .0
         .store(POSIX_TRACE_RUNNING as u32, Release);
+}
+
+/// Stops the stream's state (not recording anything): running becomes
+/// stopped by the controller; suspended because full becomes
+/// [`AUTO_STOPPED`] (it must not restart itself, and its STOP is the
+/// automatic one the reader reports once drained). Returns the state
+/// before. Every stop goes through here: the controller's and the
+/// keeper's.
+pub(super) fn stop_state(h: &shm::StreamHeader) -> u32 {
+    let mut was = h.running.0.load(Acquire);
+    loop {
+        let to = match was {
+            AUTO_SUSPENDED | AUTO_STOPPED => AUTO_STOPPED,
+            _ => POSIX_TRACE_SUSPENDED as u32,
+        };
+        match h.running.0.compare_exchange(was, to, AcqRel, Acquire) {
+            Ok(_) => return was,
+            Err(now) => was = now,
+        }
+    }
+}
+
+/// How long a controller waits for a reader to make room in the system
+/// lane before it records a system event (START, STOP) there anyway,
+/// counting it lost (the reader then shows OVERFLOW/RESUME at its place).
+const SYSTEM_ROOM_WAIT: Duration = Duration::from_millis(200);
+
+/// The consumer lock, taken once the system lane has room for the system
+/// event the caller is about to record: a START or STOP lost to a full
+/// system lane would leave the log's START/STOP sequence out of step with
+/// the state. The reader frees room only while it can take this lock, so
+/// the wait is outside it; it ends after [`SYSTEM_ROOM_WAIT`] without
+/// progress of the reader, and is not repeated until a reader progresses
+/// (nobody may read the stream at all).
+fn lock_with_system_room(a: &Active) -> shm::Locked<'_, Consumer> {
+    let consumed = || a.view.system_consumed();
+    let mut seen = consumed();
+    let mut progress_at = Instant::now();
+    let mut naps = 0u32;
+    loop {
+        let c = lock(&a.consumer);
+        if a.view.system_room() || a.system_stalled_at.load(Relaxed) == seen + 1 {
+            return c;
+        }
+        drop(c);
+        let now = consumed();
+        if now != seen {
+            seen = now;
+            progress_at = Instant::now();
+        } else if progress_at.elapsed() > SYSTEM_ROOM_WAIT {
+            a.system_stalled_at.store(seen + 1, Relaxed);
+            return lock(&a.consumer);
+        }
+        naps += 1;
+        if naps < 16 {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(Duration::from_micros(50));
+        }
+    }
 }
 
 /// `posix_trace_stop`.
@@ -319,23 +382,11 @@ fn stop_active(a: &Active) -> bool {
     // The reader restarts a drained full stream under this lock: holding
     // it, the restart and this stop cannot interleave, so the stream's
     // last START/STOP event always matches its state.
-    let _consumer = lock(&a.consumer);
-    let h = a.view.header();
+    let _consumer = lock_with_system_room(a);
     // Running: now stopped by the controller (STOP recorded). Suspended
-    // because it was full: stopped by the controller too (AUTO_STOPPED: it
-    // must not restart itself), but it stopped itself first, so its STOP
-    // is the automatic one the reader reports once drained.
-    let mut was = h.running.0.load(Acquire);
-    loop {
-        let to = match was {
-            AUTO_SUSPENDED | AUTO_STOPPED => AUTO_STOPPED,
-            _ => POSIX_TRACE_SUSPENDED as u32,
-        };
-        match h.running.0.compare_exchange(was, to, AcqRel, Acquire) {
-            Ok(_) => break,
-            Err(now) => was = now,
-        }
-    }
+    // because it was full: its STOP is the automatic one the reader
+    // reports once drained.
+    let was = stop_state(a.view.header());
     if was == POSIX_TRACE_RUNNING as u32 {
         a.view.record_system(
             POSIX_TRACE_STOP,

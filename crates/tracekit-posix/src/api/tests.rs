@@ -1,4 +1,5 @@
 use super::*;
+use std::sync::MutexGuard;
 
 /// Streams this process creates trace all of its threads: tests that
 /// count events must not run at the same time.
