@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The timeline sinks side by side on the same large inputs: time, memory and
 # bytes of every output format (Chrome JSON, Perfetto, and Parquet where
-# built), with the ratios to Chrome JSON.
+# built), with the ratios to Chrome JSON (bytes, wall, CPU: below 1 is
+# smaller or faster than Chrome JSON).
 #
 #   bench/timeline.sh [DATA_DIR] [RUNS]
 #
@@ -46,25 +47,26 @@ measure() {  # measure DEST CMD... -> "wall cpu rssMiB bytes" (medians, max rss)
   awk -v w="$w" -v c="$c" -v m="$m" -v b="$b" 'BEGIN { printf "%.2f %.2f %.0f %d\n", w, c, m / 1024, b }'
 }
 
-printf "%-26s %-9s %5s | %7s %7s %6s %13s | %7s %7s\n" input format load wall cpu MiB bytes bytes_x cpu_x
+printf "%-26s %-9s %5s | %7s %7s %6s %13s | %7s %7s %7s\n" input format load wall cpu MiB bytes bytes_x wall_x cpu_x
 bench() {  # bench NAME INPUT [EXTRA ARGS...]
   local name=$1 input=$2; shift 2
   [ -f "$input" ] || { echo "skipped $name: no $input" >&2; return 0; }
   cat "$input" > /dev/null
-  local cb="" cc=""
+  local cb="" cc="" cw=""
   for fmt in $formats; do
     local dest=$out/$name.$fmt
     local load; load=$(cut -d' ' -f1 /proc/loadavg)
     local res
     res=$(measure "$dest" "$tk" convert "$input" "$@" --to "$fmt" -o "$dest") || continue
     read -r w c m b <<< "$res"
-    if [ "$fmt" = chrome ]; then cb=$b; cc=$c; fi
-    local bx="-" cx="-"
+    if [ "$fmt" = chrome ]; then cb=$b; cc=$c; cw=$w; fi
+    local bx="-" cx="-" wx="-"
     if [ -n "$cb" ]; then
       bx=$(awk -v a="$b" -v z="$cb" 'BEGIN { printf "%.3f", a / z }')
+      wx=$(awk -v a="$w" -v z="$cw" 'BEGIN { printf "%.2f", (z > 0 ? a / z : 0) }')
       cx=$(awk -v a="$c" -v z="$cc" 'BEGIN { printf "%.2f", (z > 0 ? a / z : 0) }')
     fi
-    printf "%-26s %-9s %5s | %7s %7s %6s %13s | %7s %7s\n" "$name" "$fmt" "$load" "$w" "$c" "$m" "$b" "$bx" "$cx"
+    printf "%-26s %-9s %5s | %7s %7s %6s %13s | %7s %7s %7s\n" "$name" "$fmt" "$load" "$w" "$c" "$m" "$b" "$bx" "$wx" "$cx"
   done
 }
 

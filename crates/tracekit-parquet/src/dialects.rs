@@ -4,96 +4,166 @@
 use std::io::{self, BufRead};
 
 use tracekit_core::timeline::Clock;
+use tracekit_core::timeline::{Event, Sink, TraceInfo};
 use tracekit_core::Warnings;
 use tracekit_kwinject::analysis::Build;
 use tracekit_kwinject::cdb::{entries_for, CdbOptions};
 use tracekit_kwinject::env::{EnvBase, EnvFolder};
 use tracekit_kwinject::trace::Exit;
 use tracekit_trace2::report::ProcessRow;
+use tracekit_xray::calls::Call;
 use tracekit_xray::names::FunctionNames;
+use tracekit_xray::timeline::{map_trace_calls, write_args_json, CallSink};
 use tracekit_xray::trace::Trace;
 
 use crate::rows::{Source, Tables};
 use crate::schema::Table;
-use crate::timeline::json_string;
+use crate::timeline::{json_string, RowStats, TimelineRows};
 
-fn json_array<S: AsRef<[u8]>>(items: &[S]) -> String {
-    let mut out = String::from("[");
+fn json_array<S: AsRef<[u8]>>(items: &[S]) -> Vec<u8> {
+    let mut out = vec![b'['];
     for (i, a) in items.iter().enumerate() {
         if i > 0 {
-            out.push(',');
+            out.push(b',');
         }
         json_string(&mut out, a.as_ref());
     }
-    out.push(']');
+    out.push(b']');
     out
 }
 
-/// `xray_calls`: every call of `trace` with both its records.
+fn io_err(e: io::Error) -> tracekit_core::Error {
+    tracekit_core::Error::io(None, e)
+}
+
+fn xray_source(source: &str) -> Source {
+    Source {
+        file: source.to_string(),
+        host: None,
+        dialect: "xray",
+    }
+}
+
+/// Writes `xray_calls` rows: one per finished call.
+struct CallRows {
+    clock: Clock,
+    /// The trace's earliest TSC (the timeline's tick 0).
+    base: u64,
+    args: Vec<u8>,
+}
+
+impl CallRows {
+    fn new(trace: &Trace<'_>) -> CallRows {
+        CallRows {
+            clock: tracekit_xray::timeline::clock(trace),
+            base: tracekit_xray::commands::earliest_tsc(trace),
+            args: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, tables: &mut Tables<'_>, c: &Call<'_>, function: &str) -> io::Result<()> {
+        self.args.clear();
+        if !c.args.is_empty() {
+            write_args_json(&mut self.args, c.args);
+        }
+        let entry = c.entry_tsc.wrapping_sub(self.base) as i64;
+        let start = self.clock.to_ns(entry);
+        let end = self.clock.to_ns(entry.wrapping_add(c.duration_tsc as i64));
+        let args = &self.args;
+        tables.push(Table::XrayCalls, |r| {
+            r.i64(c.pid.into())
+                .i64(c.tid.into())
+                .i32(c.function_id)
+                .str(function)
+                .i64(start)
+                .i64(end - start)
+                .u64(c.entry_tsc)
+                .u64(c.duration_tsc)
+                .i32(c.depth as i32)
+                .bool(c.closed_by_parent)
+                .opt_bytes((!args.is_empty()).then_some(args.as_slice()));
+        })
+    }
+}
+
+/// `xray_calls` alone: every call of `trace` with both its records.
 pub fn xray_calls(
     trace: &Trace<'_>,
     names: &FunctionNames,
     source: &str,
     tables: &mut Tables<'_>,
-) -> tracekit_core::Result<(tracekit_xray::calls::CallStats, Warnings)> {
-    tables
-        .set_source(Source {
-            file: source.to_string(),
-            host: None,
-            dialect: "xray",
-        })
-        .map_err(|e| tracekit_core::Error::io(None, e))?;
+) -> tracekit_core::Result<Warnings> {
+    tables.set_source(xray_source(source)).map_err(io_err)?;
     if !tables.wants(Table::XrayCalls) {
         return Ok(Default::default());
     }
-    let clock: Clock = tracekit_xray::timeline::clock(trace);
-    let base = tracekit_xray::commands::earliest_tsc(trace);
-    let mut last_fn: Option<(i32, std::rc::Rc<str>)> = None;
-    let mut args_text = String::new();
-    let res = tracekit_xray::calls::for_each_call(trace, |c| {
-        let name = match &last_fn {
-            Some((id, n)) if *id == c.function_id => n.clone(),
-            _ => {
-                let n = names.symbol_or_number(c.function_id);
-                last_fn = Some((c.function_id, n.clone()));
-                n
-            }
-        };
-        args_text.clear();
-        if !c.args.is_empty() {
-            use std::fmt::Write as _;
-            args_text.push('[');
-            for (i, a) in c.args.iter().enumerate() {
-                if i > 0 {
-                    args_text.push(',');
-                }
-                let _ = write!(args_text, "{a}");
-            }
-            args_text.push(']');
-        }
-        let start = clock.to_ns(c.entry_tsc.wrapping_sub(base) as i64);
-        let end = clock
-            .to_ns((c.entry_tsc.wrapping_sub(base) as i64).wrapping_add(c.duration_tsc as i64));
-        tables
-            .push(Table::XrayCalls, |r| {
-                r.i64(c.pid.into())
-                    .i64(c.tid.into())
-                    .i32(c.function_id)
-                    .str(&name)
-                    .i64(start)
-                    .i64(end - start)
-                    .u64(c.entry_tsc)
-                    .u64(c.duration_tsc)
-                    .i32(c.depth as i32)
-                    .bool(c.closed_by_parent)
-                    .opt_str((!args_text.is_empty()).then_some(args_text.as_str()));
-            })
-            .map_err(|e| tracekit_core::Error::io(None, e))
+    let mut rows = CallRows::new(trace);
+    let (_, warnings) = tracekit_xray::calls::for_each_call(trace, |c| {
+        rows.push(tables, c, &names.symbol_or_number(c.function_id))
+            .map_err(io_err)
     })?;
-    tables
-        .flush()
-        .map_err(|e| tracekit_core::Error::io(None, e))?;
-    Ok(res)
+    tables.flush().map_err(io_err)?;
+    Ok(warnings)
+}
+
+/// The timeline's rows and `xray_calls`, from one pass over the trace.
+struct XrayRows<'r, 't, 'o> {
+    timeline: &'r mut TimelineRows<'t, 'o>,
+    calls: Option<CallRows>,
+}
+
+impl Sink for XrayRows<'_, '_, '_> {
+    fn start(&mut self, info: &TraceInfo<'_>) -> io::Result<()> {
+        self.timeline.start(info)
+    }
+    fn event(&mut self, event: &Event<'_>) -> io::Result<()> {
+        self.timeline.event(event)
+    }
+    fn finish(&mut self) -> io::Result<()> {
+        self.timeline.finish()
+    }
+}
+
+impl CallSink for XrayRows<'_, '_, '_> {
+    fn wants_calls(&self) -> bool {
+        self.calls.is_some()
+    }
+    fn call(&mut self, call: &Call<'_>, function: &str) -> io::Result<()> {
+        match &mut self.calls {
+            Some(rows) => rows.push(self.timeline.tables(), call, function),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Every XRay table `tables` wants: the timeline's (slices, threads, ...)
+/// and `xray_calls`, decoded and paired once. Returns the trace's
+/// warnings and what the timeline rows could not hold.
+pub fn xray(
+    trace: &Trace<'_>,
+    names: &FunctionNames,
+    source: &str,
+    tables: &mut Tables<'_>,
+) -> tracekit_core::Result<(Warnings, RowStats)> {
+    if !Table::ALL
+        .iter()
+        .any(|&t| t.is_generic() && tables.wants(t))
+    {
+        let w = xray_calls(trace, names, source, tables)?;
+        return Ok((w, RowStats::default()));
+    }
+    let calls = tables.wants(Table::XrayCalls).then(|| CallRows::new(trace));
+    let mut timeline = TimelineRows::new(tables);
+    let warnings = map_trace_calls(
+        trace,
+        names,
+        source,
+        &mut XrayRows {
+            timeline: &mut timeline,
+            calls,
+        },
+    )?;
+    Ok((warnings, timeline.stats))
 }
 
 /// `trace2_processes`: one row (from the report's process hook).
@@ -113,7 +183,7 @@ pub fn trace2_process(tables: &mut Tables<'_>, p: &ProcessRow<'_>) -> io::Result
             .opt_i64(p.pid.map(i64::from))
             .bytes(p.command)
             .opt_bytes(p.mode)
-            .str(&argv)
+            .bytes(&argv)
             .opt_bytes(p.version)
             .time(p.start_unix_us.map(|us| us.saturating_mul(1000)))
             .opt_i64(p.elapsed_us.map(|us| us.saturating_mul(1000)))
@@ -167,7 +237,7 @@ pub fn build_processes(b: &Build<'_>, source: &str, tables: &mut Tables<'_>) -> 
                 .opt_i64(p.parent())
                 .opt_i64(b.parent[i].map(|x| x as i64))
                 .str(&p.executable)
-                .str(&json_array(&p.args))
+                .bytes(&json_array(&p.args))
                 .str(&p.work_dir)
                 .opt_i64(start_ns)
                 .time(p.start_us.map(|s| (s as i64).saturating_mul(1000)))
@@ -176,12 +246,12 @@ pub fn build_processes(b: &Build<'_>, source: &str, tables: &mut Tables<'_>) -> 
                 .opt_i64(signal)
                 .bool(b.compile_file[i].is_some())
                 .opt_str(b.compile_file[i].as_deref())
-                .opt_str(
+                .opt_bytes(
                     (!sources.is_empty())
                         .then(|| json_array(&sources))
                         .as_deref(),
                 )
-                .opt_str(
+                .opt_bytes(
                     (!outputs.is_empty())
                         .then(|| json_array(&outputs))
                         .as_deref(),

@@ -215,7 +215,6 @@ pub struct Tables<'o> {
     wanted: Vec<bool>,
     source: Source,
     batch_rows: usize,
-    rows: Vec<u64>,
 }
 
 impl<'o> Tables<'o> {
@@ -227,7 +226,6 @@ impl<'o> Tables<'o> {
             wanted,
             source: Source::default(),
             batch_rows: batch_rows.max(1),
-            rows: vec![0; Table::ALL.len()],
         }
     }
 
@@ -281,7 +279,6 @@ impl<'o> Tables<'o> {
             );
         }
         b.rows += 1;
-        self.rows[ti] += 1;
         if b.rows >= batch_rows {
             self.flush_table(table)?;
         }
@@ -308,13 +305,5 @@ impl<'o> Tables<'o> {
             self.flush_table(t)?;
         }
         Ok(())
-    }
-
-    /// Rows written so far, per table (in [`Table::ALL`] order).
-    pub fn row_counts(&self) -> Vec<(Table, u64)> {
-        Table::ALL
-            .iter()
-            .map(|&t| (t, self.rows[t.index()]))
-            .collect()
     }
 }

@@ -140,10 +140,6 @@ impl Table {
         }
     }
 
-    pub fn from_name(name: &str) -> Option<Table> {
-        Table::ALL.into_iter().find(|t| t.name() == name)
-    }
-
     /// The tables every dialect's timeline fills.
     pub fn is_generic(self) -> bool {
         self <= Table::Flows

@@ -13,7 +13,7 @@
 use std::io;
 
 use rustc_hash::FxHashMap;
-use tracekit_core::timeline::{Args, Clock, Event, Flow, Name, Scope, Sink, TraceInfo, TrackId};
+use tracekit_core::timeline::{Args, Clock, Event, Flow, Scope, Sink, TraceInfo, TrackId};
 use tracekit_core::timeline::{TrackKind, Value};
 
 use crate::rows::{Source, Tables};
@@ -26,8 +26,9 @@ struct OpenSlice {
     name: Vec<u8>,
     key: Option<u64>,
     category: Vec<u8>,
-    /// The JSON object's members so far (without braces).
-    args: String,
+    /// The args as a JSON object so far (`{` and members; closed when
+    /// written), empty when there are none.
+    args: Vec<u8>,
     parent: Option<u64>,
 }
 
@@ -68,7 +69,7 @@ pub struct TimelineRows<'t, 'o> {
     clock: Clock,
     tracks: FxHashMap<TrackId, TrackState>,
     next_slice: u64,
-    json: String,
+    json: Vec<u8>,
     pub stats: RowStats,
 }
 
@@ -79,9 +80,15 @@ impl<'t, 'o> TimelineRows<'t, 'o> {
             clock: Clock::MICROS_UNIX,
             tracks: FxHashMap::default(),
             next_slice: 0,
-            json: String::new(),
+            json: Vec::new(),
             stats: RowStats::default(),
         }
+    }
+
+    /// The tables the rows go to (for a dialect's own rows written from
+    /// the same pass).
+    pub fn tables(&mut self) -> &mut Tables<'o> {
+        self.tables
     }
 
     fn write_track(tables: &mut Tables<'_>, id: TrackId, t: &TrackState) -> io::Result<()> {
@@ -140,49 +147,44 @@ fn opt_nonempty(b: &[u8]) -> Option<&[u8]> {
     (!b.is_empty()).then_some(b)
 }
 
-/// Appends `"key":value` members for `args` to `out`.
-pub fn json_members(out: &mut String, args: Args<'_>) {
+/// Appends `"key":value` members for `args` to `out`, opening the
+/// object (`{`) with the first one; [`close_json`] ends it.
+pub fn json_members(out: &mut Vec<u8>, args: Args<'_>) {
     for (k, v) in args {
-        if !out.is_empty() {
-            out.push(',');
-        }
+        out.push(if out.is_empty() { b'{' } else { b',' });
         json_string(out, k.as_bytes());
-        out.push(':');
+        out.push(b':');
         json_value(out, v);
     }
 }
 
-fn json_value(out: &mut String, v: &Value<'_>) {
+/// The object [`json_members`] built, closed; `None` when it has no members.
+fn close_json(out: &mut Vec<u8>) -> Option<&[u8]> {
+    if out.is_empty() {
+        return None;
+    }
+    out.push(b'}');
+    Some(out)
+}
+
+fn json_value(out: &mut Vec<u8>, v: &Value<'_>) {
     match *v {
         Value::Str(s) => json_string(out, s),
-        Value::Int(i) => out.push_str(itoa::Buffer::new().format(i)),
-        Value::UInt(u) => out.push_str(itoa::Buffer::new().format(u)),
-        Value::Float(f) if f.is_finite() => out.push_str(ryu::Buffer::new().format_finite(f)),
-        Value::Float(_) => out.push_str("null"),
-        Value::Bool(b) => out.push_str(if b { "true" } else { "false" }),
-        Value::Json(j) => out.push_str(&String::from_utf8_lossy(j)),
+        Value::Int(i) => out.extend_from_slice(itoa::Buffer::new().format(i).as_bytes()),
+        Value::UInt(u) => out.extend_from_slice(itoa::Buffer::new().format(u).as_bytes()),
+        Value::Float(f) if f.is_finite() => {
+            out.extend_from_slice(ryu::Buffer::new().format_finite(f).as_bytes())
+        }
+        Value::Float(_) => out.extend_from_slice(b"null"),
+        Value::Bool(b) => out.extend_from_slice(if b { b"true" } else { b"false" }),
+        Value::Json(j) => out.extend_from_slice(j),
     }
 }
 
 /// A JSON string of `s` (invalid UTF-8 replaced).
-pub fn json_string(out: &mut String, s: &[u8]) {
-    let s = String::from_utf8_lossy(s);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                use std::fmt::Write as _;
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
+pub fn json_string(out: &mut Vec<u8>, s: &[u8]) {
+    // Writing to a Vec cannot fail.
+    let _ = tracekit_export::json::write_str(out, s);
 }
 
 fn scope_name(s: Scope) -> &'static str {
@@ -296,33 +298,23 @@ impl Sink for TimelineRows<'_, '_> {
                 }
                 t.depth -= 1;
                 let depth = t.depth;
-                let (pid, tid) = (t.pid, t.tid);
                 let o = &mut t.stack[depth];
                 json_members(&mut o.args, args);
-                let clock = self.clock;
-                let o = &*o;
-                self.json.clear();
-                if !o.args.is_empty() {
-                    self.json.push('{');
-                    self.json.push_str(&o.args);
-                    self.json.push('}');
-                }
-                let json = &self.json;
-                self.tables.push(Table::Slices, |r| {
-                    r.u64(o.id)
-                        .u64(track)
-                        .i64(pid)
-                        .opt_i64(tid)
-                        .bytes(&o.name)
-                        .opt_u64(o.key)
-                        .opt_bytes(opt_nonempty(&o.category))
-                        .i64(clock.to_ns(o.ts))
-                        .time(clock.to_unix_ns(o.ts))
-                        .i64(clock.to_ns(ts) - clock.to_ns(o.ts))
-                        .i32(depth as i32)
-                        .opt_u64(o.parent)
-                        .opt_str((!json.is_empty()).then_some(json.as_str()));
-                })?;
+                let row = SliceRow {
+                    id: o.id,
+                    track,
+                    pid: t.pid,
+                    tid: t.tid,
+                    ts: o.ts,
+                    dur: ts.saturating_sub(o.ts),
+                    name: &o.name,
+                    key: o.key,
+                    category: &o.category,
+                    args: close_json(&mut o.args),
+                    depth,
+                    parent: o.parent,
+                };
+                write_slice(self.tables, self.clock, &row)?;
             }
             Event::Complete {
                 track,
@@ -339,11 +331,23 @@ impl Sink for TimelineRows<'_, '_> {
                     self.stats.undeclared_tracks += 1;
                     return Ok(());
                 };
-                let parent = t.depth.checked_sub(1).map(|d| t.stack[d].id);
-                let (pid, tid, depth) = (t.pid, t.tid, t.depth);
-                self.slice_row(
-                    id, track, pid, tid, ts, dur, name, category, args, depth, parent,
-                )?;
+                self.json.clear();
+                json_members(&mut self.json, args);
+                let row = SliceRow {
+                    id,
+                    track,
+                    pid: t.pid,
+                    tid: t.tid,
+                    ts,
+                    dur,
+                    name: name.text,
+                    key: name.key,
+                    category,
+                    args: close_json(&mut self.json),
+                    depth: t.depth,
+                    parent: t.depth.checked_sub(1).map(|d| t.stack[d].id),
+                };
+                write_slice(self.tables, self.clock, &row)?;
                 if !flows.is_empty() {
                     self.write_flows(id, track, ts, flows)?;
                 }
@@ -363,7 +367,7 @@ impl Sink for TimelineRows<'_, '_> {
                 let (pid, tid) = (t.pid, t.tid);
                 self.json.clear();
                 json_members(&mut self.json, args);
-                let json = &self.json;
+                let json = close_json(&mut self.json);
                 let clock = self.clock;
                 self.tables.push(Table::Instants, |r| {
                     r.u64(track)
@@ -373,12 +377,8 @@ impl Sink for TimelineRows<'_, '_> {
                         .opt_bytes(opt_nonempty(category))
                         .str(scope_name(scope))
                         .i64(clock.to_ns(ts))
-                        .time(clock.to_unix_ns(ts));
-                    if json.is_empty() {
-                        r.opt_str(None);
-                    } else {
-                        r.str(&format!("{{{json}}}"));
-                    }
+                        .time(clock.to_unix_ns(ts))
+                        .opt_bytes(json);
                 })?;
             }
             Event::Counter { track, ts, value } => {
@@ -415,46 +415,38 @@ impl Sink for TimelineRows<'_, '_> {
     }
 }
 
-impl TimelineRows<'_, '_> {
-    #[allow(clippy::too_many_arguments)]
-    fn slice_row(
-        &mut self,
-        id: u64,
-        track: TrackId,
-        pid: i64,
-        tid: Option<i64>,
-        ts: i64,
-        dur: i64,
-        name: Name<'_>,
-        category: &[u8],
-        args: Args<'_>,
-        depth: usize,
-        parent: Option<u64>,
-    ) -> io::Result<()> {
-        self.json.clear();
-        json_members(&mut self.json, args);
-        let json = &self.json;
-        let clock = self.clock;
-        let start = clock.to_ns(ts);
-        let end = clock.to_ns(ts.saturating_add(dur));
-        self.tables.push(Table::Slices, |r| {
-            r.u64(id)
-                .u64(track)
-                .i64(pid)
-                .opt_i64(tid)
-                .bytes(name.text)
-                .opt_u64(name.key)
-                .opt_bytes(opt_nonempty(category))
-                .i64(start)
-                .time(clock.to_unix_ns(ts))
-                .i64(end - start)
-                .i32(depth as i32);
-            r.opt_u64(parent);
-            if json.is_empty() {
-                r.opt_str(None);
-            } else {
-                r.str(&format!("{{{json}}}"));
-            }
-        })
-    }
+/// One finished slice, as the `slices` table has it.
+struct SliceRow<'a> {
+    id: u64,
+    track: TrackId,
+    pid: i64,
+    tid: Option<i64>,
+    ts: i64,
+    dur: i64,
+    name: &'a [u8],
+    key: Option<u64>,
+    category: &'a [u8],
+    args: Option<&'a [u8]>,
+    depth: usize,
+    parent: Option<u64>,
+}
+
+fn write_slice(tables: &mut Tables<'_>, clock: Clock, s: &SliceRow<'_>) -> io::Result<()> {
+    let start = clock.to_ns(s.ts);
+    let end = clock.to_ns(s.ts.saturating_add(s.dur));
+    tables.push(Table::Slices, |r| {
+        r.u64(s.id)
+            .u64(s.track)
+            .i64(s.pid)
+            .opt_i64(s.tid)
+            .bytes(s.name)
+            .opt_u64(s.key)
+            .opt_bytes(opt_nonempty(s.category))
+            .i64(start)
+            .time(clock.to_unix_ns(s.ts))
+            .i64(end - start)
+            .i32(s.depth as i32)
+            .opt_u64(s.parent)
+            .opt_bytes(s.args);
+    })
 }

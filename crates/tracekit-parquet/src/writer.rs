@@ -9,6 +9,8 @@
 use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::{sync_channel, SyncSender};
+use std::thread::JoinHandle;
 
 use arrow_array::RecordBatch;
 use parquet::arrow::ArrowWriter;
@@ -24,13 +26,67 @@ use crate::schema::{ColType, Table};
 pub const ROW_GROUP_ROWS: usize = 1024 * 1024;
 
 /// Writes each table's batches to `DIR/<table>/<name>.parquet`.
+///
+/// Encoding and compression run on a thread of their own (the caller
+/// builds the next batches meanwhile); a bounded channel keeps memory to
+/// a few batches.
 pub struct ParquetDir {
     dir: PathBuf,
     name: String,
-    writers: Vec<Option<ArrowWriter<File>>>,
+    files: Option<Files>,
+    to_writer: Option<SyncSender<(Table, RecordBatch)>>,
+    writer: Option<JoinHandle<io::Result<Files>>>,
     only: Option<fn(Table) -> bool>,
     /// Files written, with their row counts (after [`ParquetDir::finish`]).
     pub written: Vec<(Table, PathBuf, u64)>,
+}
+
+/// Batches in flight between the caller and the writer thread.
+const QUEUED_BATCHES: usize = 4;
+
+/// The open files (owned by the writer thread once it runs).
+struct Files {
+    dir: PathBuf,
+    name: String,
+    writers: Vec<Option<ArrowWriter<File>>>,
+    written: Vec<(Table, PathBuf, u64)>,
+}
+
+impl Files {
+    fn path_of(&self, table: Table) -> PathBuf {
+        self.dir
+            .join(table.name())
+            .join(format!("{}.parquet", self.name))
+    }
+
+    fn write(&mut self, table: Table, batch: &RecordBatch) -> io::Result<()> {
+        let ti = table.index();
+        let path = self.path_of(table);
+        if self.writers[ti].is_none() {
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent).map_err(|e| perr(parent, e))?;
+            }
+            let f = File::create(&path).map_err(|e| perr(&path, e))?;
+            let w = ArrowWriter::try_new(f, table.schema(), Some(properties(table)))
+                .map_err(|e| perr(&path, e))?;
+            self.writers[ti] = Some(w);
+        }
+        match self.writers[ti].as_mut() {
+            Some(w) => w.write(batch).map_err(|e| perr(&path, e)),
+            None => Ok(()),
+        }
+    }
+
+    fn close(&mut self) -> io::Result<()> {
+        for t in Table::ALL {
+            if let Some(w) = self.writers[t.index()].take() {
+                let meta = w.close().map_err(|e| perr(&self.path_of(t), e))?;
+                self.written
+                    .push((t, self.path_of(t), meta.file_metadata().num_rows() as u64));
+            }
+        }
+        Ok(())
+    }
 }
 
 impl ParquetDir {
@@ -40,7 +96,14 @@ impl ParquetDir {
         ParquetDir {
             dir: dir.to_path_buf(),
             name: name.to_string(),
-            writers: Table::ALL.iter().map(|_| None).collect(),
+            files: Some(Files {
+                dir: dir.to_path_buf(),
+                name: name.to_string(),
+                writers: Table::ALL.iter().map(|_| None).collect(),
+                written: Vec::new(),
+            }),
+            to_writer: None,
+            writer: None,
             only: None,
             written: Vec::new(),
         }
@@ -58,16 +121,58 @@ impl ParquetDir {
             .join(format!("{}.parquet", self.name))
     }
 
-    /// Closes every file (writes the footers).
-    pub fn finish(&mut self) -> io::Result<()> {
-        for t in Table::ALL {
-            if let Some(w) = self.writers[t.index()].take() {
-                let meta = w.close().map_err(|e| perr(&self.path_of(t), e))?;
-                self.written
-                    .push((t, self.path_of(t), meta.file_metadata().num_rows() as u64));
-            }
+    /// Starts the writer thread on the first batch.
+    fn sender(&mut self) -> io::Result<&SyncSender<(Table, RecordBatch)>> {
+        if self.to_writer.is_none() {
+            let Some(mut files) = self.files.take() else {
+                return Err(io::Error::other("Parquet writer already finished"));
+            };
+            let (tx, rx) = sync_channel::<(Table, RecordBatch)>(QUEUED_BATCHES);
+            let handle = std::thread::Builder::new()
+                .name("parquet-writer".into())
+                .spawn(move || -> io::Result<Files> {
+                    for (table, batch) in rx {
+                        files.write(table, &batch)?;
+                    }
+                    files.close()?;
+                    Ok(files)
+                })?;
+            self.to_writer = Some(tx);
+            self.writer = Some(handle);
+        }
+        self.to_writer
+            .as_ref()
+            .ok_or_else(|| io::Error::other("Parquet writer not started"))
+    }
+
+    /// Waits for the writer thread: its error, if it stopped on one.
+    fn join(&mut self) -> io::Result<()> {
+        self.to_writer = None;
+        if let Some(h) = self.writer.take() {
+            let files = h
+                .join()
+                .map_err(|_| io::Error::other("the Parquet writer thread panicked"))??;
+            self.files = Some(files);
         }
         Ok(())
+    }
+
+    /// Closes every file (writes the footers).
+    pub fn finish(&mut self) -> io::Result<()> {
+        self.join()?;
+        if let Some(files) = self.files.as_mut() {
+            files.close()?;
+            self.written = std::mem::take(&mut files.written);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for ParquetDir {
+    /// Never leaves the thread writing after the owner is gone (a caller
+    /// that removes the files on error must not see them come back).
+    fn drop(&mut self) {
+        let _ = self.join();
     }
 }
 
@@ -100,21 +205,11 @@ impl BatchSink for ParquetDir {
     }
 
     fn batch(&mut self, table: Table, batch: RecordBatch) -> io::Result<()> {
-        let ti = table.index();
-        if self.writers[ti].is_none() {
-            let path = self.path_of(table);
-            if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent).map_err(|e| perr(parent, e))?;
-            }
-            let f = File::create(&path).map_err(|e| perr(&path, e))?;
-            let w = ArrowWriter::try_new(f, table.schema(), Some(properties(table)))
-                .map_err(|e| perr(&path, e))?;
-            self.writers[ti] = Some(w);
+        if self.sender()?.send((table, batch)).is_err() {
+            // The thread stopped on an error: that error.
+            self.join()?;
+            return Err(io::Error::other("the Parquet writer stopped"));
         }
-        let path = self.path_of(table);
-        match self.writers[ti].as_mut() {
-            Some(w) => w.write(&batch).map_err(|e| perr(&path, e)),
-            None => Ok(()),
-        }
+        Ok(())
     }
 }

@@ -154,6 +154,24 @@ pub enum Error {
     Io(#[from] io::Error),
 }
 
+impl Error {
+    /// Whether the output went away (`| head`): not an error of the query.
+    pub fn is_broken_pipe(&self) -> bool {
+        fn arrow(e: &arrow_schema::ArrowError) -> bool {
+            matches!(e, arrow_schema::ArrowError::IoError(_, io) if io.kind() == io::ErrorKind::BrokenPipe)
+        }
+        match self {
+            Error::Io(e) => e.kind() == io::ErrorKind::BrokenPipe,
+            Error::Arrow(e) => arrow(e),
+            Error::DataFusion(e) => match e.find_root() {
+                DataFusionError::IoError(io) => io.kind() == io::ErrorKind::BrokenPipe,
+                DataFusionError::ArrowError(a, _) => arrow(a),
+                _ => false,
+            },
+        }
+    }
+}
+
 /// DataFusion's message, without the "Execution error: " it puts before
 /// what a producer said (`FILE: what is wrong`).
 fn datafusion_message(e: &DataFusionError) -> String {
@@ -356,33 +374,24 @@ pub fn write_schema(out: &mut dyn Write) -> io::Result<()> {
     Ok(())
 }
 
-/// The schema as JSON (`--schema --json`).
+/// The schema as JSON (`--schema --format json`).
 pub fn schema_json() -> String {
-    let mut s = String::from("[");
-    for (i, t) in Table::ALL.iter().enumerate() {
-        if i > 0 {
-            s.push(',');
-        }
-        s.push_str("{\"table\":");
-        tracekit_parquet::timeline::json_string(&mut s, t.name().as_bytes());
-        s.push_str(",\"doc\":");
-        tracekit_parquet::timeline::json_string(&mut s, t.doc().as_bytes());
-        s.push_str(",\"columns\":[");
-        for (k, c) in t.columns().enumerate() {
-            if k > 0 {
-                s.push(',');
-            }
-            s.push_str("{\"name\":");
-            tracekit_parquet::timeline::json_string(&mut s, c.name.as_bytes());
-            s.push_str(",\"type\":");
-            tracekit_parquet::timeline::json_string(&mut s, c.ty.sql_name().as_bytes());
-            s.push_str(&format!(",\"nullable\":{}", c.nullable));
-            s.push_str(",\"doc\":");
-            tracekit_parquet::timeline::json_string(&mut s, c.doc.as_bytes());
-            s.push('}');
-        }
-        s.push_str("]}");
-    }
-    s.push(']');
-    s
+    let tables: Vec<serde_json::Value> = Table::ALL
+        .iter()
+        .map(|t| {
+            let columns: Vec<serde_json::Value> = t
+                .columns()
+                .map(|c| {
+                    serde_json::json!({
+                        "name": c.name,
+                        "type": c.ty.sql_name(),
+                        "nullable": c.nullable,
+                        "doc": c.doc,
+                    })
+                })
+                .collect();
+            serde_json::json!({ "table": t.name(), "doc": t.doc(), "columns": columns })
+        })
+        .collect();
+    serde_json::Value::Array(tables).to_string()
 }

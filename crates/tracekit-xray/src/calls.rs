@@ -1,7 +1,9 @@
-//! Function calls as rows: each call that has both its entry and its exit,
-//! with its thread, function id, entry time, duration and depth. What SQL
-//! tables (`xray_calls`) and other row consumers need; `account`'s
-//! statistics are aggregates of exactly these calls (as `account -d`).
+//! Function calls: entries and exits paired per thread ([`CallStacks`]),
+//! each call that has both its records with its thread, function id,
+//! entry time, duration and depth. The timeline mapping
+//! (`timeline::map_trace`) pairs with it, and so do SQL tables
+//! (`xray_calls`, written from that same pass); `account`'s statistics are
+//! aggregates of exactly these calls (as `account -d`).
 //!
 //! An exit closes the open calls up to its function (tail calls, unwinding:
 //! llvm-xray's `-d`); an exit with no such call on its thread's stack, and
@@ -13,6 +15,7 @@
 use rustc_hash::FxHashMap;
 use tracekit_core::{Result, Warnings};
 
+use crate::record::Record;
 use crate::trace::Trace;
 
 /// One finished call.
@@ -42,49 +45,72 @@ pub struct CallStats {
     pub unfinished: u64,
 }
 
-struct Frame {
-    function_id: i32,
-    tsc: u64,
-    args: Vec<u64>,
+/// An open call.
+#[derive(Debug, Clone)]
+pub struct Frame {
+    pub function_id: i32,
+    pub tsc: u64,
+    pub args: Vec<u64>,
 }
 
-/// Calls `f` with every finished call of `trace`, in exit order per thread.
-pub fn for_each_call<F>(trace: &Trace<'_>, mut f: F) -> Result<(CallStats, Warnings)>
-where
-    F: FnMut(&Call<'_>) -> Result<()>,
-{
-    let mut stats = CallStats::default();
-    let mut stacks: FxHashMap<u32, Vec<Frame>> = FxHashMap::default();
-    let mut current: Option<u32> = None;
-    let mut stack: Vec<Frame> = Vec::new();
-    let warnings = trace.try_for_each(|r| {
-        if r.kind.is_event() {
-            return Ok(());
-        }
-        if current != Some(r.tid) {
-            if let Some(t) = current {
-                std::mem::swap(stacks.entry(t).or_default(), &mut stack);
+/// Every thread's open calls (keyed by thread id, as llvm-xray keys them).
+/// The thread being read is kept out of the map (FDR logs come thread by
+/// thread) and put back when a record of another thread comes.
+#[derive(Default)]
+pub struct CallStacks {
+    parked: FxHashMap<u32, Vec<Frame>>,
+    current: Option<u32>,
+    stack: Vec<Frame>,
+    pub stats: CallStats,
+}
+
+impl CallStacks {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn switch_to(&mut self, tid: u32) {
+        if self.current != Some(tid) {
+            if let Some(t) = self.current {
+                std::mem::swap(self.parked.entry(t).or_default(), &mut self.stack);
             }
-            stack = std::mem::take(stacks.entry(r.tid).or_default());
-            current = Some(r.tid);
+            self.stack = std::mem::take(self.parked.entry(tid).or_default());
+            self.current = Some(tid);
         }
-        if r.kind.is_entry() {
-            stack.push(Frame {
-                function_id: r.func_id,
-                tsc: r.tsc,
-                args: r.args.clone(),
-            });
-            return Ok(());
-        }
-        let Some(at) = stack.iter().rposition(|fr| fr.function_id == r.func_id) else {
-            stats.orphan_exits += 1;
-            return Ok(());
+    }
+
+    /// Opens a call (an entry record).
+    pub fn enter(&mut self, r: &Record<'_>) {
+        self.switch_to(r.tid);
+        self.stack.push(Frame {
+            function_id: r.func_id,
+            tsc: r.tsc,
+            args: r.args.clone(),
+        });
+    }
+
+    /// Closes the calls an exit record ends, innermost first, handing each
+    /// to `each`. Returns false for an exit without a matching open call
+    /// (counted in [`CallStats::orphan_exits`]).
+    pub fn exit<E>(
+        &mut self,
+        r: &Record<'_>,
+        mut each: impl FnMut(&Call<'_>) -> std::result::Result<(), E>,
+    ) -> std::result::Result<bool, E> {
+        self.switch_to(r.tid);
+        let Some(at) = self
+            .stack
+            .iter()
+            .rposition(|fr| fr.function_id == r.func_id)
+        else {
+            self.stats.orphan_exits += 1;
+            return Ok(false);
         };
-        while stack.len() > at {
-            let depth = stack.len() - 1;
-            let Some(fr) = stack.pop() else { break };
-            stats.calls += 1;
-            f(&Call {
+        while self.stack.len() > at {
+            let depth = self.stack.len() - 1;
+            let Some(fr) = self.stack.pop() else { break };
+            self.stats.calls += 1;
+            each(&Call {
                 pid: r.pid,
                 tid: r.tid,
                 function_id: fr.function_id,
@@ -95,8 +121,37 @@ where
                 args: &fr.args,
             })?;
         }
+        Ok(true)
+    }
+
+    /// The calls still open, per thread seen (in the map's order); counted
+    /// in [`CallStats::unfinished`].
+    pub fn finish(mut self) -> (CallStats, Vec<(u32, Vec<Frame>)>) {
+        if let Some(t) = self.current.take() {
+            std::mem::swap(self.parked.entry(t).or_default(), &mut self.stack);
+        }
+        // The map's order (as the timeline has always closed them): every
+        // thread seen has its entry, so the order depends on the ids only.
+        let open: Vec<(u32, Vec<Frame>)> = self.parked.into_iter().collect();
+        self.stats.unfinished = open.iter().map(|(_, s)| s.len() as u64).sum();
+        (self.stats, open)
+    }
+}
+
+/// Calls `f` with every finished call of `trace`, in exit order per thread.
+pub fn for_each_call<F>(trace: &Trace<'_>, mut f: F) -> Result<(CallStats, Warnings)>
+where
+    F: FnMut(&Call<'_>) -> Result<()>,
+{
+    let mut stacks = CallStacks::new();
+    let warnings = trace.try_for_each(|r| {
+        if r.kind.is_entry() {
+            stacks.enter(r);
+        } else if !r.kind.is_event() {
+            stacks.exit(r, &mut f)?;
+        }
         Ok(())
     })?;
-    stats.unfinished = stack.len() as u64 + stacks.values().map(|s| s.len() as u64).sum::<u64>();
+    let (stats, _) = stacks.finish();
     Ok((stats, warnings))
 }

@@ -21,6 +21,7 @@ use tracekit_core::timeline::{
 };
 use tracekit_core::{Error, Position, Result, Warnings};
 
+use crate::calls::{Call, CallStacks};
 use crate::commands::earliest_tsc;
 use crate::names::FunctionNames;
 use crate::trace::Trace;
@@ -40,9 +41,64 @@ pub fn clock(trace: &Trace<'_>) -> Clock {
     }
 }
 
+/// A [`Sink`] that also takes every finished call with its own two
+/// records (the `xray_calls` table), from the same pass as the timeline.
+pub trait CallSink: Sink {
+    /// Whether [`CallSink::call`] is wanted at all.
+    fn wants_calls(&self) -> bool;
+    /// One finished call, named as its slice is.
+    fn call(&mut self, call: &Call<'_>, function: &str) -> io::Result<()>;
+}
+
+/// A plain [`Sink`] as a [`CallSink`] that wants no calls.
+struct NoCalls<'s, S: ?Sized>(&'s mut S);
+
+impl<S: Sink + ?Sized> Sink for NoCalls<'_, S> {
+    fn start(&mut self, info: &TraceInfo<'_>) -> io::Result<()> {
+        self.0.start(info)
+    }
+    fn event(&mut self, event: &Event<'_>) -> io::Result<()> {
+        self.0.event(event)
+    }
+    fn finish(&mut self) -> io::Result<()> {
+        self.0.finish()
+    }
+}
+
+impl<S: Sink + ?Sized> CallSink for NoCalls<'_, S> {
+    fn wants_calls(&self) -> bool {
+        false
+    }
+    fn call(&mut self, _: &Call<'_>, _: &str) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Call arguments as a JSON array (`[1,2]`), appended to `out`.
+pub fn write_args_json(out: &mut Vec<u8>, args: &[u64]) {
+    out.push(b'[');
+    for (i, a) in args.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(itoa::Buffer::new().format(*a).as_bytes());
+    }
+    out.push(b']');
+}
+
 /// Maps `trace` into `sink`; returns the trace's warnings plus the exits
 /// without a matching entry and the calls that never returned.
 pub fn map_trace<S: Sink + ?Sized>(
+    trace: &Trace<'_>,
+    names: &FunctionNames,
+    source: &str,
+    sink: &mut S,
+) -> Result<Warnings> {
+    map_trace_calls(trace, names, source, &mut NoCalls(sink))
+}
+
+/// [`map_trace`], also handing every finished call to the sink.
+pub fn map_trace_calls<S: CallSink + ?Sized>(
     trace: &Trace<'_>,
     names: &FunctionNames,
     source: &str,
@@ -57,26 +113,21 @@ pub fn map_trace<S: Sink + ?Sized>(
     .map_err(io)?;
     let base = earliest_tsc(trace);
     let ticks = |tsc: u64| tsc.wrapping_sub(base) as i64;
+    let wants_calls = sink.wants_calls();
     let mut warnings = trace.warnings.clone();
-    // Per thread: open calls and (pid, last timestamp). The thread being
-    // read is kept out of the maps (records come thread by thread in FDR
-    // logs) and put back when another one starts.
-    let mut stacks: FxHashMap<u32, Vec<i32>> = Default::default();
+    let mut calls = CallStacks::new();
+    // Per thread: (pid, last timestamp), put in the map when another
+    // thread's records start (FDR logs come thread by thread).
     let mut last: FxHashMap<u32, (u32, u64)> = Default::default();
     let mut tracks: FxHashMap<(u32, u32), TrackId> = Default::default();
     let mut current: Option<(u32, u32)> = None;
     let mut track: TrackId = 0;
-    let mut stack: Vec<i32> = Vec::new();
     let mut last_tsc = 0u64;
-    let mut orphans = 0u64;
-    let mut arg_text = String::new();
+    let mut arg_text = Vec::new();
     let res = trace.try_for_each(|r| {
         if current != Some((r.pid, r.tid)) {
             if let Some((pid, tid)) = current {
                 last.insert(tid, (pid, last_tsc));
-                if let Some(s) = stacks.get_mut(&tid) {
-                    std::mem::swap(s, &mut stack);
-                }
             }
             current = Some((r.pid, r.tid));
             let next = tracks.len() as TrackId;
@@ -94,7 +145,6 @@ pub fn map_trace<S: Sink + ?Sized>(
                 }))
                 .map_err(io)?;
             }
-            stack = std::mem::take(stacks.entry(r.tid).or_default());
         }
         last_tsc = r.tsc;
         if r.kind.is_event() {
@@ -121,72 +171,51 @@ pub fn map_trace<S: Sink + ?Sized>(
         if r.kind.is_entry() {
             let name = names.symbol_or_number(r.func_id);
             let name = Name::keyed(name.as_bytes(), r.func_id as u32 as u64);
-            if r.args.is_empty() {
-                sink.event(&Event::Begin {
-                    track,
-                    ts: ticks(r.tsc),
-                    name,
-                    category: b"",
-                    args: &[],
-                    flows: &[],
-                })
-                .map_err(io)?;
+            let args: &[(&str, Value<'_>)] = if r.args.is_empty() {
+                &[]
             } else {
-                use std::fmt::Write as _;
                 arg_text.clear();
-                arg_text.push('[');
-                for (i, a) in r.args.iter().enumerate() {
-                    if i > 0 {
-                        arg_text.push(',');
-                    }
-                    let _ = write!(arg_text, "{a}");
-                }
-                arg_text.push(']');
-                sink.event(&Event::Begin {
-                    track,
-                    ts: ticks(r.tsc),
-                    name,
-                    category: b"",
-                    args: &[("args", Value::Json(arg_text.as_bytes()))],
-                    flows: &[],
-                })
-                .map_err(io)?;
-            }
-            stack.push(r.func_id);
+                write_args_json(&mut arg_text, &r.args);
+                &[("args", Value::Json(&arg_text))]
+            };
+            sink.event(&Event::Begin {
+                track,
+                ts: ticks(r.tsc),
+                name,
+                category: b"",
+                args,
+                flows: &[],
+            })
+            .map_err(io)?;
+            calls.enter(r);
             return Ok(());
         }
-        match stack.iter().rposition(|&f| f == r.func_id) {
-            None => orphans += 1,
-            Some(at) => {
-                let ts = ticks(r.tsc);
-                while stack.len() > at {
-                    stack.pop();
-                    sink.event(&Event::End {
-                        track,
-                        ts,
-                        args: &[],
-                    })
-                    .map_err(io)?;
+        let ts = ticks(r.tsc);
+        calls
+            .exit(r, |c| {
+                if wants_calls {
+                    sink.call(c, &names.symbol_or_number(c.function_id))?;
                 }
-            }
-        }
+                sink.event(&Event::End {
+                    track,
+                    ts,
+                    args: &[],
+                })
+            })
+            .map_err(io)?;
         Ok(())
     });
     if let Some((pid, tid)) = current {
         last.insert(tid, (pid, last_tsc));
-        if let Some(s) = stacks.get_mut(&tid) {
-            std::mem::swap(s, &mut stack);
-        }
     }
     warnings.extend(res?);
-    let mut unfinished = 0u64;
-    for (tid, stack) in stacks {
+    let (stats, open) = calls.finish();
+    for (tid, stack) in open {
         if let Some(&(pid, tsc)) = last.get(&tid) {
             let Some(&track) = tracks.get(&(pid, tid)) else {
                 continue;
             };
             for _ in 0..stack.len() {
-                unfinished += 1;
                 sink.event(&Event::End {
                     track,
                     ts: ticks(tsc),
@@ -196,16 +225,19 @@ pub fn map_trace<S: Sink + ?Sized>(
             }
         }
     }
-    if orphans > 0 {
+    if stats.orphan_exits > 0 {
         warnings.push(
             Position::Unknown,
-            crate::record::orphan_exits_message(orphans),
+            crate::record::orphan_exits_message(stats.orphan_exits),
         );
     }
-    if unfinished > 0 {
+    if stats.unfinished > 0 {
         warnings.push(
             Position::Unknown,
-            format!("{unfinished} calls never returned; closed at their thread's last timestamp"),
+            format!(
+                "{} calls never returned; closed at their thread's last timestamp",
+                stats.unfinished
+            ),
         );
     }
     sink.finish().map_err(io)?;

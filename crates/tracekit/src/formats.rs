@@ -50,6 +50,12 @@ pub trait Dialect: Sync {
     ) -> Result<ExitCode> {
         timeline_tables(self, input, args, tables).map(|c| c.unwrap_or(ExitCode::SUCCESS))
     }
+    /// Whether [`Dialect::tables`] writes the generic and the dialect's
+    /// own tables from one pass (then `convert --to parquet` asks for
+    /// them together rather than from two threads).
+    fn tables_in_one_pass(&self) -> bool {
+        false
+    }
 }
 
 /// The generic tables of `input`, when any is wanted (`None` if none is).
@@ -68,7 +74,12 @@ pub fn timeline_tables<D: Dialect + ?Sized>(
     }
     let mut rows = tracekit_parquet::TimelineRows::new(tables);
     let code = dialect.timeline(input, args, &mut rows)?;
-    let s = rows.stats;
+    warn_row_stats(input, &rows.stats);
+    Ok(Some(code))
+}
+
+/// Says what the timeline rows could not hold, if anything.
+pub fn warn_row_stats(input: &Input, s: &tracekit_parquet::timeline::RowStats) {
     if s.unclosed_slices + s.unmatched_ends + s.undeclared_tracks > 0 {
         eprintln!(
             "tracekit: {}: {} slices never ended, {} ends without a begin, {} events on undeclared tracks: not in the tables",
@@ -78,7 +89,6 @@ pub fn timeline_tables<D: Dialect + ?Sized>(
             s.undeclared_tracks
         );
     }
-    Ok(Some(code))
 }
 
 /// The dialects, in detection order (most specific first).

@@ -149,33 +149,58 @@ pub fn run(args: Args) -> Result<ExitCode> {
 }
 
 /// `--to parquet -o DIR`: every input's tables into `DIR/<table>/NAME.parquet`.
-/// Two threads: one runs the timeline mappings (the generic tables), the
-/// other the dialects' own passes (their tables), each over every input.
+/// Two threads, each with a writer thread of its own: one runs the
+/// timeline mappings (the generic tables) and the dialects that write all
+/// their tables from that one pass (XRay); the other the other dialects'
+/// own passes (their tables). Each input is opened and detected once.
 fn parquet(args: Args) -> Result<ExitCode> {
-    use tracekit_parquet::{ParquetDir, Table};
+    use tracekit_parquet::{BatchSink, ParquetDir, RecordBatch, Table};
     let Some(dir) = args.output.clone().filter(|o| o.as_os_str() != "-") else {
         anyhow::bail!("--to parquet writes a directory of tables: name it with -o DIR");
     };
     let mut paths = vec![args.input.clone()];
     paths.extend(args.more_inputs.iter().cloned());
-    let inputs = crate::cmd::sql::expand_inputs(&paths)?;
     // Every input's format is known before anything is written.
-    for p in &inputs {
-        crate::formats::detect(&crate::input::Input::open(p)?)?;
+    let inputs = crate::cmd::sql::expand_inputs(&paths)?;
+    let name = parquet_file_name(&inputs.iter().map(|(p, _)| p.clone()).collect::<Vec<_>>());
+
+    /// The tables of one input that one thread writes.
+    struct Only<'a> {
+        out: &'a mut ParquetDir,
+        keep: fn(Table) -> bool,
     }
-    let name = parquet_file_name(&inputs);
+    impl BatchSink for Only<'_> {
+        fn wants(&self, table: Table) -> bool {
+            (self.keep)(table)
+        }
+        fn batch(&mut self, table: Table, batch: RecordBatch) -> std::io::Result<()> {
+            self.out.batch(table, batch)
+        }
+    }
     /// Each table written: which, where, how many rows.
     type Written = Vec<(Table, PathBuf, u64)>;
     let run = |generic: bool| -> Result<(ExitCode, Written)> {
-        let mut out = ParquetDir::new(&dir, &name).only(if generic {
-            Table::is_generic
-        } else {
-            |t: Table| !t.is_generic()
-        });
+        let mut out = ParquetDir::new(&dir, &name);
         let mut code = ExitCode::SUCCESS;
-        for p in &inputs {
-            let c =
-                crate::cmd::sql::produce(p, &args, &mut out, tracekit_parquet::DEFAULT_BATCH_ROWS)?;
+        for (path, dialect) in &inputs {
+            let one_pass = dialect.tables_in_one_pass();
+            let keep: fn(Table) -> bool = match (generic, one_pass) {
+                (true, true) => |_| true,
+                (true, false) => Table::is_generic,
+                (false, true) => continue,
+                (false, false) => |t: Table| !t.is_generic(),
+            };
+            let mut sink = Only {
+                out: &mut out,
+                keep,
+            };
+            let c = crate::cmd::sql::produce_from(
+                path,
+                *dialect,
+                &args,
+                &mut sink,
+                tracekit_parquet::DEFAULT_BATCH_ROWS,
+            )?;
             if c != ExitCode::SUCCESS {
                 code = c;
             }

@@ -26,9 +26,9 @@ pub struct Args {
     /// Traces (files or directories of traces) and Parquet directories.
     #[arg(value_name = "FILE|DIR", required_unless_present = "schema")]
     pub inputs: Vec<PathBuf>,
-    /// Output format: table, csv or json (one object per line).
-    #[arg(long, default_value = "table", value_name = "FORMAT")]
-    pub format: String,
+    /// Output format (json: one object per line).
+    #[arg(long, value_enum, default_value_t = OutputFormat::Table, value_name = "FORMAT")]
+    pub format: OutputFormat,
     /// List the tables and their columns (with --format json: as JSON).
     #[arg(long)]
     pub schema: bool,
@@ -40,15 +40,21 @@ pub struct Args {
     pub instr_map: Option<PathBuf>,
 }
 
+/// `--format`.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputFormat {
+    /// An aligned text table.
+    Table,
+    Csv,
+    /// One JSON object per row, one per line.
+    Json,
+}
+
 pub fn run(args: Args) -> Result<ExitCode> {
-    let format = match args.format.as_str() {
-        "table" => Format::Table,
-        "csv" => Format::Csv,
-        "json" => Format::Json,
-        other => {
-            eprintln!("tracekit: --format {other:?}: use table, csv or json");
-            return Ok(ExitCode::from(2));
-        }
+    let format = match args.format {
+        OutputFormat::Table => Format::Table,
+        OutputFormat::Csv => Format::Csv,
+        OutputFormat::Json => Format::Json,
     };
     let mut out = output(args.output.as_deref())?;
     if args.schema {
@@ -74,17 +80,16 @@ pub fn run(args: Args) -> Result<ExitCode> {
             engine.add_parquet_dir(path);
             continue;
         }
-        for p in expand_inputs(std::slice::from_ref(path))? {
-            // An input of no known format fails here, naming it, whether
-            // or not the query reads a table it would fill.
-            formats::detect(&Input::open(&p)?)?;
+        // An input of no known format fails here, naming it, whether or
+        // not the query reads a table it would fill.
+        for (p, dialect) in expand_inputs(std::slice::from_ref(path))? {
             let a = convert_args.clone();
             let file = p.clone();
             let unreadable = unreadable.clone();
             engine.add_trace(TraceSource {
                 name: p.display().to_string(),
                 produce: Arc::new(move |sink: &mut dyn BatchSink| {
-                    let code = produce(&file, &a, sink, tracekit_sql::BATCH_ROWS)
+                    let code = produce_from(&file, dialect, &a, sink, tracekit_sql::BATCH_ROWS)
                         .map_err(|e| format!("{e:#}"))?;
                     if code != ExitCode::SUCCESS {
                         unreadable.store(true, Ordering::Relaxed);
@@ -97,13 +102,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
     match engine.print(query, format, &mut out) {
         Ok(()) if unreadable.load(Ordering::Relaxed) => Ok(ExitCode::from(1)),
         Ok(()) => Ok(ExitCode::SUCCESS),
+        // A broken pipe (`| head`) is not an error.
+        Err(e) if e.is_broken_pipe() => Ok(ExitCode::SUCCESS),
         Err(e) => {
-            let msg = e.to_string();
-            // A broken pipe (`| head`) is not an error.
-            if msg.contains("Broken pipe") {
-                return Ok(ExitCode::SUCCESS);
-            }
-            eprintln!("tracekit: sql: {msg}");
+            eprintln!("tracekit: sql: {e}");
             Ok(ExitCode::from(1))
         }
     }
@@ -125,40 +127,39 @@ pub fn convert_args(instr_map: Option<PathBuf>) -> convert::Args {
     }
 }
 
-/// The inputs to read: files as they are; a directory of Git Trace2
-/// files as one input (sessions span its files); any other directory as
-/// its files, one by one. Standard input cannot be read twice, so it is
-/// refused.
-pub fn expand_inputs(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+/// The inputs to read, opened and detected: files as they are; a
+/// directory of Git Trace2 files as one input (sessions span its files);
+/// any other directory as its files, one by one. Standard input cannot be
+/// read twice, so it is refused.
+pub fn expand_inputs(paths: &[PathBuf]) -> Result<Vec<(PathBuf, &'static dyn Dialect)>> {
     let mut out = Vec::new();
     for p in paths {
         if p.as_os_str() == "-" {
             anyhow::bail!("<stdin>: tables are written from files (name the file or directory)");
         }
         let input = Input::open(p)?;
-        if input.is_dir {
-            let d = formats::detect(&input)?;
-            if d.name() == crate::cmd::trace2::Trace2.name() {
-                out.push(p.clone());
-            } else {
-                out.extend(dir_files(p)?);
+        let d = formats::detect(&input)?;
+        if input.is_dir && d.name() != crate::cmd::trace2::Trace2.name() {
+            for f in dir_files(p)? {
+                let d = formats::detect(&Input::open(&f)?)?;
+                out.push((f, d));
             }
         } else {
-            out.push(p.clone());
+            out.push((p.clone(), d));
         }
     }
     Ok(out)
 }
 
-/// Writes the tables of the trace at `path` that `sink` wants.
-pub fn produce(
+/// Writes the tables of the trace at `path` (of `dialect`) that `sink` wants.
+pub fn produce_from(
     path: &Path,
+    dialect: &dyn Dialect,
     args: &convert::Args,
     sink: &mut dyn BatchSink,
     batch_rows: usize,
 ) -> Result<ExitCode> {
     let input = Input::open(path)?;
-    let dialect = formats::detect(&input)?;
     let mut tables = Tables::new(sink, batch_rows);
     let code = dialect.tables(&input, args, &mut tables)?;
     tables.flush()?;

@@ -928,22 +928,25 @@ impl Dialect for Xray {
         args: &convert::Args,
         tables: &mut tracekit_parquet::Tables<'_>,
     ) -> Result<ExitCode> {
-        let timeline = crate::formats::timeline_tables(self, input, args, tables)?;
-        if tables.wants(tracekit_parquet::Table::XrayCalls) {
+        let mut run = || -> Result<ExitCode> {
             let names = names_for(&args.instr_map)?;
             let bytes = open_bytes(&input.path)?;
             let rel = releaser(&bytes, &input.path);
             let trace = open_trace(&input.path, &bytes, &*rel)?;
             let source = input.display().to_string();
-            let (_, w) = in_file(
-                tracekit_parquet::dialects::xray_calls(&trace, &names, &source, tables),
+            let (w, stats) = in_file(
+                tracekit_parquet::dialects::xray(&trace, &names, &source, tables),
                 &input.path,
             )?;
-            if timeline.is_none() {
-                print_warnings(input.path.display(), &w);
-            }
-        }
-        Ok(timeline.unwrap_or(ExitCode::SUCCESS))
+            print_warnings(input.path.display(), &w);
+            crate::formats::warn_row_stats(input, &stats);
+            Ok(ExitCode::SUCCESS)
+        };
+        quiet_pipe(run())
+    }
+
+    fn tables_in_one_pass(&self) -> bool {
+        true
     }
 }
 
