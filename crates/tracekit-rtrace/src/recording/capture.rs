@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 
 use tracekit_posix::api;
 use tracekit_posix::consts::POSIX_TRACE_UNTIL_FULL;
-use tracekit_posix::fragments::{errno_error, Reassembler, RecorderStream};
+use tracekit_posix::fragments::{errno_error, Reassembler, RecorderStream, StreamReader};
 use tracekit_posix::TraceAttr;
 
 use super::wire::*;
@@ -183,12 +183,12 @@ impl Capture {
         )?;
         let demux = Demux::new(dir.to_path_buf(), ids[0], ids[1]);
         let done = Arc::new(AtomicBool::new(false));
-        let trid = stream.trid();
+        let events = stream.reader();
         let reader = {
             let done = done.clone();
             std::thread::Builder::new()
                 .name("rtrace-reader".into())
-                .spawn(move || demux.run(trid, &done))?
+                .spawn(move || demux.run(events, &done))?
         };
         let spill = spill_prefix();
         Ok(Capture {
@@ -539,22 +539,21 @@ impl Demux {
 
     /// Reads the stream until the command has ended and it stayed empty
     /// for [`QUIET_AT_END`], then writes what is buffered.
-    fn run(mut self, trid: api::TraceId, done: &AtomicBool) -> io::Result<Demux> {
-        let mut buf = vec![0u8; 64 << 10];
+    fn run(mut self, stream: StreamReader, done: &AtomicBool) -> io::Result<Demux> {
         let mut quiet_since: Option<Instant> = None;
         let mut nap_ms = 1;
         loop {
             let finishing = done.load(Ordering::Acquire);
-            match api::getnext_event(trid, &mut buf, api::Wait::Never) {
-                Ok(Some(ev)) => {
+            // Each event is taken where the stream's reader holds it (one
+            // copy fewer than `getnext_event`).
+            let got = stream.next_with(api::Wait::Never, |info, data| {
+                self.take(info.event_id, info.pid, info.thread, data)
+            });
+            match got {
+                Ok(Some(taken)) => {
                     quiet_since = None;
                     nap_ms = 1;
-                    self.take(
-                        ev.info.event_id,
-                        ev.info.pid,
-                        ev.info.thread,
-                        &buf[..ev.data_len],
-                    )?;
+                    taken?;
                 }
                 Ok(None) if finishing => {
                     let since = *quiet_since.get_or_insert_with(Instant::now);
