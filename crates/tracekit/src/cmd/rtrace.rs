@@ -913,22 +913,26 @@ impl Dialect for Rtrace {
 mod tests {
     use super::*;
 
-    #[test]
-    fn record_mem_writes_traces_and_keeps_the_exit_status() {
-        let dir = tempfile::tempdir().unwrap();
-        let out = dir.path().join("sh.rtrace");
-        // A shell that runs a child and exits with 3.
-        let args = RecordArgs {
-            modules: "memory,file".into(),
+    /// `record mem` of a shell that runs a child (`ls`, which allocates)
+    /// and exits with 3.
+    fn record_args(modules: &str, output: Option<&Path>, raw: bool) -> RecordArgs {
+        RecordArgs {
+            modules: modules.into(),
             backtrace_depth: 4,
-            output: Some(out.clone()),
-            raw: false,
+            output: output.map(Path::to_path_buf),
+            raw,
             command: ["/bin/sh", "-c", "ls / >/dev/null; exit 3"]
                 .iter()
                 .map(Into::into)
                 .collect(),
-        };
-        let code = record_mem(args).unwrap();
+        }
+    }
+
+    #[test]
+    fn record_mem_writes_traces_and_keeps_the_exit_status() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("sh.rtrace");
+        let code = record_mem(record_args("memory,file", Some(&out), false)).unwrap();
         assert_eq!(code, ExitCode::from(3));
         let text = std::fs::read_to_string(&out).unwrap();
         assert!(text.starts_with("version=2.0, arch="), "{text}");
@@ -954,16 +958,7 @@ mod tests {
     fn record_mem_raw_keeps_every_image() {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("sh.tkrt");
-        let args = RecordArgs {
-            modules: "memory".into(),
-            backtrace_depth: 4,
-            output: Some(out.clone()),
-            raw: true,
-            command: ["/bin/sh", "-c", "ls / >/dev/null; exit 3"]
-                .iter()
-                .map(Into::into)
-                .collect(),
-        };
+        let args = record_args("memory", Some(&out), true);
         assert_eq!(record_mem(args).unwrap(), ExitCode::from(3));
         let names: Vec<String> = std::fs::read_dir(dir.path())
             .unwrap()
@@ -987,14 +982,9 @@ mod tests {
 
     #[test]
     fn record_mem_rejects_unknown_modules() {
-        let args = RecordArgs {
-            modules: "memory,gpu".into(),
-            backtrace_depth: 4,
-            output: None,
-            raw: false,
-            command: vec!["/bin/true".into()],
-        };
-        let e = record_mem(args).unwrap_err().to_string();
+        let e = record_mem(record_args("memory,gpu", None, false))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("gpu"), "{e}");
     }
 }
