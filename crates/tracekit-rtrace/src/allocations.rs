@@ -9,6 +9,7 @@
 //! distinct backtrace, as for the report.
 
 use std::io::BufRead;
+use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 use tracekit_core::{Result, Warnings};
@@ -22,7 +23,8 @@ use crate::report::Clock as DayClock;
 pub struct Allocation {
     /// The traced process (the header's `pid`).
     pub pid: Option<i64>,
-    pub resource: String,
+    /// The resource type's name (shared by its rows, not copied per row).
+    pub resource: Arc<str>,
     pub call_index: i64,
     pub function: compact_str::CompactString,
     pub size: i64,
@@ -67,7 +69,7 @@ where
 {
     let mut asm = Assembler::new(Reader::new(input));
     let mut stats = AllocationStats::default();
-    let mut resources: Vec<(String, bool)> = Vec::new();
+    let mut resources: Vec<(Arc<str>, bool)> = Vec::new();
     let mut traces: FxHashMap<Vec<u64>, u64> = FxHashMap::default();
     let mut live: FxHashMap<(usize, u64), Live> = FxHashMap::default();
     let mut clock = DayClock::default();
@@ -79,15 +81,15 @@ where
                 pid = h.get("pid").and_then(|p| p.trim().parse::<i64>().ok());
                 stats.header = Some(h);
             }
-            Item::Resource(r) if !resources.iter().any(|x| x.0 == r.name) => {
+            Item::Resource(r) if !resources.iter().any(|x| *x.0 == r.name) => {
                 let refcount = r.is_refcount();
-                resources.push((r.name, refcount));
+                resources.push((r.name.into(), refcount));
             }
             Item::Call(fc) => {
                 stats.calls += 1;
                 let time_ms = fc.call.timestamp.map(|t| clock.tick(t));
                 let ri = match &fc.call.resource_type {
-                    Some(name) => resources.iter().position(|r| &r.0 == name),
+                    Some(name) => resources.iter().position(|r| *r.0 == **name),
                     None => (!resources.is_empty()).then_some(0),
                 };
                 let ri = match ri {
@@ -98,7 +100,7 @@ where
                             .resource_type
                             .clone()
                             .unwrap_or_else(|| "memory".to_string());
-                        resources.push((name, false));
+                        resources.push((name.into(), false));
                         resources.len() - 1
                     }
                 };
