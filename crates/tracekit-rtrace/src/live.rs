@@ -1,6 +1,7 @@
-//! What the report and the allocation rows share: the live set (the
-//! blocks allocated and not yet released, by resource type and id, with
-//! sp-rtrace's rules), resource lookup, and backtrace interning.
+//! What the report, the allocation rows and `postproc --filter-leaks`
+//! share: the live set (the blocks allocated and not yet released, by
+//! resource type and id, with sp-rtrace's rules), resource lookup, and
+//! backtrace interning.
 
 use rustc_hash::FxHashMap;
 
