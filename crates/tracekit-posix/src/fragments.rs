@@ -242,9 +242,28 @@ impl RecorderStream {
         self.trid
     }
 
+    /// Its reader (for a reader thread).
+    pub fn reader(&self) -> StreamReader {
+        StreamReader::new(self.trid)
+    }
+
     /// The stream file the shim maps (for its environment variable).
     pub fn path(&self) -> &Path {
         &self.path
+    }
+}
+
+/// Reads a recorder's stream without copying each event out of the
+/// reader's hands: [`StreamReader::next_with`] (what a recorder's reader
+/// thread keeps; [`api::getnext_event`] copies into a caller's buffer).
+#[derive(Debug, Clone, Copy)]
+pub struct StreamReader {
+    pub(crate) trid: api::TraceId,
+}
+
+impl StreamReader {
+    pub fn new(trid: api::TraceId) -> StreamReader {
+        StreamReader { trid }
     }
 }
 

@@ -318,21 +318,17 @@ fn arena_alloc(size: usize) -> *mut c_void {
 // ---------------------------------------------------------------------
 // Initialisation
 
-/// Whether recording is on for `module`, initialising on first use.
-/// `false` inside our own code (guard), during initialisation, or when
-/// disabled.
+/// Whether recording is on for `module` (see [`recording_slot`]).
 #[inline(always)]
 fn enabled(module: u32) -> bool {
-    let state = STATE.load(Ordering::Acquire);
-    if state != READY && !init_slow() {
-        return false;
-    }
-    MODULES.load(Ordering::Relaxed) & module != 0 && !guarded()
+    recording_slot(module).is_some()
 }
 
-/// [`enabled`] for the hottest hooks: this thread's slot when recording
-/// is on for `module`, so that the event's record does not look the slot
-/// up a second time ([`record_in`]).
+/// This thread's slot when recording is on for `module`, initialising on
+/// first use; `None` inside our own code (guard), during initialisation,
+/// when disabled, or without a slot. The hottest hooks keep the slot so
+/// that the event's record does not look it up a second time
+/// ([`record_in`]).
 #[inline(always)]
 fn recording_slot(module: u32) -> Option<&'static Slot> {
     let state = STATE.load(Ordering::Acquire);

@@ -9,10 +9,11 @@
 //! distinct backtrace, as for the report.
 
 use std::io::BufRead;
+use std::sync::Arc;
 
-use rustc_hash::FxHashMap;
 use tracekit_core::{Result, Warnings};
 
+use crate::live::{resource_index, Allocated, Backtraces, Freed, LiveSet};
 use crate::reader::{Assembler, Item, Reader};
 use crate::record::{Frame, Header};
 use crate::report::Clock as DayClock;
@@ -22,7 +23,8 @@ use crate::report::Clock as DayClock;
 pub struct Allocation {
     /// The traced process (the header's `pid`).
     pub pid: Option<i64>,
-    pub resource: String,
+    /// The resource type's name (shared by its rows, not copied per row).
+    pub resource: Arc<str>,
     pub call_index: i64,
     pub function: compact_str::CompactString,
     pub size: i64,
@@ -47,11 +49,6 @@ pub struct AllocationStats {
     pub unmatched_frees: u64,
 }
 
-struct Live {
-    row: Allocation,
-    refs: u32,
-}
-
 /// Reads the trace from `input`; calls `on_backtrace(id, frames)` once per
 /// distinct backtrace (before the first allocation that uses it is
 /// handed out) and `on_allocation` once per allocation call.
@@ -67,9 +64,9 @@ where
 {
     let mut asm = Assembler::new(Reader::new(input));
     let mut stats = AllocationStats::default();
-    let mut resources: Vec<(String, bool)> = Vec::new();
-    let mut traces: FxHashMap<Vec<u64>, u64> = FxHashMap::default();
-    let mut live: FxHashMap<(usize, u64), Live> = FxHashMap::default();
+    let mut resources: Vec<(Arc<str>, bool)> = Vec::new();
+    let mut traces = Backtraces::default();
+    let mut live: LiveSet<Allocation> = LiveSet::default();
     let mut clock = DayClock::default();
     let mut addrs: Vec<u64> = Vec::new();
     let mut pid: Option<i64> = None;
@@ -79,17 +76,17 @@ where
                 pid = h.get("pid").and_then(|p| p.trim().parse::<i64>().ok());
                 stats.header = Some(h);
             }
-            Item::Resource(r) if !resources.iter().any(|x| x.0 == r.name) => {
+            Item::Resource(r) if !resources.iter().any(|x| *x.0 == r.name) => {
                 let refcount = r.is_refcount();
-                resources.push((r.name, refcount));
+                resources.push((r.name.into(), refcount));
             }
             Item::Call(fc) => {
                 stats.calls += 1;
                 let time_ms = fc.call.timestamp.map(|t| clock.tick(t));
-                let ri = match &fc.call.resource_type {
-                    Some(name) => resources.iter().position(|r| &r.0 == name),
-                    None => (!resources.is_empty()).then_some(0),
-                };
+                let ri = resource_index(
+                    resources.iter().map(|r| &*r.0),
+                    fc.call.resource_type.as_deref(),
+                );
                 let ri = match ri {
                     Some(i) => i,
                     None => {
@@ -98,7 +95,7 @@ where
                             .resource_type
                             .clone()
                             .unwrap_or_else(|| "memory".to_string());
-                        resources.push((name, false));
+                        resources.push((name.into(), false));
                         resources.len() - 1
                     }
                 };
@@ -107,16 +104,12 @@ where
                 if fc.call.is_alloc() {
                     addrs.clear();
                     addrs.extend(fc.frames.iter().map(|f| f.addr));
-                    let backtrace_id = match traces.get(&addrs) {
-                        Some(&id) => id,
-                        None => {
-                            let id = traces.len() as u64;
-                            traces.insert(addrs.clone(), id);
-                            on_backtrace(id, &fc.frames)?;
-                            id
-                        }
-                    };
-                    let mut row = Allocation {
+                    let (id, new) = traces.intern(&addrs);
+                    let backtrace_id = u64::from(id);
+                    if new {
+                        on_backtrace(backtrace_id, &fc.frames)?;
+                    }
+                    let row = Allocation {
                         pid,
                         resource: resources[ri].0.clone(),
                         call_index: fc.call.index,
@@ -129,42 +122,40 @@ where
                         freed_index: None,
                         leaked: false,
                     };
-                    match live.get_mut(&key) {
-                        Some(l) if refcount => {
-                            l.refs += 1;
+                    match live.alloc(key, refcount, row) {
+                        // A reference added to a live block is handed out
+                        // at once (the block's own row waits for its end).
+                        Allocated::Referenced(mut row) => {
                             row.new_block = false;
                             on_allocation(&row)?;
                         }
-                        _ => {
-                            if let Some(mut old) = live.insert(key, Live { row, refs: 1 }) {
-                                old.row.leaked = true;
-                                on_allocation(&old.row)?;
-                            }
+                        Allocated::New {
+                            replaced: Some(mut old),
+                        } => {
+                            old.leaked = true;
+                            on_allocation(&old)?;
                         }
+                        Allocated::New { replaced: None } => {}
                     }
                 } else {
-                    match live.get_mut(&key) {
-                        Some(l) => {
-                            l.refs = l.refs.saturating_sub(1);
-                            if l.refs == 0 || !refcount {
-                                if let Some(mut l) = live.remove(&key) {
-                                    l.row.freed_index = Some(fc.call.index);
-                                    on_allocation(&l.row)?;
-                                }
-                            }
+                    match live.free(key, refcount) {
+                        Freed::Released(mut row) => {
+                            row.freed_index = Some(fc.call.index);
+                            on_allocation(&row)?;
                         }
-                        None => stats.unmatched_frees += 1,
+                        Freed::Unreferenced => {}
+                        Freed::Unmatched => stats.unmatched_frees += 1,
                     }
                 }
             }
             _ => {}
         }
     }
-    let mut rest: Vec<Live> = live.into_values().collect();
-    rest.sort_by_key(|l| l.row.call_index);
-    for mut l in rest {
-        l.row.leaked = true;
-        on_allocation(&l.row)?;
+    let mut rest: Vec<Allocation> = live.into_values().collect();
+    rest.sort_by_key(|row| row.call_index);
+    for mut row in rest {
+        row.leaked = true;
+        on_allocation(&row)?;
     }
     let warnings = std::mem::take(&mut asm.reader.warnings);
     Ok((stats, warnings))

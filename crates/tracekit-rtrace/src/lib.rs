@@ -8,6 +8,7 @@
 
 pub mod allocations;
 pub mod heaptrack;
+mod live;
 pub mod postproc;
 pub mod reader;
 pub mod record;

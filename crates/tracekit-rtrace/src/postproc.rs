@@ -23,6 +23,7 @@ use std::rc::Rc;
 use rustc_hash::FxHashMap;
 use tracekit_core::{Error, Position, Result, Warnings};
 
+use crate::live::{resource_index, Allocated, Freed, LiveSet};
 use crate::reader::{Assembler, Backtrace, FullCall, Item, Reader};
 use crate::record::{
     write_resource, Attachment, ContextDef, Frame, Header, HeaderField, MemoryMap, ResourceDef,
@@ -155,11 +156,6 @@ struct Comment {
     text: String,
 }
 
-struct LiveEntry {
-    seq: u64,
-    refs: u32,
-}
-
 struct Group {
     frames: Backtrace,
     calls: Vec<FullCall>,
@@ -195,7 +191,8 @@ struct State<'o, W: Write> {
     show_types: Option<bool>,
     // --filter-leaks
     survivors: FxHashMap<u64, FullCall>,
-    live: FxHashMap<(usize, u64), LiveEntry>,
+    /// The live blocks: the number of the call that allocated each.
+    live: LiveSet<u64>,
     // --compress without --filter-leaks
     all: Vec<FullCall>,
     seq: u64,
@@ -235,7 +232,7 @@ pub fn run<R: BufRead, W: Write>(input: R, opts: &Options, out: W) -> Result<Sta
         call_range_checked: false,
         show_types: None,
         survivors: FxHashMap::default(),
-        live: FxHashMap::default(),
+        live: LiveSet::default(),
         all: Vec::new(),
         seq: 0,
         stats: Stats::default(),
@@ -344,10 +341,10 @@ impl<W: Write> State<'_, W> {
 
     /// The registry entry of a call (by type name, else the first one).
     fn resource_of(&self, fc: &FullCall) -> Option<usize> {
-        match &fc.call.resource_type {
-            Some(name) => self.pre.resources.iter().position(|r| &r.name == name),
-            None => (!self.pre.resources.is_empty()).then_some(0),
-        }
+        resource_index(
+            self.pre.resources.iter().map(|r| r.name.as_str()),
+            fc.call.resource_type.as_deref(),
+        )
     }
 
     fn keep(&mut self, fc: &mut FullCall) -> bool {
@@ -462,22 +459,13 @@ impl<W: Write> State<'_, W> {
             let refcount = ri.is_some_and(|i| self.pre.resources[i].is_refcount());
             let key = (ri.unwrap_or(usize::MAX), fc.call.id);
             if fc.call.is_alloc() {
-                match self.live.get_mut(&key) {
-                    Some(e) if refcount => e.refs += 1,
-                    _ => {
-                        // A reused key without a free leaves the older
-                        // record in place as a leak.
-                        self.live.insert(key, LiveEntry { seq, refs: 1 });
-                        self.survivors.insert(seq, fc);
-                    }
+                // A reused key without a free leaves the older record in
+                // place as a leak.
+                if let Allocated::New { .. } = self.live.alloc(key, refcount, seq) {
+                    self.survivors.insert(seq, fc);
                 }
-            } else if let Some(e) = self.live.get_mut(&key) {
-                e.refs = e.refs.saturating_sub(1);
-                if e.refs == 0 || !refcount {
-                    let s = e.seq;
-                    self.live.remove(&key);
-                    self.survivors.remove(&s);
-                }
+            } else if let Freed::Released(s) = self.live.free(key, refcount) {
+                self.survivors.remove(&s);
             }
             return Ok(());
         }

@@ -9,8 +9,8 @@
 //! restores the global order with memory bounded by how far the threads'
 //! chunks interleave. The per-image files are also what `record mem --raw`
 //! keeps (the format is in `docs/formats/rtrace.md` §14): [`Decoder`]
-//! turns one into text piece by piece, so every reader of the text
-//! protocol reads them too ([`DecodeReader`]).
+//! turns one into text piece by piece, as a [`std::io::BufRead`], so every
+//! reader of the text protocol reads them too.
 
 use std::io::Write;
 use std::path::Path;
@@ -18,7 +18,7 @@ use std::path::Path;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use tracekit_core::{Error, Position, Result};
 
-use crate::record::{format_frame, Header, HeaderField};
+use crate::record::{format_call, format_frame, CallKind, Header, HeaderField};
 
 /// The recorder's event layout.
 pub use tracekit_rtrace_preload::wire;
@@ -187,7 +187,7 @@ pub fn decode_file<W: Write>(path: &Path, out: W) -> Result<(RecordingInfo, Deco
 
 /// Decodes recorder bytes into text.
 pub fn decode<W: Write>(data: &[u8], out: W) -> Result<(RecordingInfo, DecodeStats)> {
-    Decoder::new(Box::new(Bytes(data)))?.write_to(out)
+    Decoder::from_bytes(data)?.write_to(out)
 }
 
 /// Does `head` (a file's first bytes) start a tracekit recording (the
@@ -197,17 +197,24 @@ pub fn sniff(head: &[u8]) -> bool {
 }
 
 /// Turns a recording into the sp-rtrace text protocol a piece at a time:
-/// [`Decoder::write_to`] writes it all, [`Decoder::into_reader`] reads it
-/// as a [`BufRead`] (what the text readers take), with memory bounded by
-/// how far the threads' chunks interleave, not by the recording's length.
+/// [`Decoder::write_to`] writes it all; as a [`std::io::BufRead`] it is
+/// what the text readers take. Memory is bounded by how far the threads'
+/// chunks interleave, not by the recording's length.
 pub struct Decoder<'a> {
     src: Box<dyn Source + 'a>,
     info: RecordingInfo,
     stats: DecodeStats,
     /// The text of the current piece, `text[..pos]` (the buffer is longer:
-    /// the room one more call needs).
+    /// the room one more call needs); `text[at..pos]` is not read yet.
     text: Vec<u8>,
     pos: usize,
+    at: usize,
+    /// Told how many more bytes of the recording have been decoded (see
+    /// [`Decoder::on_progress`]).
+    progress: Option<Box<dyn FnMut(u64) + 'a>>,
+    /// Bytes of the recording decoded, and how many `progress` was told.
+    decoded: u64,
+    reported: u64,
     /// The prologue (header, registry, maps) is the first piece.
     started: bool,
     done: bool,
@@ -365,6 +372,10 @@ impl<'a> Decoder<'a> {
             stats,
             text,
             pos,
+            at: 0,
+            progress: None,
+            decoded: 0,
+            reported: 0,
             started: false,
             done: false,
             pending,
@@ -379,42 +390,31 @@ impl<'a> Decoder<'a> {
         })
     }
 
-    /// What the recording's header says.
-    pub fn info(&self) -> &RecordingInfo {
-        &self.info
-    }
-
-    /// The counts so far (complete once the text has ended).
-    pub fn stats(&self) -> &DecodeStats {
-        &self.stats
-    }
-
-    /// The next piece of text; empty at the end.
-    pub fn next_text(&mut self) -> Result<&[u8]> {
-        self.fill()?;
-        Ok(&self.text[..self.pos])
+    /// Calls `progress` with how many more bytes of the recording have
+    /// been decoded as the text is read (for a progress bar over the
+    /// recording's size).
+    pub fn on_progress(mut self, progress: impl FnMut(u64) + 'a) -> Self {
+        self.progress = Some(Box::new(progress));
+        self
     }
 
     /// Writes the whole text to `out`.
     pub fn write_to<W: Write>(mut self, mut out: W) -> Result<(RecordingInfo, DecodeStats)> {
         loop {
-            let piece = self.next_text()?;
-            if piece.is_empty() {
+            self.fill()?;
+            if self.pos == 0 {
                 break;
             }
-            out.write_all(piece).map_err(|e| Error::io(None, e))?;
+            out.write_all(&self.text[..self.pos])
+                .map_err(|e| Error::io(None, e))?;
         }
         out.flush().map_err(|e| Error::io(None, e))?;
         Ok((self.info, self.stats))
     }
 
-    /// The text as a reader (what the text protocol's readers take).
-    pub fn into_reader(self) -> DecodeReader<'a> {
-        DecodeReader { dec: self, at: 0 }
-    }
-
     /// Makes `text[..pos]` the next piece (`pos` 0: the end).
     fn fill(&mut self) -> Result<()> {
+        self.at = 0;
         if !self.started {
             // The prologue, made by `new`, is the first piece.
             self.started = true;
@@ -425,6 +425,13 @@ impl<'a> Decoder<'a> {
         self.pos = 0;
         if !self.done {
             self.decode_events()?;
+            if self.done {
+                self.decoded = self.src.size();
+            }
+        }
+        if let Some(progress) = &mut self.progress {
+            progress(self.decoded - self.reported.min(self.decoded));
+            self.reported = self.decoded;
         }
         Ok(())
     }
@@ -448,6 +455,7 @@ impl<'a> Decoder<'a> {
             last_ts,
             backtraces,
             fmt,
+            decoded,
             ..
         } = self;
         while *pos < LINE_BATCH {
@@ -457,6 +465,7 @@ impl<'a> Decoder<'a> {
                     break;
                 }
                 *pending_at += 1;
+                *decoded += 8 + c.len as u64;
                 let mut cursor = Cursor {
                     payload: c.read_into(&**src, spare.pop().unwrap_or_default())?,
                     off: 0,
@@ -518,27 +527,7 @@ impl<'a> Decoder<'a> {
     }
 }
 
-/// The text of a recording as a [`BufRead`] (see [`Decoder::into_reader`]).
-pub struct DecodeReader<'a> {
-    dec: Decoder<'a>,
-    at: usize,
-}
-
-impl DecodeReader<'static> {
-    /// A reader of the recording in `path` as text.
-    pub fn open(path: &Path) -> Result<DecodeReader<'static>> {
-        Ok(Decoder::open(path)?.into_reader())
-    }
-}
-
-impl DecodeReader<'_> {
-    /// What the recording's header says.
-    pub fn info(&self) -> &RecordingInfo {
-        self.dec.info()
-    }
-}
-
-impl std::io::Read for DecodeReader<'_> {
+impl std::io::Read for Decoder<'_> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let avail = std::io::BufRead::fill_buf(self)?;
         let n = avail.len().min(buf.len());
@@ -548,17 +537,16 @@ impl std::io::Read for DecodeReader<'_> {
     }
 }
 
-impl std::io::BufRead for DecodeReader<'_> {
+impl std::io::BufRead for Decoder<'_> {
     fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
-        if self.at >= self.dec.pos || !self.dec.started {
-            self.dec.fill().map_err(std::io::Error::other)?;
-            self.at = 0;
+        if self.at >= self.pos || !self.started {
+            self.fill().map_err(std::io::Error::other)?;
         }
-        Ok(&self.dec.text[self.at..self.dec.pos])
+        Ok(&self.text[self.at..self.pos])
     }
 
     fn consume(&mut self, n: usize) {
-        self.at = (self.at + n).min(self.dec.pos);
+        self.at = (self.at + n).min(self.pos);
     }
 }
 
@@ -822,6 +810,8 @@ struct CallFormatter {
     /// fourth without a tag (unknown types); the last function: unknown
     /// names.
     heads: Vec<([u8; HEAD_MAX], usize)>,
+    /// The resource tags by resource (the fourth: unknown types, none).
+    tags: [Option<&'static str>; 4],
 }
 
 /// Where the line's start ends in [`CallFormatter::prefix`], and how many
@@ -919,6 +909,7 @@ impl CallFormatter {
             index: 0,
             last_ms: None,
             heads,
+            tags: [tags[0], tags[1], tags[2], None],
         }
     }
 
@@ -1052,25 +1043,30 @@ impl CallFormatter {
         size: Option<u64>,
         id: u64,
     ) -> usize {
-        let mut digits = [0u8; 40];
-        let at = dec_into(&mut digits, index);
-        let mut line = digits[at..20].to_vec();
-        let (head, len) =
-            &self.heads[(func as usize).min(FUNCTIONS.len()) * 4 + (res as usize).min(3)];
-        let _ = write!(
-            line,
-            ". [{:02}:{:02}:{:02}.{:03}] ",
-            ms / 3_600_000,
-            ms / 60_000 % 60,
-            ms / 1000 % 60,
-            ms % 1000
-        );
-        line.extend_from_slice(&head[..*len]);
-        let _ = match size {
-            Some(s) => write!(line, "{s}) = 0x{id:x}"),
-            None => write!(line, "0x{id:x})"),
+        let mut line = Vec::with_capacity(CALL_MAX);
+        let f = (func as usize).min(FUNCTIONS.len());
+        let kind = match size {
+            Some(s) => CallKind::Alloc {
+                size: s.min(i64::MAX as u64) as i64,
+            },
+            None => CallKind::Free,
         };
-        line.push(b'\n');
+        // The writer's index is an i64; a larger one (a damaged record)
+        // is written as it is, like the fast path does.
+        let signed = i64::try_from(index).ok();
+        format_call(
+            &mut line,
+            signed.unwrap_or(0),
+            0,
+            Some(ms),
+            FUNCTIONS.get(f).copied().unwrap_or("unknown"),
+            self.tags[(res as usize).min(3)],
+            kind,
+            id,
+        );
+        if signed.is_none() {
+            line.splice(0..1, index.to_string().into_bytes());
+        }
         // The next call starts over.
         self.index = 0;
         self.index_at = 0;
@@ -1090,7 +1086,6 @@ const HEAD_MAX: usize = 48;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{format_call, CallKind};
 
     /// The recorder's call lines are byte for byte those of the writer.
     #[test]

@@ -12,9 +12,9 @@ use std::collections::HashMap;
 use std::io::BufRead;
 use std::path::PathBuf;
 
-use rustc_hash::FxHashMap;
 use tracekit_core::{Result, Warnings};
 
+use crate::live::{resource_index, Allocated, Backtraces, Freed, LiveSet};
 use crate::reader::{Assembler, Item, Reader};
 use crate::record::{Header, MemoryMap, ResourceDef};
 use crate::resolve::{Resolver, Symbol};
@@ -266,10 +266,10 @@ impl Symbolise {
     }
 }
 
+/// A live block: its size and backtrace.
 struct Live {
     size: i64,
     trace: u32,
-    refs: u32,
 }
 
 /// A backtrace's running cost in one resource type.
@@ -323,13 +323,14 @@ pub fn analyse_with<R: BufRead>(input: R, top: usize, sym: &Symbolise) -> Result
     };
     let mut registry: Vec<ResourceDef> = Vec::new();
     let mut maps: Vec<MemoryMap> = Vec::new();
-    let mut traces: FxHashMap<Vec<u64>, u32> = FxHashMap::default();
+    let mut traces = Backtraces::default();
     let mut trace_list: Vec<Vec<u64>> = Vec::new();
     // Resolved text already in the trace (first occurrence), used when
     // the module files are not on this machine.
     let mut trace_texts: Vec<Vec<Option<String>>> = Vec::new();
     let mut state: Vec<ResourceState> = Vec::new();
-    let mut live: FxHashMap<(usize, u64), Live> = FxHashMap::default();
+    let mut live: LiveSet<Live> = LiveSet::default();
+    let mut addrs: Vec<u64> = Vec::new();
     // The block the previous call allocated: freeing it next makes it
     // temporary.
     let mut last_alloc: Option<(usize, u64)> = None;
@@ -363,10 +364,10 @@ pub fn analyse_with<R: BufRead>(input: R, top: usize, sym: &Symbolise) -> Result
                 if let Some(t) = fc.call.timestamp {
                     clock.tick(t);
                 }
-                let ri = match &fc.call.resource_type {
-                    Some(name) => registry.iter().position(|r| &r.name == name),
-                    None => (!registry.is_empty()).then_some(0),
-                };
+                let ri = resource_index(
+                    registry.iter().map(|r| r.name.as_str()),
+                    fc.call.resource_type.as_deref(),
+                );
                 let ri = match ri {
                     Some(i) => i,
                     None => {
@@ -398,13 +399,13 @@ pub fn analyse_with<R: BufRead>(input: R, top: usize, sym: &Symbolise) -> Result
                 let previous = last_alloc.take();
                 if fc.call.is_alloc() {
                     let size = fc.call.size();
-                    let addrs: Vec<u64> = fc.frames.iter().map(|f| f.addr).collect();
-                    let next = trace_list.len() as u32;
-                    let tid = *traces.entry(addrs.clone()).or_insert_with(|| {
-                        trace_list.push(addrs);
+                    addrs.clear();
+                    addrs.extend(fc.frames.iter().map(|f| f.addr));
+                    let (tid, new) = traces.intern(&addrs);
+                    if new {
+                        trace_list.push(addrs.clone());
                         trace_texts.push(fc.frames.iter().map(|f| f.text.clone()).collect());
-                        next
-                    });
+                    }
                     if st.traces.len() <= tid as usize {
                         st.traces.resize_with(tid as usize + 1, TraceAgg::default);
                     }
@@ -416,29 +417,19 @@ pub fn analyse_with<R: BufRead>(input: R, top: usize, sym: &Symbolise) -> Result
                     stats.allocs += 1;
                     stats.allocated_bytes += size;
                     stats.largest = stats.largest.max(size);
-                    match live.get_mut(&key) {
-                        Some(l) if refcount => l.refs += 1,
-                        _ => {
-                            agg.sync_peak(gen);
-                            agg.live += size;
-                            agg.live_blocks += 1;
-                            let old = live.insert(
-                                key,
-                                Live {
-                                    size,
-                                    trace: tid,
-                                    refs: 1,
-                                },
-                            );
-                            // Same key allocated again without a free:
-                            // the older block stays counted as leaked.
-                            if let Some(old) = old {
-                                leak_orphans.push((ri, old));
-                            }
-                            st.bytes += size;
-                            st.blocks += 1;
-                            last_alloc = Some(key);
+                    let block = Live { size, trace: tid };
+                    if let Allocated::New { replaced } = live.alloc(key, refcount, block) {
+                        agg.sync_peak(gen);
+                        agg.live += size;
+                        agg.live_blocks += 1;
+                        // Same key allocated again without a free: the
+                        // older block stays counted as leaked.
+                        if let Some(old) = replaced {
+                            leak_orphans.push((ri, old));
                         }
+                        st.bytes += size;
+                        st.blocks += 1;
+                        last_alloc = Some(key);
                     }
                     if st.bytes > stats.peak_bytes {
                         stats.peak_bytes = st.bytes;
@@ -448,26 +439,22 @@ pub fn analyse_with<R: BufRead>(input: R, top: usize, sym: &Symbolise) -> Result
                     }
                 } else {
                     stats.frees += 1;
-                    match live.get_mut(&key) {
-                        Some(l) => {
-                            l.refs = l.refs.saturating_sub(1);
-                            if l.refs == 0 || !refcount {
-                                let (size, tid) = (l.size, l.trace as usize);
-                                live.remove(&key);
-                                st.bytes -= size;
-                                st.blocks -= 1;
-                                let gen = st.peak_gen;
-                                let agg = &mut st.traces[tid];
-                                agg.sync_peak(gen);
-                                agg.live -= size;
-                                agg.live_blocks -= 1;
-                                if previous == Some(key) {
-                                    agg.cost.temporary += 1;
-                                    stats.temporary += 1;
-                                }
+                    match live.free(key, refcount) {
+                        Freed::Released(Live { size, trace }) => {
+                            st.bytes -= size;
+                            st.blocks -= 1;
+                            let gen = st.peak_gen;
+                            let agg = &mut st.traces[trace as usize];
+                            agg.sync_peak(gen);
+                            agg.live -= size;
+                            agg.live_blocks -= 1;
+                            if previous == Some(key) {
+                                agg.cost.temporary += 1;
+                                stats.temporary += 1;
                             }
                         }
-                        None => stats.unmatched_frees += 1,
+                        Freed::Unreferenced => {}
+                        Freed::Unmatched => stats.unmatched_frees += 1,
                     }
                 }
                 if ri == 0 {

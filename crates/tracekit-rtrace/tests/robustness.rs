@@ -2,6 +2,9 @@
 //! non-UTF-8. Errors name the line; losses are counted as warnings.
 
 use tracekit_rtrace::postproc::{self, Options};
+use tracekit_rtrace::recording::wire::{
+    ALLOC_LEN, KIND_ALLOC, RAW_VERSION, TAG_EVENTS, TAG_FILE, TAG_HEADER,
+};
 use tracekit_rtrace::{report, Reader};
 
 mod common;
@@ -124,11 +127,11 @@ fn recorder_output_garbage_is_an_error_not_a_panic() {
     // A header chunk followed by a truncated event chunk: decoded with the
     // loss counted.
     let mut data = Vec::new();
-    data.extend_from_slice(b"TKHD");
+    data.extend_from_slice(&TAG_HEADER);
     data.extend_from_slice(&41u32.to_le_bytes());
     data.extend_from_slice(&[0u8; 40]);
     data.push(b'x');
-    data.extend_from_slice(b"TKEV");
+    data.extend_from_slice(&TAG_EVENTS);
     data.extend_from_slice(&100u32.to_le_bytes());
     data.extend_from_slice(&[1u8; 40]);
     let (_, stats) = tracekit_rtrace::recording::decode(&data, Vec::new()).unwrap();
@@ -138,7 +141,7 @@ fn recorder_output_garbage_is_an_error_not_a_panic() {
 
 /// A raw recording (`record mem --raw`) names its layout version first:
 /// another version is a clear error; version 1 decodes, and reading the
-/// text through `DecodeReader` gives the same bytes as `decode`.
+/// text through the `Decoder` as a reader gives the same bytes as `decode`.
 #[test]
 fn raw_recording_version_is_checked_and_reader_equals_decode() {
     let chunk = |out: &mut Vec<u8>, tag: &[u8; 4], payload: &[u8]| {
@@ -148,30 +151,30 @@ fn raw_recording_version_is_checked_and_reader_equals_decode() {
     };
     let file = |version: u32| {
         let mut data = Vec::new();
-        chunk(&mut data, b"TKRT", &version.to_le_bytes());
+        chunk(&mut data, &TAG_FILE, &version.to_le_bytes());
         let mut header = vec![0u8; 40];
         header[24..28].copy_from_slice(&10u32.to_le_bytes());
         header[28..32].copy_from_slice(&1u32.to_le_bytes());
         header.extend_from_slice(b"/bin/prog");
-        chunk(&mut data, b"TKHD", &header);
+        chunk(&mut data, &TAG_HEADER, &header);
         let mut events = Vec::new();
         for seq in 0..3000u64 {
-            let mut r = [0u8; 40];
-            r[0] = 1; // allocation
+            let mut r = [0u8; ALLOC_LEN];
+            r[0] = KIND_ALLOC;
             r[4..8].copy_from_slice(&(1000 + seq as u32).to_le_bytes());
             r[8..16].copy_from_slice(&seq.to_le_bytes());
             r[16..24].copy_from_slice(&(16 + seq).to_le_bytes());
             r[24..32].copy_from_slice(&(0x1000 + 32 * seq).to_le_bytes());
             events.extend_from_slice(&r);
         }
-        chunk(&mut data, b"TKEV", &events);
+        chunk(&mut data, &TAG_EVENTS, &events);
         data
     };
-    let e = tracekit_rtrace::recording::decode(&file(2), Vec::new())
+    let e = tracekit_rtrace::recording::decode(&file(RAW_VERSION + 1), Vec::new())
         .unwrap_err()
         .to_string();
-    assert!(e.contains("version 2"), "{e}");
-    let data = file(1);
+    assert!(e.contains(&format!("version {}", RAW_VERSION + 1)), "{e}");
+    let data = file(RAW_VERSION);
     assert!(tracekit_rtrace::recording::sniff(&data));
     let mut text = Vec::new();
     let (info, stats) = tracekit_rtrace::recording::decode(&data, &mut text).unwrap();
@@ -179,9 +182,7 @@ fn raw_recording_version_is_checked_and_reader_equals_decode() {
     assert_eq!((stats.allocs, stats.lost), (3000, 0));
     let mut via_reader = Vec::new();
     std::io::Read::read_to_end(
-        &mut tracekit_rtrace::recording::Decoder::from_bytes(&data)
-            .unwrap()
-            .into_reader(),
+        &mut tracekit_rtrace::recording::Decoder::from_bytes(&data).unwrap(),
         &mut via_reader,
     )
     .unwrap();

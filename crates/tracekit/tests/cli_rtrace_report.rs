@@ -78,15 +78,17 @@ int main() {
 }
 "#;
 
-fn run(cmd: &mut Command) {
+/// Runs `cmd`, which must succeed; its standard output.
+fn run(cmd: &mut Command) -> Vec<u8> {
     let out = cmd
         .output()
-        .unwrap_or_else(|e| panic!("{cmd:?}: {e} (install gcc, g++, binutils)"));
+        .unwrap_or_else(|e| panic!("{cmd:?}: {e} (install gcc, g++, binutils, heaptrack)"));
     assert!(
         out.status.success(),
         "{cmd:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+    out.stdout
 }
 
 /// Compiles `src` (C, or C++ when `cxx`) into `dir/name` with `flags`,
@@ -123,35 +125,21 @@ fn build(dir: &Path, name: &str, src: &str, cxx: bool, flags: &[&str]) -> PathBu
 
 fn record(exe: &Path, args: &[&str]) -> PathBuf {
     let trace = exe.with_extension("rtrace");
-    let out = tracekit()
+    run(tracekit()
         .args(["record", "mem", "-o"])
         .arg(&trace)
         .arg("--")
         .arg(exe)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "record mem: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .args(args));
     trace
 }
 
 fn report(trace: &Path, extra: &[&str]) -> Value {
-    let out = tracekit()
+    let stdout = run(tracekit()
         .args(["rtrace", "report", "--json", "--top", "1000"])
         .args(extra)
-        .arg(trace)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "report: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+        .arg(trace));
+    serde_json::from_slice(&stdout).unwrap()
 }
 
 /// Every frame label of every backtrace in the report's views.
@@ -446,18 +434,11 @@ fn diff_shows_what_grew() {
     let b_path = tmp.path().join("grow-b.rtrace");
     std::fs::rename(&a, &b_path).unwrap();
     let a = record(&exe, &["80"]);
-    let out = tracekit()
+    let stdout = run(tracekit()
         .args(["report", "--json", "--diff"])
         .arg(&a)
-        .arg(&b_path)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let d: Value = serde_json::from_slice(&out.stdout).unwrap();
+        .arg(&b_path));
+    let d: Value = serde_json::from_slice(&stdout).unwrap();
     // B (40) minus A (80): `make` leaked less and was called 50 times less
     // (n in the first loop, n/4 in the last).
     let make = d["views"]["memory"]["leaked"]
@@ -534,18 +515,11 @@ fn heaptrack_print_reads_the_converted_file() {
     let mem = &ours["resources"][0];
     assert_eq!(mem["name"], "memory");
     let file = tmp.path().join("ht.heaptrack.zst");
-    let out = tracekit()
+    run(tracekit()
         .arg("convert")
         .arg(&trace)
         .args(["--to", "heaptrack", "-o"])
-        .arg(&file)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .arg(&file));
     assert_eq!(
         &std::fs::read(&file).unwrap()[..4],
         b"\x28\xb5\x2f\xfd",
@@ -655,19 +629,12 @@ fn raw_recordings_decode_to_the_text_trace() {
     let tmp = tempfile::tempdir().unwrap();
     let exe = build(tmp.path(), "raw", PROGRAM, false, &["-g", "-O2"]);
     let raw = tmp.path().join("raw.tkrt");
-    let out = tracekit()
+    run(tracekit()
         .args(["record", "mem", "--raw", "-o"])
         .arg(&raw)
         .arg("--")
         .arg(&exe)
-        .arg("40")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "record mem --raw: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .arg("40"));
     let bytes = std::fs::read(&raw).unwrap();
     assert!(bytes.starts_with(b"TKRT"), "not a raw recording");
     // Nothing else was left beside it (the scratch directory is gone).
@@ -704,34 +671,13 @@ fn raw_recordings_decode_to_the_text_trace() {
     let make: i64 = (0..40).step_by(4).map(|i| 100 + i).sum();
     assert!(leaked >= make + 77, "{from_text:#}");
 
-    let postproc = |input: &Path| {
-        let out = tracekit()
-            .args(["rtrace", "postproc", "-lc"])
-            .arg(input)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        out.stdout
-    };
+    let postproc = |input: &Path| run(tracekit().args(["rtrace", "postproc", "-lc"]).arg(input));
     assert_eq!(postproc(&raw), postproc(&text));
 
     // The dialect commands take it too (`tracekit info`).
     let info = |input: &Path| -> Value {
-        let out = tracekit()
-            .args(["info", "--json"])
-            .arg(input)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).unwrap()
+        let stdout = run(tracekit().args(["info", "--json"]).arg(input));
+        serde_json::from_slice(&stdout).unwrap()
     };
     let (a, b) = (info(&raw), info(&text));
     assert_eq!(a["allocations"], b["allocations"]);

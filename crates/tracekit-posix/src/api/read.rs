@@ -2,6 +2,7 @@
 //! pre-recorded log.
 
 use super::*;
+use crate::fragments::StreamReader;
 
 /// Copies an event's payload into `buf` (truncating: TRUNCATED_READ) and
 /// its description into `out`; returns the bytes copied.
@@ -63,6 +64,51 @@ pub fn getnext_event_into(
     read_active(&a, buf, wait, info)
 }
 
+/// The recorders' read ([`StreamReader`]): each event is seen where the
+/// reader holds it, not copied out; `f` runs with the stream's consumer
+/// (an active stream) or the handle table (a log) locked, so it must not
+/// read the stream itself.
+///
+/// Here rather than in `fragments` because it needs the handles.
+impl StreamReader {
+    /// The next event, handed to `f` (`Ok(None)`: as for
+    /// [`getnext_event`]).
+    pub fn next_with<R>(
+        &self,
+        wait: Wait,
+        f: impl FnOnce(&EventInfo, &[u8]) -> R,
+    ) -> Result<Option<R>, Errno> {
+        let mut f = Some(f);
+        let mut stream = None;
+        let got = with_handle(self.trid, |h| match h {
+            Handle::Log(p) => {
+                if matches!(wait, Wait::Never) {
+                    return Err(libc::EINVAL);
+                }
+                loop {
+                    match p.reader.next_event() {
+                        None => return Ok(None),
+                        Some(Ok(e)) => return Ok(f.take().map(|f| f(&e.info, e.data))),
+                        // A corrupt block: the reader skipped to the next one.
+                        Some(Err(_)) => continue,
+                    }
+                }
+            }
+            Handle::Active(a) => {
+                stream = Some(a.clone());
+                Ok(None)
+            }
+        })?;
+        let (Some(a), Some(f)) = (stream, f) else {
+            return Ok(got);
+        };
+        if a.creator_pid != traced::cached_pid() || a.with_log {
+            return Err(libc::EINVAL);
+        }
+        read_active_with(&a, wait, f)
+    }
+}
+
 #[inline(always)]
 fn read_log(
     p: &mut Pre,
@@ -89,6 +135,17 @@ fn read_active(
     wait: Wait,
     out: &mut EventInfo,
 ) -> Result<Option<usize>, Errno> {
+    read_active_with(a, wait, |info, data| copy_out(info, data, buf, out))
+}
+
+/// Reads an active stream's next event and hands it to `f` where the
+/// consumer holds it (no copy into a caller's buffer).
+fn read_active_with<R>(
+    a: &Active,
+    wait: Wait,
+    f: impl FnOnce(&EventInfo, &[u8]) -> R,
+) -> Result<Option<R>, Errno> {
+    let mut f = Some(f);
     let mut sleep_us = 1u64;
     let mut validated = false;
     loop {
@@ -103,7 +160,7 @@ fn read_active(
             // writers' again at once.
             c.commit(&a.view);
             let got = match next {
-                Next::Event(info) => Some(copy_out(&info, &data, buf, out)),
+                Next::Event(info) => f.take().map(|f| f(&info, &data)),
                 _ => None,
             };
             c.out = data;

@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 
 use tracekit_posix::api;
 use tracekit_posix::consts::POSIX_TRACE_UNTIL_FULL;
-use tracekit_posix::fragments::{errno_error, Reassembler, RecorderStream};
+use tracekit_posix::fragments::{errno_error, Reassembler, RecorderStream, StreamReader};
 use tracekit_posix::TraceAttr;
 
 use super::wire::*;
@@ -157,6 +157,9 @@ pub struct Capture {
     spill: PathBuf,
     done: Arc<AtomicBool>,
     reader: Option<JoinHandle<io::Result<Demux>>>,
+    /// Where the image files are (see [`Capture::start_for`]); removed
+    /// after the reader has stopped.
+    scratch: Option<tempfile::TempDir>,
 }
 
 impl Capture {
@@ -180,12 +183,12 @@ impl Capture {
         )?;
         let demux = Demux::new(dir.to_path_buf(), ids[0], ids[1]);
         let done = Arc::new(AtomicBool::new(false));
-        let trid = stream.trid();
+        let events = stream.reader();
         let reader = {
             let done = done.clone();
             std::thread::Builder::new()
                 .name("rtrace-reader".into())
-                .spawn(move || demux.run(trid, &done))?
+                .spawn(move || demux.run(events, &done))?
         };
         let spill = spill_prefix();
         Ok(Capture {
@@ -194,6 +197,7 @@ impl Capture {
             spill,
             done,
             reader: Some(reader),
+            scratch: None,
         })
     }
 
@@ -226,6 +230,180 @@ impl Capture {
         let mut images = demux.images;
         images.sort_by_key(|i| (i.pid, i.n));
         Ok((images, stats))
+    }
+}
+
+/// Where `record mem` puts what it recorded: the command's trace at `main`
+/// (default `<pid>.rtrace`, `<pid>.tkrt` with `raw`, in the current
+/// directory), every other process image beside it as
+/// `<main>.<pid>-<n>.rtrace` (`.tkrt`).
+#[derive(Debug, Clone, Default)]
+pub struct Outputs {
+    pub main: Option<PathBuf>,
+    /// Keep the raw recordings (renamed into place) instead of decoding
+    /// them into text traces.
+    pub raw: bool,
+}
+
+impl Outputs {
+    /// A private directory (0700, removed when dropped) for the image
+    /// files while recording: beside the outputs with `raw`, so that they
+    /// are renamed into place, not copied; else a temporary directory.
+    pub fn scratch_dir(&self) -> io::Result<tempfile::TempDir> {
+        use std::os::unix::fs::PermissionsExt;
+        // Trace content: for the user only.
+        let b = tempfile::Builder::new()
+            .permissions(std::fs::Permissions::from_mode(0o700))
+            .prefix(if self.raw {
+                ".tracekit-rtrace-"
+            } else {
+                "tracekit-rtrace-"
+            })
+            .to_owned();
+        if !self.raw {
+            return b.tempdir();
+        }
+        let parent = match self.main.as_deref().and_then(Path::parent) {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        b.tempdir_in(parent)
+    }
+
+    fn ext(&self) -> &'static str {
+        if self.raw {
+            "tkrt"
+        } else {
+            "rtrace"
+        }
+    }
+
+    /// Each image with its output: the command's own first image (`root`
+    /// image 0) goes to `main`; if it was not recorded (a static program
+    /// starting dynamic ones), the first image stands for it.
+    pub fn name(&self, images: Vec<Image>, root: i32) -> Vec<(PathBuf, Image)> {
+        let Some(main) = images
+            .iter()
+            .position(|i| i.pid == root && i.n == 0)
+            .or((!images.is_empty()).then_some(0))
+        else {
+            return Vec::new();
+        };
+        let ext = self.ext();
+        let main_out = match &self.main {
+            Some(p) => p.clone(),
+            None => PathBuf::from(format!("{}.{ext}", images[main].pid)),
+        };
+        images
+            .into_iter()
+            .enumerate()
+            .map(|(k, image)| {
+                let out = if k == main {
+                    main_out.clone()
+                } else {
+                    PathBuf::from(format!(
+                        "{}.{}-{}.{ext}",
+                        main_out.display(),
+                        image.pid,
+                        image.n
+                    ))
+                };
+                (out, image)
+            })
+            .collect()
+    }
+}
+
+impl ImageEnd {
+    /// How the command ended, from its wait status (`None`: neither an
+    /// exit status nor a signal, as for a stopped process).
+    pub fn from_status(status: std::process::ExitStatus) -> Option<ImageEnd> {
+        use std::os::unix::process::ExitStatusExt;
+        match (status.code(), status.signal()) {
+            (Some(c), _) => Some(ImageEnd::Exit(c)),
+            (None, Some(sig)) => Some(ImageEnd::Signal(sig)),
+            _ => None,
+        }
+    }
+}
+
+/// A finished recording: each image's output and its recorder file (in
+/// the scratch directory, removed when this is dropped).
+pub struct Recorded {
+    pub images: Vec<(PathBuf, Image)>,
+    pub stats: CaptureStats,
+    raw: bool,
+    _scratch: Option<tempfile::TempDir>,
+}
+
+/// What [`Recorded::write`] made of one image.
+pub enum Written {
+    /// The raw recording, renamed into place.
+    Raw,
+    /// The text trace, and what its recording said.
+    Text(super::RecordingInfo, super::DecodeStats),
+}
+
+impl Recorded {
+    /// Writes every image's output (renames the raw recordings into place,
+    /// or decodes them into text traces), calling `done` after each.
+    pub fn write(&self, mut done: impl FnMut(&Path, Written)) -> tracekit_core::Result<()> {
+        if self.images.is_empty() {
+            return Err(tracekit_core::Error::Other(
+                "the command produced no recording (is it statically linked, or setuid?)".into(),
+            ));
+        }
+        let io_err = |p: &Path, e| tracekit_core::Error::io(Some(p), e);
+        for (out, image) in &self.images {
+            if self.raw {
+                std::fs::rename(&image.path, out).map_err(|e| io_err(out, e))?;
+                done(out, Written::Raw);
+                continue;
+            }
+            let f = tracekit_core::files::create(out).map_err(|e| io_err(out, e))?;
+            let (info, stats) =
+                super::decode_file(&image.path, io::BufWriter::with_capacity(1 << 16, f))
+                    .map_err(|e| e.in_file(out))?;
+            done(out, Written::Text(info, stats));
+        }
+        Ok(())
+    }
+}
+
+impl Capture {
+    /// [`Capture::start`] for `record mem`: the image files go to a
+    /// scratch directory ([`Outputs::scratch_dir`]) the capture owns, then
+    /// the result of [`Capture::finish_into`].
+    pub fn start_for(outputs: &Outputs, depth: usize) -> io::Result<Capture> {
+        let scratch = outputs.scratch_dir()?;
+        let mut capture = Capture::start(scratch.path(), depth)?;
+        capture.scratch = Some(scratch);
+        Ok(capture)
+    }
+
+    /// [`Capture::finish`] for `record mem`: the command (`root`) ended
+    /// with `status`, which its last image's file notes (the shim cannot
+    /// see a signal that kills it); the images are named after `outputs`.
+    pub fn finish_into(
+        mut self,
+        outputs: &Outputs,
+        root: i32,
+        status: std::process::ExitStatus,
+    ) -> io::Result<Recorded> {
+        let scratch = self.scratch.take();
+        let (images, stats) = self.finish()?;
+        if let (Some(last), Some(end)) = (
+            images.iter().filter(|i| i.pid == root).max_by_key(|i| i.n),
+            ImageEnd::from_status(status),
+        ) {
+            note_end(last, end)?;
+        }
+        Ok(Recorded {
+            images: outputs.name(images, root),
+            stats,
+            raw: outputs.raw,
+            _scratch: scratch,
+        })
     }
 }
 
@@ -361,22 +539,21 @@ impl Demux {
 
     /// Reads the stream until the command has ended and it stayed empty
     /// for [`QUIET_AT_END`], then writes what is buffered.
-    fn run(mut self, trid: api::TraceId, done: &AtomicBool) -> io::Result<Demux> {
-        let mut buf = vec![0u8; 64 << 10];
+    fn run(mut self, stream: StreamReader, done: &AtomicBool) -> io::Result<Demux> {
         let mut quiet_since: Option<Instant> = None;
         let mut nap_ms = 1;
         loop {
             let finishing = done.load(Ordering::Acquire);
-            match api::getnext_event(trid, &mut buf, api::Wait::Never) {
-                Ok(Some(ev)) => {
+            // Each event is taken where the stream's reader holds it (one
+            // copy fewer than `getnext_event`).
+            let got = stream.next_with(api::Wait::Never, |info, data| {
+                self.take(info.event_id, info.pid, info.thread, data)
+            });
+            match got {
+                Ok(Some(taken)) => {
                     quiet_since = None;
                     nap_ms = 1;
-                    self.take(
-                        ev.info.event_id,
-                        ev.info.pid,
-                        ev.info.thread,
-                        &buf[..ev.data_len],
-                    )?;
+                    taken?;
                 }
                 Ok(None) if finishing => {
                     let since = *quiet_since.get_or_insert_with(Instant::now);
@@ -774,5 +951,92 @@ mod tests {
             assert!(c.ends_with(&format!("= 0x100{i}")), "{text}");
         }
         assert!(text.contains("= 0x1000\n\t0x20\n\t0x30\n\n"), "{text}");
+    }
+
+    /// `record mem`'s policy: the command's first image is the main
+    /// output, the others are named after it; the wait status is the
+    /// command's end; raw recordings are renamed into place from a private
+    /// scratch directory beside them, which goes when the result does.
+    #[test]
+    fn outputs_name_images_and_raw_recordings_are_renamed_into_place() {
+        use std::os::unix::fs::PermissionsExt;
+        use std::os::unix::process::ExitStatusExt;
+        let dir = tempfile::tempdir().unwrap();
+        let main = dir.path().join("app.tkrt");
+        let outputs = Outputs {
+            main: Some(main.clone()),
+            raw: true,
+        };
+        let scratch = outputs.scratch_dir().unwrap();
+        assert_eq!(scratch.path().parent(), Some(dir.path()));
+        let mode = std::fs::metadata(scratch.path())
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o700);
+        // A child (pid 5) and the command (pid 9), which execs once.
+        let mut d = Demux::new(scratch.path().to_path_buf(), 1024, 1025);
+        for pid in [9, 5, 9] {
+            let h = header(pid as u32);
+            d.take(1025, pid, 1, &meta(META_HEADER, 0, 0, h.len(), &h))
+                .unwrap();
+            d.take(1024, pid, 1, &event(0, &[])).unwrap();
+        }
+        d.end_all().unwrap();
+        let mut images = d.images;
+        images.sort_by_key(|i| (i.pid, i.n));
+
+        let names = |outputs: &Outputs, root| -> Vec<String> {
+            outputs
+                .name(images.clone(), root)
+                .iter()
+                .map(|(p, _)| p.file_name().unwrap().to_string_lossy().into_owned())
+                .collect()
+        };
+        assert_eq!(
+            names(&outputs, 9),
+            ["app.tkrt.5-0.tkrt", "app.tkrt", "app.tkrt.9-1.tkrt"]
+        );
+        // No -o: named after the command's pid; the command not recorded
+        // (a static program): the first image stands for it.
+        let text = Outputs::default();
+        assert_eq!(
+            names(&text, 9),
+            ["9.rtrace.5-0.rtrace", "9.rtrace", "9.rtrace.9-1.rtrace"]
+        );
+        assert_eq!(names(&text, 4)[0], "5.rtrace");
+        assert!(outputs.name(Vec::new(), 9).is_empty());
+
+        assert_eq!(
+            ImageEnd::from_status(std::process::ExitStatus::from_raw(3 << 8)),
+            Some(ImageEnd::Exit(3))
+        );
+        assert_eq!(
+            ImageEnd::from_status(std::process::ExitStatus::from_raw(9)),
+            Some(ImageEnd::Signal(9))
+        );
+
+        let scratch_path = scratch.path().to_path_buf();
+        let recorded = Recorded {
+            images: outputs.name(images, 9),
+            stats: CaptureStats::default(),
+            raw: true,
+            _scratch: Some(scratch),
+        };
+        let mut written = Vec::new();
+        recorded
+            .write(|p, w| {
+                assert!(matches!(w, Written::Raw));
+                written.push(p.to_path_buf());
+            })
+            .unwrap();
+        assert_eq!(written.len(), 3);
+        assert!(written
+            .iter()
+            .all(|p| crate::recording::sniff(&std::fs::read(p).unwrap())));
+        drop(recorded);
+        assert!(!scratch_path.exists());
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(left.len(), 3);
     }
 }

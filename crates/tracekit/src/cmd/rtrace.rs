@@ -1,7 +1,7 @@
 //! sp-rtrace: the dialect behind `info`/`report`/`convert`, and
 //! `tracekit rtrace postproc|report`.
 
-use std::io::Write;
+use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -285,52 +285,14 @@ pub fn record_mem(a: RecordArgs) -> Result<ExitCode> {
             tracekit_rtrace_preload::wire::MAX_DEPTH
         );
     }
-    // Raw recordings are written beside the output (renamed into place at
-    // the end, no copy); text traces are made from scratch files.
-    let raw_dir = a.raw.then(|| {
-        let out = a.output.as_deref().unwrap_or(Path::new("."));
-        let parent = match out.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p,
-            _ => Path::new("."),
-        };
-        parent.join(format!(".tracekit-rtrace-{}", scratch_name()))
-    });
-    if let Some(d) = &raw_dir {
-        use std::os::unix::fs::DirBuilderExt;
-        std::fs::DirBuilder::new()
-            .mode(0o700)
-            .create(d)
-            .map_err(|e| tracekit_core::Error::io(Some(d), e))?;
-    }
-    let result = record_with(raw_dir.as_deref(), &a);
-    if let Some(d) = &raw_dir {
-        let _ = std::fs::remove_dir_all(d);
-    }
-    result
-}
-
-/// `<pid>-<n>`: unique to each recording of this process (recordings made
-/// at once, as tests do, must not share or remove each other's files).
-fn scratch_name() -> String {
-    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    format!("{}-{n}", std::process::id())
-}
-
-/// Sets up the scratch directory and the preload library, records into
-/// `raw_dir` (or the scratch directory) and removes the scratch directory.
-fn record_with(raw_dir: Option<&Path>, a: &RecordArgs) -> Result<ExitCode> {
-    let dir = std::env::temp_dir().join(format!("tracekit-rtrace-{}", scratch_name()));
-    // The recorder's scratch files hold trace content: a private directory.
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&dir)
-            .map_err(|e| tracekit_core::Error::io(Some(&dir), e))?;
-    }
-    let lib = preload_library(&dir)?;
+    // The recorder library goes to a private temporary directory (removed
+    // when `lib_dir` is dropped).
+    let lib_dir = tempfile::Builder::new()
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+        .prefix("tracekit-rtrace-")
+        .tempdir()
+        .context("cannot create a temporary directory")?;
+    let lib = preload_library(lib_dir.path())?;
     let preload = match std::env::var_os("LD_PRELOAD") {
         Some(old) if !old.is_empty() => {
             let mut v = lib.clone().into_os_string();
@@ -340,17 +302,21 @@ fn record_with(raw_dir: Option<&Path>, a: &RecordArgs) -> Result<ExitCode> {
         }
         _ => lib.clone().into_os_string(),
     };
-    let result = record_into(raw_dir.unwrap_or(&dir), preload, a);
-    let _ = std::fs::remove_dir_all(&dir);
-    result
+    record_into(preload, &a)
 }
 
 /// Runs the command with the shim writing into a POSIX trace stream that
-/// a reader thread splits into per-image files in `dir`, then converts
-/// them (or, with `--raw`, moves them into place).
-fn record_into(dir: &Path, preload: std::ffi::OsString, a: &RecordArgs) -> Result<ExitCode> {
-    use tracekit_rtrace::recording::capture::Capture;
-    let capture = Capture::start(dir, a.backtrace_depth)
+/// a reader thread splits into per-image files, then writes them as the
+/// library's [`Outputs`] says (text traces, or with `--raw` the recordings).
+///
+/// [`Outputs`]: tracekit_rtrace::recording::capture::Outputs
+fn record_into(preload: std::ffi::OsString, a: &RecordArgs) -> Result<ExitCode> {
+    use tracekit_rtrace::recording::capture::{Capture, Outputs, Written};
+    let outputs = Outputs {
+        main: a.output.clone(),
+        raw: a.raw,
+    };
+    let capture = Capture::start_for(&outputs, a.backtrace_depth)
         .with_context(|| "cannot set up the recorder's trace stream".to_string())?;
     let mut child = std::process::Command::new(&a.command[0])
         .args(&a.command[1..])
@@ -362,23 +328,10 @@ fn record_into(dir: &Path, preload: std::ffi::OsString, a: &RecordArgs) -> Resul
     let status = child
         .wait()
         .with_context(|| format!("waiting for {}", a.command[0].to_string_lossy()))?;
-    let (images, stats) = capture
-        .finish()
+    let recorded = capture
+        .finish_into(&outputs, root, status)
         .with_context(|| "reading the recorder's trace stream".to_string())?;
-    // The command's last image ended as its wait status says (the shim
-    // cannot see a signal that kills it).
-    if let Some(last) = images.iter().filter(|i| i.pid == root).max_by_key(|i| i.n) {
-        use std::os::unix::process::ExitStatusExt;
-        use tracekit_rtrace::recording::capture::{note_end, ImageEnd};
-        let end = match (status.code(), status.signal()) {
-            (Some(c), _) => Some(ImageEnd::Exit(c)),
-            (None, Some(sig)) => Some(ImageEnd::Signal(sig)),
-            _ => None,
-        };
-        if let Some(end) = end {
-            note_end(last, end).map_err(|e| tracekit_core::Error::io(Some(&last.path), e))?;
-        }
-    }
+    let stats = &recorded.stats;
     if stats.spilled_events > 0 {
         eprintln!(
             "tracekit: {} event(s) of processes that did not exit normally were read from their spill files",
@@ -399,32 +352,20 @@ fn record_into(dir: &Path, preload: std::ffi::OsString, a: &RecordArgs) -> Resul
             stats.orphan_events, stats.damaged_events, stats.incomplete_meta
         );
     }
-    convert_recordings(&images, root, a, status)
-}
-
-/// Where image `image` goes: the command's own (`main`) to OUT, the others
-/// beside it as `OUT.<pid>-<n>.<ext>`.
-fn image_output(
-    images: &[tracekit_rtrace::recording::capture::Image],
-    k: usize,
-    main: usize,
-    a: &RecordArgs,
-) -> PathBuf {
-    let ext = if a.raw { "tkrt" } else { "rtrace" };
-    let main_out = match &a.output {
-        Some(p) => p.clone(),
-        None => PathBuf::from(format!("{}.{ext}", images[main].pid)),
-    };
-    if k == main {
-        return main_out;
-    }
-    let image = &images[k];
-    PathBuf::from(format!(
-        "{}.{}-{}.{ext}",
-        main_out.display(),
-        image.pid,
-        image.n
-    ))
+    recorded.write(|out, written| match written {
+        Written::Raw => eprintln!("tracekit: {}: raw recording", out.display()),
+        Written::Text(info, stats) => eprintln!(
+            "tracekit: {}: {}",
+            out.display(),
+            describe_image(&info, &stats)
+        ),
+    })?;
+    use std::os::unix::process::ExitStatusExt;
+    Ok(match (status.code(), status.signal()) {
+        (Some(c), _) => ExitCode::from(c.clamp(0, 255) as u8),
+        (None, Some(sig)) => ExitCode::from((128 + sig).clamp(0, 255) as u8),
+        _ => ExitCode::from(1),
+    })
 }
 
 /// The text trace of a raw recording.
@@ -466,64 +407,6 @@ fn describe_image(
             String::new()
         },
     )
-}
-
-/// The text of an input: a raw recording (`record mem --raw`) is decoded
-/// as it is read; anything else is read as it is.
-fn text_reader(input: &Input) -> Result<Box<dyn std::io::BufRead>> {
-    if tracekit_rtrace::recording::sniff(&input.head) {
-        if input.is_stdin() {
-            bail!("a raw recording (record mem --raw) is read from a file, not standard input");
-        }
-        let r = tracekit_rtrace::recording::DecodeReader::open(&input.path)?;
-        return Ok(Box::new(r));
-    }
-    input.reader()
-}
-
-/// Converts the recorded images (as [`Capture::finish`] lists them) into
-/// text traces: the command's own first image (`root`-0) into the main
-/// output, the others beside it as `<main>.<pid>-<n>.rtrace`.
-///
-/// [`Capture::finish`]: tracekit_rtrace::recording::capture::Capture::finish
-fn convert_recordings(
-    images: &[tracekit_rtrace::recording::capture::Image],
-    root: i32,
-    a: &RecordArgs,
-    status: std::process::ExitStatus,
-) -> Result<ExitCode> {
-    use std::os::unix::process::ExitStatusExt;
-    // The command's own image; if it was not recorded (a static program
-    // starting dynamic ones), the first image stands for it.
-    let Some(main) = images
-        .iter()
-        .position(|i| i.pid == root && i.n == 0)
-        .or((!images.is_empty()).then_some(0))
-    else {
-        bail!("the command produced no recording (is it statically linked, or setuid?)");
-    };
-    for (k, image) in images.iter().enumerate() {
-        let out_path = image_output(images, k, main, a);
-        if a.raw {
-            // Kept as received: the file was written beside OUT.
-            std::fs::rename(&image.path, &out_path)
-                .map_err(|e| tracekit_core::Error::io(Some(&out_path), e))?;
-            eprintln!("tracekit: {}: raw recording", out_path.display());
-            continue;
-        }
-        let out = output(Some(&out_path))?;
-        let (info, stats) = tracekit_rtrace::recording::decode_file(&image.path, out)?;
-        eprintln!(
-            "tracekit: {}: {}",
-            out_path.display(),
-            describe_image(&info, &stats)
-        );
-    }
-    Ok(match (status.code(), status.signal()) {
-        (Some(c), _) => ExitCode::from(c.clamp(0, 255) as u8),
-        (None, Some(sig)) => ExitCode::from((128 + sig).clamp(0, 255) as u8),
-        _ => ExitCode::from(1),
-    })
 }
 
 fn hex_mask(s: &str, what: &str) -> Result<u32> {
@@ -593,7 +476,7 @@ fn run_postproc(a: PostprocArgs) -> Result<ExitCode> {
     let (input, name) = open_input(path)?;
     let out = output(a.output.as_deref())?;
     let stats =
-        postproc::run(text_reader(&input)?, &opts, out).map_err(|e| with_name(e, &input))?;
+        postproc::run(Rtrace::text(&input)?, &opts, out).map_err(|e| with_name(e, &input))?;
     if !crate::progress::quiet() {
         super::print_warnings(&name, &stats.warnings);
     }
@@ -632,7 +515,7 @@ fn symbolise(resolve: bool, debug_dirs: &[PathBuf], root: Option<&Path>) -> Symb
 }
 
 fn analyse(input: &Input, top: usize, sym: &Symbolise) -> Result<report::Report> {
-    report::analyse_with(text_reader(input)?, top, sym).map_err(|e| with_name(e, input))
+    report::analyse_with(Rtrace::text(input)?, top, sym).map_err(|e| with_name(e, input))
 }
 
 fn write_svg(path: &Path, f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<()> {
@@ -698,6 +581,96 @@ fn run_report(a: ReportArgs) -> Result<ExitCode> {
 
 pub struct Rtrace;
 
+impl Rtrace {
+    /// The text of an input, what every reader here takes: a raw recording
+    /// (`record mem --raw`) is decoded as it is read; anything else is read
+    /// as it is. Both show a progress bar over the file's size.
+    fn text(input: &Input) -> Result<Box<dyn BufRead>> {
+        if !tracekit_rtrace::recording::sniff(&input.head) {
+            return input.reader();
+        }
+        if input.is_stdin() {
+            bail!("a raw recording (record mem --raw) is read from a file, not standard input");
+        }
+        let size = std::fs::metadata(&input.path).map_or(0, |m| m.len());
+        let progress = crate::progress::Progress::bytes(size, &input.display());
+        let decoder = tracekit_rtrace::recording::Decoder::open(&input.path)?
+            .on_progress(move |n| progress.inc(n));
+        Ok(Box::new(decoder))
+    }
+
+    fn map_timeline(
+        text: Box<dyn BufRead>,
+        input: &Input,
+        sink: &mut dyn Sink,
+    ) -> Result<ExitCode> {
+        let (stats, warnings) =
+            tracekit_rtrace::timeline::map_trace(text, &input.display().to_string(), sink)
+                .map_err(|e| with_name(e, input))?;
+        super::print_warnings(input.display(), &warnings);
+        if stats.untimed > 0 {
+            eprintln!(
+                "tracekit: {}: {} calls have no timestamp: they count in what is in use but are not placed on the timeline",
+                input.display(),
+                stats.untimed
+            );
+        }
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+/// A raw recording decoded once into an anonymous scratch file, for
+/// [`Rtrace::tables`]' two passes (the generic tables through
+/// [`Dialect::timeline`], then the allocation rows): everything else is
+/// [`Rtrace`]'s.
+struct Decoded(std::fs::File);
+
+impl Decoded {
+    fn decode(input: &Input) -> Result<Decoded> {
+        let mut file = tempfile::tempfile().context("cannot create a temporary file")?;
+        let mut out = std::io::BufWriter::with_capacity(1 << 16, &mut file);
+        std::io::copy(&mut Rtrace::text(input)?, &mut out)
+            .and_then(|_| out.flush())
+            .map_err(|e| tracekit_core::Error::io(Some(&input.path), e))?;
+        drop(out);
+        Ok(Decoded(file))
+    }
+
+    /// The text, from its start.
+    fn text(&self) -> Result<Box<dyn BufRead>> {
+        use std::io::{Seek, SeekFrom};
+        let mut f = self.0.try_clone()?;
+        f.seek(SeekFrom::Start(0))?;
+        Ok(Box::new(std::io::BufReader::with_capacity(1 << 20, f)))
+    }
+}
+
+impl Dialect for Decoded {
+    fn name(&self) -> &'static str {
+        Rtrace.name()
+    }
+    fn sniff(&self, input: &Input) -> bool {
+        Rtrace.sniff(input)
+    }
+    fn info(&self, inputs: &[Input], args: &info::Args) -> Result<ExitCode> {
+        Rtrace.info(inputs, args)
+    }
+    fn report(&self, inputs: &[Input], args: &crate::cmd::report::Args) -> Result<ExitCode> {
+        Rtrace.report(inputs, args)
+    }
+    fn convert(&self, input: &Input, args: &convert::Args) -> Result<ExitCode> {
+        Rtrace.convert(input, args)
+    }
+    fn timeline(
+        &self,
+        input: &Input,
+        _args: &convert::Args,
+        sink: &mut dyn Sink,
+    ) -> Result<ExitCode> {
+        Rtrace::map_timeline(self.text()?, input, sink)
+    }
+}
+
 impl Dialect for Rtrace {
     fn name(&self) -> &'static str {
         "sp-rtrace text"
@@ -714,7 +687,7 @@ impl Dialect for Rtrace {
             if input.is_dir {
                 bail!("{}: a directory; name the trace files", input.display());
             }
-            let counts = tracekit_rtrace::summary::summarise(text_reader(input)?)
+            let counts = tracekit_rtrace::summary::summarise(Rtrace::text(input)?)
                 .map_err(|e| with_name(e, input))?;
             let name = input.display();
             if args.json {
@@ -826,21 +799,7 @@ impl Dialect for Rtrace {
         _args: &convert::Args,
         sink: &mut dyn Sink,
     ) -> Result<ExitCode> {
-        let (stats, warnings) = tracekit_rtrace::timeline::map_trace(
-            text_reader(input)?,
-            &input.display().to_string(),
-            sink,
-        )
-        .map_err(|e| with_name(e, input))?;
-        super::print_warnings(input.display(), &warnings);
-        if stats.untimed > 0 {
-            eprintln!(
-                "tracekit: {}: {} calls have no timestamp: they count in what is in use but are not placed on the timeline",
-                input.display(),
-                stats.untimed
-            );
-        }
-        Ok(ExitCode::SUCCESS)
+        Rtrace::map_timeline(Rtrace::text(input)?, input, sink)
     }
 
     fn tables(
@@ -850,14 +809,28 @@ impl Dialect for Rtrace {
         tables: &mut tracekit_parquet::Tables<'_>,
     ) -> Result<ExitCode> {
         use tracekit_parquet::Table;
-        let timeline = crate::formats::timeline_tables(self, input, args, tables)?;
-        if tables.wants(Table::RtraceAllocations) || tables.wants(Table::RtraceBacktraces) {
-            let (_, w) = tracekit_parquet::dialects::rtrace(
-                text_reader(input)?,
-                &input.display().to_string(),
-                tables,
-            )
-            .map_err(|e| with_name(e, input))?;
+        let rows = tables.wants(Table::RtraceAllocations) || tables.wants(Table::RtraceBacktraces);
+        let generic = Table::ALL
+            .iter()
+            .any(|t| t.is_generic() && tables.wants(*t));
+        // A raw recording both passes read is decoded once.
+        let decoded = if rows && generic && tracekit_rtrace::recording::sniff(&input.head) {
+            Some(Decoded::decode(input)?)
+        } else {
+            None
+        };
+        let timeline = match &decoded {
+            Some(d) => crate::formats::timeline_tables(d, input, args, tables)?,
+            None => crate::formats::timeline_tables(self, input, args, tables)?,
+        };
+        if rows {
+            let text = match &decoded {
+                Some(d) => d.text()?,
+                None => Rtrace::text(input)?,
+            };
+            let (_, w) =
+                tracekit_parquet::dialects::rtrace(text, &input.display().to_string(), tables)
+                    .map_err(|e| with_name(e, input))?;
             if timeline.is_none() {
                 super::print_warnings(input.display(), &w);
             }
@@ -884,7 +857,7 @@ impl Dialect for Rtrace {
         match args.to.as_str() {
             "sp-rtrace" | "rtrace" => {
                 let out = output(args.output.as_deref())?;
-                postproc::run(text_reader(input)?, &Options::default(), out)
+                postproc::run(Rtrace::text(input)?, &Options::default(), out)
                     .map_err(|e| with_name(e, input))?;
             }
             "heaptrack" | "heaptrack-text" => {
@@ -897,9 +870,9 @@ impl Dialect for Rtrace {
                             );
                         }
                     }
-                    heaptrack::write_zst(text_reader(input)?, out, &sym)
+                    heaptrack::write_zst(Rtrace::text(input)?, out, &sym)
                 } else {
-                    heaptrack::convert(text_reader(input)?, out, &sym)
+                    heaptrack::convert(Rtrace::text(input)?, out, &sym)
                 }
                 .map_err(|e| with_name(e, input))?;
                 if stats.other_resources > 0 || stats.unmatched_frees > 0 {
@@ -940,22 +913,26 @@ impl Dialect for Rtrace {
 mod tests {
     use super::*;
 
-    #[test]
-    fn record_mem_writes_traces_and_keeps_the_exit_status() {
-        let dir = tempfile::tempdir().unwrap();
-        let out = dir.path().join("sh.rtrace");
-        // A shell that runs a child and exits with 3.
-        let args = RecordArgs {
-            modules: "memory,file".into(),
+    /// `record mem` of a shell that runs a child (`ls`, which allocates)
+    /// and exits with 3.
+    fn record_args(modules: &str, output: Option<&Path>, raw: bool) -> RecordArgs {
+        RecordArgs {
+            modules: modules.into(),
             backtrace_depth: 4,
-            output: Some(out.clone()),
-            raw: false,
+            output: output.map(Path::to_path_buf),
+            raw,
             command: ["/bin/sh", "-c", "ls / >/dev/null; exit 3"]
                 .iter()
                 .map(Into::into)
                 .collect(),
-        };
-        let code = record_mem(args).unwrap();
+        }
+    }
+
+    #[test]
+    fn record_mem_writes_traces_and_keeps_the_exit_status() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("sh.rtrace");
+        let code = record_mem(record_args("memory,file", Some(&out), false)).unwrap();
         assert_eq!(code, ExitCode::from(3));
         let text = std::fs::read_to_string(&out).unwrap();
         assert!(text.starts_with("version=2.0, arch="), "{text}");
@@ -981,16 +958,7 @@ mod tests {
     fn record_mem_raw_keeps_every_image() {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("sh.tkrt");
-        let args = RecordArgs {
-            modules: "memory".into(),
-            backtrace_depth: 4,
-            output: Some(out.clone()),
-            raw: true,
-            command: ["/bin/sh", "-c", "ls / >/dev/null; exit 3"]
-                .iter()
-                .map(Into::into)
-                .collect(),
-        };
+        let args = record_args("memory", Some(&out), true);
         assert_eq!(record_mem(args).unwrap(), ExitCode::from(3));
         let names: Vec<String> = std::fs::read_dir(dir.path())
             .unwrap()
@@ -1014,14 +982,9 @@ mod tests {
 
     #[test]
     fn record_mem_rejects_unknown_modules() {
-        let args = RecordArgs {
-            modules: "memory,gpu".into(),
-            backtrace_depth: 4,
-            output: None,
-            raw: false,
-            command: vec!["/bin/true".into()],
-        };
-        let e = record_mem(args).unwrap_err().to_string();
+        let e = record_mem(record_args("memory,gpu", None, false))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("gpu"), "{e}");
     }
 }
