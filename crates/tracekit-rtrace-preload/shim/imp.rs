@@ -541,10 +541,11 @@ fn send_as(id: u32, parts: &[&[u8]], thread: u64) -> bool {
     // SAFETY: STREAM is a valid stream mapping, never unmapped.
     let h = unsafe { &*h };
     let pid = PID.load(Ordering::Relaxed);
-    let kind = CLOCK_KIND.load(Ordering::Relaxed);
-    let ticks = producer::raw_now(kind);
+    // The clock is read once the slot is reserved (Stamp::Now): what keeps
+    // a lane shared by several threads in time order.
+    let stamp = producer::Stamp::Now(CLOCK_KIND.load(Ordering::Relaxed));
     // SAFETY: `h` is a valid stream mapping (checked by map_stream).
-    match unsafe { producer::write_event(h, id, parts, pid, thread, ticks) } {
+    match unsafe { producer::write_event(h, id, parts, pid, thread, stamp) } {
         Outcome::Written => true,
         // Not admitted: the stream is not running. The recorder never
         // filters or stops it before shutting it down, so this is a stream
@@ -575,10 +576,10 @@ fn send_after_wait(h: &OpaqueHeader, id: u32, parts: &[&[u8]], pid: i32, thread:
             break;
         }
         if h.running.0.load(Ordering::Acquire) == running {
-            let ticks = producer::raw_now(CLOCK_KIND.load(Ordering::Relaxed));
+            let stamp = producer::Stamp::Now(CLOCK_KIND.load(Ordering::Relaxed));
             // SAFETY: as in `send`.
             if let Outcome::Written =
-                unsafe { producer::write_event(h, id, parts, pid, thread, ticks) }
+                unsafe { producer::write_event(h, id, parts, pid, thread, stamp) }
             {
                 written = true;
                 break;
