@@ -320,6 +320,14 @@ pub fn admit<A, C>(h: &StreamHeaderOf<A, C>, id: u32) -> Result<(), Outcome> {
     if is_filtered(h, id) {
         return Err(Outcome::NotAdmitted);
     }
+    admit_running(h)
+}
+
+/// The second half of [`admit`], for a caller that has checked the filter
+/// itself: `Ok` if the stream is running; a stream that suspended itself
+/// because full counts the event lost.
+#[inline(always)]
+pub fn admit_running<A, C>(h: &StreamHeaderOf<A, C>) -> Result<(), Outcome> {
     let running = h.running.0.load(Relaxed);
     if running != POSIX_TRACE_RUNNING as u32 {
         if running == AUTO_SUSPENDED {
@@ -390,7 +398,7 @@ pub unsafe fn write<A, C>(
     prog: u64,
     stamp: Stamp,
 ) -> Result<(), Full> {
-    let pos = reserve(h, lane, || stamp.ticks())?;
+    let pos = reserve(h, lane, move || stamp.ticks())?;
     // SAFETY: the caller's guarantee; `pos` was just reserved in `lane`.
     unsafe {
         let slot = slot_ptr(h, lane, pos);
@@ -697,8 +705,29 @@ unsafe fn complete<A, C>(
 /// `--cfg tracekit_nolibc`, copies with `rep movsb` rather than calling
 /// libc's `memcpy`: in a fork child, the first call of a libc function
 /// costs a page fault.
+///
+/// The usual small payload (8 to 32 bytes) is copied inline with two
+/// overlapping unaligned loads and stores: no call, no `rep movsb` start-up.
 #[inline(always)]
 unsafe fn copy_payload(src: *const u8, dst: *mut u8, n: usize) {
+    if (8..=32).contains(&n) {
+        // SAFETY: as below; each access lies within the `n` bytes (the two
+        // halves overlap when `n` is below 32 or 16).
+        unsafe {
+            if n >= 16 {
+                let head = ptr::read_unaligned(src.cast::<[u8; 16]>());
+                let tail = ptr::read_unaligned(src.add(n - 16).cast::<[u8; 16]>());
+                ptr::write_unaligned(dst.cast::<[u8; 16]>(), head);
+                ptr::write_unaligned(dst.add(n - 16).cast::<[u8; 16]>(), tail);
+            } else {
+                let head = ptr::read_unaligned(src.cast::<u64>());
+                let tail = ptr::read_unaligned(src.add(n - 8).cast::<u64>());
+                ptr::write_unaligned(dst.cast::<u64>(), head);
+                ptr::write_unaligned(dst.add(n - 8).cast::<u64>(), tail);
+            }
+        }
+        return;
+    }
     #[cfg(all(tracekit_nolibc, target_arch = "x86_64"))]
     // SAFETY: the caller passes `n` readable bytes at `src` and `n`
     // writable ones at `dst`, not overlapping; the direction flag is clear

@@ -391,6 +391,13 @@ impl StreamView {
         crate::producer::admit(self.header(), id).is_ok()
     }
 
+    /// [`Self::admits`] for a type the caller knows passes the filter:
+    /// is the stream running?
+    #[inline(always)]
+    pub fn admits_unfiltered(&self) -> bool {
+        crate::producer::admit_running(self.header()).is_ok()
+    }
+
     /// Records an event if the stream is running and `id` passes the
     /// filter. The hot path: no allocation, no lock, no system call.
     #[inline(always)]

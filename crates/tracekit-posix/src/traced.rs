@@ -56,7 +56,13 @@ const EMPTY: Attachment = Attachment {
     translate: [const { AtomicU32::new(0) }; TRACE_USER_EVENT_MAX],
 };
 static ATTACH: [Attachment; TRACE_SYS_MAX] = [EMPTY; TRACE_SYS_MAX];
-static NATTACH: AtomicUsize = AtomicUsize::new(0);
+/// One more than the highest attachment index in use, plus
+/// [`ENV_UNCHECKED`] until [`attach_from_env`] has run: so that
+/// [`trace_event_at`] decides with one load and compare whether it has
+/// exactly one stream to write into (read it with [`attached`]).
+static NATTACH: AtomicUsize = AtomicUsize::new(ENV_UNCHECKED);
+/// The bit of [`NATTACH`] saying the environment was not checked yet.
+const ENV_UNCHECKED: usize = 1 << (usize::BITS - 1);
 static PID: AtomicI32 = AtomicI32::new(0);
 static ENV_STATE: AtomicU32 = AtomicU32::new(0);
 static ATFORK: AtomicBool = AtomicBool::new(false);
@@ -126,45 +132,65 @@ extern "C" fn after_fork_child() {
 /// allocation, no lock, no system call once the environment was checked.
 #[inline]
 pub fn trace_event_at(event_id: u32, data: &[u8], prog: usize) {
-    if ENV_STATE.load(Relaxed) != 2 {
-        attach_from_env();
-    }
+    // One load and compare: one stream attached, the environment checked.
     let n = NATTACH.load(Acquire);
-    if n == 0 {
+    if n == 1 {
+        // The usual case, one stream. With the event type filtered out
+        // (the "disabled trace point"): a few loads and compares, no call,
+        // no registers to save; the filter is not checked again.
+        let a = &ATTACH[0];
+        let p = a.base.load(Acquire);
+        if p.is_null() {
+            return;
+        }
+        // SAFETY: attached mappings are never unmapped while attached
+        // (see `detach`).
+        let v = unsafe { StreamView::from_ptr(p) };
+        let id = stream_id(a, event_id);
+        if !v.is_filtered(id) {
+            write_unfiltered(v, id, data, prog as u64);
+        }
         return;
     }
-    // The usual case, one stream, with the event type filtered out (the
-    // "disabled trace point"): a few loads and compares, no call, no
-    // registers to save.
-    if n == 1 && filtered_in_first(event_id) {
-        return;
+    if n != 0 {
+        trace_event_each(n, event_id, data, prog);
     }
-    trace_event_each(n, event_id, data, prog);
 }
 
-/// Is `event_id` filtered out of the first attached stream?
+/// How many attachment slots are in use (some may be detached since).
 #[inline(always)]
-fn filtered_in_first(event_id: u32) -> bool {
-    let a = &ATTACH[0];
-    let p = a.base.load(Acquire);
-    if p.is_null() {
-        return true;
-    }
-    // SAFETY: attached mappings are never unmapped while attached.
-    let v = unsafe { StreamView::from_ptr(p) };
+fn attached() -> usize {
+    NATTACH.load(Acquire) & !ENV_UNCHECKED
+}
+
+/// The stream's id of this process's event type `event_id` in attachment `a`.
+#[inline(always)]
+fn stream_id(a: &Attachment, event_id: u32) -> u32 {
     let user = event_id.wrapping_sub(USER_EVENT_FIRST) as usize;
-    let id = if user < TRACE_USER_EVENT_MAX {
+    if user < TRACE_USER_EVENT_MAX {
         a.translate[user].load(Relaxed)
     } else {
         event_id
-    };
-    v.is_filtered(id)
+    }
 }
 
-/// [`trace_event_at`] into each of the `n` attached streams.
+/// Records an event whose type passes `v`'s filter if the stream is
+/// running: out of line, so that the filtered-out path of
+/// [`trace_event_at`] stays small.
 #[inline(never)]
-fn trace_event_each(n: usize, event_id: u32, data: &[u8], prog: usize) {
-    let user = event_id.wrapping_sub(USER_EVENT_FIRST) as usize;
+fn write_unfiltered(v: StreamView, id: u32, data: &[u8], prog: u64) {
+    if v.admits_unfiltered() {
+        write_admitted(v, id, data, prog);
+    }
+}
+
+/// [`trace_event_at`] into each of the `n` attached streams (`n` as read
+/// from [`NATTACH`]: the environment is checked first if it was not).
+#[inline(never)]
+fn trace_event_each(mut n: usize, event_id: u32, data: &[u8], prog: usize) {
+    if n & ENV_UNCHECKED != 0 {
+        n = attach_from_env();
+    }
     for a in &ATTACH[..n] {
         let p = a.base.load(Acquire);
         if p.is_null() {
@@ -173,11 +199,7 @@ fn trace_event_each(n: usize, event_id: u32, data: &[u8], prog: usize) {
         // SAFETY: attached mappings are never unmapped while attached
         // (see `detach`).
         let v = unsafe { StreamView::from_ptr(p) };
-        let id = if user < TRACE_USER_EVENT_MAX {
-            a.translate[user].load(Relaxed)
-        } else {
-            event_id
-        };
+        let id = stream_id(a, event_id);
         if !v.admits(id) {
             continue;
         }
@@ -185,8 +207,7 @@ fn trace_event_each(n: usize, event_id: u32, data: &[u8], prog: usize) {
     }
 }
 
-/// The writing half of [`trace_event_at`] (the filtered-out path of one
-/// stream never gets here: see `filtered_in_first`).
+/// The writing half of [`trace_event_at`], once the event is admitted.
 #[inline(always)]
 fn write_admitted(v: StreamView, id: u32, data: &[u8], prog: u64) {
     // SAFETY: pthread_self has no preconditions.
@@ -204,8 +225,7 @@ pub fn trace_event(event_id: u32, data: &[u8]) {
 /// hook skip building a payload (the cheap "disabled trace point" test).
 #[inline]
 pub fn is_enabled(event_id: u32) -> bool {
-    let n = NATTACH.load(Acquire);
-    let user = event_id.wrapping_sub(USER_EVENT_FIRST) as usize;
+    let n = attached();
     ATTACH[..n].iter().any(|a| {
         let p = a.base.load(Acquire);
         if p.is_null() {
@@ -213,11 +233,7 @@ pub fn is_enabled(event_id: u32) -> bool {
         }
         // SAFETY: as in trace_event_at.
         let v = unsafe { StreamView::from_ptr(p) };
-        let id = if user < TRACE_USER_EVENT_MAX {
-            a.translate[user].load(Relaxed)
-        } else {
-            event_id
-        };
+        let id = stream_id(a, event_id);
         v.header().running.0.load(Relaxed) == POSIX_TRACE_RUNNING as u32 && !v.is_filtered(id)
     })
 }
@@ -229,7 +245,7 @@ pub fn is_enabled(event_id: u32) -> bool {
 /// afterwards.
 pub fn attach_from_env() -> usize {
     if ENV_STATE.compare_exchange(0, 1, Acquire, Relaxed).is_err() {
-        return NATTACH.load(Acquire);
+        return attached();
     }
     // SAFETY: getenv with a NUL-terminated name; the result is read at once.
     let val = unsafe { libc::getenv(STREAM_ENV_C.as_ptr()) };
@@ -260,7 +276,7 @@ pub fn attach_from_env() -> usize {
         }
     }
     ENV_STATE.store(2, Release);
-    NATTACH.load(Acquire)
+    NATTACH.fetch_and(!ENV_UNCHECKED, AcqRel) & !ENV_UNCHECKED
 }
 
 /// Maps the stream at `path` and writes into it if it traces this process.
@@ -335,7 +351,7 @@ pub fn inherited_fds(include_own: bool) -> Vec<i32> {
     // SAFETY: getpid has no preconditions (not the cached pid: this may
     // run in a vfork child, which shares its parent's memory).
     let me = unsafe { libc::getpid() };
-    let n = NATTACH.load(Acquire);
+    let n = attached();
     let mut fds = Vec::new();
     for a in &ATTACH[..n] {
         let p = a.base.load(Acquire);
@@ -372,7 +388,10 @@ pub fn attach(v: StreamView, fd: i32) -> Option<usize> {
     }
     a.fd.store(fd, Release);
     a.base.store(v.as_ptr(), Release);
-    NATTACH.fetch_max(idx + 1, AcqRel);
+    // Keeps the ENV_UNCHECKED bit as it is.
+    let _ = NATTACH.fetch_update(AcqRel, Acquire, |v| {
+        Some((v & ENV_UNCHECKED) | (v & !ENV_UNCHECKED).max(idx + 1))
+    });
     Some(idx)
 }
 
