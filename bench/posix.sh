@@ -2,6 +2,7 @@
 # POSIX trace engine speed, beside the LTTng-UST / babeltrace2 baseline.
 #
 #   bench/posix.sh [--quick]
+#   bench/posix.sh --callgrind
 #
 # Runs the criterion benches of crates/tracekit-posix (benches/posix.rs):
 # posix_trace_event with a 32-byte payload on a running stream, with the
@@ -26,6 +27,24 @@ export CARGO_TARGET_DIR
 export CRITERION_HOME="$CARGO_TARGET_DIR/criterion"
 rm -rf "$CRITERION_HOME/posix_trace_event" "$CRITERION_HOME/log read"
 ARGS=(--warm-up-time 2 --measurement-time 5)
+
+# --callgrind: instructions per posix_trace_event (32 B, running LOOP
+# stream; type filtered out), the figure that does not depend on the
+# machine's load: callgrind's count for N + 1 M events minus N, over 1 M
+# (examples/event_loop.rs; the loop's own few instructions included).
+if [ "${1:-}" = --callgrind ]; then
+  cargo build -q --profile bench -p tracekit-posix --example event_loop
+  BIN="$CARGO_TARGET_DIR/release/examples/event_loop"
+  ir() {
+    valgrind --tool=callgrind --callgrind-out-file=/dev/null "$BIN" "$@" 2>&1 |
+      sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
+  }
+  for mode in running filtered; do
+    a=$(ir 100000 $mode) b=$(ir 1100000 $mode)
+    echo "posix_trace_event, 32 B, $mode: $(( (b - a) / 1000000 )) instructions per event (callgrind)"
+  done
+  exit 0
+fi
 [ "${1:-}" = --quick ] && ARGS=(--warm-up-time 1 --measurement-time 2)
 
 README=bench/inputs/BASELINES.md
