@@ -594,14 +594,18 @@ fn send_after_wait(h: &OpaqueHeader, id: u32, parts: &[&[u8]], pid: i32, thread:
             break;
         }
         spins += 1;
-        if spins < 16 {
+        if spins < 4 {
             // SAFETY: sched_yield has no preconditions.
             unsafe { libc::syscall(libc::SYS_sched_yield) };
         } else {
-            // The reader needs the CPU more than we do: 50 µs naps.
+            // The reader needs the CPU more than we do: naps of 50 µs,
+            // doubling up to 800 µs. A full stream stays suspended until
+            // the recorder has drained all of it (milliseconds); waking
+            // every 50 µs in every waiting thread took CPU from the
+            // recorder on a loaded machine and prolonged the wait.
             let ts = libc::timespec {
                 tv_sec: 0,
-                tv_nsec: 50_000,
+                tv_nsec: 50_000 << (spins - 4).min(4),
             };
             // SAFETY: valid timespec; no remainder pointer.
             unsafe {
