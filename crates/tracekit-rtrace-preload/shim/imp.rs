@@ -594,14 +594,18 @@ fn send_after_wait(h: &OpaqueHeader, id: u32, parts: &[&[u8]], pid: i32, thread:
             break;
         }
         spins += 1;
-        if spins < 16 {
+        if spins < 4 {
             // SAFETY: sched_yield has no preconditions.
             unsafe { libc::syscall(libc::SYS_sched_yield) };
         } else {
-            // The reader needs the CPU more than we do: 50 µs naps.
+            // The reader needs the CPU more than we do: naps of 50 µs,
+            // doubling up to 800 µs. A full stream stays suspended until
+            // the recorder has drained all of it (milliseconds); waking
+            // every 50 µs in every waiting thread took CPU from the
+            // recorder on a loaded machine and prolonged the wait.
             let ts = libc::timespec {
                 tv_sec: 0,
-                tv_nsec: 50_000,
+                tv_nsec: 50_000 << (spins - 4).min(4),
             };
             // SAFETY: valid timespec; no remainder pointer.
             unsafe {
@@ -1036,11 +1040,67 @@ unsafe fn flush_locked(b: *mut Batch) {
 #[inline(always)]
 unsafe fn append(slot: &Slot, fixed: &[u8], frames: &[u8]) {
     let total = fixed.len() + frames.len();
+    // SAFETY: this thread's batch.
+    let batched = unsafe {
+        append_with(slot, total, |dst| {
+            dst[..fixed.len()].copy_from_slice(fixed);
+            dst[fixed.len()..].copy_from_slice(frames);
+        })
+    };
+    if !batched {
+        send(EVENT_ID.load(Ordering::Relaxed), &[fixed, frames]);
+    }
+}
+
+/// An allocation, release or void record as little-endian words (see
+/// `wire`): `words[0]` holds kind, res, func and the timestamp.
+#[derive(Clone, Copy)]
+struct Words<const N: usize>([u64; N]);
+
+impl<const N: usize> Words<N> {
+    /// The record's bytes (for the unbatched paths).
+    #[inline(always)]
+    fn bytes(&self) -> [u8; 40] {
+        let mut b = [0u8; 40];
+        for (k, w) in self.0.iter().enumerate() {
+            b[8 * k..8 * k + 8].copy_from_slice(&w.to_le_bytes());
+        }
+        b
+    }
+}
+
+/// Adds one allocation, release or void record, written as whole words
+/// straight into the batch: building it on the stack first and copying it
+/// stalled every event on store forwarding (byte stores read back as one
+/// 16-byte load) and was the hook's most expensive instruction.
+#[inline(always)]
+unsafe fn append_words<const N: usize>(slot: &Slot, w: Words<N>) {
+    // SAFETY: this thread's batch.
+    let batched = unsafe {
+        append_with(slot, 8 * N, |dst| {
+            let at = dst.as_mut_ptr();
+            for (k, v) in w.0.iter().enumerate() {
+                // SAFETY: `dst` is 8 * N bytes long.
+                ptr::write_unaligned(at.add(8 * k).cast::<u64>(), v.to_le());
+            }
+        })
+    };
+    if !batched {
+        let bytes = w.bytes();
+        send(EVENT_ID.load(Ordering::Relaxed), &[&bytes[..8 * N]]);
+    }
+}
+
+/// Reserves `total` bytes in the batch of the thread of `slot`, lets
+/// `write` fill them, and publishes them. `false`: there is no batch (none
+/// could be mapped, or it was closed at exit): the caller sends the
+/// record unbatched.
+#[inline(always)]
+unsafe fn append_with(slot: &Slot, total: usize, write: impl FnOnce(&mut [u8])) -> bool {
     // SAFETY: batch from our own mapping.
     let b = unsafe { my_batch(slot) };
     if b.is_null() {
-        send(EVENT_ID.load(Ordering::Relaxed), &[fixed, frames]);
-        return;
+        return false;
     }
     // SAFETY: the lock serialises us with the exit/exec flusher.
     unsafe {
@@ -1050,10 +1110,7 @@ unsafe fn append(slot: &Slot, fixed: &[u8], frames: &[u8]) {
                 .compare_exchange(OPEN, BUSY, Ordering::Acquire, Ordering::Relaxed)
             {
                 Ok(_) => break,
-                Err(CLOSED) => {
-                    send(EVENT_ID.load(Ordering::Relaxed), &[fixed, frames]);
-                    return;
-                }
+                Err(CLOSED) => return false,
                 Err(_) => core::hint::spin_loop(),
             }
         }
@@ -1061,33 +1118,12 @@ unsafe fn append(slot: &Slot, fixed: &[u8], frames: &[u8]) {
             flush_locked(b);
         }
         let len = (*b).len.load(Ordering::Relaxed);
-        let data = &mut (*b).data;
-        // Records have three lengths: copy those as fixed-size moves (a
-        // call to memcpy for 24 bytes was a tenth of the hook's time).
-        let dst = &mut data[len..len + total];
-        match fixed.len() {
-            ALLOC_LEN => copy_fixed::<ALLOC_LEN>(dst, fixed),
-            FREE_LEN => copy_fixed::<FREE_LEN>(dst, fixed),
-            VOID_LEN => copy_fixed::<VOID_LEN>(dst, fixed),
-            n => dst[..n].copy_from_slice(fixed),
-        }
-        if !frames.is_empty() {
-            dst[fixed.len()..].copy_from_slice(frames);
-        }
+        write(&mut (&mut (*b).data)[len..len + total]);
         // Published after the bytes: a crash never exposes half a record.
         (*b).len.store(len + total, Ordering::Release);
         (*b).lock.store(OPEN, Ordering::Release);
     }
-}
-
-/// `src[..N]` into `dst[..N]` (both at least N bytes long).
-#[inline(always)]
-fn copy_fixed<const N: usize>(dst: &mut [u8], src: &[u8]) {
-    let src: &[u8; N] = src[..N].try_into().unwrap_or(&[0; N]);
-    let dst: &mut [u8; N] = (&mut dst[..N])
-        .try_into()
-        .unwrap_or_else(|_| unreachable!());
-    *dst = *src;
+    true
 }
 
 /// Writes every thread's batch; `close` makes later events unbatched.
@@ -1298,28 +1334,18 @@ fn record_in(
 ) {
     slot.guard.store(true, Ordering::Relaxed);
     let ts = now_ms_in(slot);
-    let mut ev = [0u8; ALLOC_LEN];
-    ev[0] = kind;
-    ev[1] = res;
-    ev[2] = func;
-    ev[4..8].copy_from_slice(&ts.to_le_bytes());
-    ev[8..16].copy_from_slice(&seq.to_le_bytes());
-    let len = match kind {
-        KIND_ALLOC => {
-            ev[16..24].copy_from_slice(&size.to_le_bytes());
-            ev[24..32].copy_from_slice(&id.to_le_bytes());
-            let stack = if bt { backtrace_id(slot, sp, fp) } else { 0 };
-            ev[32..36].copy_from_slice(&stack.to_le_bytes());
-            ALLOC_LEN
-        }
-        KIND_FREE => {
-            ev[16..24].copy_from_slice(&id.to_le_bytes());
-            FREE_LEN
-        }
-        _ => VOID_LEN,
-    };
+    let head = kind as u64 | (res as u64) << 8 | (func as u64) << 16 | (ts as u64) << 32;
     // SAFETY: our own batch.
-    unsafe { append(slot, &ev[..len], &[]) };
+    unsafe {
+        match kind {
+            KIND_ALLOC => {
+                let stack = if bt { backtrace_id(slot, sp, fp) } else { 0 };
+                append_words(slot, Words([head, seq, size, id, stack as u64]));
+            }
+            KIND_FREE => append_words(slot, Words([head, seq, id])),
+            _ => append_words(slot, Words([head, seq])),
+        }
+    }
     slot.guard.store(false, Ordering::Relaxed);
 }
 

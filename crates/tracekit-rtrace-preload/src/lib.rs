@@ -56,11 +56,12 @@
 //!   whenever the unwinder rebuilds its module table (so objects unloaded
 //!   later keep their map lines) and when it exits or execs;
 //! * a full stream suspends itself until the recorder has drained it: the
-//!   shim then waits (yield, then 50 µs naps) and writes again, so nothing
-//!   is lost while the recorder lives. Only if the recorder makes no
-//!   progress for 10 s does the shim give the event up (and stop waiting
-//!   from then on); the stream counts it, and the gap in the event numbers
-//!   is reported per process in the trace and on stderr;
+//!   shim then waits (yield, then naps of 50 µs doubling to 800 µs) and
+//!   writes again, so nothing is lost while the recorder lives. Only if
+//!   the recorder makes no progress for 10 s does the shim give the event
+//!   up (and stop waiting from then on); the stream counts it, and the gap
+//!   in the event numbers is reported per process in the trace and on
+//!   stderr;
 //! * nothing allocates through the hooked functions: batches live in the
 //!   spill file (or private mappings), what the unwinder keeps comes from
 //!   the shim's own allocator over anonymous mappings (`shim/arena.rs`),
