@@ -254,8 +254,9 @@ impl RecorderStream {
 }
 
 /// Reads a recorder's stream without copying each event out of the
-/// reader's hands: [`StreamReader::next_with`] (what a recorder's reader
-/// thread keeps; [`api::getnext_event`] copies into a caller's buffer).
+/// reader's hands: [`StreamReader::next_with`], or a batch at a time,
+/// [`StreamReader::drain_with`] (what a recorder's reader thread keeps;
+/// [`api::getnext_event`] copies into a caller's buffer).
 #[derive(Debug, Clone, Copy)]
 pub struct StreamReader {
     pub(crate) trid: api::TraceId,

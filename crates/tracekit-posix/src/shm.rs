@@ -28,7 +28,9 @@
 //! writers may overwrite a slot being read, a torn copy is detected and
 //! counted as lost. Under `UNTIL_FULL` and `FLUSH` a writer reserves with
 //! a compare-exchange that fails when `tail - head == slot_count`, so
-//! nothing unread is ever overwritten; a full lane suspends an UNTIL_FULL
+//! nothing unread is ever overwritten (so the consumer may leave a
+//! complete slot's payload in place until it commits: [`RawEvent::in_ring`]);
+//! a full lane suspends an UNTIL_FULL
 //! stream, and makes a writer of a FLUSH stream wake the flusher and wait
 //! for the slots the flush frees (the one case where a writer makes system
 //! calls). A writer reads the clock after reserving, so each lane is in
@@ -324,7 +326,13 @@ pub struct RawEvent {
     pub thread: u64,
     pub prog: u64,
     pub ticks: u64,
+    /// The payload, when copied out (a `POSIX_TRACE_LOOP` stream, whose
+    /// writers may overwrite an unread slot).
     pub data: Vec<u8>,
+    /// The payload left in the ring (offset in the mapping, length): under
+    /// `UNTIL_FULL` and `FLUSH` no writer reuses a slot before the consumer
+    /// commits it, so it is read in place ([`StreamView::payload`]).
+    pub in_ring: Option<(usize, usize)>,
 }
 
 impl StreamView {
@@ -561,8 +569,10 @@ impl StreamView {
     /// consumer until it [`commit`](Self::commit)s. Events lost in a ring
     /// (overwritten under LOOP, or skipped) are reported with the first
     /// event taken from that ring after them, so the loss stands at its
-    /// place in time among the other rings' events.
-    pub fn take(&self, cursor: &mut Cursor, out: &mut RawEvent) -> Take {
+    /// place in time among the other rings' events. With `in_place`, the
+    /// payload of a stream other than LOOP is left in its slot
+    /// ([`RawEvent::in_ring`]).
+    pub fn take(&self, cursor: &mut Cursor, out: &mut RawEvent, in_place: bool) -> Take {
         let h = self.header();
         let cap = h.slot_count;
         'scan: loop {
@@ -648,13 +658,21 @@ impl StreamView {
                         0
                     };
                     out.data.clear();
-                    out.data.reserve(len);
-                    ptr::copy_nonoverlapping(
-                        (slot as *const u8).add(SLOT_HEADER),
-                        out.data.as_mut_ptr(),
-                        len,
-                    );
-                    out.data.set_len(len);
+                    if !in_place || h.stream_policy == POSIX_TRACE_LOOP {
+                        out.in_ring = None;
+                        out.data.reserve(len);
+                        ptr::copy_nonoverlapping(
+                            (slot as *const u8).add(SLOT_HEADER),
+                            out.data.as_mut_ptr(),
+                            len,
+                        );
+                        out.data.set_len(len);
+                    } else {
+                        // Complete (s1 == want) and not reusable before the
+                        // commit: the payload stays where it is.
+                        let at = (slot as *const u8).add(SLOT_HEADER).offset_from(self.base);
+                        out.in_ring = Some((at as usize, len));
+                    }
                     fence(Acquire);
                     let s2 = (*slot).seq.load(Relaxed);
                     if s2 == s1 {
@@ -671,6 +689,21 @@ impl StreamView {
             // Overwritten while (or before) we read it.
             cursor.loss[k] = true;
             h.lost.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// The payload of the event [`Self::take`] put in `raw`: in `raw` (a
+    /// LOOP stream) or in the ring.
+    ///
+    /// # Safety
+    /// The slot `raw` was taken from must not have been committed since
+    /// (until then no writer touches it), nor may it be while the slice lives.
+    pub unsafe fn payload<'a>(&'a self, raw: &'a RawEvent) -> &'a [u8] {
+        match raw.in_ring {
+            // SAFETY: `take` checked the range lies in a slot of the
+            // mapping; the caller guarantees nobody writes it meanwhile.
+            Some((at, len)) => unsafe { std::slice::from_raw_parts(self.base.add(at), len) },
+            None => &raw.data,
         }
     }
 

@@ -31,9 +31,31 @@ pub(super) struct Consumer {
     /// Drained while full: what [`Consumer::commit`] does once the slots
     /// are handed back.
     pub(super) drained: Option<Drained>,
-    /// Payload of the event being handed out (kept: no allocation per read).
-    pub(super) out: Vec<u8>,
+    /// Where the payload of the event [`Consumer::step`] handed out is.
+    pub(super) held: Held,
+    /// Payload of a pending event handed out.
+    pub(super) popped: Vec<u8>,
+    /// No stuck slot was skipped: a writer that completes a skipped slot
+    /// late may write into a slot reused since, which only a copy checked
+    /// by the sequence word notices; so after a skip, payloads are copied.
+    pub(super) in_place: bool,
 }
+
+/// Where the payload of the last event handed out lies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Held {
+    /// The event taken from a ring ([`StreamView::payload`] of `raw`).
+    Raw,
+    /// `popped`.
+    Popped,
+    /// A system event without payload.
+    Nothing,
+    /// The automatic STOP's payload.
+    AutoStop,
+}
+
+/// Payload of the automatic STOP of an UNTIL_FULL stream.
+const AUTO_STOP_DATA: [u8; 4] = 1i32.to_ne_bytes();
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Drained {
@@ -87,7 +109,9 @@ impl Consumer {
             since_check: 0,
             last_ts,
             drained: None,
-            out: Vec::with_capacity(view.header().slot_data as usize),
+            held: Held::Nothing,
+            popped: Vec::new(),
+            in_place: true,
         }
     }
 
@@ -131,18 +155,50 @@ impl Consumer {
         }
     }
 
-    /// Next event into `data`, oldest first; synthesises OVERFLOW/RESUME
-    /// around losses and the automatic STOP of an UNTIL_FULL stream (after
-    /// its last event). The slots read stay the consumer's until
-    /// [`Consumer::commit`].
+    /// Next event into `data` (a copy of [`Consumer::step`]'s).
     pub(super) fn next(&mut self, view: &StreamView, data: &mut Vec<u8>) -> Next {
+        // Copied out of the ring (checked by the sequence word): `data`
+        // may live on after a commit.
+        let next = self.step_as(view, false);
+        data.clear();
+        if let Next::Event(_) = next {
+            data.extend_from_slice(self.payload(view));
+        }
+        next
+    }
+
+    /// The payload of the event [`Consumer::step`] handed out last: valid
+    /// until the next step or [`Consumer::commit`] (both take `self`
+    /// mutably, so the borrow ends first).
+    pub(super) fn payload<'a>(&'a self, view: &'a StreamView) -> &'a [u8] {
+        match self.held {
+            // SAFETY: `raw` is the last event taken, and its slot is not
+            // committed before `self` is borrowed mutably again.
+            Held::Raw => unsafe { view.payload(&self.raw) },
+            Held::Popped => &self.popped,
+            Held::Nothing => &[],
+            Held::AutoStop => &AUTO_STOP_DATA,
+        }
+    }
+
+    /// Next event, oldest first, its payload left where it is
+    /// ([`Consumer::payload`]); synthesises OVERFLOW/RESUME around losses
+    /// and the automatic STOP of an UNTIL_FULL stream (after its last
+    /// event). The slots read stay the consumer's until
+    /// [`Consumer::commit`].
+    pub(super) fn step(&mut self, view: &StreamView) -> Next {
+        self.step_as(view, self.in_place)
+    }
+
+    fn step_as(&mut self, view: &StreamView, in_place: bool) -> Next {
         if let Some((info, d)) = self.pending.pop_front() {
-            data.clear();
-            data.extend_from_slice(&d);
+            self.popped = d;
+            self.held = Held::Popped;
             return Next::Event(info);
         }
+        self.held = Held::Nothing;
         loop {
-            match view.take(&mut self.cursor, &mut self.raw) {
+            match view.take(&mut self.cursor, &mut self.raw, in_place) {
                 Take::Event { after_loss } => {
                     self.busy = None;
                     let ts = self.ticks_to_ns(self.raw.ticks);
@@ -161,18 +217,19 @@ impl Consumer {
                         // events' times are gone with them).
                         self.pending
                             .push_back((system_event(POSIX_TRACE_RESUME, ts), Vec::new()));
-                        self.pending.push_back((info, self.raw.data.clone()));
-                        data.clear();
+                        // SAFETY: the event just taken, not committed.
+                        let d = unsafe { view.payload(&self.raw) }.to_vec();
+                        self.pending.push_back((info, d));
                         return Next::Event(system_event(POSIX_TRACE_OVERFLOW, ts));
                     }
-                    data.clear();
-                    data.extend_from_slice(&self.raw.data);
+                    self.held = Held::Raw;
                     return Next::Event(info);
                 }
                 Take::Busy(pos) => match self.busy {
                     Some((p, since)) if p == pos && since.elapsed() > STUCK_SLOT => {
                         view.skip_stuck(&mut self.cursor, pos);
                         self.busy = None;
+                        self.in_place = false;
                     }
                     Some((p, _)) if p == pos => return Next::Busy,
                     _ => {
@@ -193,7 +250,6 @@ impl Consumer {
                         self.last_ts = ts;
                         self.pending
                             .push_back((system_event(POSIX_TRACE_RESUME, ts), Vec::new()));
-                        data.clear();
                         return Next::Event(system_event(POSIX_TRACE_OVERFLOW, ts));
                     }
                     if h.shutdown.load(Acquire) != 0 || self.drained.is_some() {
@@ -236,8 +292,7 @@ impl Consumer {
                     if view.is_filtered(POSIX_TRACE_STOP) {
                         return Next::Empty;
                     }
-                    data.clear();
-                    data.extend_from_slice(&1i32.to_ne_bytes());
+                    self.held = Held::AutoStop;
                     return Next::Event(system_event(POSIX_TRACE_STOP, ts));
                 }
             }

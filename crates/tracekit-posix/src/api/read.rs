@@ -107,6 +107,27 @@ impl StreamReader {
         }
         read_active_with(&a, wait, f)
     }
+
+    /// The events ready now, at most `max`, each handed to `f` in the
+    /// order [`Self::next_with`] would give them, under one lock of the
+    /// stream's consumer and with one commit at the end: the recorders'
+    /// batch read. Never waits; `Ok(Ok(0))`: nothing ready. Stops at the
+    /// first error of `f` (`Ok(Err)`; the events `f` saw are read). A log
+    /// is refused (EINVAL), as by `next_with` with [`Wait::Never`].
+    pub fn drain_with<E>(
+        &self,
+        max: usize,
+        f: impl FnMut(&EventInfo, &[u8]) -> Result<(), E>,
+    ) -> Result<Result<usize, E>, Errno> {
+        let a = with_handle(self.trid, |h| match h {
+            Handle::Log(_) => Err(libc::EINVAL),
+            Handle::Active(a) => Ok(a.clone()),
+        })?;
+        if a.creator_pid != traced::cached_pid() || a.with_log {
+            return Err(libc::EINVAL);
+        }
+        drain_active_with(&a, max, f)
+    }
 }
 
 #[inline(always)]
@@ -138,8 +159,37 @@ fn read_active(
     read_active_with(a, wait, |info, data| copy_out(info, data, buf, out))
 }
 
-/// Reads an active stream's next event and hands it to `f` where the
-/// consumer holds it (no copy into a caller's buffer).
+/// Hands `f` the events an active stream has ready, at most `max`, under
+/// one lock and with one commit (see [`StreamReader::drain_with`]).
+fn drain_active_with<E>(
+    a: &Active,
+    max: usize,
+    mut f: impl FnMut(&EventInfo, &[u8]) -> Result<(), E>,
+) -> Result<Result<usize, E>, Errno> {
+    let mut c = lock(&a.consumer);
+    if a.closed.load(Acquire) {
+        return Err(libc::EINVAL);
+    }
+    let mut n = 0;
+    let mut result = Ok(());
+    while n < max {
+        let Next::Event(info) = c.step(&a.view) else {
+            break;
+        };
+        n += 1;
+        result = f(&info, c.payload(&a.view));
+        if result.is_err() {
+            break;
+        }
+    }
+    // Destructive: every slot `f` saw is the writers' again.
+    c.commit(&a.view);
+    Ok(result.map(|()| n))
+}
+
+/// Reads an active stream's next event and hands it to `f` where it lies
+/// (in the ring, unless it had to be copied out: no copy into a caller's
+/// buffer).
 fn read_active_with<R>(
     a: &Active,
     wait: Wait,
@@ -154,16 +204,13 @@ fn read_active_with<R>(
             if a.closed.load(Acquire) {
                 return Err(libc::EINVAL);
             }
-            let mut data = std::mem::take(&mut c.out);
-            let next = c.next(&a.view, &mut data);
-            // Reading an active stream is destructive: the slot is the
-            // writers' again at once.
-            c.commit(&a.view);
-            let got = match next {
-                Next::Event(info) => f.take().map(|f| f(&info, &data)),
+            let got = match c.step(&a.view) {
+                Next::Event(info) => f.take().map(|f| f(&info, c.payload(&a.view))),
                 _ => None,
             };
-            c.out = data;
+            // Reading an active stream is destructive: the slot is the
+            // writers' again once `f` has seen the event in it.
+            c.commit(&a.view);
             if got.is_some() {
                 return Ok(got);
             }

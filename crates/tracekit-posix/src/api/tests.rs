@@ -218,3 +218,109 @@ fn reading_while_threads_write_gives_time_order() {
     assert_eq!(lost_events(trid).unwrap(), 0);
     shutdown(trid).unwrap();
 }
+
+/// The recorders' batch read gives what `getnext_event` would, whether the
+/// payload is read in the ring (UNTIL_FULL) or copied out (LOOP): every
+/// event once, each thread's in order with its payload intact, times in
+/// order, at most `max` a call, mixed freely with `next_with`; an error
+/// of the closure stops the batch after the event it saw.
+#[test]
+fn drain_with_reads_as_getnext_does() {
+    use crate::fragments::StreamReader;
+    let _s = serial();
+    const THREADS: u32 = 3;
+    const EACH: u32 = 4000;
+    fn payload(t: u32, i: u32) -> Vec<u8> {
+        let mut p = Vec::new();
+        p.extend_from_slice(&t.to_le_bytes());
+        p.extend_from_slice(&i.to_le_bytes());
+        p.extend((0..i % 50).map(|k| (k as u8) ^ (i as u8)));
+        p
+    }
+    for policy in [POSIX_TRACE_LOOP, POSIX_TRACE_UNTIL_FULL] {
+        let mut attr = TraceAttr::default();
+        attr.stream_size = 8 << 20;
+        assert!(attr.set_stream_policy(policy));
+        let trid = create(0, Some(&attr), None).unwrap();
+        let id = traced::eventid_open(b"drain").unwrap();
+        start(trid).unwrap();
+        let reader = StreamReader::new(trid);
+        let done = std::sync::atomic::AtomicU32::new(0);
+        let mut next = [0u32; THREADS as usize];
+        let mut last_ts = i64::MIN;
+        let mut check = |info: &EventInfo, data: &[u8]| {
+            assert!(info.timestamp_ns >= last_ts, "a timestamp goes back");
+            last_ts = info.timestamp_ns;
+            if info.event_id == id {
+                let t = u32::from_le_bytes(data[..4].try_into().unwrap());
+                let i = u32::from_le_bytes(data[4..8].try_into().unwrap());
+                assert_eq!(i, next[t as usize], "thread {t} out of order");
+                assert_eq!(data, payload(t, i));
+                next[t as usize] += 1;
+            }
+        };
+        std::thread::scope(|s| {
+            for t in 0..THREADS {
+                let done = &done;
+                s.spawn(move || {
+                    for i in 0..EACH {
+                        traced::trace_event(id, &payload(t, i));
+                    }
+                    done.fetch_add(1, AcqRel);
+                });
+            }
+            let mut turn = 0u32;
+            loop {
+                let finished = done.load(Acquire) == THREADS;
+                turn += 1;
+                let n = if turn.is_multiple_of(3) {
+                    let got = reader.next_with(Wait::Never, |i, d| check(i, d)).unwrap();
+                    usize::from(got.is_some())
+                } else {
+                    let n = reader
+                        .drain_with(7, |i, d| {
+                            check(i, d);
+                            Ok::<(), ()>(())
+                        })
+                        .unwrap()
+                        .unwrap();
+                    assert!(n <= 7, "{n} events in a batch of 7");
+                    n
+                };
+                if n == 0 && finished {
+                    break;
+                }
+            }
+        });
+        assert_eq!(next, [EACH; THREADS as usize], "policy {policy}");
+        assert_eq!(lost_events(trid).unwrap(), 0);
+
+        for i in 0..3 {
+            traced::trace_event(id, &payload(0, i));
+        }
+        let mut seen = Vec::new();
+        let stopped = reader
+            .drain_with(10, |info, data| {
+                if info.event_id != id {
+                    return Ok(());
+                }
+                seen.push(data[4]);
+                if seen.len() == 2 {
+                    Err("stop")
+                } else {
+                    Ok(())
+                }
+            })
+            .unwrap();
+        assert_eq!(stopped, Err("stop"));
+        assert_eq!(seen, [0, 1]);
+        let rest = reader
+            .drain_with(10, |info, data| {
+                assert_eq!((info.event_id, data), (id, &payload(0, 2)[..]));
+                Ok::<(), ()>(())
+            })
+            .unwrap();
+        assert_eq!(rest, Ok(1));
+        shutdown(trid).unwrap();
+    }
+}

@@ -64,6 +64,10 @@ const FLUSH_MAX: usize = 256 << 10;
 /// A metadata record larger than this is refused as damaged (the maps
 /// snapshot the shim reads is at most 4 MiB).
 const MAX_META: usize = 8 << 20;
+/// Most events the reader takes per lock of the stream and commit: the
+/// slots read go back to the writers after each batch (32 of 4 KiB, a
+/// small part of a lane's ~1000 slots).
+const DRAIN_BATCH: usize = 32;
 /// After the command has ended: how long the stream must stay empty before
 /// the reader stops (longer than the time after which a slot whose writer
 /// died mid-write is skipped).
@@ -571,18 +575,18 @@ impl Demux {
         let mut nap_ms = 1;
         loop {
             let finishing = done.load(Ordering::Acquire);
-            // Each event is taken where the stream's reader holds it (one
-            // copy fewer than `getnext_event`).
-            let got = stream.next_with(api::Wait::Never, |info, data| {
+            // The events ready, taken where they lie in the stream (no
+            // copy as `getnext_event` makes), a batch per lock and commit.
+            let got = stream.drain_with(DRAIN_BATCH, |info, data| {
                 self.take(info.event_id, info.pid, info.thread, data)
             });
             match got {
-                Ok(Some(taken)) => {
+                Ok(Ok(n)) if n > 0 => {
                     quiet_since = None;
                     nap_ms = 1;
-                    taken?;
                 }
-                Ok(None) if finishing => {
+                Ok(Err(e)) => return Err(e),
+                Ok(Ok(_)) if finishing => {
                     let since = *quiet_since.get_or_insert_with(Instant::now);
                     if since.elapsed() >= QUIET_AT_END {
                         break;
@@ -592,7 +596,7 @@ impl Demux {
                 // Empty: the ring holds tens of milliseconds of events, so
                 // poll calmly, backing off from 1 to 8 ms while the program
                 // is quiet (an idle program costs ~125 wake-ups a second).
-                Ok(None) => {
+                Ok(Ok(_)) => {
                     std::thread::sleep(Duration::from_millis(nap_ms));
                     nap_ms = (nap_ms * 2).min(8);
                 }
