@@ -14,8 +14,8 @@ use std::thread::JoinHandle;
 
 use arrow_array::RecordBatch;
 use parquet::arrow::ArrowWriter;
-use parquet::basic::{Compression, ZstdLevel};
-use parquet::file::properties::WriterProperties;
+use parquet::basic::{Compression, Encoding, ZstdLevel};
+use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::schema::types::ColumnPath;
 
 use crate::rows::BatchSink;
@@ -181,15 +181,32 @@ impl Drop for ParquetDir {
 /// Dictionary pages only for text columns: ids, times and durations are
 /// (nearly) all distinct, and trying a dictionary for them (interning
 /// every value until the dictionary overflows) cost another seventh.
+/// Integer and time columns other than durations are DELTA_BINARY_PACKED:
+/// constant columns (pid, tid), counters (ids) and near-sorted times
+/// shrink to a few bits per value before zstd sees them, which took a
+/// quarter off the writer's time on the XRay trace and made its files
+/// 10–40 % smaller.
+/// Statistics (min/max) per column chunk only: the per-page column index
+/// cost time and these tables are scanned, not point-looked-up.
 fn properties(table: Table) -> WriterProperties {
     let mut b = WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::try_new(1).unwrap_or_default()))
         .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
         .set_created_by(format!("tracekit {}", env!("CARGO_PKG_VERSION")))
-        .set_dictionary_enabled(false);
+        .set_dictionary_enabled(false)
+        .set_statistics_enabled(EnabledStatistics::Chunk);
     for c in table.columns() {
-        if c.ty == ColType::Str {
-            b = b.set_column_dictionary_enabled(ColumnPath::from(c.name), true);
+        match c.ty {
+            ColType::Str => {
+                b = b.set_column_dictionary_enabled(ColumnPath::from(c.name), true);
+            }
+            // Durations are not ordered: the differences of neighbours
+            // are wider than the values (a third bigger files on XRay).
+            ColType::I64 | ColType::U64 | ColType::I32 if c.name.starts_with("dur_") => {}
+            ColType::I64 | ColType::U64 | ColType::I32 | ColType::Time => {
+                b = b.set_column_encoding(ColumnPath::from(c.name), Encoding::DELTA_BINARY_PACKED);
+            }
+            ColType::F64 | ColType::Bool => {}
         }
     }
     b.build()
