@@ -158,12 +158,12 @@ impl Row<'_> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn str(&mut self, v: &str) -> &mut Self {
         self.opt_str(Some(v))
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn opt_str(&mut self, v: Option<&str>) -> &mut Self {
         let (table, at) = (self.table, self.at + 1);
         match self.next() {
@@ -174,12 +174,12 @@ impl Row<'_> {
     }
 
     /// Bytes as text (invalid UTF-8 replaced).
-    #[inline]
+    #[inline(always)]
     pub fn bytes(&mut self, v: &[u8]) -> &mut Self {
         self.opt_bytes(Some(v))
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn opt_bytes(&mut self, v: Option<&[u8]>) -> &mut Self {
         let (table, at) = (self.table, self.at + 1);
         match self.next() {
@@ -195,7 +195,7 @@ impl Row<'_> {
         self
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn i64(&mut self, v: i64) -> &mut Self {
         let (table, at) = (self.table, self.at + 1);
         match self.next() {
@@ -205,7 +205,7 @@ impl Row<'_> {
         self
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn opt_i64(&mut self, v: Option<i64>) -> &mut Self {
         let (table, at) = (self.table, self.at + 1);
         match self.next() {
@@ -215,7 +215,7 @@ impl Row<'_> {
         self
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn u64(&mut self, v: u64) -> &mut Self {
         let (table, at) = (self.table, self.at + 1);
         match self.next() {
@@ -225,7 +225,7 @@ impl Row<'_> {
         self
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn opt_u64(&mut self, v: Option<u64>) -> &mut Self {
         let (table, at) = (self.table, self.at + 1);
         match self.next() {
@@ -235,7 +235,7 @@ impl Row<'_> {
         self
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn i32(&mut self, v: i32) -> &mut Self {
         let (table, at) = (self.table, self.at + 1);
         match self.next() {
@@ -245,7 +245,7 @@ impl Row<'_> {
         self
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn f64(&mut self, v: f64) -> &mut Self {
         let (table, at) = (self.table, self.at + 1);
         match self.next() {
@@ -255,7 +255,7 @@ impl Row<'_> {
         self
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn bool(&mut self, v: bool) -> &mut Self {
         let (table, at) = (self.table, self.at + 1);
         match self.next() {
@@ -266,7 +266,7 @@ impl Row<'_> {
     }
 
     /// Nanoseconds since the Unix epoch, or null.
-    #[inline]
+    #[inline(always)]
     pub fn time(&mut self, unix_ns: Option<i64>) -> &mut Self {
         let (table, at) = (self.table, self.at + 1);
         match self.next() {
