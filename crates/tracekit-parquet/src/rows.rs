@@ -8,11 +8,12 @@
 use std::io;
 use std::sync::Arc;
 
-use arrow_array::builder::{
-    BooleanBuilder, Float64Builder, Int32Builder, Int64Builder, StringBuilder,
-    TimestampNanosecondBuilder, UInt64Builder,
+use arrow_array::builder::{BooleanBuilder, StringBuilder};
+use arrow_array::types::{
+    ArrowPrimitiveType, Float64Type, Int32Type, Int64Type, TimestampNanosecondType, UInt64Type,
 };
-use arrow_array::{ArrayRef, RecordBatch};
+use arrow_array::{ArrayRef, PrimitiveArray, RecordBatch, StringArray};
+use arrow_buffer::{ArrowNativeType, NullBufferBuilder, ScalarBuffer};
 use arrow_schema::SchemaRef;
 
 use crate::schema::{ColType, Table};
@@ -40,46 +41,86 @@ impl<S: BatchSink + ?Sized> BatchSink for &mut S {
 /// Rows per record batch unless told otherwise.
 pub const DEFAULT_BATCH_ROWS: usize = 64 * 1024;
 
+/// A column of fixed-width values: a plain `Vec` (appending is a store
+/// and a length bump, inlined into the caller) and a validity bitmap
+/// that stays unallocated until the first null.
+struct Prim<T: ArrowNativeType> {
+    values: Vec<T>,
+    nulls: NullBufferBuilder,
+}
+
+impl<T: ArrowNativeType> Prim<T> {
+    fn with_capacity(rows: usize) -> Self {
+        Prim {
+            values: Vec::with_capacity(rows),
+            nulls: NullBufferBuilder::new(rows),
+        }
+    }
+
+    #[inline(always)]
+    fn push(&mut self, v: T) {
+        self.values.push(v);
+        self.nulls.append_non_null();
+    }
+
+    #[inline(always)]
+    fn push_option(&mut self, v: Option<T>) {
+        match v {
+            Some(v) => self.push(v),
+            None => {
+                self.values.push(T::default());
+                self.nulls.append_null();
+            }
+        }
+    }
+
+    fn finish<A: ArrowPrimitiveType<Native = T>>(&mut self) -> PrimitiveArray<A> {
+        let rows = self.values.capacity();
+        let values = std::mem::replace(&mut self.values, Vec::with_capacity(rows));
+        PrimitiveArray::new(ScalarBuffer::from(values), self.nulls.finish())
+    }
+}
+
 enum ColBuilder {
     Str(StringBuilder),
-    I64(Int64Builder),
-    U64(UInt64Builder),
-    I32(Int32Builder),
-    F64(Float64Builder),
+    I64(Prim<i64>),
+    U64(Prim<u64>),
+    I32(Prim<i32>),
+    F64(Prim<f64>),
     Bool(BooleanBuilder),
-    Time(TimestampNanosecondBuilder),
+    Time(Prim<i64>),
 }
 
 impl ColBuilder {
     fn new(ty: ColType, rows: usize) -> ColBuilder {
         match ty {
             ColType::Str => ColBuilder::Str(StringBuilder::with_capacity(rows, rows * 16)),
-            ColType::I64 => ColBuilder::I64(Int64Builder::with_capacity(rows)),
-            ColType::U64 => ColBuilder::U64(UInt64Builder::with_capacity(rows)),
-            ColType::I32 => ColBuilder::I32(Int32Builder::with_capacity(rows)),
-            ColType::F64 => ColBuilder::F64(Float64Builder::with_capacity(rows)),
+            ColType::I64 => ColBuilder::I64(Prim::with_capacity(rows)),
+            ColType::U64 => ColBuilder::U64(Prim::with_capacity(rows)),
+            ColType::I32 => ColBuilder::I32(Prim::with_capacity(rows)),
+            ColType::F64 => ColBuilder::F64(Prim::with_capacity(rows)),
             ColType::Bool => ColBuilder::Bool(BooleanBuilder::with_capacity(rows)),
-            ColType::Time => ColBuilder::Time(
-                TimestampNanosecondBuilder::with_capacity(rows).with_timezone("UTC"),
-            ),
+            ColType::Time => ColBuilder::Time(Prim::with_capacity(rows)),
         }
     }
 
     fn finish(&mut self) -> ArrayRef {
         match self {
             ColBuilder::Str(b) => Arc::new(b.finish()),
-            ColBuilder::I64(b) => Arc::new(b.finish()),
-            ColBuilder::U64(b) => Arc::new(b.finish()),
-            ColBuilder::I32(b) => Arc::new(b.finish()),
-            ColBuilder::F64(b) => Arc::new(b.finish()),
+            ColBuilder::I64(b) => Arc::new(b.finish::<Int64Type>()),
+            ColBuilder::U64(b) => Arc::new(b.finish::<UInt64Type>()),
+            ColBuilder::I32(b) => Arc::new(b.finish::<Int32Type>()),
+            ColBuilder::F64(b) => Arc::new(b.finish::<Float64Type>()),
             ColBuilder::Bool(b) => Arc::new(b.finish()),
-            ColBuilder::Time(b) => Arc::new(b.finish()),
+            ColBuilder::Time(b) => {
+                Arc::new(b.finish::<TimestampNanosecondType>().with_timezone("UTC"))
+            }
         }
     }
 }
 
-/// One row being appended: values in column order, after the source
-/// columns (which [`Tables::push`] fills in).
+/// One row being appended: the table's own values in column order (the
+/// source columns are filled per batch by [`Tables`]).
 pub struct Row<'b> {
     cols: &'b mut [ColBuilder],
     at: usize,
@@ -90,105 +131,147 @@ fn utf8(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
     String::from_utf8_lossy(bytes)
 }
 
+#[cold]
+#[inline(never)]
+fn too_many(table: Table) -> ! {
+    panic!("table {}: more values than columns", table.name())
+}
+
+#[cold]
+#[inline(never)]
+fn mismatch(table: Table, at: usize) -> ! {
+    panic!(
+        "table {}: own column {} has another type",
+        table.name(),
+        at.wrapping_sub(1)
+    )
+}
+
 impl Row<'_> {
+    #[inline(always)]
     fn next(&mut self) -> &mut ColBuilder {
         let i = self.at;
         self.at += 1;
         match self.cols.get_mut(i) {
             Some(c) => c,
-            None => panic!("table {}: more values than columns", self.table.name()),
+            None => too_many(self.table),
         }
     }
 
-    fn mismatch(&self) -> ! {
-        panic!(
-            "table {}: column {} has another type",
-            self.table.name(),
-            self.at - 1
-        )
-    }
-
+    #[inline(always)]
     pub fn str(&mut self, v: &str) -> &mut Self {
         self.opt_str(Some(v))
     }
 
+    #[inline(always)]
     pub fn opt_str(&mut self, v: Option<&str>) -> &mut Self {
+        let (table, at) = (self.table, self.at + 1);
         match self.next() {
             ColBuilder::Str(b) => b.append_option(v),
-            _ => self.mismatch(),
+            _ => mismatch(table, at),
         }
         self
     }
 
     /// Bytes as text (invalid UTF-8 replaced).
+    #[inline(always)]
     pub fn bytes(&mut self, v: &[u8]) -> &mut Self {
         self.opt_bytes(Some(v))
     }
 
+    #[inline(always)]
     pub fn opt_bytes(&mut self, v: Option<&[u8]>) -> &mut Self {
+        let (table, at) = (self.table, self.at + 1);
         match self.next() {
             ColBuilder::Str(b) => match v {
-                Some(v) => b.append_value(utf8(v)),
+                Some(v) => match std::str::from_utf8(v) {
+                    Ok(s) => b.append_value(s),
+                    Err(_) => b.append_value(utf8(v)),
+                },
                 None => b.append_null(),
             },
-            _ => self.mismatch(),
+            _ => mismatch(table, at),
         }
         self
     }
 
+    #[inline(always)]
     pub fn i64(&mut self, v: i64) -> &mut Self {
-        self.opt_i64(Some(v))
+        let (table, at) = (self.table, self.at + 1);
+        match self.next() {
+            ColBuilder::I64(b) => b.push(v),
+            _ => mismatch(table, at),
+        }
+        self
     }
 
+    #[inline(always)]
     pub fn opt_i64(&mut self, v: Option<i64>) -> &mut Self {
+        let (table, at) = (self.table, self.at + 1);
         match self.next() {
-            ColBuilder::I64(b) => b.append_option(v),
-            _ => self.mismatch(),
+            ColBuilder::I64(b) => b.push_option(v),
+            _ => mismatch(table, at),
         }
         self
     }
 
+    #[inline(always)]
     pub fn u64(&mut self, v: u64) -> &mut Self {
-        self.opt_u64(Some(v))
+        let (table, at) = (self.table, self.at + 1);
+        match self.next() {
+            ColBuilder::U64(b) => b.push(v),
+            _ => mismatch(table, at),
+        }
+        self
     }
 
+    #[inline(always)]
     pub fn opt_u64(&mut self, v: Option<u64>) -> &mut Self {
+        let (table, at) = (self.table, self.at + 1);
         match self.next() {
-            ColBuilder::U64(b) => b.append_option(v),
-            _ => self.mismatch(),
+            ColBuilder::U64(b) => b.push_option(v),
+            _ => mismatch(table, at),
         }
         self
     }
 
+    #[inline(always)]
     pub fn i32(&mut self, v: i32) -> &mut Self {
+        let (table, at) = (self.table, self.at + 1);
         match self.next() {
-            ColBuilder::I32(b) => b.append_value(v),
-            _ => self.mismatch(),
+            ColBuilder::I32(b) => b.push(v),
+            _ => mismatch(table, at),
         }
         self
     }
 
+    #[inline(always)]
     pub fn f64(&mut self, v: f64) -> &mut Self {
+        let (table, at) = (self.table, self.at + 1);
         match self.next() {
-            ColBuilder::F64(b) => b.append_value(v),
-            _ => self.mismatch(),
+            ColBuilder::F64(b) => b.push(v),
+            _ => mismatch(table, at),
         }
         self
     }
 
+    #[inline(always)]
     pub fn bool(&mut self, v: bool) -> &mut Self {
+        let (table, at) = (self.table, self.at + 1);
         match self.next() {
             ColBuilder::Bool(b) => b.append_value(v),
-            _ => self.mismatch(),
+            _ => mismatch(table, at),
         }
         self
     }
 
     /// Nanoseconds since the Unix epoch, or null.
+    #[inline(always)]
     pub fn time(&mut self, unix_ns: Option<i64>) -> &mut Self {
+        let (table, at) = (self.table, self.at + 1);
         match self.next() {
-            ColBuilder::Time(b) => b.append_option(unix_ns),
-            _ => self.mismatch(),
+            ColBuilder::Time(b) => b.push_option(unix_ns),
+            _ => mismatch(table, at),
         }
         self
     }
@@ -196,11 +279,12 @@ impl Row<'_> {
 
 struct TableBuilder {
     schema: SchemaRef,
+    /// The table's own columns (after the source columns).
     cols: Vec<ColBuilder>,
     rows: usize,
 }
 
-/// The source identity written into every row.
+/// The source identity of every row.
 #[derive(Debug, Clone, Default)]
 pub struct Source {
     pub file: String,
@@ -209,11 +293,18 @@ pub struct Source {
 }
 
 /// Open batches of every table, over a [`BatchSink`].
+///
+/// The source columns are constant within a batch (a batch never mixes
+/// sources), so they are not appended row by row: each batch gets
+/// constant arrays, built once per source and batch length and shared
+/// (reference counted) by every batch of that length.
 pub struct Tables<'o> {
     out: &'o mut dyn BatchSink,
     builders: Vec<Option<TableBuilder>>,
     wanted: Vec<bool>,
     source: Source,
+    /// The source columns for batches of `.0` rows.
+    source_arrays: Option<(usize, [ArrayRef; 3])>,
     batch_rows: usize,
 }
 
@@ -225,6 +316,7 @@ impl<'o> Tables<'o> {
             builders: Table::ALL.iter().map(|_| None).collect(),
             wanted,
             source: Source::default(),
+            source_arrays: None,
             batch_rows: batch_rows.max(1),
         }
     }
@@ -234,6 +326,7 @@ impl<'o> Tables<'o> {
     pub fn set_source(&mut self, source: Source) -> io::Result<()> {
         self.flush()?;
         self.source = source;
+        self.source_arrays = None;
         Ok(())
     }
 
@@ -247,6 +340,7 @@ impl<'o> Tables<'o> {
 
     /// Appends one row to `table`: `fill` appends the table's own columns
     /// in order. Nothing happens when the table is not wanted.
+    #[inline]
     pub fn push(&mut self, table: Table, fill: impl FnOnce(&mut Row<'_>)) -> io::Result<()> {
         let ti = table.index();
         if !self.wanted[ti] {
@@ -256,7 +350,8 @@ impl<'o> Tables<'o> {
         let b = self.builders[ti].get_or_insert_with(|| TableBuilder {
             schema: table.schema(),
             cols: table
-                .columns()
+                .own_columns()
+                .iter()
                 .map(|c| ColBuilder::new(c.ty, batch_rows))
                 .collect(),
             rows: 0,
@@ -266,17 +361,10 @@ impl<'o> Tables<'o> {
             at: 0,
             table,
         };
-        row.str(&self.source.file)
-            .opt_str(self.source.host.as_deref())
-            .str(self.source.dialect);
         fill(&mut row);
         let filled = row.at;
         if filled != b.cols.len() {
-            panic!(
-                "table {}: {filled} values for {} columns",
-                table.name(),
-                b.cols.len()
-            );
+            wrong_count(table, filled, b.cols.len());
         }
         b.rows += 1;
         if b.rows >= batch_rows {
@@ -285,14 +373,36 @@ impl<'o> Tables<'o> {
         Ok(())
     }
 
+    /// The source columns for a batch of `rows` rows.
+    fn source_columns(&mut self, rows: usize) -> [ArrayRef; 3] {
+        if let Some((n, arrays)) = &self.source_arrays {
+            if *n == rows {
+                return arrays.clone();
+            }
+        }
+        let host: ArrayRef = match &self.source.host {
+            Some(h) => Arc::new(StringArray::new_repeated(h, rows)),
+            None => Arc::new(StringArray::new_null(rows)),
+        };
+        let arrays: [ArrayRef; 3] = [
+            Arc::new(StringArray::new_repeated(&self.source.file, rows)),
+            host,
+            Arc::new(StringArray::new_repeated(self.source.dialect, rows)),
+        ];
+        self.source_arrays = Some((rows, arrays.clone()));
+        arrays
+    }
+
     fn flush_table(&mut self, table: Table) -> io::Result<()> {
+        let rows = match self.builders[table.index()].as_ref() {
+            Some(b) if b.rows > 0 => b.rows,
+            _ => return Ok(()),
+        };
+        let mut arrays: Vec<ArrayRef> = self.source_columns(rows).into();
         let Some(b) = self.builders[table.index()].as_mut() else {
             return Ok(());
         };
-        if b.rows == 0 {
-            return Ok(());
-        }
-        let arrays: Vec<ArrayRef> = b.cols.iter_mut().map(|c| c.finish()).collect();
+        arrays.extend(b.cols.iter_mut().map(|c| c.finish()));
         b.rows = 0;
         let batch = RecordBatch::try_new(b.schema.clone(), arrays)
             .map_err(|e| io::Error::other(format!("table {}: {e}", table.name())))?;
@@ -306,4 +416,13 @@ impl<'o> Tables<'o> {
         }
         Ok(())
     }
+}
+
+#[cold]
+#[inline(never)]
+fn wrong_count(table: Table, filled: usize, cols: usize) -> ! {
+    panic!(
+        "table {}: {filled} values for {cols} own columns",
+        table.name()
+    )
 }

@@ -52,8 +52,9 @@ pub trait Dialect: Sync {
     }
     /// Whether [`Dialect::tables`] writes the generic and the dialect's
     /// own tables from one pass (then `convert --to parquet` asks for
-    /// them together rather than from two threads).
-    fn tables_in_one_pass(&self) -> bool {
+    /// them together rather than from two threads) for the input at `path`.
+    fn tables_in_one_pass(&self, path: &std::path::Path) -> bool {
+        let _ = path;
         false
     }
 }

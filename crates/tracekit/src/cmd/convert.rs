@@ -183,7 +183,7 @@ fn parquet(args: Args) -> Result<ExitCode> {
         let mut out = ParquetDir::new(&dir, &name);
         let mut code = ExitCode::SUCCESS;
         for (path, dialect) in &inputs {
-            let one_pass = dialect.tables_in_one_pass();
+            let one_pass = dialect.tables_in_one_pass(path);
             let keep: fn(Table) -> bool = match (generic, one_pass) {
                 (true, true) => |_| true,
                 (true, false) => Table::is_generic,

@@ -275,6 +275,17 @@ impl Dialect for Trace2 {
         tables: &mut tracekit_parquet::Tables<'_>,
     ) -> Result<ExitCode> {
         use tracekit_parquet::dialects::{trace2_process, OwnedProcessRow};
+        use tracekit_parquet::Table;
+        let generic = Table::ALL
+            .iter()
+            .any(|&t| t.is_generic() && tables.wants(t));
+        if generic
+            && tables.wants(Table::Trace2Processes)
+            && self.tables_in_one_pass(&input.path)
+            && !input.is_dir
+        {
+            return tables_one_pass(input, tables);
+        }
         let timeline = crate::formats::timeline_tables(self, input, args, tables)?;
         if !tables.wants(tracekit_parquet::Table::Trace2Processes) {
             return Ok(timeline.unwrap_or(ExitCode::SUCCESS));
@@ -332,6 +343,13 @@ impl Dialect for Trace2 {
             Some(code) => Ok(code),
             None => Ok(exit_code(print_all_warnings(&warnings))),
         }
+    }
+
+    /// A single file: its timeline and its `trace2_processes` rows come
+    /// from one parse (a directory's files are named apart in
+    /// `trace2_processes`, so it keeps the two passes).
+    fn tables_in_one_pass(&self, path: &std::path::Path) -> bool {
+        path.is_file()
     }
 
     fn convert(&self, input: &Input, args: &convert::Args) -> Result<ExitCode> {
@@ -534,4 +552,101 @@ fn info_json(input: &Input, s: &Summary, formats: &[Format], files: usize) -> se
         "unfinished_processes": s.unfinished,
         "threads": s.threads,
     })
+}
+
+/// The timeline's rows, handing over the `trace2_processes` rows the
+/// report folded meanwhile after each event (so they wait for one event
+/// at most, and memory stays flat).
+struct WithProcesses<'r, 't, 'o> {
+    rows: &'r mut tracekit_parquet::TimelineRows<'t, 'o>,
+    pending: &'r std::sync::Mutex<Vec<tracekit_parquet::dialects::OwnedProcessRow>>,
+}
+
+impl WithProcesses<'_, '_, '_> {
+    fn drain(&mut self) -> std::io::Result<()> {
+        let rows = match self.pending.lock() {
+            Ok(mut v) if !v.is_empty() => std::mem::take(&mut *v),
+            Ok(_) => return Ok(()),
+            Err(_) => return Err(std::io::Error::other("the process rows' lock is poisoned")),
+        };
+        for row in rows {
+            tracekit_parquet::dialects::trace2_process(self.rows.tables(), &row.row())?;
+        }
+        Ok(())
+    }
+}
+
+impl Sink for WithProcesses<'_, '_, '_> {
+    fn start(&mut self, info: &tracekit_core::timeline::TraceInfo<'_>) -> std::io::Result<()> {
+        self.rows.start(info)
+    }
+    fn event(&mut self, event: &tracekit_core::timeline::Event<'_>) -> std::io::Result<()> {
+        self.rows.event(event)?;
+        self.drain()
+    }
+    fn finish(&mut self) -> std::io::Result<()> {
+        self.drain()?;
+        self.rows.finish()
+    }
+}
+
+/// Every table of one Trace2 file from one parse: each event goes to the
+/// timeline (the generic tables) and to the report (`trace2_processes`).
+fn tables_one_pass(input: &Input, tables: &mut tracekit_parquet::Tables<'_>) -> Result<ExitCode> {
+    use std::sync::{Arc, Mutex};
+    use tracekit_parquet::dialects::OwnedProcessRow;
+    let pending: Arc<Mutex<Vec<OwnedProcessRow>>> = Arc::default();
+    let mut builder = ReportBuilder::new(0);
+    {
+        let pending = Arc::clone(&pending);
+        builder.on_process(move |p| {
+            if let Ok(mut v) = pending.lock() {
+                v.push(OwnedProcessRow::from(p));
+            }
+        });
+    }
+    let source = input.display();
+    let mut rows = tracekit_parquet::TimelineRows::new(tables);
+    let mut sink = WithProcesses {
+        rows: &mut rows,
+        pending: &pending,
+    };
+    let mut tl = Trace2Timeline::new(&mut sink, &source);
+    let warnings = for_each_source(input, |name, format, content, warnings| {
+        let id = builder.source(name);
+        let mut one = |rec: reader::Record<'_>| -> Result<()> {
+            match rec.parse_or_warn(format, warnings) {
+                Some(ev) => {
+                    builder.add(&ev, id);
+                    Ok(tl.add(&ev)?)
+                }
+                None => Ok(()),
+            }
+        };
+        match content {
+            Content::Mapped(map) => {
+                let progress = Progress::bytes(map.len() as u64, name);
+                reader::for_each_in(
+                    map,
+                    format,
+                    |r| {
+                        progress.set(r.end as u64);
+                        reader::release_pages(map, r)
+                    },
+                    &mut one,
+                )?;
+            }
+            Content::Stream(r) => {
+                for_each_record(r, format, &mut one)?;
+            }
+        }
+        Ok(())
+    })?;
+    tl.finish()?;
+    // The sessions still open at the end.
+    drop(builder.finish());
+    sink.drain()?;
+    crate::formats::warn_row_stats(input, &rows.stats);
+    rows.tables().flush()?;
+    Ok(exit_code(print_all_warnings(&warnings)))
 }

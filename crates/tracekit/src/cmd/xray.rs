@@ -945,7 +945,7 @@ impl Dialect for Xray {
         quiet_pipe(run())
     }
 
-    fn tables_in_one_pass(&self) -> bool {
+    fn tables_in_one_pass(&self, _path: &std::path::Path) -> bool {
         true
     }
 }
