@@ -125,27 +125,42 @@ fn read_events(
                 None => Ok(()),
             }
         };
-        match content {
-            Content::Mapped(map) => {
-                on_source(format, map.len() as u64);
-                let progress = Progress::bytes(map.len() as u64, name);
-                reader::for_each_in(
-                    map,
-                    format,
-                    |r| {
-                        progress.set(r.end as u64);
-                        reader::release_pages(map, r)
-                    },
-                    one,
-                )?;
-            }
-            Content::Stream(r) => {
-                let bytes = for_each_record(r, format, one)?;
-                on_source(format, bytes);
-            }
+        if let Content::Mapped(map) = &content {
+            on_source(format, map.len() as u64);
+        }
+        if let Some(bytes) = each_record(name, format, content, one)? {
+            on_source(format, bytes);
         }
         Ok(())
     })
+}
+
+/// Calls `one` with every record of one source, a mapped file with a
+/// progress bar (its pages released behind the reader), a stream as it
+/// comes. Returns the bytes read from a stream (`None` for a mapped file,
+/// whose size is known beforehand).
+fn each_record(
+    name: &str,
+    format: Format,
+    content: Content<'_>,
+    one: impl FnMut(reader::Record<'_>) -> Result<()>,
+) -> Result<Option<u64>> {
+    match content {
+        Content::Mapped(map) => {
+            let progress = Progress::bytes(map.len() as u64, name);
+            reader::for_each_in(
+                map,
+                format,
+                |r| {
+                    progress.set(r.end as u64);
+                    reader::release_pages(map, r)
+                },
+                one,
+            )?;
+            Ok(None)
+        }
+        Content::Stream(r) => for_each_record(r, format, one).map(Some),
+    }
 }
 
 /// Prints each source's warnings (as [`super::print_warnings`] does) and
@@ -279,11 +294,7 @@ impl Dialect for Trace2 {
         let generic = Table::ALL
             .iter()
             .any(|&t| t.is_generic() && tables.wants(t));
-        if generic
-            && tables.wants(Table::Trace2Processes)
-            && self.tables_in_one_pass(&input.path)
-            && !input.is_dir
-        {
+        if generic && tables.wants(Table::Trace2Processes) && self.tables_in_one_pass(&input.path) {
             return tables_one_pass(input, tables);
         }
         let timeline = crate::formats::timeline_tables(self, input, args, tables)?;
@@ -414,21 +425,7 @@ impl Dialect for Trace2 {
                 }
                 Ok(())
             };
-            let read = match content {
-                Content::Mapped(map) => {
-                    let progress = Progress::bytes(map.len() as u64, name);
-                    reader::for_each_in(
-                        map,
-                        format,
-                        |r| {
-                            progress.set(r.end as u64);
-                            reader::release_pages(map, r)
-                        },
-                        one,
-                    )
-                }
-                Content::Stream(r) => for_each_record(r, format, &mut one).map(|_| ()),
-            };
+            let read = each_record(name, format, content, &mut one).map(|_| ());
             // Values derived less exactly (a git version not in the table):
             // said, but the conversion is complete.
             notes.extend(
@@ -623,23 +620,7 @@ fn tables_one_pass(input: &Input, tables: &mut tracekit_parquet::Tables<'_>) -> 
                 None => Ok(()),
             }
         };
-        match content {
-            Content::Mapped(map) => {
-                let progress = Progress::bytes(map.len() as u64, name);
-                reader::for_each_in(
-                    map,
-                    format,
-                    |r| {
-                        progress.set(r.end as u64);
-                        reader::release_pages(map, r)
-                    },
-                    &mut one,
-                )?;
-            }
-            Content::Stream(r) => {
-                for_each_record(r, format, &mut one)?;
-            }
-        }
+        each_record(name, format, content, &mut one)?;
         Ok(())
     })?;
     tl.finish()?;
