@@ -8,7 +8,7 @@
 use std::io;
 use std::sync::Arc;
 
-use arrow_array::builder::{BooleanBuilder, StringBuilder};
+use arrow_array::builder::{ArrayBuilder, BooleanBuilder, StringBuilder};
 use arrow_array::types::{
     ArrowPrimitiveType, Float64Type, Int32Type, Int64Type, TimestampNanosecondType, UInt64Type,
 };
@@ -106,7 +106,13 @@ impl ColBuilder {
 
     fn finish(&mut self) -> ArrayRef {
         match self {
-            ColBuilder::Str(b) => Arc::new(b.finish()),
+            ColBuilder::Str(b) => {
+                // `finish` leaves empty buffers behind, which would grow
+                // again value by value: the next batch starts at this
+                // one's size.
+                let next = StringBuilder::with_capacity(b.len(), b.values_slice().len());
+                Arc::new(std::mem::replace(b, next).finish())
+            }
             ColBuilder::I64(b) => Arc::new(b.finish::<Int64Type>()),
             ColBuilder::U64(b) => Arc::new(b.finish::<UInt64Type>()),
             ColBuilder::I32(b) => Arc::new(b.finish::<Int32Type>()),
