@@ -30,7 +30,7 @@
 //! that never ends is closed by [`Trace2Timeline::finish`] at the last time
 //! it was seen.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::io;
 
 use tracekit_core::timeline::{
@@ -175,8 +175,8 @@ impl<'s, S: Sink> Trace2Timeline<'s, S> {
             sink,
             source,
             started: false,
-            procs: HashMap::new(),
-            used_pids: HashSet::new(),
+            procs: HashMap::default(),
+            used_pids: HashSet::default(),
             next_pid: 1 << 32,
             next_track: 1,
             synthetic: SyntheticSids::default(),
@@ -263,9 +263,9 @@ impl<'s, S: Sink> Trace2Timeline<'s, S> {
                     start: None,
                     last: 0,
                     threads: Vec::new(),
-                    children: HashMap::new(),
+                    children: HashMap::default(),
                     lanes: Vec::new(),
-                    counters: HashMap::new(),
+                    counters: HashMap::default(),
                     cmd: None,
                     opened: false,
                     exit: None,

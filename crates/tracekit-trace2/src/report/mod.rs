@@ -22,9 +22,11 @@
 //! input (EVENT in parallel); [`write_text`] and `serde` render the
 //! [`Report`].
 
-use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
+use std::collections::{BinaryHeap, VecDeque};
 use std::io::{self, Write};
 use std::sync::mpsc;
+
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use serde::Serialize;
 use tracekit_core::{Position, Warnings};
@@ -412,15 +414,15 @@ impl ReportBuilder {
             seq: 0,
             slab: Vec::new(),
             free: Vec::new(),
-            session_by_root: HashMap::new(),
-            proc_index: HashMap::new(),
+            session_by_root: HashMap::default(),
+            proc_index: HashMap::default(),
             last: None,
             pending: VecDeque::new(),
-            folded: HashSet::new(),
+            folded: HashSet::default(),
             folded_order: VecDeque::new(),
-            commands: HashMap::new(),
-            regions: HashMap::new(),
-            errors: HashMap::new(),
+            commands: HashMap::default(),
+            regions: HashMap::default(),
+            errors: HashMap::default(),
             errors_other: 0,
             shown: BinaryHeap::new(),
             synthetic: SyntheticSids::default(),
