@@ -8,12 +8,12 @@
 use std::io;
 use std::sync::Arc;
 
-use arrow_array::builder::{ArrayBuilder, BooleanBuilder, StringBuilder};
+use arrow_array::builder::BooleanBuilder;
 use arrow_array::types::{
     ArrowPrimitiveType, Float64Type, Int32Type, Int64Type, TimestampNanosecondType, UInt64Type,
 };
 use arrow_array::{ArrayRef, PrimitiveArray, RecordBatch, StringArray};
-use arrow_buffer::{ArrowNativeType, NullBufferBuilder, ScalarBuffer};
+use arrow_buffer::{ArrowNativeType, Buffer, NullBufferBuilder, OffsetBuffer, ScalarBuffer};
 use arrow_schema::SchemaRef;
 
 use crate::schema::{ColType, Table};
@@ -81,8 +81,86 @@ impl<T: ArrowNativeType> Prim<T> {
     }
 }
 
+/// A text column: offsets, bytes and a validity bitmap in plain `Vec`s.
+/// Bytes are appended as they come and checked as UTF-8 once per batch
+/// (one pass over the buffer, in [`Text::finish`]); only a batch that
+/// fails is rebuilt value by value with the invalid bytes replaced.
+struct Text {
+    offsets: Vec<i32>,
+    values: Vec<u8>,
+    nulls: NullBufferBuilder,
+}
+
+impl Text {
+    fn with_capacity(rows: usize, bytes: usize) -> Self {
+        let mut offsets = Vec::with_capacity(rows + 1);
+        offsets.push(0);
+        Text {
+            offsets,
+            values: Vec::with_capacity(bytes),
+            nulls: NullBufferBuilder::new(rows),
+        }
+    }
+
+    #[inline(always)]
+    fn end(&mut self) {
+        match i32::try_from(self.values.len()) {
+            Ok(end) => self.offsets.push(end),
+            Err(_) => text_overflow(),
+        }
+    }
+
+    #[inline(always)]
+    fn push(&mut self, v: &[u8]) {
+        self.values.extend_from_slice(v);
+        self.end();
+        self.nulls.append_non_null();
+    }
+
+    #[inline(always)]
+    fn push_null(&mut self) {
+        self.end();
+        self.nulls.append_null();
+    }
+
+    fn finish(&mut self) -> StringArray {
+        let rows = self.offsets.len() - 1;
+        let next = Text::with_capacity(rows, self.values.len());
+        let Text {
+            offsets,
+            values,
+            mut nulls,
+        } = std::mem::replace(self, next);
+        let nulls = nulls.finish();
+        let offsets = OffsetBuffer::new(ScalarBuffer::from(offsets));
+        let values = Buffer::from_vec(values);
+        match StringArray::try_new(offsets.clone(), values.clone(), nulls.clone()) {
+            Ok(a) => a,
+            Err(_) => {
+                // Invalid UTF-8 somewhere: every value again, replaced.
+                let mut fixed = Text::with_capacity(rows, values.len());
+                for w in offsets.windows(2) {
+                    let v = &values[w[0] as usize..w[1] as usize];
+                    fixed
+                        .values
+                        .extend_from_slice(String::from_utf8_lossy(v).as_bytes());
+                    fixed.end();
+                }
+                let offsets = OffsetBuffer::new(ScalarBuffer::from(fixed.offsets));
+                StringArray::new(offsets, Buffer::from_vec(fixed.values), nulls)
+            }
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn text_overflow() -> ! {
+    panic!("a text column holds more than 2 GiB in one batch")
+}
+
 enum ColBuilder {
-    Str(StringBuilder),
+    Str(Text),
     I64(Prim<i64>),
     U64(Prim<u64>),
     I32(Prim<i32>),
@@ -94,7 +172,7 @@ enum ColBuilder {
 impl ColBuilder {
     fn new(ty: ColType, rows: usize) -> ColBuilder {
         match ty {
-            ColType::Str => ColBuilder::Str(StringBuilder::with_capacity(rows, rows * 16)),
+            ColType::Str => ColBuilder::Str(Text::with_capacity(rows, rows * 16)),
             ColType::I64 => ColBuilder::I64(Prim::with_capacity(rows)),
             ColType::U64 => ColBuilder::U64(Prim::with_capacity(rows)),
             ColType::I32 => ColBuilder::I32(Prim::with_capacity(rows)),
@@ -106,13 +184,7 @@ impl ColBuilder {
 
     fn finish(&mut self) -> ArrayRef {
         match self {
-            ColBuilder::Str(b) => {
-                // `finish` leaves empty buffers behind, which would grow
-                // again value by value: the next batch starts at this
-                // one's size.
-                let next = StringBuilder::with_capacity(b.len(), b.values_slice().len());
-                Arc::new(std::mem::replace(b, next).finish())
-            }
+            ColBuilder::Str(b) => Arc::new(b.finish()),
             ColBuilder::I64(b) => Arc::new(b.finish::<Int64Type>()),
             ColBuilder::U64(b) => Arc::new(b.finish::<UInt64Type>()),
             ColBuilder::I32(b) => Arc::new(b.finish::<Int32Type>()),
@@ -131,10 +203,6 @@ pub struct Row<'b> {
     cols: &'b mut [ColBuilder],
     at: usize,
     table: Table,
-}
-
-fn utf8(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
-    String::from_utf8_lossy(bytes)
 }
 
 #[cold]
@@ -173,7 +241,10 @@ impl Row<'_> {
     pub fn opt_str(&mut self, v: Option<&str>) -> &mut Self {
         let (table, at) = (self.table, self.at + 1);
         match self.next() {
-            ColBuilder::Str(b) => b.append_option(v),
+            ColBuilder::Str(b) => match v {
+                Some(v) => b.push(v.as_bytes()),
+                None => b.push_null(),
+            },
             _ => mismatch(table, at),
         }
         self
@@ -190,11 +261,8 @@ impl Row<'_> {
         let (table, at) = (self.table, self.at + 1);
         match self.next() {
             ColBuilder::Str(b) => match v {
-                Some(v) => match std::str::from_utf8(v) {
-                    Ok(s) => b.append_value(s),
-                    Err(_) => b.append_value(utf8(v)),
-                },
-                None => b.append_null(),
+                Some(v) => b.push(v),
+                None => b.push_null(),
             },
             _ => mismatch(table, at),
         }
@@ -431,4 +499,64 @@ fn wrong_count(table: Table, filled: usize, cols: usize) -> ! {
         "table {}: {filled} values for {cols} own columns",
         table.name()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::Array;
+
+    struct Collect(Vec<RecordBatch>);
+    impl BatchSink for Collect {
+        fn batch(&mut self, _: Table, batch: RecordBatch) -> io::Result<()> {
+            self.0.push(batch);
+            Ok(())
+        }
+    }
+
+    /// Text is checked once per batch; a batch with invalid bytes (here a
+    /// character split between two values, and a stray byte) has them
+    /// replaced in the values that hold them, the others kept as they are.
+    #[test]
+    fn invalid_utf8_is_replaced_per_value() {
+        let names: [Option<&[u8]>; 5] = [
+            Some("é".as_bytes()),
+            Some(&[0xC3]),
+            Some(&[0xA9, b'x']),
+            None,
+            Some(b"ok\xff"),
+        ];
+        let mut sink = Collect(Vec::new());
+        {
+            let mut tables = Tables::new(&mut sink, 64);
+            for (i, name) in names.iter().enumerate() {
+                tables
+                    .push(Table::Processes, |r| {
+                        r.u64(i as u64).i64(1).opt_bytes(*name).opt_i64(None);
+                    })
+                    .unwrap();
+            }
+            tables.flush().unwrap();
+        }
+        let batch = &sink.0[0];
+        let col = batch.schema().index_of("name").unwrap();
+        let a = batch
+            .column(col)
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .unwrap();
+        let got: Vec<Option<&str>> = (0..a.len())
+            .map(|i| (!a.is_null(i)).then(|| a.value(i)))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                Some("é"),
+                Some("\u{FFFD}"),
+                Some("\u{FFFD}x"),
+                None,
+                Some("ok\u{FFFD}")
+            ]
+        );
+    }
 }
