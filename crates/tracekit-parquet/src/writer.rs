@@ -13,7 +13,7 @@ use std::sync::mpsc::{sync_channel, SyncSender};
 use std::thread::JoinHandle;
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use arrow_array::{Array, ArrayRef, Int32Array, Int64Array, RecordBatch, StringArray, UInt64Array};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
@@ -45,6 +45,8 @@ pub struct ParquetDir {
     dir: PathBuf,
     name: String,
     writers: Vec<Option<TableWriter>>,
+    /// Constant column chunks, shared by the table writers.
+    constants: Arc<ConstantChunks>,
     only: Option<fn(Table) -> bool>,
     /// Files written, with their row counts (after [`ParquetDir::finish`]).
     pub written: Vec<(Table, PathBuf, u64)>,
@@ -60,7 +62,11 @@ struct TableWriter {
 }
 
 impl TableWriter {
-    fn start(table: Table, path: PathBuf) -> io::Result<TableWriter> {
+    fn start(
+        table: Table,
+        path: PathBuf,
+        constants: Arc<ConstantChunks>,
+    ) -> io::Result<TableWriter> {
         let (tx, rx) = sync_channel::<RecordBatch>(QUEUED_BATCHES);
         let thread = std::thread::Builder::new()
             .name(format!("parquet-{}", table.name()))
@@ -69,7 +75,8 @@ impl TableWriter {
                     std::fs::create_dir_all(parent).map_err(|e| perr(parent, e))?;
                 }
                 let f = File::create(&path).map_err(|e| perr(&path, e))?;
-                let mut w = TableFile::new(table, f, ROW_GROUP_ROWS).map_err(|e| perr(&path, e))?;
+                let mut w = TableFile::new(table, f, ROW_GROUP_ROWS, constants)
+                    .map_err(|e| perr(&path, e))?;
                 for batch in rx {
                     w.write(batch).map_err(|e| perr(&path, e))?;
                 }
@@ -115,7 +122,7 @@ struct TableFile {
     groups: usize,
     /// Rows per row group ([`ROW_GROUP_ROWS`]; fewer in tests).
     group_rows: usize,
-    constants: ConstantChunks,
+    constants: Arc<ConstantChunks>,
 }
 
 /// The row group being filled.
@@ -129,7 +136,12 @@ struct Group {
 }
 
 impl TableFile {
-    fn new(table: Table, f: File, group_rows: usize) -> parquet::errors::Result<TableFile> {
+    fn new(
+        table: Table,
+        f: File,
+        group_rows: usize,
+        constants: Arc<ConstantChunks>,
+    ) -> parquet::errors::Result<TableFile> {
         let schema = table.schema();
         let props = properties(table);
         let (file, factory) = ArrowWriter::try_new(f, schema.clone(), Some(props.clone()))?
@@ -142,7 +154,7 @@ impl TableFile {
             group: None,
             groups: 0,
             group_rows: group_rows.max(1),
-            constants: ConstantChunks::default(),
+            constants,
         })
     }
 
@@ -202,10 +214,8 @@ impl TableFile {
             match constant {
                 Some(value) => {
                     let field = self.schema.field(i);
-                    let (bytes, close) =
-                        self.constants
-                            .get(i, field, value, group.rows, &self.props)?;
-                    rg.append_column(bytes, close.clone())?;
+                    let chunk = self.constants.get(field, value, group.rows, &self.props)?;
+                    rg.append_column(&chunk.0, chunk.1.clone())?;
                 }
                 None => writer.close()?.append_to_row_group(&mut rg)?,
             }
@@ -279,15 +289,15 @@ impl Constant {
             Constant::I64(Some(v)) => array
                 .as_any()
                 .downcast_ref::<Int64Array>()
-                .is_some_and(|a| a.values().iter().all(|x| x == v)),
+                .is_some_and(|a| all_equal(a.values(), v)),
             Constant::U64(Some(v)) => array
                 .as_any()
                 .downcast_ref::<UInt64Array>()
-                .is_some_and(|a| a.values().iter().all(|x| x == v)),
+                .is_some_and(|a| all_equal(a.values(), v)),
             Constant::I32(Some(v)) => array
                 .as_any()
                 .downcast_ref::<Int32Array>()
-                .is_some_and(|a| a.values().iter().all(|x| x == v)),
+                .is_some_and(|a| all_equal(a.values(), v)),
         }
     }
 
@@ -303,16 +313,29 @@ impl Constant {
     }
 }
 
+/// Whether every value is `v`: blocks compared without early exit within
+/// a block, which the compiler turns into vector compares.
+fn all_equal<T: PartialEq + Copy>(values: &[T], v: &T) -> bool {
+    values
+        .chunks(256)
+        .all(|block| block.iter().fold(true, |same, x| same & (x == v)))
+}
+
 /// Whether every value of `a` (no nulls) is `v`. Equal lengths first,
 /// then one comparison of the values buffer with itself shifted by one
 /// value: value `i` equals value `i + 1` for every `i` exactly then.
 fn all_text(a: &StringArray, v: &[u8]) -> bool {
     let len = v.len();
     let offsets = a.value_offsets();
-    if offsets
-        .windows(2)
-        .any(|w| usize::try_from(w[1] - w[0]).ok() != Some(len))
-    {
+    // Value `i` starts at `offsets[0] + i * len` for every `i`.
+    let (base, step) = (i64::from(offsets[0]), len as i64);
+    let equal_lengths = offsets.chunks(256).enumerate().all(|(b, block)| {
+        let first = (b * 256) as i64;
+        block.iter().enumerate().fold(true, |same, (j, &o)| {
+            same & (i64::from(o) == base + (first + j as i64) * step)
+        })
+    });
+    if !equal_lengths {
         return false;
     }
     let Ok(start) = usize::try_from(offsets[0]) else {
@@ -323,30 +346,39 @@ fn all_text(a: &StringArray, v: &[u8]) -> bool {
 }
 
 /// Column chunks of one value repeated, encoded once and copied into
-/// every row group that has that value and row count.
+/// every row group that has that value and row count. Shared by the
+/// tables of one output: `file`, `host` and `dialect` are the same
+/// columns in each (a column's encoding depends only on its name and
+/// type, see [`properties`]).
 #[derive(Default)]
 struct ConstantChunks {
-    chunks: HashMap<(usize, Constant, usize), (Bytes, ColumnCloseResult)>,
+    chunks: Mutex<HashMap<(Field, Constant, usize), Arc<EncodedChunk>>>,
 }
+
+/// A column chunk's bytes (from its first page) and its metadata.
+type EncodedChunk = (Bytes, ColumnCloseResult);
 
 impl ConstantChunks {
     fn get(
-        &mut self,
-        column: usize,
+        &self,
         field: &Field,
         value: &Constant,
         rows: usize,
         props: &WriterProperties,
-    ) -> parquet::errors::Result<(&Bytes, &ColumnCloseResult)> {
-        let key = (column, value.clone(), rows);
-        if !self.chunks.contains_key(&key) {
-            let chunk = encode_constant(field, value, rows, props)?;
-            self.chunks.insert(key.clone(), chunk);
+    ) -> parquet::errors::Result<Arc<EncodedChunk>> {
+        let key = (field.clone(), value.clone(), rows);
+        let lock = || {
+            self.chunks
+                .lock()
+                .map_err(|_| ParquetError::General("a Parquet writer thread panicked".into()))
+        };
+        if let Some(chunk) = lock()?.get(&key) {
+            return Ok(Arc::clone(chunk));
         }
-        match self.chunks.get(&key) {
-            Some((bytes, close)) => Ok((bytes, close)),
-            None => Err(ParquetError::General("constant chunk missing".into())),
-        }
+        // Encoded without the lock held: another table may encode the same
+        // chunk meanwhile, and the first one kept is as good as the other.
+        let chunk = Arc::new(encode_constant(field, value, rows, props)?);
+        Ok(Arc::clone(lock()?.entry(key).or_insert(chunk)))
     }
 }
 
@@ -358,7 +390,7 @@ fn encode_constant(
     value: &Constant,
     rows: usize,
     props: &WriterProperties,
-) -> parquet::errors::Result<(Bytes, ColumnCloseResult)> {
+) -> parquet::errors::Result<EncodedChunk> {
     let schema = Arc::new(Schema::new(vec![field.clone()]));
     let mut buf = Vec::new();
     let mut w = ArrowWriter::try_new(&mut buf, schema.clone(), Some(props.clone()))?;
@@ -408,6 +440,7 @@ impl ParquetDir {
             dir: dir.to_path_buf(),
             name: name.to_string(),
             writers: Table::ALL.iter().map(|_| None).collect(),
+            constants: Arc::default(),
             only: None,
             written: Vec::new(),
         }
@@ -479,7 +512,12 @@ fn properties(table: Table) -> WriterProperties {
         .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
         .set_created_by(format!("tracekit {}", env!("CARGO_PKG_VERSION")))
         .set_dictionary_enabled(false)
-        .set_statistics_enabled(EnabledStatistics::Chunk);
+        .set_statistics_enabled(EnabledStatistics::Chunk)
+        // Pages of about 1 MiB (the size limit, not the crate's 20,000-row
+        // limit, ends them) filled 8 Ki values at a time: 3 % fewer
+        // instructions and slightly smaller files than the defaults.
+        .set_data_page_row_count_limit(128 * 1024)
+        .set_write_batch_size(8 * 1024);
     for c in table.columns() {
         match c.ty {
             ColType::Str => {
@@ -513,7 +551,11 @@ impl BatchSink for ParquetDir {
     fn batch(&mut self, table: Table, batch: RecordBatch) -> io::Result<()> {
         let ti = table.index();
         if self.writers[ti].is_none() {
-            self.writers[ti] = Some(TableWriter::start(table, self.path_of(table))?);
+            self.writers[ti] = Some(TableWriter::start(
+                table,
+                self.path_of(table),
+                Arc::clone(&self.constants),
+            )?);
         }
         let Some(w) = self.writers[ti].as_mut() else {
             return Err(io::Error::other("Parquet writer not started"));
@@ -629,7 +671,13 @@ mod tests {
         }
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("threads.parquet");
-        let mut w = TableFile::new(Table::Threads, File::create(&path).unwrap(), 8).unwrap();
+        let mut w = TableFile::new(
+            Table::Threads,
+            File::create(&path).unwrap(),
+            8,
+            Arc::default(),
+        )
+        .unwrap();
         for b in &sink.0 {
             w.write(b.clone()).unwrap();
         }

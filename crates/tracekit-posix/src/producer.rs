@@ -344,10 +344,10 @@ pub fn admit_running<A, C>(h: &StreamHeaderOf<A, C>) -> Result<(), Outcome> {
 /// Records one event, its payload the concatenation of `parts` (so a
 /// caller can put a header before a piece of a larger buffer without
 /// copying), as `StreamView::record` does: honours the running
-/// state and the filter, then [`write`]s it. A full FLUSH stream loses the
+/// state and the filter, then [`write`](fn@write)s it. A full FLUSH stream loses the
 /// event here (counted): this writer does not wait for the flush. No
 /// allocation, no lock, no system call (but `sched_yield` while the lane's
-/// previous slot is being written, see [`write`]).
+/// previous slot is being written, see [`write`](fn@write)).
 ///
 /// # Safety
 /// `h` must be the header of a live, valid ([`is_valid`]) stream mapping
@@ -380,7 +380,7 @@ pub unsafe fn write_event<A, C>(
 
 /// The one write path of every writer (after admission): reserves a slot
 /// of `lane` ([`reserve`]), claims it, waits (bounded) until the lane's
-/// previous slot is published ([`wait_for_previous`]), reads the clock,
+/// previous slot is published (`wait_for_previous`), reads the clock,
 /// publishes. Stamping after both is what keeps a lane in time order, the
 /// order the reader's merge relies on.
 ///
