@@ -143,7 +143,7 @@ impl Text {
                     let v = &values[w[0] as usize..w[1] as usize];
                     fixed
                         .values
-                        .extend_from_slice(String::from_utf8_lossy(v).as_bytes());
+                        .extend_from_slice(tracekit_core::lossy(v).as_bytes());
                     fixed.end();
                 }
                 let offsets = OffsetBuffer::new(ScalarBuffer::from(fixed.offsets));
@@ -239,15 +239,7 @@ impl Row<'_> {
 
     #[inline(always)]
     pub fn opt_str(&mut self, v: Option<&str>) -> &mut Self {
-        let (table, at) = (self.table, self.at + 1);
-        match self.next() {
-            ColBuilder::Str(b) => match v {
-                Some(v) => b.push(v.as_bytes()),
-                None => b.push_null(),
-            },
-            _ => mismatch(table, at),
-        }
-        self
+        self.opt_bytes(v.map(str::as_bytes))
     }
 
     /// Bytes as text (invalid UTF-8 replaced).
@@ -501,18 +493,19 @@ fn wrong_count(table: Table, filled: usize, cols: usize) -> ! {
     )
 }
 
+/// Batches kept in memory, in order (tests).
+#[cfg(test)]
+impl BatchSink for Vec<RecordBatch> {
+    fn batch(&mut self, _: Table, batch: RecordBatch) -> io::Result<()> {
+        self.push(batch);
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use arrow_array::Array;
-
-    struct Collect(Vec<RecordBatch>);
-    impl BatchSink for Collect {
-        fn batch(&mut self, _: Table, batch: RecordBatch) -> io::Result<()> {
-            self.0.push(batch);
-            Ok(())
-        }
-    }
 
     /// Text is checked once per batch; a batch with invalid bytes (here a
     /// character split between two values, and a stray byte) has them
@@ -526,7 +519,7 @@ mod tests {
             None,
             Some(b"ok\xff"),
         ];
-        let mut sink = Collect(Vec::new());
+        let mut sink: Vec<RecordBatch> = Vec::new();
         {
             let mut tables = Tables::new(&mut sink, 64);
             for (i, name) in names.iter().enumerate() {
@@ -538,7 +531,7 @@ mod tests {
             }
             tables.flush().unwrap();
         }
-        let batch = &sink.0[0];
+        let batch = &sink[0];
         let col = batch.schema().index_of("name").unwrap();
         let a = batch
             .column(col)

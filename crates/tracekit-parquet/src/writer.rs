@@ -584,14 +584,6 @@ mod tests {
     use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
     use parquet::file::statistics::Statistics;
 
-    struct Collect(Vec<RecordBatch>);
-    impl BatchSink for Collect {
-        fn batch(&mut self, _: Table, batch: RecordBatch) -> io::Result<()> {
-            self.0.push(batch);
-            Ok(())
-        }
-    }
-
     /// Every value of every row, as text, to compare batches cut anywhere.
     fn rows(batches: &[RecordBatch]) -> Vec<Vec<Option<String>>> {
         let mut out = Vec::new();
@@ -627,7 +619,7 @@ mod tests {
     /// row is as written, and a constant chunk carries its statistics.
     #[test]
     fn constant_columns_read_back_as_written() {
-        let mut sink = Collect(Vec::new());
+        let mut sink: Vec<RecordBatch> = Vec::new();
         {
             let mut tables = Tables::new(&mut sink, 3);
             let source = |file: &str| Source {
@@ -678,7 +670,7 @@ mod tests {
             Arc::default(),
         )
         .unwrap();
-        for b in &sink.0 {
+        for b in &sink {
             w.write(b.clone()).unwrap();
         }
         assert_eq!(w.close().unwrap(), 22);
@@ -686,7 +678,7 @@ mod tests {
         let reader = ParquetRecordBatchReaderBuilder::try_new(File::open(&path).unwrap()).unwrap();
         let meta = reader.metadata().clone();
         let back: Vec<RecordBatch> = reader.build().unwrap().map(|b| b.unwrap()).collect();
-        assert_eq!(rows(&back), rows(&sink.0));
+        assert_eq!(rows(&back), rows(&sink));
         assert_eq!(meta.num_row_groups(), 3);
         let pid = Table::Threads.schema().index_of("pid").unwrap();
         match meta.row_group(0).column(pid).statistics() {

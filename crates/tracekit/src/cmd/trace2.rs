@@ -163,20 +163,12 @@ fn each_record(
     }
 }
 
-/// Records parsed on the parse thread, handed over in order.
+/// Events parsed on the parse thread, handed over in order.
 struct ParsedBatch<'a> {
-    events: Vec<Parsed<'a>>,
+    events: Vec<Event<'a>>,
     /// Bytes of the map read up to the end of this batch, to release
     /// once it is handled.
     release: Option<std::ops::Range<usize>>,
-}
-
-// Nearly every record is an `Event`: boxing it would allocate per record.
-#[allow(clippy::large_enum_variant)]
-enum Parsed<'a> {
-    Event(Event<'a>),
-    /// A record that did not parse: its line and what is wrong.
-    Bad(u64, String),
 }
 
 /// Events per batch from the parse thread; 4 batches in flight.
@@ -210,7 +202,9 @@ fn each_event_parsed_ahead(
     let progress = Progress::bytes(map.len() as u64, name);
     std::thread::scope(|scope| -> Result<()> {
         let (tx, rx) = std::sync::mpsc::sync_channel::<ParsedBatch<'_>>(4);
-        scope.spawn(move || {
+        let parser = scope.spawn(move || {
+            // Records that do not parse, at their lines, in order.
+            let mut warnings = Warnings::default();
             let released = std::cell::Cell::new(None);
             let new_batch = || Vec::with_capacity(PARSED_BATCH);
             let mut events = new_batch();
@@ -220,10 +214,9 @@ fn each_event_parsed_ahead(
                 format,
                 |range| released.set(Some(range)),
                 |rec| -> std::result::Result<(), ()> {
-                    events.push(match format.parse(rec.bytes) {
-                        Ok(ev) => Parsed::Event(ev),
-                        Err(e) => Parsed::Bad(rec.line, rec.error_message(&e)),
-                    });
+                    if let Some(ev) = rec.parse_or_warn(format, &mut warnings) {
+                        events.push(ev);
+                    }
                     if events.len() == PARSED_BATCH {
                         let events = std::mem::replace(&mut events, new_batch());
                         let release = released.take();
@@ -234,20 +227,20 @@ fn each_event_parsed_ahead(
             );
             let release = released.take();
             let _ = tx.send(ParsedBatch { events, release });
+            warnings
         });
         for batch in rx {
-            for parsed in &batch.events {
-                match parsed {
-                    Parsed::Event(ev) => one(ev)?,
-                    Parsed::Bad(line, message) => {
-                        warnings.push(Position::Line(*line), message.clone())
-                    }
-                }
+            for ev in &batch.events {
+                one(ev)?;
             }
             if let Some(range) = batch.release {
                 progress.set(range.end as u64);
                 reader::release_pages(map, range);
             }
+        }
+        match parser.join() {
+            Ok(parsed) => warnings.extend(parsed),
+            Err(_) => anyhow::bail!("{name}: the parse thread panicked"),
         }
         Ok(())
     })
