@@ -64,16 +64,30 @@ impl Clock {
     /// Nanoseconds since tick 0. Exact for clocks of whole nanoseconds;
     /// others (a TSC) are converted in floating point, well below a
     /// nanosecond of error for any trace shorter than a century.
+    ///
+    /// Works out the conversion on every call; a sink converting every
+    /// event keeps [`Clock::scale`] instead.
     pub fn to_ns(&self, ticks: i64) -> i64 {
+        self.scale().to_ns(ticks)
+    }
+
+    /// The conversion to nanoseconds, worked out once (an integer division
+    /// and a floating-point one that [`Clock::to_ns`] repeats per call).
+    pub fn scale(&self) -> NsScale {
         let tps = self.ticks_per_second;
-        if tps == 1_000_000_000 {
-            ticks
-        } else if tps != 0 && 1_000_000_000u64.is_multiple_of(tps) {
-            ticks.saturating_mul((1_000_000_000 / tps) as i64)
-        } else if tps == 0 {
-            ticks
+        let per_tick = if tps == 1_000_000_000 || tps == 0 {
+            PerTick::One
+        } else if 1_000_000_000u64.is_multiple_of(tps) {
+            PerTick::Whole((1_000_000_000 / tps) as i64)
         } else {
-            (ticks as f64 * (1e9 / tps as f64)) as i64
+            PerTick::Fraction(1e9 / tps as f64)
+        };
+        NsScale {
+            per_tick,
+            unix_ns_at_zero: match self.origin {
+                Origin::Unix { ns_at_zero } => Some(ns_at_zero),
+                Origin::Relative => None,
+            },
         }
     }
 
@@ -97,10 +111,42 @@ impl Clock {
 
     /// Nanoseconds since the Unix epoch, when the clock is anchored.
     pub fn to_unix_ns(&self, ticks: i64) -> Option<i64> {
-        match self.origin {
-            Origin::Unix { ns_at_zero } => Some(ns_at_zero.saturating_add(self.to_ns(ticks))),
-            Origin::Relative => None,
+        self.scale().to_unix_ns(ticks)
+    }
+}
+
+/// A [`Clock`]'s conversion to nanoseconds, worked out once
+/// ([`Clock::scale`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NsScale {
+    per_tick: PerTick,
+    unix_ns_at_zero: Option<i64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum PerTick {
+    One,
+    Whole(i64),
+    Fraction(f64),
+}
+
+impl NsScale {
+    /// Nanoseconds since tick 0 (as [`Clock::to_ns`]).
+    #[inline]
+    pub fn to_ns(&self, ticks: i64) -> i64 {
+        match self.per_tick {
+            PerTick::One => ticks,
+            PerTick::Whole(n) => ticks.saturating_mul(n),
+            PerTick::Fraction(f) => (ticks as f64 * f) as i64,
         }
+    }
+
+    /// Nanoseconds since the Unix epoch, when the clock is anchored (as
+    /// [`Clock::to_unix_ns`]).
+    #[inline]
+    pub fn to_unix_ns(&self, ticks: i64) -> Option<i64> {
+        self.unix_ns_at_zero
+            .map(|zero| zero.saturating_add(self.to_ns(ticks)))
     }
 }
 

@@ -37,7 +37,7 @@ use std::io::{self, Write};
 
 use rustc_hash::FxHashMap;
 use tracekit_core::timeline::{
-    Clock, Event, Flow, Name, Sink, TraceInfo, TrackId, TrackKind, Value,
+    Clock, Event, Flow, Name, NsScale, Sink, TraceInfo, TrackId, TrackKind, Value,
 };
 
 use crate::proto;
@@ -120,7 +120,7 @@ enum DescKind {
 /// Writes the timeline as a Perfetto protobuf trace to `W`.
 pub struct PerfettoSink<W: Write> {
     out: W,
-    clock: Clock,
+    clock: NsScale,
     tracks: FxHashMap<TrackId, TrackState>,
     next_sequence: u32,
     stats: PerfettoStats,
@@ -142,7 +142,7 @@ impl<W: Write> PerfettoSink<W> {
     pub fn new(out: W) -> Self {
         PerfettoSink {
             out,
-            clock: Clock::MICROS_UNIX,
+            clock: Clock::MICROS_UNIX.scale(),
             tracks: FxHashMap::default(),
             next_sequence: DESCRIPTOR_SEQUENCE + 1,
             stats: PerfettoStats::default(),
@@ -485,7 +485,7 @@ fn fits_i32(n: i64) -> Option<i32> {
 
 impl<W: Write> Sink for PerfettoSink<W> {
     fn start(&mut self, info: &TraceInfo<'_>) -> io::Result<()> {
-        self.clock = info.clock;
+        self.clock = info.clock.scale();
         Ok(())
     }
 

@@ -3,7 +3,8 @@
 
 use std::io::{self, BufRead};
 
-use tracekit_core::timeline::Clock;
+use arrow_array::types::{Int32Type, Int64Type, UInt64Type};
+use tracekit_core::timeline::NsScale;
 use tracekit_core::timeline::{Event, Sink, TraceInfo};
 use tracekit_core::Warnings;
 use tracekit_kwinject::analysis::Build;
@@ -16,6 +17,7 @@ use tracekit_xray::names::FunctionNames;
 use tracekit_xray::timeline::{map_trace_calls, write_args_json, CallSink};
 use tracekit_xray::trace::Trace;
 
+use crate::rows::{Flags, Prim, Text};
 use crate::rows::{Source, Tables};
 use crate::schema::Table;
 use crate::timeline::{json_string, RowStats, TimelineRows};
@@ -46,43 +48,96 @@ fn xray_source(source: &str) -> Source {
 
 /// Writes `xray_calls` rows: one per finished call.
 struct CallRows {
-    clock: Clock,
+    clock: NsScale,
     /// The trace's earliest TSC (the timeline's tick 0).
     base: u64,
     args: Vec<u8>,
+    rows: usize,
+    pid: Prim<i64>,
+    tid: Prim<i64>,
+    function_id: Prim<i32>,
+    function: Text,
+    start_ns: Prim<i64>,
+    dur_ns: Prim<i64>,
+    start_tsc: Prim<u64>,
+    dur_tsc: Prim<u64>,
+    depth: Prim<i32>,
+    closed_by_parent: Flags,
+    call_args: Text,
 }
 
+/// `xray_calls` rows appended straight into one typed builder per column
+/// (a row per call: the table XRay fills most).
 impl CallRows {
-    fn new(trace: &Trace<'_>) -> CallRows {
+    fn new(trace: &Trace<'_>, rows: usize) -> CallRows {
+        let t = Table::XrayCalls;
         CallRows {
-            clock: tracekit_xray::timeline::clock(trace),
+            clock: tracekit_xray::timeline::clock(trace).scale(),
             base: tracekit_xray::commands::earliest_tsc(trace),
             args: Vec::new(),
+            rows: 0,
+            pid: Prim::of(t, "pid", rows),
+            tid: Prim::of(t, "tid", rows),
+            function_id: Prim::of(t, "function_id", rows),
+            function: Text::of(t, "function", rows),
+            start_ns: Prim::of(t, "start_ns", rows),
+            dur_ns: Prim::of(t, "dur_ns", rows),
+            start_tsc: Prim::of(t, "start_tsc", rows),
+            dur_tsc: Prim::of(t, "dur_tsc", rows),
+            depth: Prim::of(t, "depth", rows),
+            closed_by_parent: Flags::with_capacity(rows),
+            call_args: Text::of(t, "args", rows),
         }
     }
 
     fn push(&mut self, tables: &mut Tables<'_>, c: &Call<'_>, function: &str) -> io::Result<()> {
-        self.args.clear();
-        if !c.args.is_empty() {
-            write_args_json(&mut self.args, c.args);
-        }
         let entry = c.entry_tsc.wrapping_sub(self.base) as i64;
         let start = self.clock.to_ns(entry);
         let end = self.clock.to_ns(entry.wrapping_add(c.duration_tsc as i64));
-        let args = &self.args;
-        tables.push(Table::XrayCalls, |r| {
-            r.i64(c.pid.into())
-                .i64(c.tid.into())
-                .i32(c.function_id)
-                .str(function)
-                .i64(start)
-                .i64(end - start)
-                .u64(c.entry_tsc)
-                .u64(c.duration_tsc)
-                .i32(c.depth as i32)
-                .bool(c.closed_by_parent)
-                .opt_bytes((!args.is_empty()).then_some(args.as_slice()));
-        })
+        self.pid.push(c.pid.into());
+        self.tid.push(c.tid.into());
+        self.function_id.push(c.function_id);
+        self.function.push_str(function);
+        self.start_ns.push(start);
+        self.dur_ns.push(end - start);
+        self.start_tsc.push(c.entry_tsc);
+        self.dur_tsc.push(c.duration_tsc);
+        self.depth.push(c.depth as i32);
+        self.closed_by_parent.push(c.closed_by_parent);
+        if c.args.is_empty() {
+            self.call_args.push_null();
+        } else {
+            self.args.clear();
+            write_args_json(&mut self.args, c.args);
+            self.call_args.push(&self.args);
+        }
+        self.rows += 1;
+        if self.rows >= tables.batch_rows() {
+            self.flush(tables)?;
+        }
+        Ok(())
+    }
+
+    /// Hands the open batch to `tables`.
+    fn flush(&mut self, tables: &mut Tables<'_>) -> io::Result<()> {
+        let rows = std::mem::take(&mut self.rows);
+        if rows == 0 {
+            return Ok(());
+        }
+        let own = [
+            ("pid", self.pid.array::<Int64Type>()),
+            ("tid", self.tid.array::<Int64Type>()),
+            ("function_id", self.function_id.array::<Int32Type>()),
+            ("function", self.function.array()),
+            ("start_ns", self.start_ns.array::<Int64Type>()),
+            ("dur_ns", self.dur_ns.array::<Int64Type>()),
+            ("start_tsc", self.start_tsc.array::<UInt64Type>()),
+            ("dur_tsc", self.dur_tsc.array::<UInt64Type>()),
+            ("depth", self.depth.array::<Int32Type>()),
+            ("closed_by_parent", self.closed_by_parent.array()),
+            ("args", self.call_args.array()),
+        ];
+        tables.emit(Table::XrayCalls, rows, &own)
     }
 }
 
@@ -97,11 +152,12 @@ pub fn xray_calls(
     if !tables.wants(Table::XrayCalls) {
         return Ok(Default::default());
     }
-    let mut rows = CallRows::new(trace);
+    let mut rows = CallRows::new(trace, tables.batch_rows());
     let (_, warnings) = tracekit_xray::calls::for_each_call(trace, |c| {
         rows.push(tables, c, &names.symbol_or_number(c.function_id))
             .map_err(io_err)
     })?;
+    rows.flush(tables).map_err(io_err)?;
     tables.flush().map_err(io_err)?;
     Ok(warnings)
 }
@@ -120,6 +176,9 @@ impl Sink for XrayRows<'_, '_, '_> {
         self.timeline.event(event)
     }
     fn finish(&mut self) -> io::Result<()> {
+        if let Some(rows) = &mut self.calls {
+            rows.flush(self.timeline.tables())?;
+        }
         self.timeline.finish()
     }
 }
@@ -152,7 +211,9 @@ pub fn xray(
         let w = xray_calls(trace, names, source, tables)?;
         return Ok((w, RowStats::default()));
     }
-    let calls = tables.wants(Table::XrayCalls).then(|| CallRows::new(trace));
+    let calls = tables
+        .wants(Table::XrayCalls)
+        .then(|| CallRows::new(trace, tables.batch_rows()));
     let mut timeline = TimelineRows::new(tables);
     let warnings = map_trace_calls(
         trace,

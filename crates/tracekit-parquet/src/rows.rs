@@ -8,15 +8,16 @@
 use std::io;
 use std::sync::Arc;
 
-use arrow_array::builder::BooleanBuilder;
 use arrow_array::types::{
     ArrowPrimitiveType, Float64Type, Int32Type, Int64Type, TimestampNanosecondType, UInt64Type,
 };
-use arrow_array::{ArrayRef, PrimitiveArray, RecordBatch, StringArray};
-use arrow_buffer::{ArrowNativeType, Buffer, NullBufferBuilder, OffsetBuffer, ScalarBuffer};
+use arrow_array::{ArrayRef, BooleanArray, PrimitiveArray, RecordBatch, StringArray};
+use arrow_buffer::{
+    ArrowNativeType, BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer,
+};
 use arrow_schema::SchemaRef;
 
-use crate::schema::{ColType, Table};
+use crate::schema::{ColType, Column, Table};
 
 /// Where finished batches go.
 pub trait BatchSink {
@@ -41,35 +42,88 @@ impl<S: BatchSink + ?Sized> BatchSink for &mut S {
 /// Rows per record batch unless told otherwise.
 pub const DEFAULT_BATCH_ROWS: usize = 64 * 1024;
 
-/// A column of fixed-width values: a plain `Vec` (appending is a store
-/// and a length bump, inlined into the caller) and a validity bitmap
-/// that stays unallocated until the first null.
-struct Prim<T: ArrowNativeType> {
-    values: Vec<T>,
-    nulls: NullBufferBuilder,
+/// Which values of a nullable column are set: one `bool` per value (a
+/// store per append, no branch on the bitmap's state), packed into
+/// Arrow's bitmap once per batch, and left out when nothing was null.
+/// A required column keeps none.
+struct Validity {
+    nullable: bool,
+    set: Vec<bool>,
+    nulls: usize,
 }
 
-impl<T: ArrowNativeType> Prim<T> {
-    fn with_capacity(rows: usize) -> Self {
-        Prim {
-            values: Vec::with_capacity(rows),
-            nulls: NullBufferBuilder::new(rows),
+impl Validity {
+    fn new(nullable: bool, rows: usize) -> Self {
+        Validity {
+            nullable,
+            set: Vec::with_capacity(if nullable { rows } else { 0 }),
+            nulls: 0,
         }
     }
 
     #[inline(always)]
-    fn push(&mut self, v: T) {
-        self.values.push(v);
-        self.nulls.append_non_null();
+    fn push(&mut self) {
+        if self.nullable {
+            self.set.push(true);
+        }
     }
 
     #[inline(always)]
-    fn push_option(&mut self, v: Option<T>) {
+    fn push_null(&mut self) {
+        if !self.nullable {
+            null_in_required();
+        }
+        self.set.push(false);
+        self.nulls += 1;
+    }
+
+    fn finish(&mut self) -> Option<NullBuffer> {
+        let nulls = std::mem::take(&mut self.nulls);
+        let buffer = (nulls > 0).then(|| NullBuffer::from(self.set.as_slice()));
+        self.set.clear();
+        buffer
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn null_in_required() -> ! {
+    panic!("a null in a column that the schema says is never null")
+}
+
+/// A column of fixed-width values in a plain `Vec` (appending is a store
+/// and a length bump, inlined into the caller).
+pub(crate) struct Prim<T: ArrowNativeType> {
+    values: Vec<T>,
+    valid: Validity,
+}
+
+impl<T: ArrowNativeType> Prim<T> {
+    fn with_capacity(rows: usize, nullable: bool) -> Self {
+        Prim {
+            values: Vec::with_capacity(rows),
+            valid: Validity::new(nullable, rows),
+        }
+    }
+
+    /// The builder of `table`'s own column `name`.
+    pub(crate) fn of(table: Table, name: &str, rows: usize) -> Self {
+        Prim::with_capacity(rows, own_column(table, name).nullable)
+    }
+
+    #[inline(always)]
+    pub(crate) fn push(&mut self, v: T) {
+        self.values.push(v);
+        self.valid.push();
+    }
+
+    #[inline(always)]
+    pub(crate) fn push_option(&mut self, v: Option<T>) {
         match v {
             Some(v) => self.push(v),
             None => {
                 self.values.push(T::default());
-                self.nulls.append_null();
+                self.valid.push_null();
             }
         }
     }
@@ -77,29 +131,85 @@ impl<T: ArrowNativeType> Prim<T> {
     fn finish<A: ArrowPrimitiveType<Native = T>>(&mut self) -> PrimitiveArray<A> {
         let rows = self.values.capacity();
         let values = std::mem::replace(&mut self.values, Vec::with_capacity(rows));
-        PrimitiveArray::new(ScalarBuffer::from(values), self.nulls.finish())
+        PrimitiveArray::new(ScalarBuffer::from(values), self.valid.finish())
+    }
+
+    /// The batch so far as an array of `A`; the builder starts empty.
+    pub(crate) fn array<A: ArrowPrimitiveType<Native = T>>(&mut self) -> ArrayRef {
+        Arc::new(self.finish::<A>())
     }
 }
 
-/// A text column: offsets, bytes and a validity bitmap in plain `Vec`s.
-/// Bytes are appended as they come and checked as UTF-8 once per batch
-/// (one pass over the buffer, in [`Text::finish`]); only a batch that
-/// fails is rebuilt value by value with the invalid bytes replaced.
-struct Text {
+impl Prim<i64> {
+    /// The batch so far as UTC timestamps (ns); the builder starts empty.
+    pub(crate) fn time_array(&mut self) -> ArrayRef {
+        Arc::new(
+            self.finish::<TimestampNanosecondType>()
+                .with_timezone("UTC"),
+        )
+    }
+}
+
+/// A boolean column, one `bool` per value until the batch is packed.
+pub(crate) struct Flags {
+    values: Vec<bool>,
+}
+
+impl Flags {
+    pub(crate) fn with_capacity(rows: usize) -> Self {
+        Flags {
+            values: Vec::with_capacity(rows),
+        }
+    }
+
+    #[inline(always)]
+    pub(crate) fn push(&mut self, v: bool) {
+        self.values.push(v);
+    }
+
+    pub(crate) fn array(&mut self) -> ArrayRef {
+        Arc::new(self.finish())
+    }
+
+    fn finish(&mut self) -> BooleanArray {
+        let array = BooleanArray::new(BooleanBuffer::from(self.values.as_slice()), None);
+        self.values.clear();
+        array
+    }
+}
+
+/// A text column: offsets, bytes and validity in plain `Vec`s. Bytes are
+/// appended as they come and checked as UTF-8 once per batch (one pass
+/// over the buffer, in [`Text::finish`]), and not at all when every value
+/// came as a `&str`; only a batch that fails is rebuilt value by value
+/// with the invalid bytes replaced.
+pub(crate) struct Text {
     offsets: Vec<i32>,
     values: Vec<u8>,
-    nulls: NullBufferBuilder,
+    valid: Validity,
+    /// Whether some value came as bytes (not known to be UTF-8).
+    unchecked: bool,
 }
 
 impl Text {
-    fn with_capacity(rows: usize, bytes: usize) -> Self {
+    fn with_capacity(rows: usize, bytes: usize, nullable: bool) -> Self {
         let mut offsets = Vec::with_capacity(rows + 1);
         offsets.push(0);
         Text {
             offsets,
             values: Vec::with_capacity(bytes),
-            nulls: NullBufferBuilder::new(rows),
+            valid: Validity::new(nullable, rows),
+            unchecked: false,
         }
+    }
+
+    /// The builder of `table`'s own text column `name`.
+    pub(crate) fn of(table: Table, name: &str, rows: usize) -> Self {
+        Text::with_capacity(rows, rows * 16, own_column(table, name).nullable)
+    }
+
+    pub(crate) fn array(&mut self) -> ArrayRef {
+        Arc::new(self.finish())
     }
 
     #[inline(always)]
@@ -111,34 +221,59 @@ impl Text {
     }
 
     #[inline(always)]
-    fn push(&mut self, v: &[u8]) {
+    pub(crate) fn push_str(&mut self, v: &str) {
+        self.values.extend_from_slice(v.as_bytes());
+        self.end();
+        self.valid.push();
+    }
+
+    /// Bytes as text (invalid UTF-8 replaced when the batch is finished).
+    #[inline(always)]
+    pub(crate) fn push(&mut self, v: &[u8]) {
+        self.unchecked = true;
         self.values.extend_from_slice(v);
         self.end();
-        self.nulls.append_non_null();
+        self.valid.push();
     }
 
     #[inline(always)]
-    fn push_null(&mut self) {
+    pub(crate) fn push_null(&mut self) {
         self.end();
-        self.nulls.append_null();
+        self.valid.push_null();
+    }
+
+    #[inline(always)]
+    pub(crate) fn push_option(&mut self, v: Option<&[u8]>) {
+        match v {
+            Some(v) => self.push(v),
+            None => self.push_null(),
+        }
     }
 
     fn finish(&mut self) -> StringArray {
         let rows = self.offsets.len() - 1;
-        let next = Text::with_capacity(rows, self.values.len());
+        let nulls = self.valid.finish();
+        let next = Text::with_capacity(rows, self.values.len(), self.valid.nullable);
         let Text {
             offsets,
             values,
-            mut nulls,
+            unchecked,
+            ..
         } = std::mem::replace(self, next);
-        let nulls = nulls.finish();
         let offsets = OffsetBuffer::new(ScalarBuffer::from(offsets));
         let values = Buffer::from_vec(values);
+        if !unchecked {
+            // SAFETY: every value was appended whole from a `&str`, so the
+            // buffer is UTF-8 and every offset (0, then the buffer's length
+            // after each value, so non-decreasing and in bounds) falls on a
+            // character boundary.
+            return unsafe { StringArray::new_unchecked(offsets, values, nulls) };
+        }
         match StringArray::try_new(offsets.clone(), values.clone(), nulls.clone()) {
             Ok(a) => a,
             Err(_) => {
                 // Invalid UTF-8 somewhere: every value again, replaced.
-                let mut fixed = Text::with_capacity(rows, values.len());
+                let mut fixed = Text::with_capacity(rows, values.len(), false);
                 for w in offsets.windows(2) {
                     let v = &values[w[0] as usize..w[1] as usize];
                     fixed
@@ -150,6 +285,15 @@ impl Text {
                 StringArray::new(offsets, Buffer::from_vec(fixed.values), nulls)
             }
         }
+    }
+}
+
+/// `table`'s own column `name` (a typed builder naming a column the schema
+/// lacks is a bug: the tests build every table).
+fn own_column(table: Table, name: &str) -> &'static Column {
+    match table.own_columns().iter().find(|c| c.name == name) {
+        Some(c) => c,
+        None => panic!("table {} has no column {name}", table.name()),
     }
 }
 
@@ -165,20 +309,23 @@ enum ColBuilder {
     U64(Prim<u64>),
     I32(Prim<i32>),
     F64(Prim<f64>),
-    Bool(BooleanBuilder),
+    Bool(Flags),
     Time(Prim<i64>),
 }
 
 impl ColBuilder {
-    fn new(ty: ColType, rows: usize) -> ColBuilder {
-        match ty {
-            ColType::Str => ColBuilder::Str(Text::with_capacity(rows, rows * 16)),
-            ColType::I64 => ColBuilder::I64(Prim::with_capacity(rows)),
-            ColType::U64 => ColBuilder::U64(Prim::with_capacity(rows)),
-            ColType::I32 => ColBuilder::I32(Prim::with_capacity(rows)),
-            ColType::F64 => ColBuilder::F64(Prim::with_capacity(rows)),
-            ColType::Bool => ColBuilder::Bool(BooleanBuilder::with_capacity(rows)),
-            ColType::Time => ColBuilder::Time(Prim::with_capacity(rows)),
+    fn new(col: &Column, rows: usize) -> ColBuilder {
+        let n = col.nullable;
+        match col.ty {
+            ColType::Str => ColBuilder::Str(Text::with_capacity(rows, rows * 16, n)),
+            ColType::I64 => ColBuilder::I64(Prim::with_capacity(rows, n)),
+            ColType::U64 => ColBuilder::U64(Prim::with_capacity(rows, n)),
+            ColType::I32 => ColBuilder::I32(Prim::with_capacity(rows, n)),
+            ColType::F64 => ColBuilder::F64(Prim::with_capacity(rows, n)),
+            ColType::Bool => ColBuilder::Bool(Flags {
+                values: Vec::with_capacity(rows),
+            }),
+            ColType::Time => ColBuilder::Time(Prim::with_capacity(rows, n)),
         }
     }
 
@@ -239,7 +386,15 @@ impl Row<'_> {
 
     #[inline(always)]
     pub fn opt_str(&mut self, v: Option<&str>) -> &mut Self {
-        self.opt_bytes(v.map(str::as_bytes))
+        let (table, at) = (self.table, self.at + 1);
+        match self.next() {
+            ColBuilder::Str(b) => match v {
+                Some(v) => b.push_str(v),
+                None => b.push_null(),
+            },
+            _ => mismatch(table, at),
+        }
+        self
     }
 
     /// Bytes as text (invalid UTF-8 replaced).
@@ -325,7 +480,7 @@ impl Row<'_> {
     pub fn bool(&mut self, v: bool) -> &mut Self {
         let (table, at) = (self.table, self.at + 1);
         match self.next() {
-            ColBuilder::Bool(b) => b.append_value(v),
+            ColBuilder::Bool(b) => b.values.push(v),
             _ => mismatch(table, at),
         }
         self
@@ -404,6 +559,40 @@ impl<'o> Tables<'o> {
         self.wanted[table.index()]
     }
 
+    /// Rows per batch.
+    pub fn batch_rows(&self) -> usize {
+        self.batch_rows
+    }
+
+    /// Hands a batch of `rows` rows that a typed builder made to the sink:
+    /// `own` holds every own column of `table` by name, in any order (the
+    /// schema's order is taken here, so a builder cannot swap two columns
+    /// of one type). The source columns are added as for [`Tables::push`].
+    pub(crate) fn emit(
+        &mut self,
+        table: Table,
+        rows: usize,
+        own: &[(&'static str, ArrayRef)],
+    ) -> io::Result<()> {
+        if rows == 0 {
+            return Ok(());
+        }
+        let columns = table.own_columns();
+        if own.len() != columns.len() {
+            wrong_count(table, own.len(), columns.len());
+        }
+        let mut arrays: Vec<ArrayRef> = self.source_columns(rows).into();
+        for c in columns {
+            match own.iter().find(|(name, _)| *name == c.name) {
+                Some((_, a)) => arrays.push(Arc::clone(a)),
+                None => panic!("table {}: no array for column {}", table.name(), c.name),
+            }
+        }
+        let batch = RecordBatch::try_new(table.schema(), arrays)
+            .map_err(|e| io::Error::other(format!("table {}: {e}", table.name())))?;
+        self.out.batch(table, batch)
+    }
+
     /// Appends one row to `table`: `fill` appends the table's own columns
     /// in order. Nothing happens when the table is not wanted.
     #[inline]
@@ -418,7 +607,7 @@ impl<'o> Tables<'o> {
             cols: table
                 .own_columns()
                 .iter()
-                .map(|c| ColBuilder::new(c.ty, batch_rows))
+                .map(|c| ColBuilder::new(c, batch_rows))
                 .collect(),
             rows: 0,
         });

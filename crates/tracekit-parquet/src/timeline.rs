@@ -13,10 +13,12 @@
 use std::io;
 
 use rustc_hash::FxHashMap;
-use tracekit_core::timeline::{Args, Clock, Event, Flow, Scope, Sink, TraceInfo, TrackId};
+use tracekit_core::timeline::{Args, Clock, Event, Flow, NsScale, Scope, Sink, TraceInfo, TrackId};
 use tracekit_core::timeline::{TrackKind, Value};
 
-use crate::rows::{Source, Tables};
+use arrow_array::types::{Int32Type, Int64Type, UInt64Type};
+
+use crate::rows::{Prim, Source, Tables, Text};
 use crate::schema::Table;
 
 #[derive(Default)]
@@ -66,22 +68,27 @@ pub struct RowStats {
 /// A [`Sink`] of the timeline model writing rows into [`Tables`].
 pub struct TimelineRows<'t, 'o> {
     tables: &'t mut Tables<'o>,
-    clock: Clock,
+    clock: NsScale,
     tracks: FxHashMap<TrackId, TrackState>,
     next_slice: u64,
     json: Vec<u8>,
+    /// The `slices` batch, when the table is wanted.
+    slices: Option<SliceColumns>,
     pub stats: RowStats,
 }
 
 impl<'t, 'o> TimelineRows<'t, 'o> {
     pub fn new(tables: &'t mut Tables<'o>) -> Self {
         TimelineRows {
-            tables,
-            clock: Clock::MICROS_UNIX,
+            clock: Clock::MICROS_UNIX.scale(),
             tracks: FxHashMap::default(),
             next_slice: 0,
             json: Vec::new(),
+            slices: tables
+                .wants(Table::Slices)
+                .then(|| SliceColumns::new(tables.batch_rows())),
             stats: RowStats::default(),
+            tables,
         }
     }
 
@@ -197,7 +204,11 @@ fn scope_name(s: Scope) -> &'static str {
 
 impl Sink for TimelineRows<'_, '_> {
     fn start(&mut self, info: &TraceInfo<'_>) -> io::Result<()> {
-        self.clock = info.clock;
+        // A batch never mixes sources.
+        if let Some(cols) = &mut self.slices {
+            cols.flush(self.tables)?;
+        }
+        self.clock = info.clock.scale();
         self.tables.set_source(Source {
             file: info.source.to_string(),
             host: info.host.map(|h| String::from_utf8_lossy(h).into_owned()),
@@ -314,7 +325,9 @@ impl Sink for TimelineRows<'_, '_> {
                     depth,
                     parent: o.parent,
                 };
-                write_slice(self.tables, self.clock, &row)?;
+                if let Some(cols) = &mut self.slices {
+                    cols.push(self.tables, self.clock, &row)?;
+                }
             }
             Event::Complete {
                 track,
@@ -347,7 +360,9 @@ impl Sink for TimelineRows<'_, '_> {
                     depth: t.depth,
                     parent: t.depth.checked_sub(1).map(|d| t.stack[d].id),
                 };
-                write_slice(self.tables, self.clock, &row)?;
+                if let Some(cols) = &mut self.slices {
+                    cols.push(self.tables, self.clock, &row)?;
+                }
                 if !flows.is_empty() {
                     self.write_flows(id, track, ts, flows)?;
                 }
@@ -411,6 +426,9 @@ impl Sink for TimelineRows<'_, '_> {
         for id in ids {
             self.close_track(id)?;
         }
+        if let Some(cols) = &mut self.slices {
+            cols.flush(self.tables)?;
+        }
         self.tables.flush()
     }
 }
@@ -431,22 +449,101 @@ struct SliceRow<'a> {
     parent: Option<u64>,
 }
 
-fn write_slice(tables: &mut Tables<'_>, clock: Clock, s: &SliceRow<'_>) -> io::Result<()> {
-    let start = clock.to_ns(s.ts);
-    let end = clock.to_ns(s.ts.saturating_add(s.dur));
-    tables.push(Table::Slices, |r| {
-        r.u64(s.id)
-            .u64(s.track)
-            .i64(s.pid)
-            .opt_i64(s.tid)
-            .bytes(s.name)
-            .opt_u64(s.key)
-            .opt_bytes(opt_nonempty(s.category))
-            .i64(start)
-            .time(clock.to_unix_ns(s.ts))
-            .i64(end - start)
-            .i32(s.depth as i32)
-            .opt_u64(s.parent)
-            .opt_bytes(s.args);
-    })
+/// The `slices` table's open batch, one typed builder per column: a row
+/// is a store into each, with no per-value dispatch (this is the table
+/// every dialect fills most).
+struct SliceColumns {
+    rows: usize,
+    slice_id: Prim<u64>,
+    track_id: Prim<u64>,
+    pid: Prim<i64>,
+    tid: Prim<i64>,
+    name: Text,
+    name_key: Prim<u64>,
+    category: Text,
+    start_ns: Prim<i64>,
+    start_time: Prim<i64>,
+    dur_ns: Prim<i64>,
+    depth: Prim<i32>,
+    parent_slice_id: Prim<u64>,
+    args: Text,
+}
+
+impl SliceColumns {
+    fn new(rows: usize) -> Self {
+        let t = Table::Slices;
+        SliceColumns {
+            rows: 0,
+            slice_id: Prim::of(t, "slice_id", rows),
+            track_id: Prim::of(t, "track_id", rows),
+            pid: Prim::of(t, "pid", rows),
+            tid: Prim::of(t, "tid", rows),
+            name: Text::of(t, "name", rows),
+            name_key: Prim::of(t, "name_key", rows),
+            category: Text::of(t, "category", rows),
+            start_ns: Prim::of(t, "start_ns", rows),
+            start_time: Prim::of(t, "start_time", rows),
+            dur_ns: Prim::of(t, "dur_ns", rows),
+            depth: Prim::of(t, "depth", rows),
+            parent_slice_id: Prim::of(t, "parent_slice_id", rows),
+            args: Text::of(t, "args", rows),
+        }
+    }
+
+    /// Appends `s`; a full batch goes to `tables`.
+    #[inline]
+    fn push(
+        &mut self,
+        tables: &mut Tables<'_>,
+        clock: NsScale,
+        s: &SliceRow<'_>,
+    ) -> io::Result<()> {
+        let start = clock.to_ns(s.ts);
+        let end = clock.to_ns(s.ts.saturating_add(s.dur));
+        self.slice_id.push(s.id);
+        self.track_id.push(s.track);
+        self.pid.push(s.pid);
+        self.tid.push_option(s.tid);
+        self.name.push(s.name);
+        self.name_key.push_option(s.key);
+        self.category.push_option(opt_nonempty(s.category));
+        self.start_ns.push(start);
+        self.start_time.push_option(clock.to_unix_ns(s.ts));
+        self.dur_ns.push(end - start);
+        self.depth.push(s.depth as i32);
+        self.parent_slice_id.push_option(s.parent);
+        self.args.push_option(s.args);
+        self.rows += 1;
+        if self.rows >= tables.batch_rows() {
+            self.flush(tables)?;
+        }
+        Ok(())
+    }
+
+    /// Hands the open batch to `tables`.
+    fn flush(&mut self, tables: &mut Tables<'_>) -> io::Result<()> {
+        let rows = std::mem::take(&mut self.rows);
+        if rows == 0 {
+            return Ok(());
+        }
+        let own = [
+            ("slice_id", self.slice_id.array::<UInt64Type>()),
+            ("track_id", self.track_id.array::<UInt64Type>()),
+            ("pid", self.pid.array::<Int64Type>()),
+            ("tid", self.tid.array::<Int64Type>()),
+            ("name", self.name.array()),
+            ("name_key", self.name_key.array::<UInt64Type>()),
+            ("category", self.category.array()),
+            ("start_ns", self.start_ns.array::<Int64Type>()),
+            ("start_time", self.start_time.time_array()),
+            ("dur_ns", self.dur_ns.array::<Int64Type>()),
+            ("depth", self.depth.array::<Int32Type>()),
+            (
+                "parent_slice_id",
+                self.parent_slice_id.array::<UInt64Type>(),
+            ),
+            ("args", self.args.array()),
+        ];
+        tables.emit(Table::Slices, rows, &own)
+    }
 }
