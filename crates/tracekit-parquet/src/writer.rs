@@ -496,7 +496,7 @@ impl Drop for ParquetDir {
 /// near-sorted times shrink to a few bits per value before zstd sees
 /// them, which took a quarter off the writer's time on the XRay trace and
 /// made its files 10–40 % smaller.
-/// Durations and the [`SMALL_INTS`] are BYTE_STREAM_SPLIT: the bytes of
+/// Signed durations and [`SMALL_INTS`] are BYTE_STREAM_SPLIT: the bytes of
 /// each significance go together, so zstd meets long runs of zero high
 /// bytes. Durations are not ordered (the differences of neighbours are
 /// wider than the values: delta made files a third bigger), and small
@@ -504,8 +504,10 @@ impl Drop for ParquetDir {
 /// 6 % of the CPU and 15 % of the bytes against PLAIN durations and delta
 /// small numbers (PLAIN small numbers: 4 % more instructions, bigger
 /// files). Readers need BYTE_STREAM_SPLIT for integers (Parquet format
-/// 2.11): arrow-rs/DataFusion, DuckDB and pyarrow read it (the tests
-/// read every table with DuckDB).
+/// 2.11): arrow-rs/DataFusion, DuckDB, pyarrow and Spark 4 read it (the
+/// tests read every table with DuckDB). Spark 4.3 cannot read an
+/// unsigned 64-bit column split (`readUnsignedLongs`), so unsigned
+/// durations (`dur_tsc`) stay PLAIN and unsigned ids delta-encoded.
 /// Statistics (min/max) per column chunk only: the per-page column index
 /// cost time and these tables are scanned, not point-looked-up. None for
 /// the [`FREE_TEXT`] columns.
@@ -513,17 +515,9 @@ impl Drop for ParquetDir {
 /// the alphabet in every row group, so their bounds never let an engine
 /// skip one, and computing them compared every value twice (3 % of the
 /// work on the XRay trace).
-/// Integer columns of small numbers (ids of processes, threads and
-/// functions, depths).
-const SMALL_INTS: [&str; 7] = [
-    "pid",
-    "tid",
-    "track_id",
-    "depth",
-    "function_id",
-    "name_key",
-    "parent_track_id",
-];
+/// Signed integer columns of small numbers (process, thread and function
+/// ids, depths).
+const SMALL_INTS: [&str; 4] = ["pid", "tid", "depth", "function_id"];
 const FREE_TEXT: [&str; 4] = ["name", "function", "args", "argv"];
 
 fn properties(table: Table) -> WriterProperties {
@@ -547,11 +541,13 @@ fn properties(table: Table) -> WriterProperties {
                     b = b.set_column_statistics_enabled(path, EnabledStatistics::None);
                 }
             }
-            ColType::I64 | ColType::U64 | ColType::I32
+            // Not for unsigned columns: Spark (4.3) cannot read them split.
+            ColType::I64 | ColType::I32
                 if c.name.starts_with("dur_") || SMALL_INTS.contains(&c.name) =>
             {
                 b = b.set_column_encoding(ColumnPath::from(c.name), Encoding::BYTE_STREAM_SPLIT);
             }
+            ColType::U64 if c.name.starts_with("dur_") => {}
             ColType::I64 | ColType::U64 | ColType::I32 | ColType::Time => {
                 b = b.set_column_encoding(ColumnPath::from(c.name), Encoding::DELTA_BINARY_PACKED);
             }

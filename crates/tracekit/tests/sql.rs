@@ -477,6 +477,59 @@ fn every_dialect_fills_the_generic_tables_and_sources_concatenate() {
     }
 }
 
+/// Whether Spark (the `pyspark` package and a Java runtime) is here. CI
+/// does not install it (half a gigabyte); `TRACEKIT_REQUIRE_SPARK=1` makes
+/// its absence a failure.
+fn spark_available() -> bool {
+    let ok = Command::new("python3")
+        .args(["-c", "import pyspark, duckdb"])
+        .output()
+        .is_ok_and(|o| o.status.success())
+        && Command::new("java")
+            .arg("-version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+    if !ok {
+        assert!(
+            std::env::var_os("TRACEKIT_REQUIRE_SPARK").is_none(),
+            "pyspark, duckdb (PyPI) or java is missing"
+        );
+        eprintln!("pyspark or java is not installed: the Spark comparison did not run");
+    }
+    ok
+}
+
+/// Spark reads Parquet with its own decoders: every table of every dialect
+/// must read there, with the same counts, distinct counts and integer sums
+/// per column as DuckDB sees (Spark 4.3 cannot read an unsigned column
+/// written BYTE_STREAM_SPLIT, for one).
+#[test]
+fn every_table_reads_the_same_in_spark_and_duckdb() {
+    if !spark_available() {
+        return;
+    }
+    let inputs = [
+        corpus("trace2/01-init-add-commit/event.jsonl"),
+        corpus("buildtrace/recorded/hello-make-j2.trace"),
+        corpus("rtrace/upstream/sample.txt"),
+        corpus("xray/mt/mt.fdr.xray"),
+    ];
+    let refs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
+    let pq = to_parquet(&refs, &[]);
+    let o = Command::new("python3")
+        .arg(root().join("crates/tracekit/tests/spark_check.py"))
+        .arg(pq.path())
+        .output()
+        .expect("run python3");
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "spark_check.py: {stdout}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(stdout.contains(" 0 differences"), "{stdout}");
+}
+
 #[test]
 fn slices_nest_and_anchored_times_are_timestamps() {
     let input = corpus("trace2/01-init-add-commit/event.jsonl");
