@@ -45,9 +45,13 @@ pub const DEFAULT_BATCH_ROWS: usize = 64 * 1024;
 /// Which values of a nullable column are set: one `bool` per value (a
 /// store per append, no branch on the bitmap's state), packed into
 /// Arrow's bitmap once per batch, and left out when nothing was null.
-/// A required column keeps none.
+/// A required column keeps none until a null comes (a producer's bug):
+/// then it keeps them too, and the batch fails Arrow's check of the
+/// schema with an error naming the column, as it always did.
 struct Validity {
-    nullable: bool,
+    required: bool,
+    /// Whether `set` holds one entry per value of the batch so far.
+    tracking: bool,
     set: Vec<bool>,
     nulls: usize,
 }
@@ -55,7 +59,8 @@ struct Validity {
 impl Validity {
     fn new(nullable: bool, rows: usize) -> Self {
         Validity {
-            nullable,
+            required: !nullable,
+            tracking: nullable,
             set: Vec::with_capacity(if nullable { rows } else { 0 }),
             nulls: 0,
         }
@@ -63,15 +68,17 @@ impl Validity {
 
     #[inline(always)]
     fn push(&mut self) {
-        if self.nullable {
+        if self.tracking {
             self.set.push(true);
         }
     }
 
+    /// A null after `before` values.
     #[inline(always)]
-    fn push_null(&mut self) {
-        if !self.nullable {
-            null_in_required();
+    fn push_null(&mut self, before: usize) {
+        if !self.tracking {
+            self.set.resize(before, true);
+            self.tracking = true;
         }
         self.set.push(false);
         self.nulls += 1;
@@ -81,14 +88,9 @@ impl Validity {
         let nulls = std::mem::take(&mut self.nulls);
         let buffer = (nulls > 0).then(|| NullBuffer::from(self.set.as_slice()));
         self.set.clear();
+        self.tracking = !self.required;
         buffer
     }
-}
-
-#[cold]
-#[inline(never)]
-fn null_in_required() -> ! {
-    panic!("a null in a column that the schema says is never null")
 }
 
 /// A column of fixed-width values in a plain `Vec` (appending is a store
@@ -122,8 +124,8 @@ impl<T: ArrowNativeType> Prim<T> {
         match v {
             Some(v) => self.push(v),
             None => {
+                self.valid.push_null(self.values.len());
                 self.values.push(T::default());
-                self.valid.push_null();
             }
         }
     }
@@ -238,8 +240,8 @@ impl Text {
 
     #[inline(always)]
     pub(crate) fn push_null(&mut self) {
+        self.valid.push_null(self.offsets.len() - 1);
         self.end();
-        self.valid.push_null();
     }
 
     #[inline(always)]
@@ -253,7 +255,7 @@ impl Text {
     fn finish(&mut self) -> StringArray {
         let rows = self.offsets.len() - 1;
         let nulls = self.valid.finish();
-        let next = Text::with_capacity(rows, self.values.len(), self.valid.nullable);
+        let next = Text::with_capacity(rows, self.values.len(), !self.valid.required);
         let Text {
             offsets,
             values,
@@ -740,5 +742,33 @@ mod tests {
                 Some("ok\u{FFFD}")
             ]
         );
+    }
+
+    /// A null in a column the schema says is never null is a producer's
+    /// bug; the batch fails with an error naming the column, not a panic,
+    /// and the next batch starts clean.
+    #[test]
+    fn a_null_in_a_required_column_is_an_error_naming_it() {
+        let mut sink: Vec<RecordBatch> = Vec::new();
+        let mut tables = Tables::new(&mut sink, 64);
+        for pid in [Some(1), None, Some(3)] {
+            tables
+                .push(Table::Processes, |r| {
+                    r.u64(7).opt_i64(pid).opt_str(None).opt_i64(None);
+                })
+                .unwrap();
+        }
+        let err = tables.flush().unwrap_err().to_string();
+        assert!(err.contains("pid"), "{err}");
+        tables
+            .push(Table::Processes, |r| {
+                r.u64(8).i64(4).str("p").opt_i64(Some(2));
+            })
+            .unwrap();
+        tables.flush().unwrap();
+        drop(tables);
+        assert_eq!(sink.len(), 1);
+        assert_eq!(sink[0].num_rows(), 1);
+        assert_eq!(sink[0].column(4).null_count(), 0);
     }
 }
