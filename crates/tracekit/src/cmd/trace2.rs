@@ -163,23 +163,11 @@ fn each_record(
     }
 }
 
-/// Events parsed on the parse thread, handed over in order.
-struct ParsedBatch<'a> {
-    events: Vec<Event<'a>>,
-    /// Bytes of the map read up to the end of this batch, to release
-    /// once it is handled.
-    release: Option<std::ops::Range<usize>>,
-}
-
-/// Events per batch from the parse thread; 4 batches in flight.
-const PARSED_BATCH: usize = 1024;
-
 /// Calls `one` with the event of every record of one source, in order,
-/// and warns (in `warnings`) at each record that does not parse. A mapped
-/// file is parsed on a thread of its own, ahead of `one` (the events
-/// borrow the map): parsing is a third to a half of the work of building
-/// tables, so the two halves share the machine's cores. A stream is parsed
-/// as it comes, on the caller's thread.
+/// and warns (in `warnings`) at each record that does not parse: a mapped
+/// file through [`reader::for_each_event_parsed_ahead`] (parsed on a
+/// thread of its own, ahead of `one`, with a progress bar), a stream as it
+/// comes, on the caller's thread.
 fn each_event_parsed_ahead(
     name: &str,
     format: Format,
@@ -187,8 +175,17 @@ fn each_event_parsed_ahead(
     warnings: &mut Warnings,
     mut one: impl FnMut(&Event<'_>) -> Result<()>,
 ) -> Result<()> {
-    let map = match content {
-        Content::Mapped(map) => map,
+    match content {
+        Content::Mapped(map) => {
+            let progress = Progress::bytes(map.len() as u64, name);
+            reader::for_each_event_parsed_ahead(
+                map,
+                format,
+                warnings,
+                |done| progress.set(done as u64),
+                one,
+            )
+        }
         stream => {
             each_record(name, format, stream, |rec| {
                 match rec.parse_or_warn(format, warnings) {
@@ -196,54 +193,9 @@ fn each_event_parsed_ahead(
                     None => Ok(()),
                 }
             })?;
-            return Ok(());
+            Ok(())
         }
-    };
-    let progress = Progress::bytes(map.len() as u64, name);
-    std::thread::scope(|scope| -> Result<()> {
-        let (tx, rx) = std::sync::mpsc::sync_channel::<ParsedBatch<'_>>(4);
-        let parser = scope.spawn(move || {
-            // Records that do not parse, at their lines, in order.
-            let mut warnings = Warnings::default();
-            let released = std::cell::Cell::new(None);
-            let new_batch = || Vec::with_capacity(PARSED_BATCH);
-            let mut events = new_batch();
-            // Err: the consumer stopped (its error ends the conversion).
-            let _ = reader::for_each_in(
-                map,
-                format,
-                |range| released.set(Some(range)),
-                |rec| -> std::result::Result<(), ()> {
-                    if let Some(ev) = rec.parse_or_warn(format, &mut warnings) {
-                        events.push(ev);
-                    }
-                    if events.len() == PARSED_BATCH {
-                        let events = std::mem::replace(&mut events, new_batch());
-                        let release = released.take();
-                        tx.send(ParsedBatch { events, release }).map_err(drop)?;
-                    }
-                    Ok(())
-                },
-            );
-            let release = released.take();
-            let _ = tx.send(ParsedBatch { events, release });
-            warnings
-        });
-        for batch in rx {
-            for ev in &batch.events {
-                one(ev)?;
-            }
-            if let Some(range) = batch.release {
-                progress.set(range.end as u64);
-                reader::release_pages(map, range);
-            }
-        }
-        match parser.join() {
-            Ok(parsed) => warnings.extend(parsed),
-            Err(_) => anyhow::bail!("{name}: the parse thread panicked"),
-        }
-        Ok(())
-    })
+    }
 }
 
 /// Prints each source's warnings (as [`super::print_warnings`] does) and
