@@ -17,6 +17,17 @@ fn copy_out(info: &EventInfo, data: &[u8], buf: &mut [u8], out: &mut EventInfo) 
     n
 }
 
+/// An active stream is read through getnext only by the process that
+/// created it, and only without a log (POSIX: a stream with a log is
+/// analysed by opening its log): EINVAL otherwise.
+#[inline(always)]
+fn readable(a: &Active) -> Result<(), Errno> {
+    if a.creator_pid != traced::cached_pid() || a.with_log {
+        return Err(libc::EINVAL);
+    }
+    Ok(())
+}
+
 /// The getnext functions: `Ok(None)` means "unavailable" (end of a log,
 /// nothing ready for [`Wait::Never`]).
 pub fn getnext_event(
@@ -58,9 +69,7 @@ pub fn getnext_event_into(
     let Some(a) = stream else {
         return Ok(got);
     };
-    if a.creator_pid != traced::cached_pid() || a.with_log {
-        return Err(libc::EINVAL);
-    }
+    readable(&a)?;
     read_active(&a, buf, wait, info)
 }
 
@@ -102,9 +111,7 @@ impl StreamReader {
         let (Some(a), Some(f)) = (stream, f) else {
             return Ok(got);
         };
-        if a.creator_pid != traced::cached_pid() || a.with_log {
-            return Err(libc::EINVAL);
-        }
+        readable(&a)?;
         read_active_with(&a, wait, f)
     }
 
@@ -123,9 +130,7 @@ impl StreamReader {
             Handle::Log(_) => Err(libc::EINVAL),
             Handle::Active(a) => Ok(a.clone()),
         })?;
-        if a.creator_pid != traced::cached_pid() || a.with_log {
-            return Err(libc::EINVAL);
-        }
+        readable(&a)?;
         drain_active_with(&a, max, f)
     }
 }
