@@ -35,7 +35,7 @@ use std::io::{self, Write};
 use std::sync::Arc;
 
 use tracekit_core::timeline::{
-    Clock, Event, Flow, Origin, Sink, TraceInfo, TrackId, TrackKind, Value,
+    Clock, Event, Flow, NsScale, Origin, Sink, TraceInfo, TrackId, TrackKind, Value,
 };
 
 use crate::batch::Piece;
@@ -143,7 +143,7 @@ struct TrackState {
 pub struct OtlpSink<O: PieceOutput> {
     out: O,
     opts: SinkOptions,
-    clock: Clock,
+    clock: NsScale,
     dialect: &'static str,
     source: String,
     host: Vec<u8>,
@@ -197,7 +197,7 @@ impl<O: PieceOutput> OtlpSink<O> {
         OtlpSink {
             out,
             opts,
-            clock: Clock::MICROS_UNIX,
+            clock: Clock::MICROS_UNIX.scale(),
             dialect: "",
             source: String::new(),
             host: Vec::new(),
@@ -222,9 +222,10 @@ impl<O: PieceOutput> OtlpSink<O> {
     }
 
     fn unix_ns(&mut self, ts: i64) -> u64 {
-        let ns = match self.clock.origin {
-            Origin::Unix { .. } => self.clock.to_unix_ns(ts).unwrap_or(0),
-            Origin::Relative => {
+        let ns = match self.clock.to_unix_ns(ts) {
+            Some(ns) => ns,
+            // No Unix anchor: placed from the first event.
+            None => {
                 let base = *self.base.get_or_insert(ts);
                 let anchor = self.opts.fallback_anchor.as_ref().map_or(0, |a| a.0);
                 anchor.saturating_add(self.clock.to_ns(ts.saturating_sub(base)))
@@ -519,7 +520,7 @@ impl<O: PieceOutput> OtlpSink<O> {
 
 impl<O: PieceOutput> Sink for OtlpSink<O> {
     fn start(&mut self, info: &TraceInfo<'_>) -> io::Result<()> {
-        self.clock = info.clock;
+        self.clock = info.clock.scale();
         self.dialect = info.dialect;
         self.source = info.source.to_string();
         self.host = info.host.unwrap_or_default().to_vec();

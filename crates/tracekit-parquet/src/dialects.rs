@@ -17,7 +17,9 @@ use tracekit_xray::names::FunctionNames;
 use tracekit_xray::timeline::{map_trace_calls, write_args_json, CallSink};
 use tracekit_xray::trace::Trace;
 
-use crate::rows::{Flags, Prim, Text};
+use arrow_array::ArrayRef;
+
+use crate::rows::{Flags, Prim, Text, TypedBatch, TypedColumns};
 use crate::rows::{Source, Tables};
 use crate::schema::Table;
 use crate::timeline::{json_string, RowStats, TimelineRows};
@@ -52,7 +54,12 @@ struct CallRows {
     /// The trace's earliest TSC (the timeline's tick 0).
     base: u64,
     args: Vec<u8>,
-    rows: usize,
+    batch: TypedBatch<CallColumns>,
+}
+
+/// The `xray_calls` table's columns, one typed builder each (a row per
+/// call: the table XRay fills most).
+struct CallColumns {
     pid: Prim<i64>,
     tid: Prim<i64>,
     function_id: Prim<i32>,
@@ -63,19 +70,15 @@ struct CallRows {
     dur_tsc: Prim<u64>,
     depth: Prim<i32>,
     closed_by_parent: Flags,
-    call_args: Text,
+    args: Text,
 }
 
-/// `xray_calls` rows appended straight into one typed builder per column
-/// (a row per call: the table XRay fills most).
-impl CallRows {
-    fn new(trace: &Trace<'_>, rows: usize) -> CallRows {
-        let t = Table::XrayCalls;
-        CallRows {
-            clock: tracekit_xray::timeline::clock(trace).scale(),
-            base: tracekit_xray::commands::earliest_tsc(trace),
-            args: Vec::new(),
-            rows: 0,
+impl TypedColumns for CallColumns {
+    const TABLE: Table = Table::XrayCalls;
+
+    fn with_capacity(rows: usize) -> Self {
+        let t = Self::TABLE;
+        CallColumns {
             pid: Prim::of(t, "pid", rows),
             tid: Prim::of(t, "tid", rows),
             function_id: Prim::of(t, "function_id", rows),
@@ -86,45 +89,12 @@ impl CallRows {
             dur_tsc: Prim::of(t, "dur_tsc", rows),
             depth: Prim::of(t, "depth", rows),
             closed_by_parent: Flags::with_capacity(rows),
-            call_args: Text::of(t, "args", rows),
+            args: Text::of(t, "args", rows),
         }
     }
 
-    fn push(&mut self, tables: &mut Tables<'_>, c: &Call<'_>, function: &str) -> io::Result<()> {
-        let entry = c.entry_tsc.wrapping_sub(self.base) as i64;
-        let start = self.clock.to_ns(entry);
-        let end = self.clock.to_ns(entry.wrapping_add(c.duration_tsc as i64));
-        self.pid.push(c.pid.into());
-        self.tid.push(c.tid.into());
-        self.function_id.push(c.function_id);
-        self.function.push_str(function);
-        self.start_ns.push(start);
-        self.dur_ns.push(end - start);
-        self.start_tsc.push(c.entry_tsc);
-        self.dur_tsc.push(c.duration_tsc);
-        self.depth.push(c.depth as i32);
-        self.closed_by_parent.push(c.closed_by_parent);
-        if c.args.is_empty() {
-            self.call_args.push_null();
-        } else {
-            self.args.clear();
-            write_args_json(&mut self.args, c.args);
-            self.call_args.push(&self.args);
-        }
-        self.rows += 1;
-        if self.rows >= tables.batch_rows() {
-            self.flush(tables)?;
-        }
-        Ok(())
-    }
-
-    /// Hands the open batch to `tables`.
-    fn flush(&mut self, tables: &mut Tables<'_>) -> io::Result<()> {
-        let rows = std::mem::take(&mut self.rows);
-        if rows == 0 {
-            return Ok(());
-        }
-        let own = [
+    fn arrays(&mut self) -> Vec<(&'static str, ArrayRef)> {
+        vec![
             ("pid", self.pid.array::<Int64Type>()),
             ("tid", self.tid.array::<Int64Type>()),
             ("function_id", self.function_id.array::<Int32Type>()),
@@ -135,9 +105,51 @@ impl CallRows {
             ("dur_tsc", self.dur_tsc.array::<UInt64Type>()),
             ("depth", self.depth.array::<Int32Type>()),
             ("closed_by_parent", self.closed_by_parent.array()),
-            ("args", self.call_args.array()),
-        ];
-        tables.emit(Table::XrayCalls, rows, &own)
+            ("args", self.args.array()),
+        ]
+    }
+}
+
+impl CallRows {
+    /// `None` when `tables` does not want `xray_calls`.
+    fn new(trace: &Trace<'_>, tables: &Tables<'_>) -> Option<CallRows> {
+        Some(CallRows {
+            clock: tracekit_xray::timeline::clock(trace).scale(),
+            base: tracekit_xray::commands::earliest_tsc(trace),
+            args: Vec::new(),
+            batch: TypedBatch::wanted(tables)?,
+        })
+    }
+
+    fn push(&mut self, tables: &mut Tables<'_>, c: &Call<'_>, function: &str) -> io::Result<()> {
+        let entry = c.entry_tsc.wrapping_sub(self.base) as i64;
+        let start = self.clock.to_ns(entry);
+        let end = self.clock.to_ns(entry.wrapping_add(c.duration_tsc as i64));
+        let args = &mut self.args;
+        self.batch.push(tables, |cols| {
+            cols.pid.push(c.pid.into());
+            cols.tid.push(c.tid.into());
+            cols.function_id.push(c.function_id);
+            cols.function.push_str(function);
+            cols.start_ns.push(start);
+            cols.dur_ns.push(end - start);
+            cols.start_tsc.push(c.entry_tsc);
+            cols.dur_tsc.push(c.duration_tsc);
+            cols.depth.push(c.depth as i32);
+            cols.closed_by_parent.push(c.closed_by_parent);
+            if c.args.is_empty() {
+                cols.args.push_null();
+            } else {
+                args.clear();
+                write_args_json(args, c.args);
+                cols.args.push(args);
+            }
+        })
+    }
+
+    /// Hands the open batch to `tables`.
+    fn flush(&mut self, tables: &mut Tables<'_>) -> io::Result<()> {
+        self.batch.flush(tables)
     }
 }
 
@@ -149,10 +161,9 @@ pub fn xray_calls(
     tables: &mut Tables<'_>,
 ) -> tracekit_core::Result<Warnings> {
     tables.set_source(xray_source(source)).map_err(io_err)?;
-    if !tables.wants(Table::XrayCalls) {
+    let Some(mut rows) = CallRows::new(trace, tables) else {
         return Ok(Default::default());
-    }
-    let mut rows = CallRows::new(trace, tables.batch_rows());
+    };
     let (_, warnings) = tracekit_xray::calls::for_each_call(trace, |c| {
         rows.push(tables, c, &names.symbol_or_number(c.function_id))
             .map_err(io_err)
@@ -211,9 +222,7 @@ pub fn xray(
         let w = xray_calls(trace, names, source, tables)?;
         return Ok((w, RowStats::default()));
     }
-    let calls = tables
-        .wants(Table::XrayCalls)
-        .then(|| CallRows::new(trace, tables.batch_rows()));
+    let calls = CallRows::new(trace, tables);
     let mut timeline = TimelineRows::new(tables);
     let warnings = map_trace_calls(
         trace,

@@ -324,24 +324,20 @@ impl ColBuilder {
             ColType::U64 => ColBuilder::U64(Prim::with_capacity(rows, n)),
             ColType::I32 => ColBuilder::I32(Prim::with_capacity(rows, n)),
             ColType::F64 => ColBuilder::F64(Prim::with_capacity(rows, n)),
-            ColType::Bool => ColBuilder::Bool(Flags {
-                values: Vec::with_capacity(rows),
-            }),
+            ColType::Bool => ColBuilder::Bool(Flags::with_capacity(rows)),
             ColType::Time => ColBuilder::Time(Prim::with_capacity(rows, n)),
         }
     }
 
     fn finish(&mut self) -> ArrayRef {
         match self {
-            ColBuilder::Str(b) => Arc::new(b.finish()),
-            ColBuilder::I64(b) => Arc::new(b.finish::<Int64Type>()),
-            ColBuilder::U64(b) => Arc::new(b.finish::<UInt64Type>()),
-            ColBuilder::I32(b) => Arc::new(b.finish::<Int32Type>()),
-            ColBuilder::F64(b) => Arc::new(b.finish::<Float64Type>()),
-            ColBuilder::Bool(b) => Arc::new(b.finish()),
-            ColBuilder::Time(b) => {
-                Arc::new(b.finish::<TimestampNanosecondType>().with_timezone("UTC"))
-            }
+            ColBuilder::Str(b) => b.array(),
+            ColBuilder::I64(b) => b.array::<Int64Type>(),
+            ColBuilder::U64(b) => b.array::<UInt64Type>(),
+            ColBuilder::I32(b) => b.array::<Int32Type>(),
+            ColBuilder::F64(b) => b.array::<Float64Type>(),
+            ColBuilder::Bool(b) => b.array(),
+            ColBuilder::Time(b) => b.time_array(),
         }
     }
 }
@@ -482,7 +478,7 @@ impl Row<'_> {
     pub fn bool(&mut self, v: bool) -> &mut Self {
         let (table, at) = (self.table, self.at + 1);
         match self.next() {
-            ColBuilder::Bool(b) => b.values.push(v),
+            ColBuilder::Bool(b) => b.push(v),
             _ => mismatch(table, at),
         }
         self
@@ -561,36 +557,41 @@ impl<'o> Tables<'o> {
         self.wanted[table.index()]
     }
 
-    /// Rows per batch.
-    pub fn batch_rows(&self) -> usize {
-        self.batch_rows
-    }
-
     /// Hands a batch of `rows` rows that a typed builder made to the sink:
     /// `own` holds every own column of `table` by name, in any order (the
     /// schema's order is taken here, so a builder cannot swap two columns
-    /// of one type). The source columns are added as for [`Tables::push`].
-    pub(crate) fn emit(
+    /// of one type).
+    fn emit(
         &mut self,
         table: Table,
         rows: usize,
         own: &[(&'static str, ArrayRef)],
     ) -> io::Result<()> {
-        if rows == 0 {
-            return Ok(());
-        }
         let columns = table.own_columns();
         if own.len() != columns.len() {
             wrong_count(table, own.len(), columns.len());
         }
-        let mut arrays: Vec<ArrayRef> = self.source_columns(rows).into();
-        for c in columns {
-            match own.iter().find(|(name, _)| *name == c.name) {
-                Some((_, a)) => arrays.push(Arc::clone(a)),
+        let own = columns
+            .iter()
+            .map(|c| match own.iter().find(|(n, _)| *n == c.name) {
+                Some((_, a)) => Arc::clone(a),
                 None => panic!("table {}: no array for column {}", table.name(), c.name),
-            }
-        }
-        let batch = RecordBatch::try_new(table.schema(), arrays)
+            });
+        let own: Vec<ArrayRef> = own.collect();
+        self.send(table, &table.schema(), rows, own)
+    }
+
+    /// One batch of `table` to the sink: the source columns, then `own`.
+    fn send(
+        &mut self,
+        table: Table,
+        schema: &SchemaRef,
+        rows: usize,
+        own: impl IntoIterator<Item = ArrayRef>,
+    ) -> io::Result<()> {
+        let mut arrays: Vec<ArrayRef> = self.source_columns(rows).into();
+        arrays.extend(own);
+        let batch = RecordBatch::try_new(schema.clone(), arrays)
             .map_err(|e| io::Error::other(format!("table {}: {e}", table.name())))?;
         self.out.batch(table, batch)
     }
@@ -655,15 +656,13 @@ impl<'o> Tables<'o> {
             Some(b) if b.rows > 0 => b.rows,
             _ => return Ok(()),
         };
-        let mut arrays: Vec<ArrayRef> = self.source_columns(rows).into();
         let Some(b) = self.builders[table.index()].as_mut() else {
             return Ok(());
         };
-        arrays.extend(b.cols.iter_mut().map(|c| c.finish()));
+        let own: Vec<ArrayRef> = b.cols.iter_mut().map(|c| c.finish()).collect();
         b.rows = 0;
-        let batch = RecordBatch::try_new(b.schema.clone(), arrays)
-            .map_err(|e| io::Error::other(format!("table {}: {e}", table.name())))?;
-        self.out.batch(table, batch)
+        let schema = b.schema.clone();
+        self.send(table, &schema, rows, own)
     }
 
     /// Hands every open batch to the sink.
@@ -682,6 +681,59 @@ fn wrong_count(table: Table, filled: usize, cols: usize) -> ! {
         "table {}: {filled} values for {cols} own columns",
         table.name()
     )
+}
+
+/// One table's own columns as typed builders ([`Prim`], [`Text`],
+/// [`Flags`]): for the tables filled most, a row is a store into each,
+/// with no per-value dispatch on the column's type. [`TypedBatch`] counts
+/// the rows and hands full batches to [`Tables`].
+pub(crate) trait TypedColumns {
+    const TABLE: Table;
+    fn with_capacity(rows: usize) -> Self;
+    /// The batch so far, each column by name; every builder starts empty.
+    fn arrays(&mut self) -> Vec<(&'static str, ArrayRef)>;
+}
+
+/// The open batch of a [`TypedColumns`] table.
+pub(crate) struct TypedBatch<C> {
+    pub(crate) cols: C,
+    rows: usize,
+}
+
+impl<C: TypedColumns> TypedBatch<C> {
+    /// The table's batch, or `None` when `tables` does not want it.
+    pub(crate) fn wanted(tables: &Tables<'_>) -> Option<Self> {
+        tables.wants(C::TABLE).then(|| TypedBatch {
+            cols: C::with_capacity(tables.batch_rows),
+            rows: 0,
+        })
+    }
+
+    /// Appends the row `fill` stores into the columns; a full batch goes
+    /// to `tables`.
+    #[inline]
+    pub(crate) fn push(
+        &mut self,
+        tables: &mut Tables<'_>,
+        fill: impl FnOnce(&mut C),
+    ) -> io::Result<()> {
+        fill(&mut self.cols);
+        self.rows += 1;
+        if self.rows >= tables.batch_rows {
+            self.flush(tables)?;
+        }
+        Ok(())
+    }
+
+    /// Hands the open batch (if any row) to `tables`.
+    pub(crate) fn flush(&mut self, tables: &mut Tables<'_>) -> io::Result<()> {
+        let rows = std::mem::take(&mut self.rows);
+        if rows == 0 {
+            return Ok(());
+        }
+        let own = self.cols.arrays();
+        tables.emit(C::TABLE, rows, &own)
+    }
 }
 
 /// Batches kept in memory, in order (tests).

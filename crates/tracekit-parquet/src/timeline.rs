@@ -17,8 +17,9 @@ use tracekit_core::timeline::{Args, Clock, Event, Flow, NsScale, Scope, Sink, Tr
 use tracekit_core::timeline::{TrackKind, Value};
 
 use arrow_array::types::{Int32Type, Int64Type, UInt64Type};
+use arrow_array::ArrayRef;
 
-use crate::rows::{Prim, Source, Tables, Text};
+use crate::rows::{Prim, Source, Tables, Text, TypedBatch, TypedColumns};
 use crate::schema::Table;
 
 #[derive(Default)]
@@ -73,7 +74,7 @@ pub struct TimelineRows<'t, 'o> {
     next_slice: u64,
     json: Vec<u8>,
     /// The `slices` batch, when the table is wanted.
-    slices: Option<SliceColumns>,
+    slices: Option<TypedBatch<SliceColumns>>,
     pub stats: RowStats,
 }
 
@@ -84,9 +85,7 @@ impl<'t, 'o> TimelineRows<'t, 'o> {
             tracks: FxHashMap::default(),
             next_slice: 0,
             json: Vec::new(),
-            slices: tables
-                .wants(Table::Slices)
-                .then(|| SliceColumns::new(tables.batch_rows())),
+            slices: TypedBatch::wanted(tables),
             stats: RowStats::default(),
             tables,
         }
@@ -205,8 +204,8 @@ fn scope_name(s: Scope) -> &'static str {
 impl Sink for TimelineRows<'_, '_> {
     fn start(&mut self, info: &TraceInfo<'_>) -> io::Result<()> {
         // A batch never mixes sources.
-        if let Some(cols) = &mut self.slices {
-            cols.flush(self.tables)?;
+        if let Some(slices) = &mut self.slices {
+            slices.flush(self.tables)?;
         }
         self.clock = info.clock.scale();
         self.tables.set_source(Source {
@@ -325,8 +324,9 @@ impl Sink for TimelineRows<'_, '_> {
                     depth,
                     parent: o.parent,
                 };
-                if let Some(cols) = &mut self.slices {
-                    cols.push(self.tables, self.clock, &row)?;
+                if let Some(slices) = &mut self.slices {
+                    let clock = self.clock;
+                    slices.push(self.tables, |c| c.push(clock, &row))?;
                 }
             }
             Event::Complete {
@@ -360,8 +360,9 @@ impl Sink for TimelineRows<'_, '_> {
                     depth: t.depth,
                     parent: t.depth.checked_sub(1).map(|d| t.stack[d].id),
                 };
-                if let Some(cols) = &mut self.slices {
-                    cols.push(self.tables, self.clock, &row)?;
+                if let Some(slices) = &mut self.slices {
+                    let clock = self.clock;
+                    slices.push(self.tables, |c| c.push(clock, &row))?;
                 }
                 if !flows.is_empty() {
                     self.write_flows(id, track, ts, flows)?;
@@ -426,8 +427,8 @@ impl Sink for TimelineRows<'_, '_> {
         for id in ids {
             self.close_track(id)?;
         }
-        if let Some(cols) = &mut self.slices {
-            cols.flush(self.tables)?;
+        if let Some(slices) = &mut self.slices {
+            slices.flush(self.tables)?;
         }
         self.tables.flush()
     }
@@ -449,11 +450,9 @@ struct SliceRow<'a> {
     parent: Option<u64>,
 }
 
-/// The `slices` table's open batch, one typed builder per column: a row
-/// is a store into each, with no per-value dispatch (this is the table
-/// every dialect fills most).
+/// The `slices` table's columns, one typed builder each (the table every
+/// dialect fills most).
 struct SliceColumns {
-    rows: usize,
     slice_id: Prim<u64>,
     track_id: Prim<u64>,
     pid: Prim<i64>,
@@ -469,11 +468,12 @@ struct SliceColumns {
     args: Text,
 }
 
-impl SliceColumns {
-    fn new(rows: usize) -> Self {
-        let t = Table::Slices;
+impl TypedColumns for SliceColumns {
+    const TABLE: Table = Table::Slices;
+
+    fn with_capacity(rows: usize) -> Self {
+        let t = Self::TABLE;
         SliceColumns {
-            rows: 0,
             slice_id: Prim::of(t, "slice_id", rows),
             track_id: Prim::of(t, "track_id", rows),
             pid: Prim::of(t, "pid", rows),
@@ -490,43 +490,8 @@ impl SliceColumns {
         }
     }
 
-    /// Appends `s`; a full batch goes to `tables`.
-    #[inline]
-    fn push(
-        &mut self,
-        tables: &mut Tables<'_>,
-        clock: NsScale,
-        s: &SliceRow<'_>,
-    ) -> io::Result<()> {
-        let start = clock.to_ns(s.ts);
-        let end = clock.to_ns(s.ts.saturating_add(s.dur));
-        self.slice_id.push(s.id);
-        self.track_id.push(s.track);
-        self.pid.push(s.pid);
-        self.tid.push_option(s.tid);
-        self.name.push(s.name);
-        self.name_key.push_option(s.key);
-        self.category.push_option(opt_nonempty(s.category));
-        self.start_ns.push(start);
-        self.start_time.push_option(clock.to_unix_ns(s.ts));
-        self.dur_ns.push(end - start);
-        self.depth.push(s.depth as i32);
-        self.parent_slice_id.push_option(s.parent);
-        self.args.push_option(s.args);
-        self.rows += 1;
-        if self.rows >= tables.batch_rows() {
-            self.flush(tables)?;
-        }
-        Ok(())
-    }
-
-    /// Hands the open batch to `tables`.
-    fn flush(&mut self, tables: &mut Tables<'_>) -> io::Result<()> {
-        let rows = std::mem::take(&mut self.rows);
-        if rows == 0 {
-            return Ok(());
-        }
-        let own = [
+    fn arrays(&mut self) -> Vec<(&'static str, ArrayRef)> {
+        vec![
             ("slice_id", self.slice_id.array::<UInt64Type>()),
             ("track_id", self.track_id.array::<UInt64Type>()),
             ("pid", self.pid.array::<Int64Type>()),
@@ -543,7 +508,28 @@ impl SliceColumns {
                 self.parent_slice_id.array::<UInt64Type>(),
             ),
             ("args", self.args.array()),
-        ];
-        tables.emit(Table::Slices, rows, &own)
+        ]
+    }
+}
+
+impl SliceColumns {
+    /// Stores the row of `s`.
+    #[inline]
+    fn push(&mut self, clock: NsScale, s: &SliceRow<'_>) {
+        let start = clock.to_ns(s.ts);
+        let end = clock.to_ns(s.ts.saturating_add(s.dur));
+        self.slice_id.push(s.id);
+        self.track_id.push(s.track);
+        self.pid.push(s.pid);
+        self.tid.push_option(s.tid);
+        self.name.push(s.name);
+        self.name_key.push_option(s.key);
+        self.category.push_option(opt_nonempty(s.category));
+        self.start_ns.push(start);
+        self.start_time.push_option(clock.to_unix_ns(s.ts));
+        self.dur_ns.push(end - start);
+        self.depth.push(s.depth as i32);
+        self.parent_slice_id.push_option(s.parent);
+        self.args.push_option(s.args);
     }
 }

@@ -71,21 +71,30 @@ fn to_parquet(inputs: &[&Path], extra: &[&str]) -> tempfile::TempDir {
     dir
 }
 
-fn duckdb_available() -> bool {
-    let ok = Command::new("python3")
-        .args(["-c", "import duckdb"])
-        .output()
-        .is_ok_and(|o| o.status.success());
+/// Whether `python3 -c "import MODULES"` works (and `extra`, another
+/// check). When it does not: a failure if any of `required_by` is set in
+/// the environment, else a note that `what` did not run.
+fn python_has(modules: &str, extra: bool, required_by: &[&str], what: &str) -> bool {
+    let ok = extra
+        && Command::new("python3")
+            .args(["-c", &format!("import {modules}")])
+            .output()
+            .is_ok_and(|o| o.status.success());
     if !ok {
-        let required = std::env::var_os("CI").is_some()
-            || std::env::var_os("TRACEKIT_REQUIRE_DUCKDB").is_some();
-        assert!(
-            !required,
-            "the duckdb Python package is missing (python3 -m pip install duckdb)"
-        );
-        eprintln!("duckdb (PyPI) is not installed: the DuckDB comparison did not run");
+        let required = required_by.iter().any(|v| std::env::var_os(v).is_some());
+        assert!(!required, "{what} needs python3 with {modules} (PyPI)");
+        eprintln!("{what} did not run: it needs python3 with {modules} (PyPI)");
     }
     ok
+}
+
+fn duckdb_available() -> bool {
+    python_has(
+        "duckdb",
+        true,
+        &["CI", "TRACEKIT_REQUIRE_DUCKDB"],
+        "the DuckDB comparison",
+    )
 }
 
 /// The same query run by DuckDB over the Parquet directory `dir` (each
@@ -438,14 +447,19 @@ fn rtrace_leaks_by_backtrace_match_the_report() {
 
 // ---------------------------------------------------------------- generic
 
-#[test]
-fn every_dialect_fills_the_generic_tables_and_sources_concatenate() {
-    let inputs = [
+/// One corpus trace of every dialect (Trace2 first).
+fn one_trace_per_dialect() -> [PathBuf; 4] {
+    [
         corpus("trace2/01-init-add-commit/event.jsonl"),
         corpus("buildtrace/recorded/hello-make-j2.trace"),
         corpus("rtrace/upstream/sample.txt"),
         corpus("xray/mt/mt.fdr.xray"),
-    ];
+    ]
+}
+
+#[test]
+fn every_dialect_fills_the_generic_tables_and_sources_concatenate() {
+    let inputs = one_trace_per_dialect();
     let refs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
     let q = "SELECT dialect, count(DISTINCT file) AS files, \
              (SELECT count(*) FROM slices s WHERE s.dialect = p.dialect) AS slices \
@@ -481,22 +495,16 @@ fn every_dialect_fills_the_generic_tables_and_sources_concatenate() {
 /// does not install it (half a gigabyte); `TRACEKIT_REQUIRE_SPARK=1` makes
 /// its absence a failure.
 fn spark_available() -> bool {
-    let ok = Command::new("python3")
-        .args(["-c", "import pyspark, duckdb"])
+    let java = Command::new("java")
+        .arg("-version")
         .output()
-        .is_ok_and(|o| o.status.success())
-        && Command::new("java")
-            .arg("-version")
-            .output()
-            .is_ok_and(|o| o.status.success());
-    if !ok {
-        assert!(
-            std::env::var_os("TRACEKIT_REQUIRE_SPARK").is_none(),
-            "pyspark, duckdb (PyPI) or java is missing"
-        );
-        eprintln!("pyspark or java is not installed: the Spark comparison did not run");
-    }
-    ok
+        .is_ok_and(|o| o.status.success());
+    python_has(
+        "pyspark, duckdb",
+        java,
+        &["TRACEKIT_REQUIRE_SPARK"],
+        "the Spark comparison (with java)",
+    )
 }
 
 /// Spark reads Parquet with its own decoders: every table of every dialect
@@ -508,12 +516,7 @@ fn every_table_reads_the_same_in_spark_and_duckdb() {
     if !spark_available() {
         return;
     }
-    let inputs = [
-        corpus("trace2/01-init-add-commit/event.jsonl"),
-        corpus("buildtrace/recorded/hello-make-j2.trace"),
-        corpus("rtrace/upstream/sample.txt"),
-        corpus("xray/mt/mt.fdr.xray"),
-    ];
+    let inputs = one_trace_per_dialect();
     let refs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
     let pq = to_parquet(&refs, &[]);
     let o = Command::new("python3")
