@@ -22,7 +22,8 @@ if [ ! -x "$TK" ]; then
 fi
 command -v heaptrack_print >/dev/null || { echo "needs heaptrack_print (apt-get install heaptrack)" >&2; exit 1; }
 gcc -O2 -g -pthread -o "$D/alloc_bench" "$HERE/bench/inputs/rtrace/alloc_bench.c" || exit 1
-"$TK" record mem -o "$D/app.rtrace" -- "$D/alloc_bench" "$N" "$T" 100 > /dev/null || exit 1
+"$TK" -q record mem -o "$D/app.mem" -- "$D/alloc_bench" "$N" "$T" 100 > /dev/null || exit 1
+cp "$D"/app.mem/*-0.rtrace "$D/app.rtrace" || exit 1
 
 cpu() {  # cpu NAME CMD... : REPS runs, prints "NAME cpu_s rss_kb" of the median-CPU run
   local name=$1 i; shift

@@ -11,6 +11,12 @@
 #
 #   usage: bench/rtrace.sh [DIR]      (default ./bench-data; writes DIR/rtrace-tk/)
 #   env:   N=2000000 allocations, T=4 threads, REPS=5 rounds (median shown)
+#          DEPTH=N passes --backtrace-depth N to every tracekit row (default:
+#          record mem's, whole stacks up to 64 frames); DEPTH_ROWS="10" adds
+#          a tracekit row per listed depth (tracekit_d10, ...), side by side
+#          RECORD_MEM=path/to/record_mem example (cargo build --release -p
+#          tracekit-rtrace --example record_mem): times it instead of the CLI
+#          for the record rows (the same recorder without the SQL engine)
 #          TRACEKIT=path/to/tracekit (release; built if missing)
 #          SKIP_PEERS=1 runs only plain and tracekit; SKIP_MEMCHECK=1 skips valgrind
 #          BUILDS="nofp fp" (either or both)
@@ -53,6 +59,17 @@ MEMCHECK=$PEERS
 [ "${SKIP_MEMCHECK:-0}" = 1 ] && MEMCHECK=0
 have valgrind || MEMCHECK=0
 
+rec() {  # rec NAME DEPTH OUTDIR [--raw] CMD... : one record mem run (see one)
+  local name=$1 depth=$2 out=$3; shift 3
+  local raw=()
+  if [ "$1" = --raw ]; then raw=(--raw); shift; fi
+  if [ -n "${RECORD_MEM:-}" ]; then
+    DEPTH=$depth one "$name" "$RECORD_MEM" "${raw[@]}" "$out" "$@"
+  else
+    one "$name" "$TK" -q record mem ${depth:+-b "$depth"} "${raw[@]}" -o "$out" -- "$@"
+  fi
+}
+
 one() {  # one NAME CMD... : one run appended to NAME.runs as "cpu wall rss"
   local name=$1; shift
   /usr/bin/time -f "%U %S %e %M" -o "$D/$name.time" "$@" > "$D/$name.out" 2> "$D/$name.err"
@@ -62,20 +79,26 @@ one() {  # one NAME CMD... : one run appended to NAME.runs as "cpu wall rss"
 : > "$D/load.txt"
 for b in $BUILDS; do
   for c in plain tracekit tracekit_raw raw_decode tracekit_base heaptrack_raw heaptrack memcheck; do : > "$D/${c}_$b.runs"; done
+  for d in ${DEPTH_ROWS:-}; do : > "$D/tracekit_d${d}_$b.runs"; done
 done
 for ((r = 0; r < REPS; r++)); do
   cut -d' ' -f1-3 /proc/loadavg >> "$D/load.txt"
   for b in $BUILDS; do
     AB=$D/alloc_bench_$b
     one "plain_$b" "$AB" "$N" "$T"
-    rm -f "$D/tk_$b.rtrace"*
-    one "tracekit_$b" "$TK" record mem -o "$D/tk_$b.rtrace" -- "$AB" "$N" "$T"
-    rm -f "$D/tkraw_$b.tkrt"*
-    one "tracekit_raw_$b" "$TK" record mem --raw -o "$D/tkraw_$b.tkrt" -- "$AB" "$N" "$T"
-    one "raw_decode_$b" "$TK" rtrace decode "$D/tkraw_$b.tkrt" -o "$D/tkraw_$b.rtrace"
+    rm -rf "$D/tk_$b.mem" "$D/tkraw_$b.mem"
+    rec "tracekit_$b" "${DEPTH:-}" "$D/tk_$b.mem" "$AB" "$N" "$T"
+    cp "$D"/tk_$b.mem/*-0.rtrace "$D/tk_$b.rtrace"
+    for d in ${DEPTH_ROWS:-}; do
+      rm -rf "$D/tkd${d}_$b.mem"
+      rec "tracekit_d${d}_$b" "$d" "$D/tkd${d}_$b.mem" "$AB" "$N" "$T"
+      cp "$D"/tkd${d}_$b.mem/*-0.rtrace "$D/tkd${d}_$b.rtrace"
+    done
+    rec "tracekit_raw_$b" "${DEPTH:-}" "$D/tkraw_$b.mem" --raw "$AB" "$N" "$T"
+    one "raw_decode_$b" "$TK" rtrace decode "$D"/tkraw_$b.mem/*-0.tkrt -o "$D/tkraw_$b.rtrace"
     if [ -n "${TRACEKIT_BASE:-}" ]; then
       one "tracekit_base_$b" "$TRACEKIT_BASE" record mem -o "$D/tkbase_$b.rtrace" -- "$AB" "$N" "$T"
-      rm -f "$D/tkbase_$b.rtrace"*
+      rm -rf "$D/tkbase_$b.rtrace"*
     fi
     if [ $PEERS = 1 ]; then
       rm -f "$D/htraw_$b".* "$D/ht_$b".*
@@ -99,7 +122,7 @@ one report "$TK" report "$PP" -o "$D/tk.report"
 # Frames per allocation: tracekit from its text trace, heaptrack from its
 # flame graph stack file (every allocation's stack, weighted by count).
 for b in $BUILDS; do
-  for t in tk tkraw; do
+  for t in tk tkraw $(for d in ${DEPTH_ROWS:-}; do echo "tkd$d"; done); do
     [ -f "$D/${t}_$b.rtrace" ] || continue
     awk '/^[0-9]+\. .*\) = 0x/ {a++; inb=1; next} /^\t0x/ {if (inb) f++; next} {inb=0}
          END {if (a) printf "%.2f\n", f / a}' "$D/${t}_$b.rtrace" > "$D/frames_${t}_$b.txt"
@@ -114,9 +137,10 @@ for b in $BUILDS; do
   fi
 done
 
-python3 - "$D" "$N" "$BUILDS" <<'PY'
+python3 - "$D" "$N" "$BUILDS" "${DEPTH_ROWS:-}" <<'PY'
 import os, statistics, sys
 d, n, builds = sys.argv[1], int(sys.argv[2]), sys.argv[3].split()
+extra = [f"tracekit_d{x}" for x in sys.argv[4].split()]
 def runs(name):
     p = os.path.join(d, name + ".runs")
     if not os.path.exists(p): return None
@@ -135,13 +159,13 @@ for b in builds:
     print(f"\n{b} build ({'-O2' if b == 'nofp' else '-O2 -fno-omit-frame-pointer'}), medians:")
     print(f"{'configuration':<16} {'CPU s':>7} {'wall s':>7} {'max RSS MB':>10} {'added CPU/alloc':>16} {'vs heaptrack -r':>16} {'frames/alloc':>13}")
     raw = runs("heaptrack_raw_" + b)
-    rows = [(c, runs(f"{c}_{b}")) for c in ("plain", "tracekit", "tracekit_raw", "raw_decode", "tracekit_base", "heaptrack_raw", "heaptrack", "memcheck")]
+    rows = [(c, runs(f"{c}_{b}")) for c in ["plain", "tracekit"] + extra + ["tracekit_raw", "raw_decode", "tracekit_base", "heaptrack_raw", "heaptrack", "memcheck"]]
     rows = dict((c, r) for c, r in rows if r)
     if "tracekit_raw" in rows and "raw_decode" in rows:
         ra, rd = rows["tracekit_raw"], rows["raw_decode"]
         # The decode runs on its own: its CPU is all added cost.
         rows["raw+decode"] = (ra[0] + rd[0], ra[1] + rd[1], max(ra[2], rd[2]), min(ra[3], rd[3]))
-    for c in ("plain", "tracekit", "tracekit_raw", "raw_decode", "raw+decode", "tracekit_base", "heaptrack_raw", "heaptrack", "memcheck"):
+    for c in ["plain", "tracekit"] + extra + ["tracekit_raw", "raw_decode", "raw+decode", "tracekit_base", "heaptrack_raw", "heaptrack", "memcheck"]:
         r = rows.get(c)
         if not r: continue
         cpu, wall, rss, k = r
@@ -149,7 +173,7 @@ for b in builds:
         ratio = ""
         if raw and c not in ("plain", "raw_decode") and cpu > plain[0]:
             ratio = f"{(raw[0] - plain[0]) / (cpu - plain[0]):.2f}x cheaper" if c.startswith("tracekit") or c == "raw+decode" else ""
-        frames = text(f"frames_tk_{b}.txt") if c == "tracekit" else text(f"frames_tkraw_{b}.txt") if c == "tracekit_raw" else text(f"frames_ht_{b}.txt") if c == "heaptrack" else ""
+        frames = text(f"frames_tk_{b}.txt") if c == "tracekit" else text(f"frames_tkraw_{b}.txt") if c == "tracekit_raw" else text(f"frames_ht_{b}.txt") if c == "heaptrack" else text(f"frames_tkd{c[len('tracekit_d'):]}_{b}.txt") if c in extra else ""
         print(f"{c:<16} {cpu:7.2f} {wall:7.2f} {rss/1024:10.1f} {add if c != 'plain' else 0:13.3f} us {ratio:>16} {frames:>13}")
 PP = os.path.join(d, "tk_nofp.rtrace")
 if not os.path.exists(PP): PP = os.path.join(d, "tk_fp.rtrace")
@@ -172,7 +196,9 @@ if [ -f "$FSRC" ]; then
   mkdir -p "$D/scratch"
   for c in fd_plain fd_tracekit fd_memcheck; do : > "$D/$c.runs"; done
   one fd_plain "$D/fd_bench" "$FN" 1000 "$D/scratch"
-  one fd_tracekit "$TK" record mem --modules memory,file -o "$D/fd.rtrace" -- "$D/fd_bench" "$FN" 1000 "$D/scratch"
+  rm -rf "$D/fd.mem"
+  one fd_tracekit "$TK" -q record mem --modules memory,file -o "$D/fd.mem" -- "$D/fd_bench" "$FN" 1000 "$D/scratch"
+  cp "$D"/fd.mem/*-0.rtrace "$D/fd.rtrace"
   "$TK" rtrace postproc -l "$D/fd.rtrace" -o "$D/fd.leaks"
   [ $MEMCHECK = 1 ] && one fd_memcheck valgrind --run-libc-freeres=no --track-fds=yes --log-file="$D/fd_memcheck.log" "$D/fd_bench" "$FN" 1000 "$D/scratch"
   for c in fd_plain fd_tracekit fd_memcheck; do

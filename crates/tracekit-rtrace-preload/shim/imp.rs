@@ -1168,11 +1168,30 @@ unsafe fn flush_all(close: bool) {
 #[unsafe(link_section = ".fini_array")]
 static FINI: extern "C" fn() = at_exit;
 
+/// Run by `exit` (glibc's `on_exit` handlers get the status), whichever
+/// way it is reached: from `main` returning (inside the C library, where
+/// the `exit` hook does not see it) or from a call. Registered first, it
+/// runs after the program's own exit handlers and the destructors: the
+/// image's end is noted with its status (the spill header, which the
+/// recorder reads after the process is gone). A fork child inherits it.
+extern "C" fn exit_status(status: c_int, _arg: *mut c_void) {
+    note_end(END_EXIT, status);
+}
+
 extern "C" fn at_load() {
     // Start eagerly so that an image that never allocates still gets its
     // (empty) trace; hooks called earlier have initialised already.
     if STATE.load(Ordering::Acquire) == UNINIT {
         init_slow();
+    }
+    if STATE.load(Ordering::Acquire) == READY {
+        // From the constructor (never from inside a hook, which could be
+        // called with the exit handlers' lock held). The first 32 handlers
+        // live in the C library's static table: no allocation.
+        set_guard(true);
+        // SAFETY: registering a handler with a null argument.
+        unsafe { libc::on_exit(Some(exit_status), null_mut()) };
+        set_guard(false);
     }
 }
 

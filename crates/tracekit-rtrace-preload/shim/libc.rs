@@ -60,6 +60,7 @@ unsafe extern "C" {
         off: i64,
     ) -> *mut c_void;
     pub fn munmap(addr: *mut c_void, len: usize) -> c_int;
+    pub fn on_exit(f: Option<extern "C" fn(c_int, *mut c_void)>, arg: *mut c_void) -> c_int;
     pub fn pthread_atfork(
         prepare: Option<extern "C" fn()>,
         parent: Option<extern "C" fn()>,

@@ -48,7 +48,9 @@
 //!   SIGKILL, a fault or `abort()` recorded but had not sent is read there
 //!   by the recorder after it is gone. The spill header also says how the
 //!   image ended as the shim saw it (exec, `exit`/`_exit` status, exit
-//!   handlers ran, or nothing: killed);
+//!   handlers ran, or nothing: killed); the status of an `exit` the hooks
+//!   cannot see (returning from `main` calls it inside the C library)
+//!   comes from an `on_exit` handler the constructor registers;
 //! * the per-image metadata — the header (pid, parent, start time, depth,
 //!   modules, nonce, executable) and `/proc/self/maps` — goes out as
 //!   `tracekit.rtrace.meta` records in fragments ([`wire::META_HEAD`]) that

@@ -1,7 +1,8 @@
 //! `tracekit record mem` without the CLI (and its SQL engine), for
 //! measuring the recorder on its own: `record_mem [--raw] OUT CMD...`
-//! runs CMD under the shim (backtrace depth 10, memory) and writes OUT as
-//! `record mem` would (text, or with `--raw` the raw recordings).
+//! runs CMD under the shim (memory; backtrace depth $DEPTH, default the
+//! most, 64) and writes the recording directory OUT as `record mem` would
+//! (text, or with `--raw` the raw recordings).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -18,13 +19,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         return Err("usage: record_mem [--raw] OUT CMD...".into());
     }
     let outputs = Outputs {
-        main: Some(PathBuf::from(&args[0])),
+        dir: Some(PathBuf::from(&args[0])),
         raw,
+        ..Outputs::default()
     };
+    outputs.prepare(0)?;
+    let depth = std::env::var("DEPTH")
+        .ok()
+        .and_then(|d| d.parse().ok())
+        .unwrap_or(tracekit_rtrace_preload::wire::MAX_DEPTH);
     let lib_dir = tempfile::tempdir()?;
     let lib = lib_dir.path().join("libtracekit_rtrace_shim.so");
     std::fs::write(&lib, tracekit_rtrace_preload::SHIM)?;
-    let capture = Capture::start_for(&outputs, 10)?;
+    let capture = Capture::start_for(&outputs, depth)?;
     let mut child = Command::new(&args[1])
         .args(&args[2..])
         .env("LD_PRELOAD", &lib)

@@ -49,6 +49,9 @@ pub struct Stats {
     pub frees: u64,
     /// Frees of blocks never seen allocated (not written).
     pub unmatched_frees: u64,
+    /// `free(NULL)` calls: not written (heaptrack records none), not an
+    /// error.
+    pub null_frees: u64,
     /// Calls of other resource types (file descriptors, …): not written.
     pub other_resources: u64,
     pub strings: u64,
@@ -228,6 +231,8 @@ pub fn convert<R: BufRead, W: Write>(input: R, out: W, sym: &Symbolise) -> Resul
                     writeln!(w.out, "+ {info:x}").map_err(io)?;
                     live.insert(fc.call.id, info);
                     stats.allocations += 1;
+                } else if fc.call.id == 0 {
+                    stats.null_frees += 1;
                 } else {
                     match live.remove(&fc.call.id) {
                         Some(info) => {

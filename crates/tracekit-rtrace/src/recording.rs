@@ -26,6 +26,7 @@ pub use tracekit_rtrace_preload::wire;
 use wire::*;
 
 pub mod capture;
+pub mod set;
 
 /// What the recording's header chunk says.
 #[derive(Debug, Clone, Default)]
@@ -178,6 +179,40 @@ fn local_timestamp(epoch: u64) -> String {
     )
 }
 
+/// What the header chunk (and the last end chunk) of a recording say.
+fn info_of(src: &dyn Source, chunks: &[Chunk]) -> Result<RecordingInfo> {
+    let head = chunks
+        .iter()
+        .find(|c| c.tag == TAG_HEADER)
+        .ok_or_else(|| Error::malformed(Position::Offset(0), "no recorder header chunk"))?;
+    let h = &head.read(src)?;
+    if h.len() < HEADER_FIXED {
+        return Err(Error::malformed(
+            Position::Offset(head.offset),
+            "recorder header chunk too short",
+        ));
+    }
+    Ok(RecordingInfo {
+        pid: u32_at(h, 0),
+        ppid: u32_at(h, 4),
+        start_epoch_s: u64_at(h, 8),
+        backtrace_depth: u32_at(h, 24),
+        modules: u32_at(h, 28),
+        executable: String::from_utf8_lossy(&h[HEADER_FIXED..]).into_owned(),
+        end: match chunks.iter().rev().find(|c| c.tag == TAG_END) {
+            Some(c) => capture::ImageEnd::decode(&c.read(src)?),
+            None => None,
+        },
+    })
+}
+
+/// What a recording file's header says, without decoding its events.
+pub fn read_info(path: &Path) -> Result<RecordingInfo> {
+    let f = std::fs::File::open(path).map_err(|e| Error::io(Some(path), e))?;
+    let (chunks, _) = chunks(&f).map_err(|e| e.in_file(path))?;
+    info_of(&f, &chunks).map_err(|e| e.in_file(path))
+}
+
 /// Decodes a recorder file into text.
 pub fn decode_file<W: Write>(path: &Path, out: W) -> Result<(RecordingInfo, DecodeStats)> {
     Decoder::open(path)?
@@ -305,29 +340,7 @@ impl<'a> Decoder<'a> {
                 ));
             }
         }
-        let head = chunks
-            .iter()
-            .find(|c| c.tag == TAG_HEADER)
-            .ok_or_else(|| Error::malformed(Position::Offset(0), "no recorder header chunk"))?;
-        let h = &head.read(&*src)?;
-        if h.len() < HEADER_FIXED {
-            return Err(Error::malformed(
-                Position::Offset(head.offset),
-                "recorder header chunk too short",
-            ));
-        }
-        let info = RecordingInfo {
-            pid: u32_at(h, 0),
-            ppid: u32_at(h, 4),
-            start_epoch_s: u64_at(h, 8),
-            backtrace_depth: u32_at(h, 24),
-            modules: u32_at(h, 28),
-            executable: String::from_utf8_lossy(&h[HEADER_FIXED..]).into_owned(),
-            end: match chunks.iter().rev().find(|c| c.tag == TAG_END) {
-                Some(c) => capture::ImageEnd::decode(&c.read(&*src)?),
-                None => None,
-            },
-        };
+        let info = info_of(&*src, &chunks)?;
         let mut stats = DecodeStats {
             truncated_bytes: truncated,
             ..Default::default()
@@ -388,6 +401,11 @@ impl<'a> Decoder<'a> {
             backtraces,
             fmt: CallFormatter::new(types),
         })
+    }
+
+    /// What the recording's header says (and how the image ended).
+    pub fn info(&self) -> &RecordingInfo {
+        &self.info
     }
 
     /// Calls `progress` with how many more bytes of the recording have

@@ -34,25 +34,33 @@ pub struct ResourceStats {
     pub allocs: u64,
     pub frees: u64,
     pub allocated_bytes: i64,
-    /// Frees of something never seen allocated (before tracing, `free(NULL)`).
+    /// Frees of something never seen allocated (allocated before tracing
+    /// started, or not by a traced function); `free(NULL)` is not one.
     pub unmatched_frees: u64,
+    /// Releases of the null pointer (`free(NULL)`, `realloc` of NULL is an
+    /// allocation): memory only. Not an error (C says it does nothing),
+    /// so neither an unmatched free nor a call that ends a temporary
+    /// allocation; heaptrack does not record them at all.
+    pub null_frees: u64,
     pub peak_bytes: i64,
     pub peak_blocks: u64,
     /// Index of the call at which the peak was reached.
     pub peak_at_index: i64,
     pub leaked_blocks: u64,
     pub leaked_bytes: i64,
-    /// Blocks released by the very next call after their allocation
-    /// (heaptrack's "temporary allocations").
+    /// Blocks released by the next call after their allocation, not
+    /// counting `free(NULL)` and frees of blocks never seen allocated in
+    /// between (heaptrack's "temporary allocations": it records neither).
     pub temporary: u64,
     /// The largest single allocation.
     pub largest: i64,
 }
 
-/// One backtrace's frames, innermost first: `(address, function, file:line)`.
-/// An inlined function comes before the function it was inlined into, with
-/// the same address.
-pub type Frames = Vec<(u64, String, Option<String>)>;
+/// One backtrace's frames, innermost first: `(address, function,
+/// file:line, inlined)`. An inlined function comes before the function it
+/// was inlined into, with the same address, and says so (`inlined`): the
+/// same address twice in a row is also a recursive call from one place.
+pub type Frames = Vec<(u64, String, Option<String>, bool)>;
 
 /// Leaks (or allocations) that share a backtrace.
 #[derive(Debug, Clone)]
@@ -396,6 +404,14 @@ pub fn analyse_with<R: BufRead>(input: R, top: usize, sym: &Symbolise) -> Result
                 let stats = &mut report.resources[ri];
                 let st = &mut state[ri];
                 let key = (ri, fc.call.id);
+                // `free(NULL)` does nothing: counted apart, and (as for
+                // heaptrack, which never sees it) it does not end the run
+                // after an allocation that makes a block temporary.
+                if !fc.call.is_alloc() && fc.call.id == 0 && registry[ri].name == "memory" {
+                    stats.frees += 1;
+                    stats.null_frees += 1;
+                    continue;
+                }
                 let previous = last_alloc.take();
                 if fc.call.is_alloc() {
                     let size = fc.call.size();
@@ -454,7 +470,12 @@ pub fn analyse_with<R: BufRead>(input: R, top: usize, sym: &Symbolise) -> Result
                             }
                         }
                         Freed::Unreferenced => {}
-                        Freed::Unmatched => stats.unmatched_frees += 1,
+                        Freed::Unmatched => {
+                            stats.unmatched_frees += 1;
+                            // heaptrack drops a free it cannot match
+                            // before counting temporaries: the run goes on.
+                            last_alloc = previous;
+                        }
                     }
                 }
                 if ri == 0 {
@@ -642,7 +663,7 @@ fn name_frames(
     let mut modules = Vec::new();
     for (&addr, text) in addrs.iter().zip(texts) {
         if !resolve {
-            frames.push((addr, format!("0x{addr:x}"), None));
+            frames.push((addr, format!("0x{addr:x}"), None, false));
             modules.push(None);
             continue;
         }
@@ -654,12 +675,14 @@ fn name_frames(
                 (true, Some(t)) => t.clone(),
                 _ => s.fallback_label(),
             };
-            frames.push((addr, label, None));
+            frames.push((addr, label, None, false));
             modules.push(module);
             continue;
         }
-        for f in &s.frames {
-            frames.push((addr, f.function.clone(), f.position()));
+        let last = s.frames.len() - 1;
+        for (k, f) in s.frames.iter().enumerate() {
+            // All but the outermost were inlined into the next.
+            frames.push((addr, f.function.clone(), f.position(), k < last));
             modules.push(module.clone());
         }
     }

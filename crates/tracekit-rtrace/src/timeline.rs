@@ -59,9 +59,6 @@ struct Block {
     frames: Rc<[Frame]>,
 }
 
-const PROCESS: TrackId = 0;
-const LEAKS: TrackId = 1;
-
 fn io(e: io::Error) -> Error {
     Error::io(None, e)
 }
@@ -72,6 +69,62 @@ pub fn map_trace<R: BufRead, S: Sink + ?Sized>(
     source: &str,
     sink: &mut S,
 ) -> Result<(MapStats, Warnings)> {
+    let mut tracks = Tracks::default();
+    let r = map_one(input, source, sink, &mut tracks)?;
+    sink.finish().map_err(io)?;
+    Ok(r)
+}
+
+/// Maps several traces into one timeline (the process images of one
+/// recording, which share the monotonic clock): a process track each,
+/// one sink start and finish. `traces` yields each trace's reader and
+/// name; the stats and warnings are per trace.
+pub fn map_traces<R: BufRead, S: Sink + ?Sized>(
+    traces: impl IntoIterator<Item = Result<(R, String)>>,
+    source: &str,
+    sink: &mut S,
+) -> Result<Vec<(String, MapStats, Warnings)>> {
+    let mut tracks = Tracks::default();
+    let mut out = Vec::new();
+    for t in traces {
+        let (input, name) = t?;
+        let (stats, warnings) = map_one(input, source, sink, &mut tracks)
+            .map_err(|e| e.in_file(std::path::Path::new(&name)))?;
+        out.push((name, stats, warnings));
+    }
+    if !tracks.started {
+        start_sink(sink, source)?;
+    }
+    sink.finish().map_err(io)?;
+    Ok(out)
+}
+
+/// Track numbering across the traces of one sink.
+#[derive(Default)]
+struct Tracks {
+    started: bool,
+    next: TrackId,
+}
+
+fn start_sink<S: Sink + ?Sized>(sink: &mut S, source: &str) -> Result<()> {
+    sink.start(&TraceInfo {
+        dialect: "rtrace",
+        source,
+        host: None,
+        clock: Clock {
+            ticks_per_second: 1000,
+            origin: Origin::Relative,
+        },
+    })
+    .map_err(io)
+}
+
+fn map_one<R: BufRead, S: Sink + ?Sized>(
+    input: R,
+    source: &str,
+    sink: &mut S,
+    tracks: &mut Tracks,
+) -> Result<(MapStats, Warnings)> {
     let mut asm = Assembler::new(Reader::new(input));
     let mut stats = MapStats::default();
     let mut resources: Vec<Resource> = Vec::new();
@@ -80,26 +133,26 @@ pub fn map_trace<R: BufRead, S: Sink + ?Sized>(
     let mut orphans: Vec<((usize, u64), Block)> = Vec::new();
     let mut clock = DayClock::default();
     let mut started = false;
-    let mut next_track: TrackId = 2;
+    // This trace's process track, its leaks track, then its counters.
+    let process: TrackId = tracks.next;
+    let leaks_track: TrackId = process + 1;
+    let mut next_track: TrackId = process + 2;
     let mut pid: i64 = 0;
-    let start = |sink: &mut S, header: Option<&crate::record::Header>| -> Result<i64> {
-        sink.start(&TraceInfo {
-            dialect: "rtrace",
-            source,
-            host: None,
-            clock: Clock {
-                ticks_per_second: 1000,
-                origin: Origin::Relative,
-            },
-        })
-        .map_err(io)?;
+    let start = |sink: &mut S,
+                 tracks: &mut Tracks,
+                 header: Option<&crate::record::Header>|
+     -> Result<i64> {
+        if !tracks.started {
+            tracks.started = true;
+            start_sink(sink, source)?;
+        }
         let pid = header
             .and_then(|h| h.get("pid"))
             .and_then(|p| p.trim().parse::<i64>().ok())
             .unwrap_or(0);
         let name = header.and_then(|h| h.get("process")).map(str::as_bytes);
         sink.event(&Event::Track(Track {
-            id: PROCESS,
+            id: process,
             parent: None,
             kind: TrackKind::Process { pid },
             name,
@@ -107,8 +160,8 @@ pub fn map_trace<R: BufRead, S: Sink + ?Sized>(
         }))
         .map_err(io)?;
         sink.event(&Event::Track(Track {
-            id: LEAKS,
-            parent: Some(PROCESS),
+            id: leaks_track,
+            parent: Some(process),
             kind: TrackKind::Lane { pid, lane: 1 },
             name: Some(b"leaks"),
             sort_index: None,
@@ -120,19 +173,19 @@ pub fn map_trace<R: BufRead, S: Sink + ?Sized>(
         match item {
             Item::Header(h) if !started => {
                 started = true;
-                pid = start(sink, Some(&h))?;
+                pid = start(sink, tracks, Some(&h))?;
             }
             Item::Resource(r) if !resources.iter().any(|x| x.def.name == r.name) => {
                 if !started {
                     started = true;
-                    pid = start(sink, None)?;
+                    pid = start(sink, tracks, None)?;
                 }
-                resources.push(declare(sink, &mut next_track, pid, r)?);
+                resources.push(declare(sink, &mut next_track, process, pid, r)?);
             }
             Item::Call(fc) => {
                 if !started {
                     started = true;
-                    pid = start(sink, None)?;
+                    pid = start(sink, tracks, None)?;
                 }
                 stats.calls += 1;
                 let ts = fc.call.timestamp.map(|t| clock.tick(t) as i64);
@@ -159,7 +212,7 @@ pub fn map_trace<R: BufRead, S: Sink + ?Sized>(
                             description: String::new(),
                             flags: None,
                         };
-                        resources.push(declare(sink, &mut next_track, pid, def)?);
+                        resources.push(declare(sink, &mut next_track, process, pid, def)?);
                         resources.len() - 1
                     }
                 };
@@ -220,7 +273,7 @@ pub fn map_trace<R: BufRead, S: Sink + ?Sized>(
         }
     }
     if !started {
-        start(sink, None)?;
+        start(sink, tracks, None)?;
     }
     for r in resources.iter_mut() {
         if r.pending.is_some() {
@@ -231,9 +284,16 @@ pub fn map_trace<R: BufRead, S: Sink + ?Sized>(
     let mut leaks: Vec<((usize, u64), Block)> = live.into_iter().chain(orphans).collect();
     leaks.sort_by_key(|((ri, id), b)| (b.ts.is_none(), b.ts, *ri, *id));
     for ((ri, id), b) in &leaks {
-        leak(sink, b, &resources[*ri].def.name, *id, &mut stats)?;
+        leak(
+            sink,
+            leaks_track,
+            b,
+            &resources[*ri].def.name,
+            *id,
+            &mut stats,
+        )?;
     }
-    sink.finish().map_err(io)?;
+    tracks.next = next_track;
     let warnings = std::mem::take(&mut asm.reader.warnings);
     Ok((stats, warnings))
 }
@@ -241,6 +301,7 @@ pub fn map_trace<R: BufRead, S: Sink + ?Sized>(
 fn declare<S: Sink + ?Sized>(
     sink: &mut S,
     next_track: &mut TrackId,
+    process: TrackId,
     pid: i64,
     def: ResourceDef,
 ) -> Result<Resource> {
@@ -249,7 +310,7 @@ fn declare<S: Sink + ?Sized>(
     let name = format!("{} in use", def.name);
     sink.event(&Event::Track(Track {
         id: track,
-        parent: Some(PROCESS),
+        parent: Some(process),
         kind: TrackKind::Counter {
             pid,
             series: "in_use",
@@ -283,6 +344,7 @@ fn sample<S: Sink + ?Sized>(sink: &mut S, r: &mut Resource, stats: &mut MapStats
 /// time cannot be placed: counted, not written).
 fn leak<S: Sink + ?Sized>(
     sink: &mut S,
+    track: TrackId,
     b: &Block,
     resource: &str,
     id: u64,
@@ -306,7 +368,7 @@ fn leak<S: Sink + ?Sized>(
     }
     let id = format!("0x{id:x}");
     sink.event(&Event::Instant {
-        track: LEAKS,
+        track,
         ts,
         name: Name::text(b.function.as_bytes()),
         category: b"leak",

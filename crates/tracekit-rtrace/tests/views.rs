@@ -27,6 +27,11 @@ fn trace(calls: &[&str], base: u64) -> String {
                 base + site,
                 base + 0x100
             );
+        } else if *c == "-null" {
+            s += &format!("{}. {ts} free(0x0)\n\n", i + 1);
+        } else if let Some(id) = c.strip_prefix("-0x") {
+            // A block never seen allocated.
+            s += &format!("{}. {ts} free(0x{id})\n\n", i + 1);
         } else {
             let n: usize = c[1..].parse().unwrap();
             s += &format!("{}. {ts} free(0x{:x})\n\n", i + 1, ids[n]);
@@ -92,6 +97,36 @@ fn temporary_means_freed_by_the_very_next_call() {
     assert_eq!(rep.resources[0].temporary, 2);
     assert_eq!(cost_of(&rep, Metric::Temporary, "0x400001"), Some(2));
     assert_eq!(cost_of(&rep, Metric::Temporary, "0x400002"), None);
+}
+
+/// `free(NULL)` does nothing: counted apart, not as a free of an unknown
+/// block, and (like a free of an unknown block, which heaptrack drops
+/// before it looks for temporaries) it does not end the run that makes
+/// the next release of the last allocation temporary.
+#[test]
+fn free_of_null_is_not_an_unknown_block_nor_a_call_between() {
+    let t = trace(
+        &[
+            "+10@1", "-null", "-0", "+20@1", "-0xdead", "-null", "-1", "-null",
+        ],
+        0x400000,
+    );
+    let rep = report::analyse(t.as_bytes(), 10, false).unwrap();
+    let r = &rep.resources[0];
+    assert_eq!((r.frees, r.null_frees, r.unmatched_frees), (6, 3, 1));
+    assert_eq!(r.temporary, 2);
+    let mut text = Vec::new();
+    rep.write_text(&mut text, "t").unwrap();
+    let text = String::from_utf8(text).unwrap();
+    assert!(
+        text.contains("frees 6 (1 of unknown blocks, 3 free(NULL))"),
+        "{text}"
+    );
+    assert!(text.contains("\n  backtrace depth 10\n"), "{text}");
+    // Not in a heaptrack file (it records none), not an unknown block.
+    let mut out = Vec::new();
+    let stats = heaptrack::convert(t.as_bytes(), &mut out, &Symbolise::none()).unwrap();
+    assert_eq!((stats.null_frees, stats.unmatched_frees), (3, 1));
 }
 
 #[test]

@@ -123,15 +123,23 @@ fn build(dir: &Path, name: &str, src: &str, cxx: bool, flags: &[&str]) -> PathBu
     exe
 }
 
+/// The trace of the command's own process in the recording `dir`.
+fn command_trace(dir: &Path) -> PathBuf {
+    let m: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("recording.json")).unwrap()).unwrap();
+    dir.join(m["images"][0]["file"].as_str().unwrap())
+}
+
+/// Records `exe args`; returns the trace of its (only) process.
 fn record(exe: &Path, args: &[&str]) -> PathBuf {
-    let trace = exe.with_extension("rtrace");
+    let dir = exe.with_extension("mem");
     run(tracekit()
         .args(["record", "mem", "-o"])
-        .arg(&trace)
+        .arg(&dir)
         .arg("--")
         .arg(exe)
         .args(args));
-    trace
+    command_trace(&dir)
 }
 
 fn report(trace: &Path, extra: &[&str]) -> Value {
@@ -591,10 +599,10 @@ fn main() {
         .arg(&src)
         .arg("-o")
         .arg(&exe));
-    let trace = exe.with_extension("rtrace");
+    let rec = exe.with_extension("mem");
     let mut child = tracekit()
         .args(["record", "mem", "-o"])
-        .arg(&trace)
+        .arg(&rec)
         .arg("--")
         .arg(&exe)
         .stdout(std::process::Stdio::piped())
@@ -612,7 +620,7 @@ fn main() {
         std::thread::sleep(std::time::Duration::from_millis(50));
     };
     assert!(status.success(), "record mem failed: {status}");
-    let rep = report(&trace, &[]);
+    let rep = report(&command_trace(&rec), &[]);
     let names = labels(&rep);
     assert!(
         names.iter().any(|l| l.contains("prog::fill")),
@@ -628,17 +636,19 @@ fn main() {
 fn raw_recordings_decode_to_the_text_trace() {
     let tmp = tempfile::tempdir().unwrap();
     let exe = build(tmp.path(), "raw", PROGRAM, false, &["-g", "-O2"]);
-    let raw = tmp.path().join("raw.tkrt");
+    let rec = tmp.path().join("raw.mem");
     run(tracekit()
         .args(["record", "mem", "--raw", "-o"])
-        .arg(&raw)
+        .arg(&rec)
         .arg("--")
         .arg(&exe)
         .arg("40"));
+    let raw = command_trace(&rec);
+    assert_eq!(raw.extension().unwrap(), "tkrt");
     let bytes = std::fs::read(&raw).unwrap();
     assert!(bytes.starts_with(b"TKRT"), "not a raw recording");
     // Nothing else was left beside it (the scratch directory is gone).
-    let left: Vec<_> = std::fs::read_dir(tmp.path())
+    let left: Vec<_> = std::fs::read_dir(&rec)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .filter(|n| n.starts_with(".tracekit"))

@@ -245,22 +245,81 @@ impl Capture {
     }
 }
 
-/// Where `record mem` puts what it recorded: the command's trace at `main`
-/// (default `<pid>.rtrace`, `<pid>.tkrt` with `raw`, in the current
-/// directory), every other process image beside it as
-/// `<main>.<pid>-<n>.rtrace` (`.tkrt`).
+/// Where `record mem` puts what it recorded: one directory per recording
+/// (default `tracekit-mem.<pid>` in the current directory), holding one
+/// trace per process image, `<pid>-<n>.rtrace` (`.tkrt` with `raw`), and
+/// the manifest [`super::set::MANIFEST`] that lists them (the command's
+/// own images first) with what the recorder knows of each (parent, program,
+/// how it ended). `report`, `convert` and `rtrace postproc` take the
+/// directory as a whole ([`super::set::Recording`]). With `stdout`, every
+/// image's text trace goes to standard output instead, one after another.
 #[derive(Debug, Clone, Default)]
 pub struct Outputs {
-    pub main: Option<PathBuf>,
+    pub dir: Option<PathBuf>,
     /// Keep the raw recordings (renamed into place) instead of decoding
     /// them into text traces.
     pub raw: bool,
+    /// Text traces to standard output, no directory (`-o -`).
+    pub stdout: bool,
+    /// The command line, for the manifest.
+    pub command: Vec<String>,
 }
 
 impl Outputs {
+    /// The recording's directory (`None`: standard output).
+    fn target(&self, root: i32) -> Option<PathBuf> {
+        if self.stdout {
+            return None;
+        }
+        Some(match &self.dir {
+            Some(d) => d.clone(),
+            None => PathBuf::from(format!("tracekit-mem.{root}")),
+        })
+    }
+
+    /// Makes the recording's directory (private, see
+    /// `tracekit_core::files::dir_mode`). One that holds an earlier
+    /// recording has its traces and manifest removed (as `-o` truncates a
+    /// file); anything else there is refused.
+    pub fn prepare(&self, root: i32) -> io::Result<()> {
+        let Some(dir) = self.target(root) else {
+            return Ok(());
+        };
+        match std::fs::symlink_metadata(&dir) {
+            Ok(m) if m.is_dir() => {
+                let set = super::set::Recording::list_files(&dir)?;
+                if set.others > 0 {
+                    return Err(io::Error::new(
+                        io::ErrorKind::AlreadyExists,
+                        format!(
+                            "{}: a directory with other files in it (a recording goes into a directory of its own)",
+                            dir.display()
+                        ),
+                    ));
+                }
+                for f in set.traces.iter().chain(set.manifest.iter()) {
+                    std::fs::remove_file(f)?;
+                }
+                Ok(())
+            }
+            Ok(_) => Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!(
+                    "{}: exists and is not a directory (a recording is a directory)",
+                    dir.display()
+                ),
+            )),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                tracekit_core::files::create_private_dir(&dir)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
     /// A private directory (0700, removed when dropped) for the image
-    /// files while recording: beside the outputs with `raw`, so that they
-    /// are renamed into place, not copied; else a temporary directory.
+    /// files while recording: inside the recording's directory with
+    /// `raw`, so that they are renamed into place, not copied; else a
+    /// temporary directory.
     pub fn scratch_dir(&self) -> io::Result<tempfile::TempDir> {
         use std::os::unix::fs::PermissionsExt;
         // Trace content: for the user only.
@@ -272,14 +331,15 @@ impl Outputs {
                 "tracekit-rtrace-"
             })
             .to_owned();
-        if !self.raw {
+        if !self.raw || self.stdout {
             return b.tempdir();
         }
-        let parent = match self.main.as_deref().and_then(Path::parent) {
-            Some(p) if !p.as_os_str().is_empty() => p,
-            _ => Path::new("."),
-        };
-        b.tempdir_in(parent)
+        match &self.dir {
+            Some(d) => b.tempdir_in(d),
+            // The default directory is named after the command's pid: the
+            // current directory, where it will be.
+            None => b.tempdir_in("."),
+        }
     }
 
     fn ext(&self) -> &'static str {
@@ -290,38 +350,15 @@ impl Outputs {
         }
     }
 
-    /// Each image with its output: the command's own first image (`root`
-    /// image 0) goes to `main`; if it was not recorded (a static program
-    /// starting dynamic ones), the first image stands for it.
-    pub fn name(&self, images: Vec<Image>, root: i32) -> Vec<(PathBuf, Image)> {
-        let Some(main) = images
-            .iter()
-            .position(|i| i.pid == root && i.n == 0)
-            .or((!images.is_empty()).then_some(0))
-        else {
-            return Vec::new();
-        };
+    /// Each image with its output, the command's own images (`root`)
+    /// first: `<dir>/<pid>-<n>.<ext>` (with `stdout`, just the names).
+    pub fn name(&self, mut images: Vec<Image>, root: i32) -> Vec<(PathBuf, Image)> {
+        images.sort_by_key(|i| (i.pid != root, i.pid, i.n));
+        let dir = self.target(root).unwrap_or_default();
         let ext = self.ext();
-        let main_out = match &self.main {
-            Some(p) => p.clone(),
-            None => PathBuf::from(format!("{}.{ext}", images[main].pid)),
-        };
         images
             .into_iter()
-            .enumerate()
-            .map(|(k, image)| {
-                let out = if k == main {
-                    main_out.clone()
-                } else {
-                    PathBuf::from(format!(
-                        "{}.{}-{}.{ext}",
-                        main_out.display(),
-                        image.pid,
-                        image.n
-                    ))
-                };
-                (out, image)
-            })
+            .map(|image| (dir.join(format!("{}-{}.{ext}", image.pid, image.n)), image))
             .collect()
     }
 }
@@ -344,7 +381,11 @@ impl ImageEnd {
 pub struct Recorded {
     pub images: Vec<(PathBuf, Image)>,
     pub stats: CaptureStats,
+    /// The recording's directory (`None`: standard output).
+    pub dir: Option<PathBuf>,
     raw: bool,
+    command: Vec<String>,
+    root: i32,
     _scratch: Option<tempfile::TempDir>,
 }
 
@@ -358,7 +399,8 @@ pub enum Written {
 
 impl Recorded {
     /// Writes every image's output (renames the raw recordings into place,
-    /// or decodes them into text traces), calling `done` after each.
+    /// or decodes them into text traces), calling `done` after each, then
+    /// the manifest that makes the directory a recording.
     pub fn write(&self, mut done: impl FnMut(&Path, Written)) -> tracekit_core::Result<()> {
         if self.images.is_empty() {
             return Err(tracekit_core::Error::Other(
@@ -366,18 +408,57 @@ impl Recorded {
             ));
         }
         let io_err = |p: &Path, e| tracekit_core::Error::io(Some(p), e);
+        let mut listed = Vec::new();
         for (out, image) in &self.images {
-            if self.raw {
+            let info = if self.raw {
+                let info = super::read_info(&image.path)?;
                 std::fs::rename(&image.path, out).map_err(|e| io_err(out, e))?;
                 done(out, Written::Raw);
-                continue;
-            }
-            let f = tracekit_core::files::create(out).map_err(|e| io_err(out, e))?;
-            let (info, stats) =
-                super::decode_file(&image.path, io::BufWriter::with_capacity(1 << 16, f))
-                    .map_err(|e| e.in_file(out))?;
-            done(out, Written::Text(info, stats));
+                info
+            } else if self.dir.is_none() {
+                let stdout = io::stdout();
+                let (info, stats) = super::decode_file(&image.path, stdout.lock())?;
+                done(out, Written::Text(info.clone(), stats));
+                info
+            } else {
+                let f = tracekit_core::files::create(out).map_err(|e| io_err(out, e))?;
+                let (info, stats) =
+                    super::decode_file(&image.path, io::BufWriter::with_capacity(1 << 16, f))
+                        .map_err(|e| e.in_file(out))?;
+                done(out, Written::Text(info.clone(), stats));
+                info
+            };
+            listed.push((out, image, info));
         }
+        let Some(dir) = &self.dir else {
+            return Ok(());
+        };
+        let images: Vec<serde_json::Value> = listed
+            .iter()
+            .map(|(out, image, info)| {
+                serde_json::json!({
+                    "file": out.file_name().map(|n| n.to_string_lossy().into_owned()),
+                    "pid": image.pid,
+                    "image": image.n,
+                    "ppid": info.ppid,
+                    "executable": info.executable,
+                    "end": info.end.map(super::set::end_json),
+                })
+            })
+            .collect();
+        let manifest = serde_json::json!({
+            "format": super::set::FORMAT,
+            "version": super::set::VERSION,
+            "command": self.command,
+            "pid": self.root,
+            "images": images,
+        });
+        let path = dir.join(super::set::MANIFEST);
+        let mut text = serde_json::to_vec_pretty(&manifest)
+            .map_err(|e| tracekit_core::Error::Other(e.to_string()))?;
+        text.push(b'\n');
+        let mut f = tracekit_core::files::create(&path).map_err(|e| io_err(&path, e))?;
+        f.write_all(&text).map_err(|e| io_err(&path, e))?;
         Ok(())
     }
 }
@@ -387,6 +468,10 @@ impl Capture {
     /// scratch directory ([`Outputs::scratch_dir`]) the capture owns, then
     /// the result of [`Capture::finish_into`].
     pub fn start_for(outputs: &Outputs, depth: usize) -> io::Result<Capture> {
+        if outputs.dir.is_some() {
+            // Named: made (or emptied) before the command runs.
+            outputs.prepare(0)?;
+        }
         let scratch = outputs.scratch_dir()?;
         let mut capture = Capture::start(scratch.path(), depth)?;
         capture.scratch = Some(scratch);
@@ -404,6 +489,10 @@ impl Capture {
     ) -> io::Result<Recorded> {
         let scratch = self.scratch.take();
         let (images, stats) = self.finish()?;
+        if outputs.dir.is_none() && !images.is_empty() {
+            // The default directory, named after the command's pid.
+            outputs.prepare(root)?;
+        }
         if let (Some(last), Some(end)) = (
             images.iter().filter(|i| i.pid == root).max_by_key(|i| i.n),
             ImageEnd::from_status(status),
@@ -413,7 +502,10 @@ impl Capture {
         Ok(Recorded {
             images: outputs.name(images, root),
             stats,
+            dir: outputs.target(root),
             raw: outputs.raw,
+            command: outputs.command.clone(),
+            root,
             _scratch: scratch,
         })
     }
@@ -1004,27 +1096,29 @@ mod tests {
         assert!(text.contains("= 0x1000\n\t0x20\n\t0x30\n\n"), "{text}");
     }
 
-    /// `record mem`'s policy: the command's first image is the main
-    /// output, the others are named after it; the wait status is the
+    /// `record mem`'s policy: one directory per recording, the command's
+    /// images first, `<pid>-<n>.<ext>` each; the wait status is the
     /// command's end; raw recordings are renamed into place from a private
-    /// scratch directory beside them, which goes when the result does.
+    /// scratch directory inside it, which goes when the result does; the
+    /// manifest lists the images.
     #[test]
     fn outputs_name_images_and_raw_recordings_are_renamed_into_place() {
         use std::os::unix::fs::PermissionsExt;
         use std::os::unix::process::ExitStatusExt;
         let dir = tempfile::tempdir().unwrap();
-        let main = dir.path().join("app.tkrt");
+        let rec = dir.path().join("app.raw");
         let outputs = Outputs {
-            main: Some(main.clone()),
+            dir: Some(rec.clone()),
             raw: true,
+            stdout: false,
+            command: vec!["app".into()],
         };
+        outputs.prepare(0).unwrap();
         let scratch = outputs.scratch_dir().unwrap();
-        assert_eq!(scratch.path().parent(), Some(dir.path()));
-        let mode = std::fs::metadata(scratch.path())
-            .unwrap()
-            .permissions()
-            .mode();
-        assert_eq!(mode & 0o777, 0o700);
+        assert_eq!(scratch.path().parent(), Some(rec.as_path()));
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(scratch.path()), 0o700);
+        assert_eq!(mode(&rec), 0o700);
         // A child (pid 5) and the command (pid 9), which execs once.
         let mut d = Demux::new(scratch.path().to_path_buf(), 1024, 1025);
         for pid in [9, 5, 9] {
@@ -1044,18 +1138,11 @@ mod tests {
                 .map(|(p, _)| p.file_name().unwrap().to_string_lossy().into_owned())
                 .collect()
         };
-        assert_eq!(
-            names(&outputs, 9),
-            ["app.tkrt.5-0.tkrt", "app.tkrt", "app.tkrt.9-1.tkrt"]
-        );
-        // No -o: named after the command's pid; the command not recorded
-        // (a static program): the first image stands for it.
+        assert_eq!(names(&outputs, 9), ["9-0.tkrt", "9-1.tkrt", "5-0.tkrt"]);
+        // No -o: named after the command's pid.
         let text = Outputs::default();
-        assert_eq!(
-            names(&text, 9),
-            ["9.rtrace.5-0.rtrace", "9.rtrace", "9.rtrace.9-1.rtrace"]
-        );
-        assert_eq!(names(&text, 4)[0], "5.rtrace");
+        let named = text.name(images.clone(), 9);
+        assert_eq!(named[0].0, Path::new("tracekit-mem.9/9-0.rtrace"));
         assert!(outputs.name(Vec::new(), 9).is_empty());
 
         assert_eq!(
@@ -1071,7 +1158,10 @@ mod tests {
         let recorded = Recorded {
             images: outputs.name(images, 9),
             stats: CaptureStats::default(),
+            dir: Some(rec.clone()),
             raw: true,
+            command: outputs.command.clone(),
+            root: 9,
             _scratch: Some(scratch),
         };
         let mut written = Vec::new();
@@ -1087,7 +1177,18 @@ mod tests {
             .all(|p| crate::recording::sniff(&std::fs::read(p).unwrap())));
         drop(recorded);
         assert!(!scratch_path.exists());
-        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
-        assert_eq!(left.len(), 3);
+        let left: Vec<_> = std::fs::read_dir(&rec).unwrap().collect();
+        assert_eq!(left.len(), 4);
+        let set = crate::recording::set::Recording::open(&rec).unwrap();
+        let listed: Vec<(i64, u32)> = set.images.iter().map(|i| (i.pid, i.n)).collect();
+        assert_eq!(listed, [(9, 0), (9, 1), (5, 0)]);
+        assert_eq!(set.pid, Some(9));
+        assert_eq!(set.command, ["app"]);
+        assert_eq!(set.images[0].executable.as_deref(), Some("/bin/prog"));
+        // Recording again: the traces go, a stranger's file stays refused.
+        outputs.prepare(0).unwrap();
+        assert_eq!(std::fs::read_dir(&rec).unwrap().count(), 0);
+        std::fs::write(rec.join("notes.txt"), "x").unwrap();
+        assert!(outputs.prepare(0).is_err());
     }
 }

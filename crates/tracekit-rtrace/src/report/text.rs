@@ -23,6 +23,11 @@ impl Report {
             h.timestamp().unwrap_or("?"),
             h.get("origin").unwrap_or("?")
         )?;
+        if let Some(d) = h.get("backtrace depth") {
+            // How deep the recorder unwound: a stack cut short hides the
+            // callers above this many frames.
+            writeln!(out, "  backtrace depth {}", d.trim())?;
+        }
         for n in &self.notes {
             writeln!(out, "  {n}")?;
         }
@@ -38,14 +43,19 @@ impl Report {
         for r in &self.resources {
             writeln!(out)?;
             writeln!(out, "{} ({}):", r.name, r.description)?;
-            writeln!(
+            write!(
                 out,
-                "  allocations {}  ({} total), frees {} ({} of unknown blocks)",
+                "  allocations {}  ({} total), frees {} ({} of unknown blocks",
                 r.allocs,
                 human_bytes(r.allocated_bytes),
                 r.frees,
                 r.unmatched_frees
             )?;
+            if r.null_frees > 0 {
+                // Not an error: counted apart (heaptrack records none).
+                write!(out, ", {} free(NULL)", r.null_frees)?;
+            }
+            writeln!(out, ")")?;
             writeln!(
                 out,
                 "  peak {} in {} blocks (at call {})",
@@ -130,6 +140,7 @@ impl Report {
                 "name": r.name, "description": r.description,
                 "allocations": r.allocs, "allocated_bytes": r.allocated_bytes,
                 "frees": r.frees, "unmatched_frees": r.unmatched_frees,
+                "null_frees": r.null_frees,
                 "peak_bytes": r.peak_bytes, "peak_blocks": r.peak_blocks,
                 "peak_at_index": r.peak_at_index,
                 "leaked_blocks": r.leaked_blocks, "leaked_bytes": r.leaked_bytes,
@@ -245,13 +256,12 @@ pub(super) fn write_frames<W: Write>(
     from: usize,
     indent: &str,
 ) -> std::io::Result<()> {
-    for (i, (addr, label, pos)) in frames.iter().enumerate().skip(from) {
-        let inlined = frames.get(i + 1).is_some_and(|n| n.0 == *addr);
+    for (_, label, pos, inlined) in frames.iter().skip(from) {
         write!(out, "{indent}{label}")?;
         if let Some(p) = pos {
             write!(out, " at {p}")?;
         }
-        if inlined {
+        if *inlined {
             write!(out, " (inlined)")?;
         }
         writeln!(out)?;
@@ -262,9 +272,7 @@ pub(super) fn write_frames<W: Write>(
 fn frames_json(frames: &Frames) -> Vec<Value> {
     frames
         .iter()
-        .enumerate()
-        .map(|(i, (a, l, p))| {
-            let inlined = frames.get(i + 1).is_some_and(|n| n.0 == *a);
+        .map(|(a, l, p, inlined)| {
             json!({"address": format!("0x{a:x}"), "function": l, "source": p, "inlined": inlined})
         })
         .collect()

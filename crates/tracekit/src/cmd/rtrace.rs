@@ -10,6 +10,7 @@ use anyhow::{bail, Context, Result};
 use tracekit_core::timeline::Sink;
 use tracekit_rtrace::heaptrack;
 use tracekit_rtrace::postproc::{self, CallAddress, Options, SortOrder};
+use tracekit_rtrace::recording::set::Recording;
 use tracekit_rtrace::report::{self, Metric, Symbolise};
 
 use crate::cmd::{convert, info, output};
@@ -56,44 +57,53 @@ pub struct DecodeArgs {
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
 Preloads tracekit's recorder (built into this executable, or the library
-named by $TRACEKIT_PRELOAD_LIB) into CMD and its children. Each process
-image gets its own trace: the command's is OUT; the others (fork children,
-exec'd programs) are written beside it as OUT.<pid>-<n>.rtrace. The exit
-status is the command's. Events travel through a POSIX trace stream in
-/dev/shm that tracekit reads while CMD runs (a full stream makes CMD wait,
-nothing is dropped silently). Backtraces are unwound from the programs'
-DWARF call-frame information (.eh_frame), so code built without frame
-pointers (-O2, Debian packages) gets complete stacks. A process killed by a
+named by $TRACEKIT_PRELOAD_LIB) into CMD and its children. The recording is
+one directory, OUT (default tracekit-mem.<pid>): one sp-rtrace text trace
+per process image (<pid>-<n>.rtrace: fork children are new pids, exec
+starts image n+1) and recording.json, which lists them, the command's own
+first, with parent, program and how each ended. `tracekit report OUT`,
+`tracekit convert OUT` and `tracekit rtrace postproc OUT` take the whole
+recording; each trace is also a plain sp-rtrace file. `-o -` writes the
+traces to standard output instead, one after another. Recording again into
+the same OUT replaces its traces. The exit status is the command's.
+
+Events travel through a POSIX trace stream in /dev/shm that tracekit reads
+while CMD runs (a full stream makes CMD wait, nothing is dropped silently).
+Backtraces are unwound from the programs' DWARF call-frame information
+(.eh_frame), so code built without frame pointers (-O2, Debian packages)
+gets complete stacks: whole stacks by default, up to 64 frames (heaptrack's
+limit too); each trace's header says the depth. A process killed by a
 signal or a crash keeps every event it recorded, and each trace ends with a
 '## tracekit:' line saying how the process ended (exit status or signal).
-Leaks can be listed with `tracekit report OUT`.
 
 With --raw, the text is not made: each process image's recording is kept as
-tracekit received it (OUT, default <pid>.tkrt, and OUT.<pid>-<n>.tkrt), like
-heaptrack -r; `tracekit rtrace decode` turns it into the text trace later,
-and `tracekit rtrace postproc|report` read it directly.
+tracekit received it (OUT/<pid>-<n>.tkrt), like heaptrack -r; `tracekit
+rtrace decode` turns one into its text trace later, and the readers take
+the directory or a file as they are.
 
 Examples:
-  tracekit record mem -o app.rtrace -- ./app --flag
+  tracekit record mem -o app.mem -- ./app --flag
+  tracekit report app.mem
   tracekit record mem --modules memory,file --backtrace-depth 16 -- make check
-  tracekit rtrace postproc app.rtrace -lcr        # leaks by backtrace, resolved
-  tracekit record mem --raw -o app.tkrt -- ./app  # decode later
-  tracekit rtrace decode app.tkrt -o app.rtrace")]
+  tracekit rtrace postproc app.mem -lcr            # leaks by backtrace, resolved
+  tracekit record mem --raw -o app.raw -- ./app    # decode later
+  tracekit rtrace decode app.raw/<pid>-0.tkrt -o app.rtrace")]
 pub struct RecordArgs {
     /// What to record: memory (malloc family), file (descriptors and
     /// FILE streams), comma-separated.
     #[arg(long, default_value = "memory", value_name = "LIST")]
     pub modules: String,
-    /// Return addresses kept per allocation (0 = none, at most 64).
+    /// Return addresses kept per allocation (0 = none; default and most:
+    /// 64, the whole stack but for deeper recursion).
     #[arg(
         short = 'b',
         long = "backtrace-depth",
-        default_value_t = 10,
+        default_value_t = tracekit_rtrace_preload::wire::MAX_DEPTH,
         value_name = "N"
     )]
     pub backtrace_depth: usize,
-    /// The trace to write (default: <pid>.rtrace in the current directory,
-    /// <pid>.tkrt with --raw).
+    /// The recording's directory (default: tracekit-mem.<pid> in the
+    /// current directory; `-`: the text traces to standard output).
     #[arg(short = 'o', long, value_name = "OUT")]
     pub output: Option<PathBuf>,
     /// Keep the binary recordings instead of writing text traces (decode
@@ -277,7 +287,7 @@ pub fn record_mem(a: RecordArgs) -> Result<ExitCode> {
         }
     }
     if a.raw && a.output.as_deref() == Some(Path::new("-")) {
-        bail!("--raw writes files: give -o a file name");
+        bail!("--raw writes files: give -o a directory");
     }
     if a.backtrace_depth > tracekit_rtrace_preload::wire::MAX_DEPTH {
         bail!(
@@ -312,10 +322,24 @@ pub fn record_mem(a: RecordArgs) -> Result<ExitCode> {
 /// [`Outputs`]: tracekit_rtrace::recording::capture::Outputs
 fn record_into(preload: std::ffi::OsString, a: &RecordArgs) -> Result<ExitCode> {
     use tracekit_rtrace::recording::capture::{Capture, Outputs, Written};
+    let stdout = a.output.as_deref() == Some(Path::new("-"));
     let outputs = Outputs {
-        main: a.output.clone(),
+        dir: a.output.clone().filter(|_| !stdout),
         raw: a.raw,
+        stdout,
+        command: a
+            .command
+            .iter()
+            .map(|c| c.to_string_lossy().into_owned())
+            .collect(),
     };
+    if let Some(dir) = &outputs.dir {
+        // Made (or an earlier recording's traces removed) before the
+        // command runs: a bad -o fails now, saying why.
+        outputs
+            .prepare(0)
+            .map_err(|e| tracekit_core::Error::io(Some(dir), e))?;
+    }
     let capture = Capture::start_for(&outputs, a.backtrace_depth)
         .with_context(|| "cannot set up the recorder's trace stream".to_string())?;
     let mut child = std::process::Command::new(&a.command[0])
@@ -331,14 +355,17 @@ fn record_into(preload: std::ffi::OsString, a: &RecordArgs) -> Result<ExitCode> 
     let recorded = capture
         .finish_into(&outputs, root, status)
         .with_context(|| "reading the recorder's trace stream".to_string())?;
+
     let stats = &recorded.stats;
-    if stats.spilled_events > 0 {
+    // -q: no summary lines; what was lost is still said.
+    let quiet = crate::progress::quiet();
+    if stats.spilled_events > 0 && !quiet {
         eprintln!(
             "tracekit: {} event(s) of processes that did not exit normally were read from their spill files",
             stats.spilled_events
         );
     }
-    if stats.refused_writes > 0 {
+    if stats.refused_writes > 0 && !quiet {
         // The stream's lost count covers more than events lost for good:
         // the shim retries a refused write until there is room.
         eprintln!(
@@ -353,13 +380,26 @@ fn record_into(preload: std::ffi::OsString, a: &RecordArgs) -> Result<ExitCode> 
         );
     }
     recorded.write(|out, written| match written {
-        Written::Raw => eprintln!("tracekit: {}: raw recording", out.display()),
-        Written::Text(info, stats) => eprintln!(
-            "tracekit: {}: {}",
-            out.display(),
-            describe_image(&info, &stats)
-        ),
+        Written::Raw if !quiet => eprintln!("tracekit: {}: raw recording", out.display()),
+        Written::Raw => {}
+        Written::Text(info, stats) => {
+            if !quiet || stats.lost > 0 || stats.truncated_bytes > 0 {
+                eprintln!(
+                    "tracekit: {}: {}",
+                    out.display(),
+                    describe_image(&info, &stats)
+                )
+            }
+        }
     })?;
+    if let (Some(dir), false) = (&recorded.dir, quiet) {
+        eprintln!(
+            "tracekit: {}: the recording, {} process image(s) (tracekit report {})",
+            dir.display(),
+            recorded.images.len(),
+            dir.display()
+        );
+    }
     use std::os::unix::process::ExitStatusExt;
     Ok(match (status.code(), status.signal()) {
         (Some(c), _) => ExitCode::from(c.clamp(0, 255) as u8),
@@ -473,14 +513,71 @@ fn run_postproc(a: PostprocArgs) -> Result<ExitCode> {
         root: a.root.clone(),
     };
     let path = a.input.as_deref().or(a.input_file.as_deref());
-    let (input, name) = open_input(path)?;
-    let out = output(a.output.as_deref())?;
-    let stats =
-        postproc::run(Rtrace::text(&input)?, &opts, out).map_err(|e| with_name(e, &input))?;
-    if !crate::progress::quiet() {
-        super::print_warnings(&name, &stats.warnings);
+    let (input, _) = open_input(path)?;
+    // A recording: each process image's trace, post-processed on its own.
+    let images = match recording_of(&input)? {
+        Some(rec) => {
+            let outs = image_outputs(&rec, a.output.as_deref(), "rtrace", true)?;
+            rec.images
+                .iter()
+                .map(|i| i.path.clone())
+                .map(Some)
+                .zip(outs)
+                .collect()
+        }
+        None => vec![(None, a.output.clone())],
+    };
+    for (image, out_path) in images {
+        let input = match &image {
+            Some(p) => Input::open(p)?,
+            None => Input::open(path.unwrap_or(Path::new("-")))?,
+        };
+        let out = output(out_path.as_deref())?;
+        let stats =
+            postproc::run(Rtrace::text(&input)?, &opts, out).map_err(|e| with_name(e, &input))?;
+        if !crate::progress::quiet() {
+            super::print_warnings(&input.display(), &stats.warnings);
+        }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The recording `record mem` wrote, if `input` is its directory.
+fn recording_of(input: &Input) -> Result<Option<Recording>> {
+    if !input.is_dir {
+        return Ok(None);
+    }
+    Ok(Some(Recording::open(&input.path)?))
+}
+
+/// Where the output for each image of `rec` goes (`None`: standard
+/// output): all to standard output one after another (text outputs only),
+/// or with `-o`, the file itself for a recording of one image, else a
+/// directory made for them, `<pid>-<n>.<ext>` each.
+fn image_outputs(
+    rec: &Recording,
+    out: Option<&Path>,
+    ext: &str,
+    text: bool,
+) -> Result<Vec<Option<PathBuf>>> {
+    let n = rec.images.len();
+    match out.filter(|p| p.as_os_str() != "-") {
+        None if text || n == 1 => Ok(vec![None; n]),
+        None => bail!(
+            "{}: a recording of {n} process images: give -o a directory for their {ext} files",
+            rec.dir.display()
+        ),
+        Some(p) if n == 1 => Ok(vec![Some(p.to_path_buf())]),
+        Some(dir) => {
+            tracekit_core::files::create_private_dir(dir)
+                .map_err(|e| tracekit_core::Error::io(Some(dir), e))?;
+            Ok(rec
+                .images
+                .iter()
+                .map(|i| Some(dir.join(format!("{}-{}.{ext}", i.pid, i.n))))
+                .collect())
+        }
+    }
 }
 
 fn with_name(e: tracekit_core::Error, input: &Input) -> anyhow::Error {
@@ -546,13 +643,127 @@ fn write_diff(
     Ok(())
 }
 
+/// Analyses every image of a recording and writes the whole: a table of
+/// the processes (parent, program, calls, peak, leaks, how it ended),
+/// then each image's report (JSON: the same under `processes`).
+fn write_recording_report(
+    rec: &Recording,
+    top: usize,
+    sym: &Symbolise,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let mut reports = Vec::with_capacity(rec.images.len());
+    for image in &rec.images {
+        let input = Input::open(&image.path)?;
+        reports.push((input.display(), analyse(&input, top, sym)?));
+    }
+    let name = rec.dir.display().to_string();
+    if json {
+        let processes: Vec<serde_json::Value> = rec
+            .images
+            .iter()
+            .zip(&reports)
+            .map(|(i, (file, r))| {
+                serde_json::json!({
+                    "pid": i.pid, "image": i.n, "ppid": i.ppid,
+                    "executable": i.executable, "end": i.end,
+                    "report": r.to_json(file),
+                })
+            })
+            .collect();
+        let v = serde_json::json!({
+            "recording": name,
+            "format": "tracekit memory recording",
+            "command": rec.command,
+            "pid": rec.pid,
+            "processes": processes,
+        });
+        serde_json::to_writer_pretty(&mut *out, &v)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "tracekit memory recording {name}: {} process image(s)",
+        rec.images.len()
+    )?;
+    if !rec.command.is_empty() {
+        writeln!(out, "  command: {}", rec.command.join(" "))?;
+    }
+    for (i, (_, r)) in rec.images.iter().zip(&reports) {
+        let mem = r.resource("memory").map(|k| &r.resources[k]);
+        write!(out, "  {}", i.label())?;
+        if let Some(pp) = i.ppid {
+            write!(out, ", parent {pp}")?;
+        }
+        match mem {
+            Some(m) => write!(
+                out,
+                ": {} allocations, peak {}, never freed {} in {} blocks",
+                m.allocs,
+                report::human_bytes(m.peak_bytes),
+                report::human_bytes(m.leaked_bytes),
+                m.leaked_blocks
+            )?,
+            None => write!(out, ": {} calls", r.calls)?,
+        }
+        match &i.end {
+            Some(e) => writeln!(out, "; {e}")?,
+            None => writeln!(out)?,
+        }
+    }
+    for (i, (file, r)) in rec.images.iter().zip(&reports) {
+        writeln!(out)?;
+        writeln!(out, "==== {} ====", i.label())?;
+        r.write_text(&mut *out, file)?;
+    }
+    Ok(())
+}
+
+/// The one trace of `input`: itself, or the only image of a recording
+/// (a diff compares one process with one process).
+fn single_trace(input: Input) -> Result<Input> {
+    let Some(rec) = recording_of(&input)? else {
+        return Ok(input);
+    };
+    match rec.images.as_slice() {
+        [one] => Input::open(&one.path),
+        images => bail!(
+            "{}: a recording of {} process images; --diff compares two traces: name one, e.g. {}",
+            rec.dir.display(),
+            images.len(),
+            images
+                .first()
+                .map_or(String::new(), |i| i.path.display().to_string())
+        ),
+    }
+}
+
 fn run_report(a: ReportArgs) -> Result<ExitCode> {
     let (input, name) = open_input(Some(&a.input))?;
     let sym = symbolise(!a.no_resolve, &a.debug_dirs, a.root.as_deref());
     let mut out = output(a.output.as_deref())?;
     if let Some(base) = &a.diff {
-        let base = Input::open(base)?;
+        let base = single_trace(Input::open(base)?)?;
+        let input = single_trace(input)?;
         write_diff(&base, &input, a.top, &sym, a.json, &mut out)?;
+        out.flush()?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(rec) = recording_of(&input)? {
+        if a.timeline_svg.is_some()
+            || a.flame_svg.is_some()
+            || a.flame_bytes_svg.is_some()
+            || a.flame_count_svg.is_some()
+        {
+            bail!(
+                "{}: the SVG plots are made per process: name one trace of the recording (tracekit convert {} --to flamegraph -o DIR makes them all)",
+                rec.dir.display(),
+                rec.dir.display()
+            );
+        }
+        write_recording_report(&rec, a.top, &sym, a.json, &mut out)?;
         out.flush()?;
         return Ok(ExitCode::SUCCESS);
     }
@@ -617,6 +828,31 @@ impl Rtrace {
         }
         Ok(ExitCode::SUCCESS)
     }
+
+    /// A recording's images in one timeline (a process track each; they
+    /// share the recorder's monotonic clock).
+    fn map_recording(rec: &Recording, input: &Input, sink: &mut dyn Sink) -> Result<ExitCode> {
+        let mut inputs = Vec::with_capacity(rec.images.len());
+        for i in &rec.images {
+            inputs.push(Input::open(&i.path)?);
+        }
+        let traces = inputs.iter().map(|i| {
+            Rtrace::text(i)
+                .map(|t| (t, i.display()))
+                .map_err(|e| tracekit_core::Error::Other(format!("{e:#}")))
+        });
+        let per = tracekit_rtrace::timeline::map_traces(traces, &input.display(), sink)?;
+        for (name, stats, warnings) in per {
+            super::print_warnings(&name, &warnings);
+            if stats.untimed > 0 {
+                eprintln!(
+                    "tracekit: {name}: {} calls have no timestamp: they count in what is in use but are not placed on the timeline",
+                    stats.untimed
+                );
+            }
+        }
+        Ok(ExitCode::SUCCESS)
+    }
 }
 
 /// A raw recording decoded once into an anonymous scratch file, for
@@ -678,15 +914,30 @@ impl Dialect for Rtrace {
 
     fn sniff(&self, input: &Input) -> bool {
         // Text, or a raw recording (`record mem --raw`), read as its text.
+        if input.is_dir {
+            return Recording::is_recording(&input.path);
+        }
         tracekit_rtrace::sniff(&input.head) || tracekit_rtrace::recording::sniff(&input.head)
     }
 
     fn info(&self, inputs: &[Input], args: &info::Args) -> Result<ExitCode> {
         let mut out = output(None)?;
-        for input in inputs {
-            if input.is_dir {
-                bail!("{}: a directory; name the trace files", input.display());
+        // A recording: each of its traces.
+        let mut images: Vec<Input> = Vec::new();
+        let mut order: Vec<(usize, bool)> = Vec::new();
+        for (k, input) in inputs.iter().enumerate() {
+            match recording_of(input)? {
+                Some(rec) => {
+                    for i in &rec.images {
+                        order.push((images.len(), true));
+                        images.push(Input::open(&i.path)?);
+                    }
+                }
+                None => order.push((k, false)),
             }
+        }
+        for (k, image) in order {
+            let input = if image { &images[k] } else { &inputs[k] };
             let counts = tracekit_rtrace::summary::summarise(Rtrace::text(input)?)
                 .map_err(|e| with_name(e, input))?;
             let name = input.display();
@@ -767,6 +1018,10 @@ impl Dialect for Rtrace {
         let mut out = output(args.output.as_deref())?;
         let sym = symbolise(true, &[], None);
         for input in inputs {
+            if let Some(rec) = recording_of(input)? {
+                write_recording_report(&rec, args.top, &sym, args.json, &mut out)?;
+                continue;
+            }
             let rep = analyse(input, args.top, &sym)?;
             if args.json {
                 serde_json::to_writer_pretty(&mut out, &rep.to_json(&input.display()))?;
@@ -781,6 +1036,8 @@ impl Dialect for Rtrace {
 
     fn diff(&self, base: &Input, new: &Input, args: &crate::cmd::report::Args) -> Result<ExitCode> {
         let mut out = output(args.output.as_deref())?;
+        let base = &single_trace(Input::open(&base.path)?)?;
+        let new = &single_trace(Input::open(&new.path)?)?;
         write_diff(
             base,
             new,
@@ -799,6 +1056,9 @@ impl Dialect for Rtrace {
         _args: &convert::Args,
         sink: &mut dyn Sink,
     ) -> Result<ExitCode> {
+        if let Some(rec) = recording_of(input)? {
+            return Rtrace::map_recording(&rec, input, sink);
+        }
         Rtrace::map_timeline(Rtrace::text(input)?, input, sink)
     }
 
@@ -808,6 +1068,13 @@ impl Dialect for Rtrace {
         args: &convert::Args,
         tables: &mut tracekit_parquet::Tables<'_>,
     ) -> Result<ExitCode> {
+        if let Some(rec) = recording_of(input)? {
+            // Every image's rows, one after another.
+            for i in &rec.images {
+                self.tables(&Input::open(&i.path)?, args, tables)?;
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
         use tracekit_parquet::Table;
         let rows = tables.wants(Table::RtraceAllocations) || tables.wants(Table::RtraceBacktraces);
         let generic = Table::ALL
@@ -839,6 +1106,23 @@ impl Dialect for Rtrace {
     }
 
     fn convert(&self, input: &Input, args: &convert::Args) -> Result<ExitCode> {
+        if let Some(rec) = recording_of(input)? {
+            // Each process image converted on its own.
+            let (ext, text) = match args.to.as_str() {
+                "sp-rtrace" | "rtrace" => ("rtrace", true),
+                "heaptrack" => ("heaptrack.zst", false),
+                "heaptrack-text" => ("heaptrack", true),
+                "leaks-folded" | "folded-bytes" | "folded-count" => ("folded", true),
+                _ => ("svg", false),
+            };
+            let outs = image_outputs(&rec, args.output.as_deref(), ext, text)?;
+            for (image, out) in rec.images.iter().zip(outs) {
+                let mut a = args.clone();
+                a.output = out;
+                self.convert(&Input::open(&image.path)?, &a)?;
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
         let sym = symbolise(true, &[], None);
         let flame = |metric: Metric| -> Result<()> {
             let rep = analyse(input, 0, &sym)?;
@@ -928,52 +1212,64 @@ mod tests {
         }
     }
 
+    /// The recording's traces, from its manifest (the command's first).
+    fn traces(dir: &Path) -> Vec<PathBuf> {
+        Recording::open(dir)
+            .unwrap()
+            .images
+            .into_iter()
+            .map(|i| i.path)
+            .collect()
+    }
+
     #[test]
     fn record_mem_writes_traces_and_keeps_the_exit_status() {
         let dir = tempfile::tempdir().unwrap();
-        let out = dir.path().join("sh.rtrace");
+        let out = dir.path().join("sh.mem");
         let code = record_mem(record_args("memory,file", Some(&out), false)).unwrap();
         assert_eq!(code, ExitCode::from(3));
-        let text = std::fs::read_to_string(&out).unwrap();
+        let all = traces(&out);
+        let text = std::fs::read_to_string(&all[0]).unwrap();
         assert!(text.starts_with("version=2.0, arch="), "{text}");
         assert!(text.contains("<1> : memory (memory allocation in bytes)\n"));
         assert!(text.contains("<2> : fd (file descriptor)\n"));
         assert!(text.contains(") = 0x"));
-        // The child (fork + exec of ls, which allocates) got its own trace.
-        let others = std::fs::read_dir(dir.path())
-            .unwrap()
-            .filter(|e| {
-                let name = e.as_ref().unwrap().file_name();
-                let name = name.to_string_lossy();
-                name.starts_with("sh.rtrace.") && name.ends_with(".rtrace")
-            })
-            .count();
-        assert!(others >= 1);
+        assert!(text.ends_with("## tracekit: the process exited with status 3\n"));
+        // The child (fork + exec of ls, which allocates) got its own trace,
+        // in the same directory; nothing was left beside it.
+        assert!(all.len() >= 2, "{all:?}");
+        assert!(all.iter().all(|p| p.parent() == Some(out.as_path())));
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 
-    /// --raw: every image's recording is renamed into place beside OUT
-    /// (the command's, and the child's as OUT.<pid>-<n>.tkrt), nothing
-    /// else is left there, and each decodes.
+    /// --raw: every image's recording is renamed into the directory, with
+    /// nothing else left there but the manifest, and each decodes.
     #[test]
     fn record_mem_raw_keeps_every_image() {
         let dir = tempfile::tempdir().unwrap();
-        let out = dir.path().join("sh.tkrt");
+        let out = dir.path().join("sh.raw");
         let args = record_args("memory", Some(&out), true);
         assert_eq!(record_mem(args).unwrap(), ExitCode::from(3));
-        let names: Vec<String> = std::fs::read_dir(dir.path())
+        let names: Vec<String> = std::fs::read_dir(&out)
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
-        assert!(names.iter().all(|n| n.starts_with("sh.tkrt")), "{names:?}");
-        assert!(names.len() >= 2, "{names:?}");
-        for n in &names {
+        assert!(
+            names
+                .iter()
+                .all(|n| n.ends_with(".tkrt") || n == "recording.json"),
+            "{names:?}"
+        );
+        let all = traces(&out);
+        assert_eq!(all.len() + 1, names.len(), "{names:?}");
+        assert!(all.len() >= 2, "{names:?}");
+        for p in &all {
             let mut text = Vec::new();
-            let (_, stats) =
-                tracekit_rtrace::recording::decode_file(&dir.path().join(n), &mut text).unwrap();
-            assert!(stats.allocs > 0, "{n}");
+            let (_, stats) = tracekit_rtrace::recording::decode_file(p, &mut text).unwrap();
+            assert!(stats.allocs > 0, "{p:?}");
         }
         let mut text = Vec::new();
-        let (info, _) = tracekit_rtrace::recording::decode_file(&out, &mut text).unwrap();
+        let (info, _) = tracekit_rtrace::recording::decode_file(&all[0], &mut text).unwrap();
         assert_eq!(
             info.end,
             Some(tracekit_rtrace::recording::capture::ImageEnd::Exit(3))

@@ -1,0 +1,253 @@
+//! A whole recording of `record mem`: a directory holding one trace per
+//! process image (`<pid>-<n>.rtrace`, sp-rtrace text; `<pid>-<n>.tkrt`, raw
+//! recordings) and the manifest [`MANIFEST`] listing them, the command's
+//! own images first, with what the recorder knew of each: parent pid,
+//! executable, how it ended.
+//!
+//! This is the unit `report`, `convert` and `rtrace postproc` take: they
+//! read every image through [`Recording::images`]. The per-image files
+//! stay plain sp-rtrace traces (each readable on its own, by sp-rtrace's
+//! tools too). A directory without a manifest (an older recording, files
+//! gathered by hand) is read by its file names.
+
+use std::path::{Path, PathBuf};
+
+use tracekit_core::{Error, Position, Result};
+
+use super::capture::ImageEnd;
+
+/// The manifest's file name in a recording's directory.
+pub const MANIFEST: &str = "recording.json";
+/// Its `format` value and the layout's version.
+pub const FORMAT: &str = "tracekit memory recording";
+pub const VERSION: u32 = 1;
+
+/// One process image of a recording.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordedImage {
+    pub path: PathBuf,
+    pub pid: i64,
+    /// Counts the images of one pid (exec starts the next).
+    pub n: u32,
+    pub ppid: Option<i64>,
+    pub executable: Option<String>,
+    /// How it ended, in words (see [`super::describe_end`]).
+    pub end: Option<String>,
+}
+
+impl RecordedImage {
+    /// `pid 1234 (/usr/bin/cc)`, or `pid 1234, image 1 (...)` after an exec.
+    pub fn label(&self) -> String {
+        let mut s = format!("pid {}", self.pid);
+        if self.n > 0 {
+            s.push_str(&format!(", image {}", self.n));
+        }
+        if let Some(e) = &self.executable {
+            s.push_str(&format!(" ({e})"));
+        }
+        s
+    }
+}
+
+/// A recording's directory, read.
+#[derive(Debug, Clone)]
+pub struct Recording {
+    pub dir: PathBuf,
+    /// The command line (from the manifest).
+    pub command: Vec<String>,
+    /// The command's pid (from the manifest).
+    pub pid: Option<i64>,
+    /// The images, the command's own first (the manifest's order; without
+    /// one, by pid and image number).
+    pub images: Vec<RecordedImage>,
+}
+
+/// What a directory holds (see [`Recording::list_files`]).
+#[derive(Debug, Default)]
+pub struct Files {
+    /// Files named `<pid>-<n>.rtrace` or `<pid>-<n>.tkrt`, with pid and n.
+    pub traces: Vec<PathBuf>,
+    pub manifest: Option<PathBuf>,
+    /// Anything else, except hidden entries (a recorder's scratch
+    /// directory while it writes).
+    pub others: usize,
+}
+
+/// `<pid>-<n>.rtrace` / `.tkrt` → (pid, n).
+fn parse_name(name: &str) -> Option<(i64, u32)> {
+    let stem = name
+        .strip_suffix(".rtrace")
+        .or_else(|| name.strip_suffix(".tkrt"))?;
+    let (pid, n) = stem.split_once('-')?;
+    if pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some((pid.parse().ok()?, n.parse().ok()?))
+}
+
+/// The manifest's `end` of an image.
+pub fn end_json(end: ImageEnd) -> serde_json::Value {
+    let (kind, status) = match end {
+        ImageEnd::Unseen => ("unseen", None),
+        ImageEnd::Exec => ("exec", None),
+        ImageEnd::Exit(s) => ("exit", Some(s)),
+        ImageEnd::Exited => ("exited", None),
+        ImageEnd::Signal(s) => ("signal", Some(s)),
+    };
+    serde_json::json!({"kind": kind, "status": status, "text": super::describe_end(end)})
+}
+
+impl Recording {
+    /// What `dir` holds, by name.
+    pub fn list_files(dir: &Path) -> std::io::Result<Files> {
+        let mut files = Files::default();
+        for entry in std::fs::read_dir(dir)? {
+            let entry = entry?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') {
+                continue;
+            }
+            let is_file = entry.file_type().is_ok_and(|t| t.is_file());
+            if is_file && name == MANIFEST {
+                files.manifest = Some(entry.path());
+            } else if is_file && parse_name(&name).is_some() {
+                files.traces.push(entry.path());
+            } else {
+                files.others += 1;
+            }
+        }
+        Ok(files)
+    }
+
+    /// Is `dir` a recording (a manifest, or only traces named as
+    /// `record mem` names them)?
+    pub fn is_recording(dir: &Path) -> bool {
+        match Recording::list_files(dir) {
+            Ok(f) => f.manifest.is_some() || (!f.traces.is_empty() && f.others == 0),
+            Err(_) => false,
+        }
+    }
+
+    /// Reads the recording in `dir`.
+    pub fn open(dir: &Path) -> Result<Recording> {
+        let files = Recording::list_files(dir).map_err(|e| Error::io(Some(dir), e))?;
+        let Some(manifest) = files.manifest else {
+            let mut images: Vec<RecordedImage> = files
+                .traces
+                .iter()
+                .filter_map(|p| {
+                    let (pid, n) = parse_name(&p.file_name()?.to_string_lossy())?;
+                    Some(RecordedImage {
+                        path: p.clone(),
+                        pid,
+                        n,
+                        ppid: None,
+                        executable: None,
+                        end: None,
+                    })
+                })
+                .collect();
+            if images.is_empty() {
+                return Err(Error::Other(format!(
+                    "{}: not a recording (no {MANIFEST}, no <pid>-<n>.rtrace traces)",
+                    dir.display()
+                )));
+            }
+            images.sort_by_key(|i| (i.pid, i.n));
+            return Ok(Recording {
+                dir: dir.to_path_buf(),
+                command: Vec::new(),
+                pid: None,
+                images,
+            });
+        };
+        let text = std::fs::read(&manifest).map_err(|e| Error::io(Some(&manifest), e))?;
+        let bad = |what: String| Error::Malformed {
+            file: Some(manifest.clone()),
+            position: Position::Offset(0),
+            message: what,
+        };
+        let v: serde_json::Value = serde_json::from_slice(&text).map_err(|e| Error::Malformed {
+            file: Some(manifest.clone()),
+            position: Position::Line(e.line() as u64),
+            message: format!("not JSON: {e}"),
+        })?;
+        if v["format"] != FORMAT {
+            return Err(bad(format!("\"format\" is not {FORMAT:?}")));
+        }
+        match v["version"].as_u64() {
+            Some(n) if n == VERSION as u64 => {}
+            other => {
+                return Err(bad(format!(
+                    "layout version {other:?}: this tracekit reads version {VERSION}"
+                )))
+            }
+        }
+        let command = v["command"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let list = v["images"]
+            .as_array()
+            .ok_or_else(|| bad("no \"images\" list".into()))?;
+        let mut images = Vec::with_capacity(list.len());
+        for (k, im) in list.iter().enumerate() {
+            let file = im["file"]
+                .as_str()
+                .filter(|f| !f.contains('/') && !f.starts_with('.'))
+                .ok_or_else(|| bad(format!("image {k}: no \"file\" in the directory")))?;
+            let pid = im["pid"]
+                .as_i64()
+                .ok_or_else(|| bad(format!("image {k}: no \"pid\"")))?;
+            images.push(RecordedImage {
+                path: dir.join(file),
+                pid,
+                n: im["image"].as_u64().unwrap_or(0) as u32,
+                ppid: im["ppid"].as_i64(),
+                executable: im["executable"].as_str().map(str::to_string),
+                end: im["end"]["text"].as_str().map(str::to_string),
+            });
+        }
+        Ok(Recording {
+            dir: dir.to_path_buf(),
+            command,
+            pid: v["pid"].as_i64(),
+            images,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_directories_without_a_manifest() {
+        assert_eq!(parse_name("123-0.rtrace"), Some((123, 0)));
+        assert_eq!(parse_name("123-2.tkrt"), Some((123, 2)));
+        assert_eq!(parse_name("x-0.rtrace"), None);
+        assert_eq!(parse_name("123.rtrace"), None);
+        let dir = tempfile::tempdir().unwrap();
+        assert!(!Recording::is_recording(dir.path()));
+        assert!(Recording::open(dir.path()).is_err());
+        for n in ["20-1.rtrace", "3-0.rtrace", "20-0.rtrace"] {
+            std::fs::write(dir.path().join(n), "version=2.0, \n").unwrap();
+        }
+        assert!(Recording::is_recording(dir.path()));
+        let r = Recording::open(dir.path()).unwrap();
+        let names: Vec<(i64, u32)> = r.images.iter().map(|i| (i.pid, i.n)).collect();
+        assert_eq!(names, [(3, 0), (20, 0), (20, 1)]);
+        std::fs::write(dir.path().join("notes.txt"), "x").unwrap();
+        assert!(!Recording::is_recording(dir.path()));
+        std::fs::write(dir.path().join(MANIFEST), "{\"format\": 1}").unwrap();
+        let e = Recording::open(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("recording.json") && e.contains("format"), "{e}");
+    }
+}

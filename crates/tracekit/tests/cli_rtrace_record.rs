@@ -1,0 +1,525 @@
+//! `tracekit record mem` on real programs (small C programs built here, a
+//! shell): a recording of several processes is one directory that
+//! `report`, `convert` and `rtrace postproc` take whole; a child's exit
+//! status is seen; `-q` is quiet; `free(NULL)` is not an unknown block;
+//! stacks are whole by default; and the counts agree with heaptrack's on
+//! the same program (when heaptrack is installed), but for what heaptrack
+//! itself adds to the process (docs/memory-recording.md).
+//!
+//! Needs `cc` (gcc); the comparison needs `heaptrack` and
+//! `heaptrack_print` (Debian package heaptrack; CI installs it).
+
+#![cfg(all(target_arch = "x86_64", target_os = "linux"))]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn tracekit() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_tracekit"))
+}
+
+fn build(dir: &Path, name: &str, src: &str, flags: &[&str]) -> PathBuf {
+    let c = dir.join(format!("{name}.c"));
+    std::fs::write(&c, src).unwrap();
+    let exe = dir.join(name);
+    let out = Command::new("cc")
+        .args(flags)
+        .arg("-o")
+        .arg(&exe)
+        .arg(&c)
+        .output()
+        .expect("a C compiler (cc) is needed for this test");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
+
+fn ok(out: Output) -> Output {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn json(out: Output) -> Value {
+    serde_json::from_slice(&ok(out).stdout).unwrap()
+}
+
+/// A parent that starts itself again as a child (fork + exec), which
+/// returns 7 from `main`; the parent checks that status and exits 0.
+const FAMILY: &str = r#"
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    char *p = malloc(100);
+    memset(p, 1, 100);
+    if (argc > 1) return 7;           /* the child: returns from main */
+    pid_t c = fork();
+    if (c == 0) {
+        execl(argv[0], argv[0], "child", (char *)0);
+        _exit(127);
+    }
+    int st = 0;
+    waitpid(c, &st, 0);
+    free(p);
+    return WIFEXITED(st) && WEXITSTATUS(st) == 7 ? 0 : 1;
+}
+"#;
+
+/// Everything `record mem` writes goes into one directory (nothing is
+/// scattered beside it), which the readers take as a whole; the child's
+/// trace says the status its parent saw.
+#[test]
+fn a_recording_of_several_processes_is_one_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = build(tmp.path(), "family", FAMILY, &["-O1", "-g"]);
+    let work = tmp.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    let out = tracekit()
+        .current_dir(&work)
+        .args(["record", "mem", "-o", "fam.mem", "--"])
+        .arg(&exe)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let left: Vec<String> = std::fs::read_dir(&work)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, ["fam.mem"], "{err}");
+    let dir = work.join("fam.mem");
+    assert!(dir.is_dir());
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("recording.json")).unwrap()).unwrap();
+    let images = manifest["images"].as_array().unwrap();
+    // The command (pid P, its image 0), the fork child (pid C, image 0)
+    // and the program it execs (pid C, image 1).
+    assert_eq!(images.len(), 3, "{manifest:#}");
+    let root = manifest["pid"].as_i64().unwrap();
+    assert_eq!(images[0]["pid"], root);
+    assert_eq!(images[0]["end"]["text"], "the process exited with status 0");
+    let child = images
+        .iter()
+        .find(|i| i["pid"] != root && i["image"] == 1)
+        .unwrap_or_else(|| panic!("{manifest:#}"));
+    assert_eq!(child["ppid"], root);
+    assert_eq!(child["end"]["kind"], "exit");
+    assert_eq!(child["end"]["status"], 7);
+    let trace = std::fs::read_to_string(dir.join(child["file"].as_str().unwrap())).unwrap();
+    assert!(trace.starts_with("version=2.0, arch="), "{trace}");
+    assert!(
+        trace.ends_with("## tracekit: the process exited with status 7\n"),
+        "{trace}"
+    );
+    for i in images {
+        assert!(dir.join(i["file"].as_str().unwrap()).is_file());
+    }
+
+    // report: the processes, then each one's report.
+    let text =
+        String::from_utf8(ok(tracekit().args(["report"]).arg(&dir).output()).stdout).unwrap();
+    assert!(
+        text.starts_with(&format!(
+            "tracekit memory recording {}: 3 process image(s)\n",
+            dir.display()
+        )),
+        "{text}"
+    );
+    assert_eq!(text.matches("==== pid ").count(), 3, "{text}");
+    assert!(text.contains("the process exited with status 7"), "{text}");
+    let rep = json(
+        tracekit()
+            .args(["rtrace", "report", "--json", "--no-resolve"])
+            .arg(&dir)
+            .output(),
+    );
+    let procs = rep["processes"].as_array().unwrap();
+    assert_eq!(procs.len(), 3);
+    // The command and the program the child execs allocate; the fork
+    // child execs at once.
+    let allocs: Vec<u64> = procs
+        .iter()
+        .map(|p| p["report"]["resources"][0]["allocations"].as_u64().unwrap())
+        .collect();
+    assert_eq!(allocs.iter().filter(|&&a| a == 1).count(), 2, "{allocs:?}");
+
+    // postproc: each image's sp-rtrace output, to standard output in turn
+    // or one file each in a directory.
+    let pp = ok(tracekit()
+        .args(["rtrace", "postproc", "-l"])
+        .arg(&dir)
+        .output())
+    .stdout;
+    let pp = String::from_utf8(pp).unwrap();
+    assert_eq!(pp.matches("version=2.0, arch=").count(), 3, "{pp}");
+    let conv = tmp.path().join("conv");
+    ok(tracekit()
+        .arg("convert")
+        .arg(&dir)
+        .args(["--to", "sp-rtrace", "-o"])
+        .arg(&conv)
+        .output());
+    assert_eq!(std::fs::read_dir(&conv).unwrap().count(), 3);
+    // A timeline with every process (they share the recorder's clock).
+    let chrome = ok(tracekit()
+        .arg("convert")
+        .arg(&dir)
+        .args(["--to", "chrome"])
+        .output())
+    .stdout;
+    let v: Value = serde_json::from_slice(&chrome).unwrap();
+    let events = v
+        .as_array()
+        .or_else(|| v["traceEvents"].as_array())
+        .unwrap();
+    let mut pids: Vec<i64> = events.iter().filter_map(|e| e["pid"].as_i64()).collect();
+    pids.sort();
+    pids.dedup();
+    assert!(pids.len() >= 2, "{pids:?}");
+    // info lists each trace.
+    let info = String::from_utf8(ok(tracekit().arg("info").arg(&dir).output()).stdout).unwrap();
+    assert_eq!(
+        info.matches(": sp-rtrace text, version 2.0").count(),
+        3,
+        "{info}"
+    );
+
+    // Recording again into the same directory replaces the traces.
+    ok(tracekit()
+        .current_dir(&work)
+        .args(["record", "mem", "-o", "fam.mem", "--"])
+        .arg(&exe)
+        .output());
+    let n = std::fs::read_dir(&dir).unwrap().count();
+    assert_eq!(n, 4, "3 traces and the manifest");
+    // A file or a foreign directory is not overwritten.
+    std::fs::write(work.join("notes"), "x").unwrap();
+    let out = tracekit()
+        .current_dir(&work)
+        .args(["record", "mem", "-o", "notes", "--"])
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("notes"));
+}
+
+/// `-q`: no summary lines on standard error (the program's own output is
+/// its own).
+#[test]
+fn quiet_recording_says_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tracekit()
+        .current_dir(tmp.path())
+        .args(["-q", "record", "mem", "-o", "sh.mem", "--", "/bin/sh", "-c"])
+        .arg("ls / > /dev/null")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+    assert!(tmp.path().join("sh.mem/recording.json").is_file());
+}
+
+/// Allocates `N` temporary blocks with a `free(NULL)` between each
+/// allocation and its release, and calls `free(NULL)` 5 more times (the
+/// pointer is volatile: the compiler cannot drop the calls).
+const NULL_FREES: &str = r#"
+#include <stdlib.h>
+void *volatile nothing = 0;
+int main(void) {
+    for (int i = 0; i < 20; i++) {
+        void *p = malloc(32 + i);
+        free(nothing);
+        free(p);
+    }
+    for (int i = 0; i < 5; i++) free(nothing);
+    return 0;
+}
+"#;
+
+#[test]
+fn free_of_null_is_counted_apart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = build(tmp.path(), "nulls", NULL_FREES, &["-O2"]);
+    let rec = tmp.path().join("nulls.mem");
+    ok(tracekit()
+        .args(["-q", "record", "mem", "-o"])
+        .arg(&rec)
+        .arg("--")
+        .arg(&exe)
+        .output());
+    let rep = json(
+        tracekit()
+            .args(["rtrace", "report", "--json", "--no-resolve"])
+            .arg(&rec)
+            .output(),
+    );
+    let mem = &rep["processes"][0]["report"]["resources"][0];
+    assert_eq!(mem["null_frees"], 25, "{mem}");
+    assert_eq!(mem["unmatched_frees"], 0, "{mem}");
+    // free(NULL) does nothing: the blocks are still freed by the next call
+    // that does something (heaptrack counts them so, it never sees it).
+    assert!(mem["temporary"].as_u64().unwrap() >= 20, "{mem}");
+    let text = String::from_utf8(
+        ok(tracekit()
+            .args(["rtrace", "report", "--no-resolve"])
+            .arg(&rec)
+            .output())
+        .stdout,
+    )
+    .unwrap();
+    assert!(
+        text.contains("(0 of unknown blocks, 25 free(NULL))"),
+        "{text}"
+    );
+}
+
+/// A 40-frame recursion that allocates at the bottom (no frame pointers).
+const DEEP: &str = r#"
+#include <stdlib.h>
+void *volatile sink;
+__attribute__((noinline)) void down(int n) {
+    if (n == 0) { sink = malloc(64); return; }
+    down(n - 1);
+    __asm__ volatile("" ::: "memory");
+}
+int main(int argc, char **argv) { (void)argv; down(argc > 1 ? 30 : 40); return 0; }
+"#;
+
+/// Stacks are whole by default (up to the 64-frame limit), not cut at 10
+/// frames short of `main`; the report says the depth.
+#[test]
+fn whole_stacks_by_default() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = build(
+        tmp.path(),
+        "deep",
+        DEEP,
+        &["-O2", "-g", "-fomit-frame-pointer"],
+    );
+    let rec = tmp.path().join("deep.mem");
+    ok(tracekit()
+        .args(["-q", "record", "mem", "-o"])
+        .arg(&rec)
+        .arg("--")
+        .arg(&exe)
+        .output());
+    let text = String::from_utf8(ok(tracekit().arg("report").arg(&rec).output()).stdout).unwrap();
+    assert!(text.contains("\n  backtrace depth 64\n"), "{text}");
+    let rep = json(
+        tracekit()
+            .args(["rtrace", "report", "--json"])
+            .arg(&rec)
+            .output(),
+    );
+    let leaks = &rep["processes"][0]["report"]["leaks"];
+    let frames = leaks
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["bytes"] == 64)
+        .map(|l| l["frames"].as_array().unwrap().clone())
+        .unwrap_or_else(|| panic!("{leaks:#}"));
+    let names: Vec<&str> = frames
+        .iter()
+        .map(|f| f["function"].as_str().unwrap())
+        .collect();
+    assert!(names.len() >= 42, "{names:?}");
+    assert_eq!(
+        names.iter().filter(|n| **n == "down").count(),
+        41,
+        "{names:?}"
+    );
+    assert!(names.contains(&"main"), "{names:?}");
+    // A recursive call repeats a return address: not an inlined frame.
+    assert!(frames.iter().all(|f| f["inlined"] == false), "{frames:?}");
+
+    // --diff with a shallower run: the recursion's frames are listed, each
+    // once, none said to be inlined (they used to be: the same address
+    // twice in a row was taken for inlining).
+    let base = tmp.path().join("deep30.mem");
+    ok(tracekit()
+        .args(["-q", "record", "mem", "-o"])
+        .arg(&base)
+        .arg("--")
+        .arg(&exe)
+        .arg("30")
+        .output());
+    let text = String::from_utf8(
+        ok(tracekit()
+            .args(["report", "--diff"])
+            .arg(&base)
+            .arg(&rec)
+            .output())
+        .stdout,
+    )
+    .unwrap();
+    assert!(text.contains("        down at "), "{text}");
+    assert!(!text.contains("(inlined)"), "{text}");
+}
+
+/// Exercises what heaptrack and we might count differently: malloc,
+/// calloc, realloc chains (and `realloc(NULL, n)`), posix_memalign,
+/// aligned_alloc, strdup, temporaries with `free(NULL)` between, leaks,
+/// and `realloc(p, 0)` (which frees p and returns NULL).
+const COUNTS: &str = r#"
+#include <stdlib.h>
+#include <string.h>
+void *volatile nothing = 0;
+static void *keep[100];
+__attribute__((noinline)) void *mk(size_t n) { return malloc(n); }
+int main(void) {
+    for (int i = 0; i < 50; i++) { void *p = mk(16 + i); free(nothing); free(p); }
+    for (int i = 0; i < 30; i++) keep[i] = mk(100 + i);
+    for (int i = 0; i < 30; i += 3) { free(keep[i]); keep[i] = 0; }
+    void *r = realloc(NULL, 10);
+    for (int i = 1; i <= 8; i++) r = realloc(r, 10 << i);
+    free(r);
+    void *c = calloc(7, 9); free(c);
+    void *a = 0;
+    if (posix_memalign(&a, 64, 640) == 0) keep[40] = a;
+    keep[41] = aligned_alloc(128, 256);
+    keep[42] = strdup("counted by both");
+    void *z = malloc(24);
+    z = realloc(z, 0);
+    (void)z;
+    for (int i = 0; i < 5; i++) free(nothing);
+    return 0;
+}
+"#;
+
+/// heaptrack_print's totals of a heaptrack data file, and the same over
+/// the allocations made under `_dl_init` (the constructors of the
+/// libraries heaptrack loads into the process, libstdc++'s emergency
+/// exception pool above all: calls, leaked bytes).
+fn heaptrack_totals(file: &Path, dir: &Path) -> HeaptrackTotals {
+    let text = ok(Command::new("heaptrack_print")
+        .arg("-f")
+        .arg(file)
+        .args(["-p", "0", "-a", "0", "-T", "0", "-l", "0"])
+        .output())
+    .stdout;
+    let text = String::from_utf8_lossy(&text).to_string();
+    let num = |key: &str| -> i64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|l| l.split(' ').next())
+            .unwrap_or_else(|| panic!("{key} in {text}"))
+            .parse()
+            .unwrap()
+    };
+    let calls = num("calls to allocation functions: ");
+    let temporary = num("temporary memory allocations: ");
+    let under_dl_init = |cost: &str| -> (i64, i64) {
+        let stacks = dir.join(format!("stacks.{cost}"));
+        ok(Command::new("heaptrack_print")
+            .arg("-f")
+            .arg(file)
+            .args(["-p", "0", "-a", "0", "-T", "0", "-l", "0", "-F"])
+            .arg(&stacks)
+            .args(["--flamegraph-cost-type", cost])
+            .output());
+        let mut all = 0;
+        let mut init = 0;
+        for l in std::fs::read_to_string(&stacks).unwrap().lines() {
+            let v: i64 = l.rsplit(' ').next().unwrap().parse().unwrap();
+            all += v;
+            if l.contains("_dl_init") {
+                init += v;
+            }
+        }
+        (all, init)
+    };
+    let (all_calls, init_calls) = under_dl_init("allocations");
+    assert_eq!(all_calls, calls);
+    let (leaked, init_leaked) = under_dl_init("leaked");
+    let (peak, init_peak) = under_dl_init("peak");
+    HeaptrackTotals {
+        calls,
+        init_calls,
+        temporary,
+        leaked,
+        init_leaked,
+        peak,
+        init_peak,
+    }
+}
+
+/// heaptrack_print's totals, and the part of each made under `_dl_init`.
+struct HeaptrackTotals {
+    calls: i64,
+    init_calls: i64,
+    temporary: i64,
+    leaked: i64,
+    init_leaked: i64,
+    peak: i64,
+    init_peak: i64,
+}
+
+/// The same program under heaptrack and under `record mem`: the same
+/// calls to allocation functions, temporaries, leaks and peak, once what
+/// heaptrack adds itself is taken out (the allocations of the libraries
+/// it loads into the process, made by their constructors) and the one
+/// documented difference (heaptrack records no release for a `realloc(p,
+/// 0)` that returns NULL: p stays leaked for it).
+#[test]
+fn counts_agree_with_heaptrack_on_the_same_program() {
+    if Command::new("heaptrack").arg("--version").output().is_err() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "heaptrack is missing (apt-get install heaptrack)"
+        );
+        eprintln!("heaptrack is not installed: this test did not run");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = build(tmp.path(), "counts", COUNTS, &["-O2", "-g"]);
+    ok(Command::new("heaptrack")
+        .arg("-o")
+        .arg(tmp.path().join("ht"))
+        .arg(&exe)
+        .output());
+    let ht_file = tmp.path().join("ht.zst");
+    let ht = heaptrack_totals(&ht_file, tmp.path());
+
+    let rec = tmp.path().join("counts.mem");
+    ok(tracekit()
+        .args(["-q", "record", "mem", "-o"])
+        .arg(&rec)
+        .arg("--")
+        .arg(&exe)
+        .output());
+    let rep = json(
+        tracekit()
+            .args(["rtrace", "report", "--json", "--no-resolve"])
+            .arg(&rec)
+            .output(),
+    );
+    let mem = &rep["processes"][0]["report"]["resources"][0];
+    let ours = |k: &str| mem[k].as_i64().unwrap();
+    // 50 + 30 + 9 (realloc chain) + calloc + posix_memalign +
+    // aligned_alloc + strdup + malloc(24) = 94 calls of the program.
+    assert_eq!(ours("allocations"), 94, "{mem}");
+    assert_eq!(ours("allocations"), ht.calls - ht.init_calls, "{mem}");
+    assert_eq!(ours("null_frees"), 55, "{mem}");
+    assert_eq!(ours("temporary"), ht.temporary, "{mem}");
+    // realloc(z, 0) freed z's 24 bytes; heaptrack still counts them.
+    assert_eq!(
+        ours("leaked_bytes") + 24,
+        ht.leaked - ht.init_leaked,
+        "{mem}"
+    );
+    // The peak is reached after the libraries' constructors ran: what
+    // they allocated is live then (heaptrack frees it at exit).
+    assert_eq!(ours("peak_bytes") + ht.init_peak, ht.peak, "{mem}");
+}
