@@ -39,7 +39,8 @@ fn build(dir: &Path, name: &str, src: &str, flags: &[&str]) -> PathBuf {
     exe
 }
 
-fn ok(out: Output) -> Output {
+fn ok(out: std::io::Result<Output>) -> Output {
+    let out = out.expect("run a command");
     assert!(
         out.status.success(),
         "{}",
@@ -48,7 +49,7 @@ fn ok(out: Output) -> Output {
     out
 }
 
-fn json(out: Output) -> Value {
+fn json(out: std::io::Result<Output>) -> Value {
     serde_json::from_slice(&ok(out).stdout).unwrap()
 }
 
@@ -250,7 +251,8 @@ int main(void) {
 #[test]
 fn free_of_null_is_counted_apart() {
     let tmp = tempfile::tempdir().unwrap();
-    let exe = build(tmp.path(), "nulls", NULL_FREES, &["-O2"]);
+    // -O0: gcc drops a malloc whose block is only freed.
+    let exe = build(tmp.path(), "nulls", NULL_FREES, &["-O0"]);
     let rec = tmp.path().join("nulls.mem");
     ok(tracekit()
         .args(["-q", "record", "mem", "-o"])
@@ -284,16 +286,23 @@ fn free_of_null_is_counted_apart() {
     );
 }
 
-/// A 40-frame recursion that allocates at the bottom (no frame pointers).
+/// A 40-frame recursion that allocates 64 bytes at the bottom (no frame
+/// pointers); with an argument, 30 frames and 32 bytes.
 const DEEP: &str = r#"
 #include <stdlib.h>
 void *volatile sink;
+int size = 64;
 __attribute__((noinline)) void down(int n) {
-    if (n == 0) { sink = malloc(64); return; }
+    if (n == 0) { sink = malloc(size); return; }
     down(n - 1);
     __asm__ volatile("" ::: "memory");
 }
-int main(int argc, char **argv) { (void)argv; down(argc > 1 ? 30 : 40); return 0; }
+int main(int argc, char **argv) {
+    (void)argv;
+    if (argc > 1) size = 32;
+    down(argc > 1 ? 30 : 40);
+    return 0;
+}
 "#;
 
 /// Stacks are whole by default (up to the 64-frame limit), not cut at 10
@@ -483,7 +492,8 @@ fn counts_agree_with_heaptrack_on_the_same_program() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let exe = build(tmp.path(), "counts", COUNTS, &["-O2", "-g"]);
+    // -O0: gcc drops a malloc whose block is only freed.
+    let exe = build(tmp.path(), "counts", COUNTS, &["-O0", "-g"]);
     ok(Command::new("heaptrack")
         .arg("-o")
         .arg(tmp.path().join("ht"))
@@ -512,8 +522,10 @@ fn counts_agree_with_heaptrack_on_the_same_program() {
     assert_eq!(ours("allocations"), 94, "{mem}");
     assert_eq!(ours("allocations"), ht.calls - ht.init_calls, "{mem}");
     assert_eq!(ours("null_frees"), 55, "{mem}");
-    assert_eq!(ours("temporary"), ht.temporary, "{mem}");
-    // realloc(z, 0) freed z's 24 bytes; heaptrack still counts them.
+    // realloc(z, 0) right after z's malloc frees it: a temporary block to
+    // us, never freed to heaptrack (it records nothing for a realloc that
+    // returns NULL), which then counts its 24 bytes as leaked.
+    assert_eq!(ours("temporary"), ht.temporary + 1, "{mem}");
     assert_eq!(
         ours("leaked_bytes") + 24,
         ht.leaked - ht.init_leaked,
