@@ -229,6 +229,32 @@ fn quiet_recording_says_nothing() {
     assert!(out.status.success());
     assert_eq!(String::from_utf8_lossy(&out.stderr), "");
     assert!(tmp.path().join("sh.mem/recording.json").is_file());
+    // `-o -`: the traces to standard output, one after another (the shell's
+    // and ls's), no directory.
+    let out = ok(tracekit()
+        .current_dir(tmp.path())
+        .args(["-q", "record", "mem", "-o", "-", "--", "/bin/sh", "-c"])
+        .arg("ls / > /dev/null")
+        .output());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.matches("version=2.0, arch=").count(), 2, "{text}");
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 1);
+    // A command that cannot run leaves no empty recording behind.
+    let out = tracekit()
+        .current_dir(tmp.path())
+        .args([
+            "-q",
+            "record",
+            "mem",
+            "-o",
+            "none.mem",
+            "--",
+            "./no-such-program",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(!tmp.path().join("none.mem").exists());
 }
 
 /// Allocates `N` temporary blocks with a `free(NULL)` between each

@@ -165,12 +165,19 @@ impl Recording {
             });
         };
         let text = std::fs::read(&manifest).map_err(|e| Error::io(Some(&manifest), e))?;
+        Recording::from_manifest(dir, &text)
+    }
+
+    /// The recording in `dir` whose manifest is `text` (errors name the
+    /// manifest; the traces are not opened).
+    pub fn from_manifest(dir: &Path, text: &[u8]) -> Result<Recording> {
+        let manifest = dir.join(MANIFEST);
         let bad = |what: String| Error::Malformed {
             file: Some(manifest.clone()),
             position: Position::Offset(0),
             message: what,
         };
-        let v: serde_json::Value = serde_json::from_slice(&text).map_err(|e| Error::Malformed {
+        let v: serde_json::Value = serde_json::from_slice(text).map_err(|e| Error::Malformed {
             file: Some(manifest.clone()),
             position: Position::Line(e.line() as u64),
             message: format!("not JSON: {e}"),
@@ -249,5 +256,20 @@ mod tests {
         std::fs::write(dir.path().join(MANIFEST), "{\"format\": 1}").unwrap();
         let e = Recording::open(dir.path()).unwrap_err().to_string();
         assert!(e.contains("recording.json") && e.contains("format"), "{e}");
+        // A manifest naming a file outside the directory is refused.
+        let d = Path::new("/r");
+        let m = |file: &str| {
+            format!(
+                "{{\"format\": \"{FORMAT}\", \"version\": 1, \"images\": [{{\"file\": \"{file}\", \"pid\": 1}}]}}"
+            )
+        };
+        assert!(Recording::from_manifest(d, m("../x.rtrace").as_bytes()).is_err());
+        assert!(Recording::from_manifest(d, m(".x").as_bytes()).is_err());
+        let r = Recording::from_manifest(d, m("1-0.rtrace").as_bytes()).unwrap();
+        assert_eq!(r.images[0].path, Path::new("/r/1-0.rtrace"));
+        let e = Recording::from_manifest(d, b"{\n  oops")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("/r/recording.json:2"), "{e}");
     }
 }

@@ -342,12 +342,23 @@ fn record_into(preload: std::ffi::OsString, a: &RecordArgs) -> Result<ExitCode> 
     }
     let capture = Capture::start_for(&outputs, a.backtrace_depth)
         .with_context(|| "cannot set up the recorder's trace stream".to_string())?;
-    let mut child = std::process::Command::new(&a.command[0])
+    let spawned = std::process::Command::new(&a.command[0])
         .args(&a.command[1..])
         .env("LD_PRELOAD", preload)
         .envs(capture.env(&a.modules))
-        .spawn()
-        .with_context(|| format!("cannot run {}", a.command[0].to_string_lossy()))?;
+        .spawn();
+    let mut child = match spawned {
+        Ok(c) => c,
+        Err(e) => {
+            // Nothing was recorded: no empty recording is left behind.
+            drop(capture);
+            if let Some(dir) = &outputs.dir {
+                let _ = std::fs::remove_dir(dir);
+            }
+            return Err(anyhow::Error::new(e)
+                .context(format!("cannot run {}", a.command[0].to_string_lossy())));
+        }
+    };
     let root = child.id() as i32;
     let status = child
         .wait()
