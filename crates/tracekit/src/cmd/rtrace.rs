@@ -547,7 +547,7 @@ fn run_postproc(a: PostprocArgs) -> Result<ExitCode> {
         let stats =
             postproc::run(Rtrace::text(&input)?, &opts, out).map_err(|e| with_name(e, &input))?;
         if !crate::progress::quiet() {
-            super::print_warnings(&input.display(), &stats.warnings);
+            super::print_warnings(input.display(), &stats.warnings);
         }
     }
     Ok(ExitCode::SUCCESS)
