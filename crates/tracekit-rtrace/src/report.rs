@@ -20,10 +20,12 @@ use crate::record::{Header, MemoryMap, ResourceDef};
 use crate::resolve::{Resolver, Symbol};
 
 mod diff;
+mod recording;
 mod svg;
 mod text;
 
 pub use diff::{diff, Diff};
+pub use recording::RecordingReport;
 pub use text::human_bytes;
 
 /// Usage of one resource type.

@@ -669,65 +669,15 @@ fn write_recording_report(
         let input = Input::open(&image.path)?;
         reports.push((input.display(), analyse(&input, top, sym)?));
     }
-    let name = rec.dir.display().to_string();
+    let whole = report::RecordingReport {
+        recording: rec,
+        reports,
+    };
     if json {
-        let processes: Vec<serde_json::Value> = rec
-            .images
-            .iter()
-            .zip(&reports)
-            .map(|(i, (file, r))| {
-                serde_json::json!({
-                    "pid": i.pid, "image": i.n, "ppid": i.ppid,
-                    "executable": i.executable, "end": i.end,
-                    "report": r.to_json(file),
-                })
-            })
-            .collect();
-        let v = serde_json::json!({
-            "recording": name,
-            "format": "tracekit memory recording",
-            "command": rec.command,
-            "pid": rec.pid,
-            "processes": processes,
-        });
-        serde_json::to_writer_pretty(&mut *out, &v)?;
+        serde_json::to_writer_pretty(&mut *out, &whole.to_json())?;
         writeln!(out)?;
-        return Ok(());
-    }
-    writeln!(
-        out,
-        "tracekit memory recording {name}: {} process image(s)",
-        rec.images.len()
-    )?;
-    if !rec.command.is_empty() {
-        writeln!(out, "  command: {}", rec.command.join(" "))?;
-    }
-    for (i, (_, r)) in rec.images.iter().zip(&reports) {
-        let mem = r.resource("memory").map(|k| &r.resources[k]);
-        write!(out, "  {}", i.label())?;
-        if let Some(pp) = i.ppid {
-            write!(out, ", parent {pp}")?;
-        }
-        match mem {
-            Some(m) => write!(
-                out,
-                ": {} allocations, peak {}, never freed {} in {} blocks",
-                m.allocs,
-                report::human_bytes(m.peak_bytes),
-                report::human_bytes(m.leaked_bytes),
-                m.leaked_blocks
-            )?,
-            None => write!(out, ": {} calls", r.calls)?,
-        }
-        match &i.end {
-            Some(e) => writeln!(out, "; {e}")?,
-            None => writeln!(out)?,
-        }
-    }
-    for (i, (file, r)) in rec.images.iter().zip(&reports) {
-        writeln!(out)?;
-        writeln!(out, "==== {} ====", i.label())?;
-        r.write_text(&mut *out, file)?;
+    } else {
+        whole.write_text(&mut *out)?;
     }
     Ok(())
 }
