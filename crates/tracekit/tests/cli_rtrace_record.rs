@@ -255,6 +255,22 @@ fn quiet_recording_says_nothing() {
         .unwrap();
     assert!(!out.status.success());
     assert!(!tmp.path().join("none.mem").exists());
+    // Nor does a static program, which nothing can be preloaded into.
+    let st = build(
+        tmp.path(),
+        "static",
+        "int main(void) { return 0; }\n",
+        &["-static"],
+    );
+    let out = tracekit()
+        .current_dir(tmp.path())
+        .args(["-q", "record", "mem", "-o", "static.mem", "--"])
+        .arg(&st)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no recording"));
+    assert!(!tmp.path().join("static.mem").exists());
 }
 
 /// Allocates `N` temporary blocks with a `free(NULL)` between each

@@ -390,7 +390,7 @@ fn record_into(preload: std::ffi::OsString, a: &RecordArgs) -> Result<ExitCode> 
             stats.orphan_events, stats.damaged_events, stats.incomplete_meta
         );
     }
-    recorded.write(|out, written| match written {
+    let wrote = recorded.write(|out, written| match written {
         Written::Raw if !quiet => eprintln!("tracekit: {}: raw recording", out.display()),
         Written::Raw => {}
         Written::Text(info, stats) => {
@@ -402,7 +402,17 @@ fn record_into(preload: std::ffi::OsString, a: &RecordArgs) -> Result<ExitCode> 
                 )
             }
         }
-    })?;
+    });
+    if let Err(e) = wrote {
+        // Nothing recorded (a static program): no empty directory stays
+        // (the scratch directory inside goes with `recorded`).
+        let dir = recorded.dir.clone();
+        drop(recorded);
+        if let Some(dir) = dir {
+            let _ = std::fs::remove_dir(dir);
+        }
+        return Err(e.into());
+    }
     if let (Some(dir), false) = (&recorded.dir, quiet) {
         eprintln!(
             "tracekit: {}: the recording, {} process image(s) (tracekit report {})",
