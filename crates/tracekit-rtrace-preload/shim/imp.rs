@@ -1620,10 +1620,21 @@ unsafe extern "C" fn h_reallocarray(
     sp: usize,
     fp: usize,
 ) -> *mut c_void {
+    // glibc's reallocarray calls realloc through the PLT, that is our
+    // hook: that inner call is the C library's, not the program's, and
+    // passes through (guarded) so that the block is recorded once.
+    let on = enabled(MODULE_MEMORY);
     realloc_common(p, n.wrapping_mul(size), F_REALLOCARRAY, sp, fp, || {
         let f = real!(R_REALLOCARRAY, c"reallocarray", ReallocarrayFn);
+        if on {
+            set_guard(true);
+        }
         // SAFETY: the real reallocarray.
-        unsafe { f(p, n, size) }
+        let q = unsafe { f(p, n, size) };
+        if on {
+            set_guard(false);
+        }
+        q
     })
 }
 

@@ -421,9 +421,11 @@ fn whole_stacks_by_default() {
 
 /// Exercises what heaptrack and we might count differently: malloc,
 /// calloc, realloc chains (and `realloc(NULL, n)`), posix_memalign,
-/// aligned_alloc, strdup, temporaries with `free(NULL)` between, leaks,
-/// and `realloc(p, 0)` (which frees p and returns NULL).
+/// aligned_alloc, strdup, reallocarray (which calls realloc inside
+/// glibc), temporaries with `free(NULL)` between, leaks, and
+/// `realloc(p, 0)` (which frees p and returns NULL).
 const COUNTS: &str = r#"
+#define _GNU_SOURCE
 #include <stdlib.h>
 #include <string.h>
 void *volatile nothing = 0;
@@ -441,6 +443,7 @@ int main(void) {
     if (posix_memalign(&a, 64, 640) == 0) keep[40] = a;
     keep[41] = aligned_alloc(128, 256);
     keep[42] = strdup("counted by both");
+    keep[43] = reallocarray(NULL, 12, 10);
     void *z = malloc(24);
     z = realloc(z, 0);
     (void)z;
@@ -560,8 +563,9 @@ fn counts_agree_with_heaptrack_on_the_same_program() {
     let mem = &rep["processes"][0]["report"]["resources"][0];
     let ours = |k: &str| mem[k].as_i64().unwrap();
     // 50 + 30 + 9 (realloc chain) + calloc + posix_memalign +
-    // aligned_alloc + strdup + malloc(24) = 94 calls of the program.
-    assert_eq!(ours("allocations"), 94, "{mem}");
+    // aligned_alloc + strdup + reallocarray + malloc(24) = 95 calls of the
+    // program (reallocarray once, not also as the realloc it makes).
+    assert_eq!(ours("allocations"), 95, "{mem}");
     assert_eq!(ours("allocations"), ht.calls - ht.init_calls, "{mem}");
     assert_eq!(ours("null_frees"), 55, "{mem}");
     // realloc(z, 0) right after z's malloc frees it: a temporary block to
