@@ -40,5 +40,6 @@ pub mod compiler;
 pub mod env;
 pub mod kwspec;
 pub mod record;
+pub mod steps;
 pub mod timeline;
 pub mod trace;
