@@ -1,6 +1,8 @@
-//! The build report: process tree with durations and exit codes, slowest
-//! compile units, critical path, parallelism over time; and the Chrome
-//! Trace Event conversion (through the timeline, [`crate::timeline`]).
+//! The build report: process tree with durations and exit codes (compile,
+//! archive and link runs named by what they build), slowest compile units,
+//! critical path and job-slot waits (from [`crate::steps`]), parallelism
+//! over time; and the Chrome Trace Event conversion (through the timeline,
+//! [`crate::timeline`]).
 //!
 //! Times come from tracekit's extension keys (`tk_start_us`, `tk_end_us`);
 //! traces of other producers have none, and the time-based parts then say

@@ -337,3 +337,37 @@ fn trivial_shell_steps_fold() {
     );
     assert!(!txt.contains("echo Version: 0.14.1 >> hiredis.pc"), "{txt}");
 }
+
+/// The README's build tour (`report` and `convert` lines) uses a trace
+/// tracekit recorded, with times: its timeline holds every process and its
+/// report has a critical path. A Klocwork-style trace has no times and
+/// would give an empty timeline.
+#[test]
+fn readme_build_tour_uses_a_timed_trace() {
+    use tracekit_kwinject::analysis::to_chrome;
+    let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let mut seen = 0;
+    for line in readme.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let (Some(&"tracekit"), Some(verb)) = (words.first(), words.get(1)) else {
+            continue;
+        };
+        if !["report", "convert", "info"].contains(verb) {
+            continue;
+        }
+        for w in words.iter().filter(|w| w.starts_with("examples/build/")) {
+            seen += 1;
+            let f = File::open(root.join(w)).unwrap();
+            let t = Trace::read(BufReader::new(f)).unwrap();
+            let b = Build::new(&t);
+            let (_, skipped) = to_chrome(&b, Vec::new()).unwrap();
+            assert_eq!(skipped, 0, "{line}: {w} has processes without times");
+            assert!(
+                b.steps(&StepOptions::default()).critical_path.is_some(),
+                "{w}"
+            );
+        }
+    }
+    assert!(seen >= 2, "the README's build tour names no example trace");
+}
