@@ -32,28 +32,32 @@ pub struct Build<'a> {
     pub compile_file: Vec<Option<String>>,
     /// Compile entries (sources) over the whole trace.
     pub compile_units: usize,
-    /// What each record compiles, archives or links (by the build
-    /// specification's rules, [`crate::kwspec`]).
-    pub tools: Vec<ToolRun>,
+    /// What each record compiles, archives or links: read on first use
+    /// ([`Build::tools`]), as only the report needs it.
+    tools: std::cell::OnceCell<Vec<ToolRun>>,
+    read_file: FileReader<'a>,
+}
+
+fn no_files(_: &str) -> Option<String> {
+    None
 }
 
 impl<'a> Build<'a> {
     /// Resolves the tree and reads each command line; `@file` response
     /// files are not read (see [`Build::with_files`]).
     pub fn new(trace: &'a Trace) -> Self {
-        Self::with_files(trace, &|_| None)
+        Self::with_files(trace, &no_files)
     }
 
     /// [`Build::new`], reading `@file` response files (absolute paths)
     /// through `read_file`, so that the objects a link names in one count
     /// as its inputs.
-    pub fn with_files(trace: &'a Trace, read_file: FileReader<'_>) -> Self {
+    pub fn with_files(trace: &'a Trace, read_file: FileReader<'a>) -> Self {
         let n = trace.processes.len();
         let mut latest: std::collections::HashMap<i64, usize> = std::collections::HashMap::new();
         let mut parent = Vec::with_capacity(n);
         let mut children = vec![Vec::new(); n];
         let mut compile_file = Vec::with_capacity(n);
-        let mut tools = Vec::with_capacity(n);
         let mut compile_units = 0;
         let mut folder = EnvFolder::new(trace.env.clone(), EnvBase::Parent);
         let mut w = tracekit_core::Warnings::default();
@@ -61,7 +65,6 @@ impl<'a> Build<'a> {
             existing_only: false,
             ..Default::default()
         };
-        let mut spec = SpecBuilder::new(read_file);
         for (i, p) in trace.processes.iter().enumerate() {
             let par = p.parent().and_then(|pp| latest.get(&pp).copied());
             if let Some(pi) = par {
@@ -73,10 +76,6 @@ impl<'a> Build<'a> {
             let entries = entries_for(p, &env, &opts).unwrap_or_default();
             compile_units += entries.len();
             compile_file.push(entries.into_iter().next().map(|e| e.file));
-            let records = spec.add(p, &env);
-            tools.push(ToolRun::from_records(p, &spec.records[records]));
-            // Only the produced files are needed from here on.
-            spec.records.clear();
         }
         Build {
             trace,
@@ -84,8 +83,29 @@ impl<'a> Build<'a> {
             children,
             compile_file,
             compile_units,
-            tools,
+            tools: std::cell::OnceCell::new(),
+            read_file,
         }
+    }
+
+    /// What each record compiles, archives or links, by the build
+    /// specification's rules ([`crate::kwspec`]): one more pass over the
+    /// trace (environments folded again), the first time it is asked for.
+    pub fn tools(&self) -> &[ToolRun] {
+        self.tools.get_or_init(|| {
+            let mut folder = EnvFolder::new(self.trace.env.clone(), EnvBase::Parent);
+            let mut w = tracekit_core::Warnings::default();
+            let mut spec = SpecBuilder::new(self.read_file);
+            let mut tools = Vec::with_capacity(self.trace.processes.len());
+            for p in &self.trace.processes {
+                let env = folder.fold(p, &mut w);
+                let records = spec.add(p, &env);
+                tools.push(ToolRun::from_records(p, &spec.records[records]));
+                // Only the produced files are needed from here on.
+                spec.records.clear();
+            }
+            tools
+        })
     }
 
     fn p(&self, i: usize) -> &Process {
@@ -152,8 +172,8 @@ impl<'a> Build<'a> {
     pub fn label(&self, i: usize, g: &StepGraph) -> String {
         let p = self.p(i);
         let program = p.program_name();
-        if let Some(kind) = self.tools[i].kind {
-            if let Some(name) = tool_name(&self.tools[i], &g.base) {
+        if let Some(kind) = self.tools()[i].kind {
+            if let Some(name) = tool_name(&self.tools()[i], &g.base) {
                 return format!("{program}: {} {name}", kind.as_str());
             }
         }

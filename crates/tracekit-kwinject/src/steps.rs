@@ -37,7 +37,7 @@
 //!   name no file they read, so when they became ready is unknown: no wait
 //!   is counted for them.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::analysis::Build;
 use crate::cdb::absolute;
@@ -110,12 +110,14 @@ impl ToolRun {
         if records.is_empty() {
             return t;
         }
-        if links {
-            let temporary: Vec<String> = t
+        if links && !t.compiles.is_empty() {
+            let inputs: HashSet<&String> = t.inputs.iter().collect();
+            let temporary: HashSet<String> = t
                 .compiles
                 .iter()
-                .map(|(_, o)| o.clone())
-                .filter(|o| t.inputs.contains(o))
+                .map(|(_, o)| o)
+                .filter(|o| inputs.contains(o))
+                .cloned()
                 .collect();
             t.inputs.retain(|i| !temporary.contains(i));
             t.outputs.retain(|o| !temporary.contains(o));
@@ -312,7 +314,7 @@ impl StepGraph {
                     || runs_tool[i]
                     || (b.parent[i].is_none()
                         && !b.children[i].is_empty()
-                        && b.tools[i].kind.is_none())
+                        && b.tools()[i].kind.is_none())
             })
             .collect();
         // Jobs: the first processes below a runner that are none; every
@@ -499,28 +501,30 @@ fn make_step(
     let p = &b.trace.processes[job];
     let runs: Vec<&ToolRun> = members
         .iter()
-        .map(|&i| &b.tools[i])
+        .map(|&i| &b.tools()[i])
         .filter(|r| r.kind.is_some())
         .collect();
     let mut outputs: Vec<String> = Vec::new();
     let mut inputs: Vec<String> = Vec::new();
+    let mut seen_out: HashSet<&str> = HashSet::new();
+    let mut seen_in: HashSet<&str> = HashSet::new();
     for r in &runs {
         for o in &r.outputs {
-            if !outputs.contains(o) {
+            if seen_out.insert(o) {
                 outputs.push(o.clone());
             }
         }
         for i in &r.inputs {
-            if !inputs.contains(i) {
+            if seen_in.insert(i) {
                 inputs.push(i.clone());
             }
         }
     }
-    inputs.retain(|i| !outputs.contains(i));
+    inputs.retain(|i| !seen_out.contains(i.as_str()));
     // Named by what it builds when it is a tool run or a shell running
     // tools (`sh -c 'cc ...'`); a script such as `./configure` that runs
     // compilers by the hundred keeps its own name.
-    let by_tools = b.tools[job].kind.is_some()
+    let by_tools = b.tools()[job].kind.is_some()
         || (is_shell(p.program_name()) && p.args.get(1).is_some_and(|a| a == "-c"));
     let last = runs.last();
     let (kind, name) = match last {
@@ -552,35 +556,66 @@ fn make_step(
     }
 }
 
-/// How step `s` names `file`: on a command line of one of its tool runs,
-/// in a response file, or through `-l`.
-fn how_named(b: &Build, members: &[usize], file: &str) -> (StepKind, Named) {
-    let mut kind = StepKind::Other;
-    let mut rsp = false;
-    for &i in members {
-        let run = &b.tools[i];
-        if !run.inputs.iter().any(|f| f == file) {
-            continue;
+/// What a step's tool runs name on their command lines (absolute), and
+/// whether any passes an `@file`.
+struct Naming {
+    arguments: HashSet<String>,
+    response_file: bool,
+}
+
+impl Naming {
+    fn of(b: &Build, members: &[usize]) -> Naming {
+        let mut n = Naming {
+            arguments: HashSet::new(),
+            response_file: false,
+        };
+        for &i in members {
+            if b.tools()[i].kind.is_none() {
+                continue;
+            }
+            let p = &b.trace.processes[i];
+            for a in p.args.get(1..).unwrap_or(&[]) {
+                if a.starts_with('@') {
+                    n.response_file = true;
+                } else if !a.starts_with('-') {
+                    n.arguments.insert(absolute(&p.work_dir, a));
+                }
+            }
         }
-        kind = run.kind.unwrap_or(StepKind::Other);
-        let p = &b.trace.processes[i];
-        let args = p.args.get(1..).unwrap_or(&[]);
-        if args
-            .iter()
-            .any(|a| !a.starts_with('-') && !a.starts_with('@') && absolute(&p.work_dir, a) == file)
-        {
-            return (kind, Named::Argument);
-        }
-        rsp |= args.iter().any(|a| a.starts_with('@'));
+        n
     }
-    (
-        kind,
-        if rsp {
+
+    fn how(&self, file: &str) -> Named {
+        if self.arguments.contains(file) {
+            Named::Argument
+        } else if self.response_file {
             Named::ResponseFile
         } else {
             Named::LibraryFlag
-        },
-    )
+        }
+    }
+}
+
+/// The kind of the tool run in a step that reads (`outputs == false`) or
+/// writes `file`.
+fn tool_kind(b: &Build, members: &[usize], file: &str, outputs: bool) -> StepKind {
+    // Usually one tool run, or runs of one kind: no need to look.
+    let mut kinds = members.iter().filter_map(|&i| b.tools()[i].kind);
+    if let Some(k) = kinds.next() {
+        if kinds.all(|x| x == k) {
+            return k;
+        }
+    }
+    members
+        .iter()
+        .rev()
+        .map(|&i| &b.tools()[i])
+        .filter(|r| {
+            let files = if outputs { &r.outputs } else { &r.inputs };
+            files.iter().any(|f| f == file)
+        })
+        .find_map(|r| r.kind)
+        .unwrap_or(StepKind::Other)
 }
 
 fn find_edges(
@@ -604,6 +639,7 @@ fn find_edges(
     let mut late = 0;
     for &s in order {
         let to = &steps[s];
+        let mut naming: Option<Naming> = None;
         for f in &to.inputs {
             let Some(ws) = writers.get(f.as_str()) else {
                 continue;
@@ -615,14 +651,15 @@ fn find_edges(
             };
             match ws.iter().rev().find(|&&w| w != s && done_before(w)) {
                 Some(&w) => {
-                    let written_by = written_kind(b, &members[w], f);
-                    let (read_by, named) = how_named(b, &members[s], f);
+                    let named = naming
+                        .get_or_insert_with(|| Naming::of(b, &members[s]))
+                        .how(f);
                     edges.push(Edge {
                         from: w,
                         to: s,
                         file: f.clone(),
-                        written_by,
-                        read_by,
+                        written_by: tool_kind(b, &members[w], f, true),
+                        read_by: tool_kind(b, &members[s], f, false),
                         named,
                     });
                 }
@@ -635,16 +672,6 @@ fn find_edges(
         }
     }
     (edges, late)
-}
-
-fn written_kind(b: &Build, members: &[usize], file: &str) -> StepKind {
-    members
-        .iter()
-        .rev()
-        .map(|&i| &b.tools[i])
-        .filter(|r| r.outputs.iter().any(|o| o == file))
-        .find_map(|r| r.kind)
-        .unwrap_or(StepKind::Other)
 }
 
 /// Steps running at once, as (time, count from then on), and the most.
