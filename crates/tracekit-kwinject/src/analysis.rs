@@ -132,7 +132,8 @@ impl<'a> Build<'a> {
             .iter()
             .filter_map(|p| p.end_us.or(p.start_us))
             .max()?;
-        Some((start, end))
+        // A record that ends before it starts cannot make the span negative.
+        Some((start, end.max(start)))
     }
 
     /// The steps, their dependencies, the critical path and the job-slot

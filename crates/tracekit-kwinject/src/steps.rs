@@ -852,7 +852,7 @@ fn critical_path(steps: &[Step], edges: &[Edge], order: &[usize]) -> Option<Crit
                 }
             }
         }
-        let c = before + steps[s].duration_us().unwrap_or(0);
+        let c = before.saturating_add(steps[s].duration_us().unwrap_or(0));
         cost[s] = Some(c);
         if top.is_none_or(|t| c >= cost[t].unwrap_or(0)) {
             top = Some(s);
