@@ -147,7 +147,7 @@ fn collect_db(
 
 /// Merges the old database (`--append`), filters, and writes `path`
 /// through a temporary file beside it (as Bear does: a failed write leaves
-/// the old database as it was).
+/// the old database as it was, and the temporary file is removed).
 fn write_db(b: &mut CdbBuilder, path: &std::path::Path, append: bool) -> Result<()> {
     let stdout = path.as_os_str() == "-";
     if append && !stdout && path.exists() {
@@ -160,16 +160,34 @@ fn write_db(b: &mut CdbBuilder, path: &std::path::Path, append: bool) -> Result<
     if stdout {
         return b
             .write(output(None)?)
-            .context("standard output: cannot write");
+            .map_err(|e| tracekit_core::Error::io(None, e).into());
     }
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");
     let tmp = PathBuf::from(tmp);
-    b.write(output(Some(&tmp))?)
-        .with_context(|| format!("{}: cannot write", tmp.display()))?;
-    std::fs::rename(&tmp, path)
-        .with_context(|| format!("{}: cannot rename to {}", tmp.display(), path.display()))?;
-    Ok(())
+    let written = output(Some(&tmp)).and_then(|out| {
+        b.write(out)
+            .map_err(|e| anyhow::anyhow!("{}: cannot write: {e}", tmp.display()))
+    });
+    let renamed = written.and_then(|()| {
+        std::fs::rename(&tmp, path).map_err(|e| {
+            anyhow::anyhow!(
+                "{}: cannot rename to {}: {e}",
+                tmp.display(),
+                path.display()
+            )
+        })
+    });
+    if renamed.is_err() {
+        // Nothing half-written stays behind.
+        let _ = std::fs::remove_file(&tmp);
+    }
+    renamed.with_context(|| {
+        format!(
+            "{}: the compilation database was not written",
+            path.display()
+        )
+    })
 }
 
 /// Says what happened to the executions: always with `--json` (as JSON)
@@ -232,6 +250,17 @@ fn read_trace(input: &Input) -> Result<Trace> {
     let trace = Trace::read(reader).map_err(|e| e.in_file(&input.path))?;
     super::print_warnings(input.display(), &trace.warnings);
     Ok(trace)
+}
+
+/// 1 when process records could not be read or were never written (the
+/// README's promise: everything readable is processed, and the loss shows
+/// in the exit status).
+fn lost_exit(lost: u64) -> ExitCode {
+    if lost > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 fn usage(message: &str) -> Result<ExitCode> {
@@ -303,7 +332,7 @@ fn spec(args: SpecArgs) -> Result<ExitCode> {
 #[derive(clap::Args, Debug)]
 #[command(
     verbatim_doc_comment,
-    after_help = "Examples:\n  tracekit record build -- make -j8\n  tracekit record build --compile-db -- make -j8    # and compile_commands.json\n  tracekit record build --compile-db --append -- make   # keeps files not rebuilt\n  tracekit record build --compile-db cdb.json --config bear.json -- ninja\n  tracekit record build -o gzip.trace -- sh -c './configure && make'\n  tracekit record build --method ptrace -o static.trace -- ./build.sh\n  tracekit build spec build.trace -o compile_commands.json\n  tracekit report build.trace\n\nMethods:\n  preload  (default) a small LD_PRELOAD library in every dynamically linked\n           process reports its exec, forks and reaped children; lowest cost.\n  ptrace   the recorder follows the build with ptrace (fork/exec events, no\n           syscall stops); also sees statically linked programs.\n\nThe build runs unchanged: same exit status (a fatal signal is re-raised), same\nstdout/stderr, same environment apart from LD_PRELOAD and TRACEKIT_PRELOAD_OUT\n(preload), which the trace leaves out.\n\nWith --compile-db (or --append, --config) the compilation database is written\nafter the build, by the rules of `tracekit build spec` (Bear 3.1.1's); programs\nnamed by CC, CXX and FC in this environment count as compilers, as with Bear.\nThe exit status stays the build's; if the build succeeded but the database\ncould not be written, it is 1."
+    after_help = "Examples:\n  tracekit record build -- make -j8\n  tracekit record build --compile-db -- make -j8    # and compile_commands.json\n  tracekit record build --compile-db --append -- make   # keeps files not rebuilt\n  tracekit record build --compile-db cdb.json --config bear.json -- ninja\n  tracekit record build -o gzip.trace -- sh -c './configure && make'\n  tracekit record build --method ptrace -o static.trace -- ./build.sh\n  tracekit build spec build.trace -o compile_commands.json\n  tracekit report build.trace\n\nMethods:\n  preload  (default) a small LD_PRELOAD library in every dynamically linked\n           process reports its exec, forks and reaped children; lowest cost.\n  ptrace   the recorder follows the build with ptrace (fork/exec events, no\n           syscall stops); also sees statically linked programs.\n\nThe build runs unchanged: same exit status (a fatal signal is re-raised), same\nstdout/stderr, same environment apart from LD_PRELOAD and TRACEKIT_PRELOAD_OUT\n(preload), which the trace leaves out.\n\nWith --compile-db (or --append, --config) the compilation database is written\nafter the build, by the rules of `tracekit build spec` (Bear 3.1.1's); programs\nnamed by CC, CXX and FC in this environment count as compilers, as with Bear.\nThe exit status is always the build's: a trace or database that cannot be written\n(a full disk) is reported with the path and the reason, a trace cut short is\nended with a `tk_truncated` marker (info and report warn about it) or removed, and\nno half-written database is left."
 )]
 pub struct RecordArgs {
     /// Where to write the kwinject trace (`-` is standard output).
@@ -382,11 +411,9 @@ pub fn record_build(args: RecordArgs) -> Result<ExitCode> {
             (exit, asm)
         }
     };
-    let out = output(Some(&args.output))?;
-    let mut out = asm
-        .write(out)
-        .with_context(|| format!("{}: cannot write", args.output.display()))?;
-    out.flush()?;
+    // From here on the build is over: whatever fails is said, and the
+    // exit status stays the build's.
+    write_trace(&asm, &args.output);
     super::print_warnings("events", &warnings);
     if args.verbose {
         eprintln!(
@@ -400,7 +427,6 @@ pub fn record_build(args: RecordArgs) -> Result<ExitCode> {
             }
         );
     }
-    let mut db_failed = false;
     if let Some((path, opts)) = db {
         let mut w = tracekit_core::Warnings::default();
         let (mut b, _) = collect_db(
@@ -412,10 +438,7 @@ pub fn record_build(args: RecordArgs) -> Result<ExitCode> {
         );
         match write_db(&mut b, &path, args.db.append) {
             Ok(()) => print_db_stats(&b, false, args.verbose),
-            Err(e) => {
-                eprintln!("tracekit: {e:#}");
-                db_failed = true;
-            }
+            Err(e) => eprintln!("tracekit: {e:#}"),
         }
     }
     // The process ends right after: freeing thousands of environments one
@@ -423,10 +446,48 @@ pub fn record_build(args: RecordArgs) -> Result<ExitCode> {
     std::mem::forget(asm);
     // Last: a build killed by a signal takes the recorder down the same way.
     let code = record::mirror_exit(exit).clamp(0, 255) as u8;
-    if db_failed && code == 0 {
-        return Ok(ExitCode::from(1));
-    }
     Ok(ExitCode::from(code))
+}
+
+/// Writes the recorded trace to `path` (`-`: standard output). A failure
+/// is reported with the path and the OS's reason and what is left of the
+/// file (a trace marked truncated, or nothing); it never changes the exit
+/// status, which is the build's.
+fn write_trace(asm: &Assembler, path: &std::path::Path) {
+    if path.as_os_str() == "-" {
+        let written = output(None).and_then(|out| {
+            let mut out = asm.write(out)?;
+            out.flush()?;
+            Ok(())
+        });
+        if let Err(e) = written {
+            let quiet = e
+                .downcast_ref::<std::io::Error>()
+                .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe);
+            if !quiet {
+                eprintln!("tracekit: standard output: cannot write the build trace: {e}");
+            }
+        }
+        return;
+    }
+    let file = match tracekit_core::files::create(path) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!(
+                "tracekit: {}: cannot create the build trace: {e}",
+                path.display()
+            );
+            return;
+        }
+    };
+    if let Err(f) = asm.write_file(path, &file) {
+        eprintln!(
+            "tracekit: {}: cannot write the build trace: {}; {}",
+            path.display(),
+            f.error,
+            f.left
+        );
+    }
 }
 
 pub struct Kwinject;
@@ -450,8 +511,10 @@ impl Dialect for Kwinject {
 
     fn info(&self, inputs: &[Input], args: &info::Args) -> Result<ExitCode> {
         let mut out = output(None)?;
+        let mut lost = 0;
         for input in inputs {
             let t = read_trace(input)?;
+            lost += t.lost();
             let b = Build::new(&t);
             let ids: std::collections::HashSet<i64> = t.processes.iter().map(|p| p.id).collect();
             let compiles = b.compile_units;
@@ -465,6 +528,10 @@ impl Dialect for Kwinject {
                         "env_variables": t.env.len(), "processes": t.processes.len(),
                         "distinct_ids": ids.len(), "compile_units": compiles,
                         "span_us": span, "warnings": t.warnings.total(),
+                        "lost_records": t.lost(),
+                        "truncated": t.truncated.as_ref().map(|x| serde_json::json!({
+                            "records": x.records, "of": x.of, "reason": x.reason,
+                        })),
                     }),
                 )?;
                 writeln!(out)?;
@@ -493,17 +560,28 @@ impl Dialect for Kwinject {
                     None => writeln!(out, "  time span:     unknown (no tracekit time keys)")?,
                 }
                 writeln!(out, "  warnings:      {}", t.warnings.total())?;
+                if let Some(x) = &t.truncated {
+                    writeln!(
+                        out,
+                        "  truncated:     the recorder kept {} of {} process records ({})",
+                        x.records, x.of, x.reason
+                    )?;
+                }
             }
         }
         out.flush()?;
-        Ok(ExitCode::SUCCESS)
+        Ok(lost_exit(lost))
     }
 
     fn report(&self, inputs: &[Input], args: &report::Args) -> Result<ExitCode> {
         let mut out = output(args.output.as_deref())?;
+        let mut lost = 0;
+        // Response files a link names are read where the build left them.
+        let read = |p: &str| std::fs::read_to_string(p).ok();
         for input in inputs {
             let t = read_trace(input)?;
-            let b = Build::new(&t);
+            lost += t.lost();
+            let b = Build::with_files(&t, &read);
             if args.json {
                 serde_json::to_writer_pretty(&mut out, &analysis::report_json(&b, args.top))?;
                 writeln!(out)?;
@@ -515,7 +593,7 @@ impl Dialect for Kwinject {
             }
         }
         out.flush()?;
-        Ok(ExitCode::SUCCESS)
+        Ok(lost_exit(lost))
     }
 
     fn timeline(
