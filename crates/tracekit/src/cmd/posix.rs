@@ -128,22 +128,9 @@ fn parse_size(s: &str) -> Result<u64, String> {
 }
 
 pub fn run(command: Command) -> Result<ExitCode> {
-    quiet_pipe(match command {
+    match command {
         Command::Record(a) => record(a),
         Command::Dump(a) => dump(a),
-    })
-}
-
-/// `tracekit posix dump LOG | head` is not an error.
-fn quiet_pipe(r: Result<ExitCode>) -> Result<ExitCode> {
-    match r {
-        Err(e)
-            if e.downcast_ref::<std::io::Error>()
-                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe) =>
-        {
-            Ok(ExitCode::SUCCESS)
-        }
-        r => r,
     }
 }
 
@@ -361,15 +348,15 @@ impl Dialect for PosixLog {
     }
 
     fn info(&self, inputs: &[Input], args: &info::Args) -> Result<ExitCode> {
-        quiet_pipe(posix_info(inputs, args))
+        posix_info(inputs, args)
     }
 
     fn report(&self, inputs: &[Input], args: &report::Args) -> Result<ExitCode> {
-        quiet_pipe(posix_report(inputs, args))
+        posix_report(inputs, args)
     }
 
     fn convert(&self, input: &Input, args: &convert::Args) -> Result<ExitCode> {
-        quiet_pipe(posix_convert(input, args))
+        posix_convert(input, args)
     }
 
     fn timeline(

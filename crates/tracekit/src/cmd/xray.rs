@@ -442,26 +442,8 @@ fn stat(s: &str) -> Result<Stat> {
     })
 }
 
-/// A reader that closed the pipe (`| head`) is not an error.
-fn quiet_pipe(r: Result<ExitCode>) -> Result<ExitCode> {
-    match r {
-        Err(e)
-            if e.chain().any(|c| {
-                c.downcast_ref::<std::io::Error>()
-                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-                    || c.downcast_ref::<tracekit_core::Error>().is_some_and(|t| {
-                        matches!(t, tracekit_core::Error::Io { source, .. } if source.kind() == std::io::ErrorKind::BrokenPipe)
-                    })
-            }) =>
-        {
-            Ok(ExitCode::SUCCESS)
-        }
-        other => other,
-    }
-}
-
 pub fn run(raw: RawArgs) -> Result<ExitCode> {
-    quiet_pipe(run_inner(raw))
+    run_inner(raw)
 }
 
 fn run_inner(raw: RawArgs) -> Result<ExitCode> {
@@ -724,6 +706,7 @@ impl Dialect for Xray {
 
     fn info(&self, inputs: &[Input], args: &info::Args) -> Result<ExitCode> {
         let mut all = Vec::new();
+        let mut out = super::stdout();
         for input in inputs {
             let bytes = open_bytes(&input.path)?;
             let rel = releaser(&bytes, &input.path);
@@ -764,27 +747,30 @@ impl Dialect for Xray {
             if args.json {
                 all.push(v);
             } else {
-                println!(
+                writeln!(
+                    out,
                     "{}: LLVM XRay {kind} log, version {} ({:?}-endian)",
                     input.display(),
                     h.version,
                     h.endian
-                );
-                println!("  cycle frequency: {} Hz", h.cycle_frequency);
+                )?;
+                writeln!(out, "  cycle frequency: {} Hz", h.cycle_frequency)?;
                 if trace.is_fdr_log() {
-                    println!(
+                    writeln!(
+                        out,
                         "  buffers:         {} (buffer size {} bytes)",
                         trace.blocks.len(),
                         h.buffer_size
-                    );
+                    )?;
                 }
-                println!("  records:         {total}");
+                writeln!(out, "  records:         {total}")?;
                 for (k, n) in counts {
-                    println!("    {k:<20} {n}");
+                    writeln!(out, "    {k:<20} {n}")?;
                 }
-                println!("  threads:         {}", summary.threads);
-                println!("  processes:       {}", summary.processes);
-                println!("  time span:       {span:.6} s");
+                writeln!(out, "  threads:         {}", summary.threads)?;
+                writeln!(out, "  processes:       {}", summary.processes)?;
+                writeln!(out, "  time span:       {span:.6} s")?;
+                out.flush()?;
                 print_warnings(input.path.display(), warnings);
                 if let Some(e) = error {
                     eprintln!("tracekit: {e}");
@@ -797,8 +783,9 @@ impl Dialect for Xray {
             } else {
                 serde_json::Value::Array(all)
             };
-            println!("{}", serde_json::to_string_pretty(&v)?);
+            writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
         }
+        out.flush()?;
         Ok(ExitCode::SUCCESS)
     }
 
@@ -897,7 +884,7 @@ impl Dialect for Xray {
     }
 
     fn convert(&self, input: &Input, args: &convert::Args) -> Result<ExitCode> {
-        quiet_pipe(self.convert_inner(input, args))
+        self.convert_inner(input, args)
     }
 
     fn timeline(
@@ -919,7 +906,7 @@ impl Dialect for Xray {
             print_warnings(input.path.display(), &w);
             Ok(ExitCode::SUCCESS)
         };
-        quiet_pipe(run())
+        run()
     }
 
     fn tables(
@@ -942,7 +929,7 @@ impl Dialect for Xray {
             crate::formats::warn_row_stats(input, &stats);
             Ok(ExitCode::SUCCESS)
         };
-        quiet_pipe(run())
+        run()
     }
 
     fn tables_in_one_pass(&self, _path: &std::path::Path) -> bool {
