@@ -7,6 +7,8 @@
 //! same run says with an open standard output (a summary some verbs print
 //! there), or nothing.
 
+mod common;
+
 use std::io::Read;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -77,29 +79,11 @@ fn stderr_when_open(args: &[String]) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-/// A POSIX trace log of a few thousand events, written with the library.
-fn posix_log(path: &Path) {
-    use tracekit_posix::consts::*;
-    use tracekit_posix::{api, traced, TraceAttr};
-    let f = std::fs::File::create(path).unwrap();
-    let mut a = TraceAttr::default();
-    assert!(a.set_log_policy(POSIX_TRACE_UNTIL_FULL));
-    a.stream_size = 1 << 20;
-    a.log_size = 1 << 20;
-    let trid = api::create(0, Some(&a), Some(f.as_raw_fd())).unwrap();
-    let id = traced::eventid_open(b"closed-stdout").unwrap();
-    api::start(trid).unwrap();
-    for i in 0u32..3000 {
-        traced::trace_event(id, &i.to_le_bytes());
-    }
-    api::shutdown(trid).unwrap();
-}
-
 #[test]
 fn every_printing_verb_ends_quietly_on_a_closed_stdout() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("events.trace");
-    posix_log(&log);
+    common::posix_log(&log, 3000);
     let log = log.to_string_lossy().into_owned();
     let trace2 = corpus("examples/trace2/clone.event.jsonl");
     let perf = corpus("examples/trace2/clone.perf.log");

@@ -23,7 +23,7 @@ use tracekit_xray::summary::{ticks_to_secs, Summary};
 use tracekit_xray::{LogKind, Trace};
 
 use crate::cmd::{convert, info, output, print_warnings, report};
-use crate::formats::Dialect;
+use crate::formats::{Dialect, Target, Writer};
 use crate::input::Input;
 use crate::progress::Progress;
 
@@ -512,8 +512,19 @@ fn run_inner(raw: RawArgs) -> Result<ExitCode> {
                 },
             };
             let mut out = output(a.output.as_deref())?;
-            let w = if a.json {
-                let (rows, _, w) = in_file(commands::account_rows(&trace, &args), &a.input)?;
+            let (rows, total, w) = match commands::account_rows(&trace, &names, &args) {
+                Err(tracekit_core::Error::Other(m)) if m.starts_with("Error processing record") => {
+                    // llvm-xray's report: the record and the threads'
+                    // stacks, then the failure.
+                    eprintln!("{m}");
+                    anyhow::bail!(
+                        "Failed accounting function calls in file '{}'.",
+                        a.input.display()
+                    );
+                }
+                r => in_file(r, &a.input)?,
+            };
+            if a.json {
                 let rows: Vec<serde_json::Value> = rows
                     .iter()
                     .map(|r| {
@@ -529,23 +540,11 @@ fn run_inner(raw: RawArgs) -> Result<ExitCode> {
                     .collect();
                 serde_json::to_writer_pretty(&mut out, &rows)?;
                 writeln!(out)?;
-                w
+            } else if args.csv {
+                tracekit_xray::account::write_csv(&mut out, &rows, &names)?;
             } else {
-                match commands::account(&trace, &names, &args, &mut out) {
-                    Err(tracekit_core::Error::Other(m))
-                        if m.starts_with("Error processing record") =>
-                    {
-                        // llvm-xray's report: the record, then the failure.
-                        out.flush()?;
-                        eprintln!("{m}");
-                        anyhow::bail!(
-                            "Failed accounting function calls in file '{}'.",
-                            a.input.display()
-                        );
-                    }
-                    r => in_file(r, &a.input)?,
-                }
-            };
+                tracekit_xray::account::write_text(&mut out, total, &rows, &names)?;
+            }
             out.flush()?;
             print_warnings(a.input.display(), &w);
         }
@@ -883,8 +882,8 @@ impl Dialect for Xray {
         Ok(ExitCode::SUCCESS)
     }
 
-    fn convert(&self, input: &Input, args: &convert::Args) -> Result<ExitCode> {
-        self.convert_inner(input, args)
+    fn targets(&self) -> &'static [Target] {
+        TARGETS
     }
 
     fn timeline(
@@ -937,48 +936,98 @@ impl Dialect for Xray {
     }
 }
 
-impl Xray {
-    fn convert_inner(&self, input: &Input, args: &convert::Args) -> Result<ExitCode> {
-        let names = names_for(&args.instr_map)?;
-        let bytes = open_bytes(&input.path)?;
-        let rel = releaser(&bytes, &input.path);
-        let trace = open_trace(&input.path, &bytes, &*rel)?;
-        let mut out = output(args.output.as_deref())?;
-        let w = match args.to.as_str() {
-            "chrome" => in_file(commands::convert_chrome(&trace, &names, &mut out), &input.path)?,
-            "folded" | "svg" => {
-                let (p, w) = in_file(commands::profile(&trace), &input.path)?;
-                let mut folded = Vec::new();
-                in_file(commands::write_folded(&p, &names, &mut folded), &input.path)?;
-                if args.to == "folded" {
-                    out.write_all(&folded)?;
-                } else {
-                    let title = format!("{} (self time, ticks)", input.display());
-                    tracekit_export::flame::svg_from_folded(
-                        &folded,
-                        &tracekit_export::flame::FlameOptions {
-                            title: &title,
-                            count_name: "ticks",
-                            inverted: false,
-                        },
-                        &mut out,
-                    )?;
-                }
-                w
+/// The formats XRay traces convert to (`convert --to`).
+static TARGETS: &[Target] = &[
+    Target {
+        names: &["folded"],
+        about: "folded stacks of self time in ticks (flamegraph.pl, inferno, speedscope)",
+        write: Writer::Own(|input, args| convert_to(input, args, Written::Folded)),
+    },
+    Target {
+        names: &["svg"],
+        about: "a flame graph (SVG) of self time",
+        write: Writer::Own(|input, args| convert_to(input, args, Written::Svg)),
+    },
+    Target {
+        names: &["yaml"],
+        about: "llvm-xray's YAML trace (`llvm-xray convert -f yaml`)",
+        write: Writer::Own(|input, args| convert_to(input, args, Written::Yaml)),
+    },
+    Target {
+        names: &["trace_event"],
+        about: "llvm-xray's Chrome trace_event JSON (`llvm-xray convert -f trace_event`)",
+        write: Writer::Own(|input, args| convert_to(input, args, Written::TraceEvent)),
+    },
+    Target {
+        names: &["fdr"],
+        about: "an FDR v5 log, laid out as compiler-rt writes it",
+        write: Writer::Own(|input, args| convert_to(input, args, Written::Fdr)),
+    },
+    Target {
+        names: &["basic", "raw"],
+        about: "a basic (naive) log (`llvm-xray convert -f raw`)",
+        write: Writer::Own(|input, args| convert_to(input, args, Written::Basic)),
+    },
+];
+
+#[derive(Clone, Copy, PartialEq)]
+enum Written {
+    Folded,
+    Svg,
+    Yaml,
+    TraceEvent,
+    Fdr,
+    Basic,
+}
+
+fn convert_to(input: &Input, args: &convert::Args, to: Written) -> Result<ExitCode> {
+    let names = names_for(&args.instr_map)?;
+    let bytes = open_bytes(&input.path)?;
+    let rel = releaser(&bytes, &input.path);
+    let trace = open_trace(&input.path, &bytes, &*rel)?;
+    let mut out = output(args.output.as_deref())?;
+    let symbolized = args.instr_map.is_some();
+    let w = match to {
+        Written::Folded | Written::Svg => {
+            let (p, w) = in_file(commands::profile(&trace), &input.path)?;
+            let mut folded = Vec::new();
+            in_file(commands::write_folded(&p, &names, &mut folded), &input.path)?;
+            if to == Written::Folded {
+                out.write_all(&folded)?;
+            } else {
+                let title = format!("{} (self time, ticks)", input.display());
+                tracekit_export::flame::svg_from_folded(
+                    &folded,
+                    &tracekit_export::flame::FlameOptions {
+                        title: &title,
+                        count_name: "ticks",
+                        inverted: false,
+                    },
+                    &mut out,
+                )?;
             }
-            "yaml" => in_file(commands::convert_yaml(&trace, &names, args.instr_map.is_some(), true, &mut out), &input.path)?,
-            "trace_event" => in_file(commands::convert_trace_event(&trace, &names, args.instr_map.is_some(), true, &mut out), &input.path)?,
-            "fdr" => in_file(tracekit_xray::writer::convert_to_fdr(&trace, &mut out), &input.path)?,
-            "basic" | "raw" => in_file(tracekit_xray::writer::convert_to_basic(&trace, &mut out), &input.path)?,
-            other => anyhow::bail!(
-                "{}: XRay traces convert to chrome, folded, svg, yaml, trace_event, fdr, basic (not {other:?})",
-                input.display()
-            ),
-        };
-        out.flush()?;
-        print_warnings(input.path.display(), &w);
-        Ok(ExitCode::SUCCESS)
-    }
+            w
+        }
+        Written::Yaml => in_file(
+            commands::convert_yaml(&trace, &names, symbolized, true, &mut out),
+            &input.path,
+        )?,
+        Written::TraceEvent => in_file(
+            commands::convert_trace_event(&trace, &names, symbolized, true, &mut out),
+            &input.path,
+        )?,
+        Written::Fdr => in_file(
+            tracekit_xray::writer::convert_to_fdr(&trace, &mut out),
+            &input.path,
+        )?,
+        Written::Basic => in_file(
+            tracekit_xray::writer::convert_to_basic(&trace, &mut out),
+            &input.path,
+        )?,
+    };
+    out.flush()?;
+    print_warnings(input.path.display(), &w);
+    Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(test)]
