@@ -29,7 +29,8 @@ pub static TARGETS: &[Target] = &[
     Target {
         names: &["perfetto", "pftrace"],
         about: "Perfetto's native protobuf trace (.pftrace): ui.perfetto.dev and\n\
-                trace_processor; a fraction of Chrome JSON's size, written as a stream",
+                trace_processor; packets in zlib-compressed bundles, as Perfetto's own\n\
+                service writes them: 1/6 to 1/30 of Chrome JSON's size, as a stream",
         write: Writer::Any(to_perfetto),
     },
     Target {
