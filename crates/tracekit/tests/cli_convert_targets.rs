@@ -96,15 +96,15 @@ fn inputs(posix_log: String) -> Vec<(&'static str, String, Vec<String>)> {
 
 #[test]
 fn an_unknown_target_is_a_usage_error_listing_every_target() {
+    let trace2 = corpus("examples/trace2/clone.event.jsonl");
+    let out = tracekit(&["convert", &trace2, "--to", "no-such-format"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
     let (common, dialects) = help_targets();
     for t in ["chrome", "perfetto", "otlp", "parquet"] {
         assert!(common.iter().any(|c| c == t), "{t} not in {common:?}");
     }
     assert!(dialects.len() >= 5, "{dialects:?}");
-    let trace2 = corpus("examples/trace2/clone.event.jsonl");
-    let out = tracekit(&["convert", &trace2, "--to", "no-such-format"]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
     for t in common.iter().chain(dialects.iter().flat_map(|d| &d.1)) {
         assert!(
             err.contains(&format!(" {t},")) || err.contains(&format!(" {t}]")),
