@@ -21,7 +21,11 @@ pub trait Dialect: Sync {
     fn sniff(&self, input: &Input) -> bool;
     fn info(&self, inputs: &[Input], args: &info::Args) -> Result<ExitCode>;
     fn report(&self, inputs: &[Input], args: &report::Args) -> Result<ExitCode>;
-    fn convert(&self, input: &Input, args: &convert::Args) -> Result<ExitCode>;
+    /// The `convert --to` targets the dialect writes itself (its own
+    /// formats), beside the targets of every dialect
+    /// ([`convert::TARGETS`]): what `convert` dispatches to and what its
+    /// help and errors list.
+    fn targets(&self) -> &'static [Target];
     /// `report --diff A B`: what changed from `base` to `new`.
     fn diff(&self, base: &Input, new: &Input, args: &report::Args) -> Result<ExitCode> {
         let _ = (new, args);
@@ -56,6 +60,34 @@ pub trait Dialect: Sync {
     fn tables_in_one_pass(&self, path: &std::path::Path) -> bool {
         let _ = path;
         false
+    }
+}
+
+/// A `convert --to` target: the names it answers to (the first is the one
+/// listed), a line for `convert --help`, and what writes it.
+pub struct Target {
+    pub names: &'static [&'static str],
+    pub about: &'static str,
+    pub write: Writer,
+}
+
+/// What writes a [`Target`].
+#[derive(Clone, Copy)]
+pub enum Writer {
+    /// Any dialect's input, given its dialect (through the timeline model).
+    Any(fn(&Input, &'static dyn Dialect, &convert::Args) -> Result<ExitCode>),
+    /// All the inputs of the command line at once, of any dialects.
+    Inputs(fn(&convert::Args) -> Result<ExitCode>),
+    /// One dialect's input, in a format of that dialect.
+    Own(fn(&Input, &convert::Args) -> Result<ExitCode>),
+}
+
+impl Target {
+    pub fn name(&self) -> &'static str {
+        self.names[0]
+    }
+    pub fn answers_to(&self, name: &str) -> bool {
+        self.names.contains(&name)
     }
 }
 

@@ -21,10 +21,10 @@ mod progress;
 /// logs.
 ///
 /// Examples:
-///   tracekit info examples/trace2/event.jsonl
-///   tracekit report examples/trace2/event.jsonl
-///   tracekit convert event.jsonl --to trace2-perf
-///   tracekit convert event.jsonl --to chrome -o out.json
+///   tracekit info examples/trace2/clone.event.jsonl
+///   tracekit report examples/trace2/clone.event.jsonl
+///   tracekit convert examples/trace2/clone.event.jsonl --to trace2-perf
+///   tracekit convert examples/trace2/clone.event.jsonl --to perfetto -o clone.pftrace
 #[derive(Parser, Debug)]
 #[command(name = "tracekit", version, verbatim_doc_comment, max_term_width = 100)]
 struct Cli {
@@ -106,15 +106,12 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
+        // A reader that closed the pipe (`tracekit ... | head`) is not an
+        // error to report: every verb ends here, quietly.
+        Err(err) if cmd::closed_stdout(&err) => ExitCode::SUCCESS,
         Err(err) => {
-            // A closed pipe (`tracekit ... | head`) is not an error to report.
-            if let Some(tracekit_core::Error::Io { source, .. }) = err.downcast_ref() {
-                if source.kind() == std::io::ErrorKind::BrokenPipe {
-                    return ExitCode::SUCCESS;
-                }
-            }
             eprintln!("tracekit: {err}");
-            ExitCode::from(1)
+            ExitCode::from(if cmd::is_usage(&err) { 2 } else { 1 })
         }
     }
 }

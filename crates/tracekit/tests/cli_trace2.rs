@@ -232,8 +232,11 @@ fn unknown_target_says_what_exists() {
         "--to",
         "yaml",
     ]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).contains("targets: trace2-event, trace2-perf, trace2-normal"));
+    // A usage error (exit 2) that lists the targets of every input too.
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains(
+        "converts to chrome, perfetto, parquet, otlp, trace2-event, trace2-perf, trace2-normal"
+    ));
 }
 
 /// Every file of both git versions' corpora, converted to its own format

@@ -214,7 +214,8 @@ fn xray_calls_match_account_totals_and_counts_per_function() {
             deduce_sibling_calls: true,
             ..Default::default()
         };
-        let (rows, _, _) = account_rows(&t, &args).expect("account");
+        let (rows, _, _) =
+            account_rows(&t, &tracekit_xray::names::FunctionNames::none(), &args).expect("account");
         let m = bin.to_string_lossy().into_owned();
         let got = three_ways(
             XRAY_ACCOUNT,

@@ -17,7 +17,7 @@ use tracekit_kwinject::record::{self, Assembler, Method};
 use tracekit_kwinject::trace::{Env, Process, Trace};
 
 use crate::cmd::{convert, info, output, report};
-use crate::formats::Dialect;
+use crate::formats::{Dialect, Target, Writer};
 use crate::input::Input;
 
 #[derive(clap::Subcommand, Debug)]
@@ -630,19 +630,21 @@ impl Dialect for Kwinject {
         Ok(code.unwrap_or(ExitCode::SUCCESS))
     }
 
-    fn convert(&self, input: &Input, args: &convert::Args) -> Result<ExitCode> {
-        let t = read_trace(input)?;
-        let out = output(args.output.as_deref())?;
-        match args.to.as_str() {
-            "kwinject" => {
-                let mut out = t.write(out)?;
-                out.flush()?;
-            }
-            other => anyhow::bail!(
-                "cannot convert a kwinject build trace to {other:?} (targets: chrome, perfetto, kwinject; \
-                 for compile_commands.json use `tracekit build spec`)"
-            ),
-        }
-        Ok(ExitCode::SUCCESS)
+    fn targets(&self) -> &'static [Target] {
+        TARGETS
     }
+}
+
+/// The formats kwinject build traces convert to (`convert --to`).
+static TARGETS: &[Target] = &[Target {
+    names: &["kwinject"],
+    about: "the kwinject trace, rewritten (compile_commands.json: `tracekit build spec`)",
+    write: Writer::Own(to_kwinject),
+}];
+
+fn to_kwinject(input: &Input, args: &convert::Args) -> Result<ExitCode> {
+    let t = read_trace(input)?;
+    let mut out = t.write(output(args.output.as_deref())?)?;
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
 }

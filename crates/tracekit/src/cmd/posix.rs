@@ -15,7 +15,7 @@ use tracekit_posix::log::{EventInfo, LogReader, LOG_MAGIC, VERSION_MAJOR, VERSIO
 use tracekit_posix::TraceAttr;
 
 use crate::cmd::{convert, info, output, report};
-use crate::formats::Dialect;
+use crate::formats::{Dialect, Target, Writer};
 use crate::input::Input;
 
 #[derive(clap::Subcommand, Debug)]
@@ -128,22 +128,9 @@ fn parse_size(s: &str) -> Result<u64, String> {
 }
 
 pub fn run(command: Command) -> Result<ExitCode> {
-    quiet_pipe(match command {
+    match command {
         Command::Record(a) => record(a),
         Command::Dump(a) => dump(a),
-    })
-}
-
-/// `tracekit posix dump LOG | head` is not an error.
-fn quiet_pipe(r: Result<ExitCode>) -> Result<ExitCode> {
-    match r {
-        Err(e)
-            if e.downcast_ref::<std::io::Error>()
-                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe) =>
-        {
-            Ok(ExitCode::SUCCESS)
-        }
-        r => r,
     }
 }
 
@@ -361,15 +348,15 @@ impl Dialect for PosixLog {
     }
 
     fn info(&self, inputs: &[Input], args: &info::Args) -> Result<ExitCode> {
-        quiet_pipe(posix_info(inputs, args))
+        posix_info(inputs, args)
     }
 
     fn report(&self, inputs: &[Input], args: &report::Args) -> Result<ExitCode> {
-        quiet_pipe(posix_report(inputs, args))
+        posix_report(inputs, args)
     }
 
-    fn convert(&self, input: &Input, args: &convert::Args) -> Result<ExitCode> {
-        quiet_pipe(posix_convert(input, args))
+    fn targets(&self) -> &'static [Target] {
+        TARGETS
     }
 
     fn timeline(
@@ -546,33 +533,36 @@ fn posix_report(inputs: &[Input], args: &report::Args) -> Result<ExitCode> {
     }
 }
 
-fn posix_convert(input: &Input, args: &convert::Args) -> Result<ExitCode> {
-    {
-        let mut r = open_log(input)?;
-        match args.to.as_str() {
-            "text" | "dump" | "json" => {
-                let mut out = output(args.output.as_deref())?;
-                let mut p = Printer::new(args.to == "json");
-                let names: BTreeMap<u32, Vec<u8>> = r.types.iter().cloned().collect();
-                while let Some(e) = r.next_event() {
-                    let Ok(e) = e else { continue };
-                    let name = names
-                        .get(&e.info.event_id)
-                        .cloned()
-                        .or_else(|| {
-                            system_event_name(e.info.event_id).map(|s| s.as_bytes().to_vec())
-                        })
-                        .unwrap_or_else(|| format!("event-{}", e.info.event_id).into_bytes());
-                    p.event(&mut out, &e.info, &name, e.data)?;
-                }
-                out.flush()?;
-            }
-            other => bail!(
-                "a POSIX trace log cannot be converted to {other}; targets: chrome, perfetto, text, json"
-            ),
-        }
-        Ok(ExitCode::SUCCESS)
+/// The formats POSIX trace logs convert to (`convert --to`).
+static TARGETS: &[Target] = &[
+    Target {
+        names: &["text", "dump"],
+        about: "one line per event, oldest first (what `posix dump` prints)",
+        write: Writer::Own(|input, args| posix_convert(input, args, false)),
+    },
+    Target {
+        names: &["json"],
+        about: "one JSON object per event",
+        write: Writer::Own(|input, args| posix_convert(input, args, true)),
+    },
+];
+
+fn posix_convert(input: &Input, args: &convert::Args, json: bool) -> Result<ExitCode> {
+    let mut r = open_log(input)?;
+    let mut out = output(args.output.as_deref())?;
+    let mut p = Printer::new(json);
+    let names: BTreeMap<u32, Vec<u8>> = r.types.iter().cloned().collect();
+    while let Some(e) = r.next_event() {
+        let Ok(e) = e else { continue };
+        let name = names
+            .get(&e.info.event_id)
+            .cloned()
+            .or_else(|| system_event_name(e.info.event_id).map(|s| s.as_bytes().to_vec()))
+            .unwrap_or_else(|| format!("event-{}", e.info.event_id).into_bytes());
+        p.event(&mut out, &e.info, &name, e.data)?;
     }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ use tracekit_trace2::timeline::Trace2Timeline;
 use tracekit_trace2::Event;
 
 use crate::cmd::{convert, info, output};
-use crate::formats::Dialect;
+use crate::formats::{Dialect, Target, Writer};
 use crate::input::{dir_files, mmap_file, Input};
 use crate::progress::Progress;
 
@@ -398,93 +398,109 @@ impl Dialect for Trace2 {
         path.is_file()
     }
 
-    fn convert(&self, input: &Input, args: &convert::Args) -> Result<ExitCode> {
-        #[derive(Clone, Copy)]
-        enum Target {
-            Event,
-            Perf,
-            Normal,
-        }
-        let target = match args.to.as_str() {
-            "trace2-event" | "event" => Target::Event,
-            "trace2-perf" | "perf" => Target::Perf,
-            "trace2-normal" | "normal" => Target::Normal,
-            other => anyhow::bail!(
-                "{}: cannot convert Git Trace2 to '{other}' (targets: trace2-event, trace2-perf, trace2-normal, chrome, perfetto)",
-                input.display()
-            ),
-        };
-        let mut out = output(args.output.as_deref())?;
-        // Created at the first source: the variant follows its input's
-        // unless --brief/--full say otherwise.
-        let mut conv: Option<Converter> = None;
-        let mut buf = Vec::with_capacity(1 << 16);
-        let mut failed: Option<String> = None;
-        let mut notes = Vec::new();
-        let warnings = for_each_source(input, |name, format, content, warnings| {
-            if failed.is_some() {
-                return Ok(());
-            }
-            let conv = conv.get_or_insert_with(|| {
-                let brief = if args.brief {
-                    true
-                } else if args.full {
-                    false
-                } else {
-                    match format {
-                        Format::Perf { brief } | Format::Normal { brief } => brief,
-                        Format::Event => reader::event_is_brief(match &content {
-                            Content::Mapped(map) => &map[..map.len().min(64 * 1024)],
-                            Content::Stream(_) => &input.head,
-                        }),
-                    }
-                };
-                Converter::new(match target {
-                    Target::Event => Format::Event,
-                    Target::Perf => Format::Perf { brief },
-                    Target::Normal => Format::Normal { brief },
-                })
-            });
-            let mut one = |rec: reader::Record<'_>| -> Result<()> {
-                let Some(ev) = rec.parse_or_warn(format, warnings) else {
-                    return Ok(());
-                };
-                if let Err(e) = conv.write(&ev, &mut buf) {
-                    failed = Some(format!("{name}:{}: {e}", rec.line));
-                    // Stop reading this source; the error is reported below.
-                    return Err(anyhow::anyhow!("stop"));
-                }
-                if buf.len() >= 1 << 16 {
-                    out.write_all(&buf)?;
-                    buf.clear();
-                }
-                Ok(())
-            };
-            let read = each_record(name, format, content, &mut one).map(|_| ());
-            // Values derived less exactly (a git version not in the table):
-            // said, but the conversion is complete.
-            notes.extend(
-                conv.take_notes()
-                    .into_iter()
-                    .map(|n| format!("{name}: warning: {n}")),
-            );
-            match read {
-                Err(_) if failed.is_some() => Ok(()),
-                other => other,
-            }
-        })?;
-        out.write_all(&buf)?;
-        out.flush()?;
-        for note in notes {
-            eprintln!("tracekit: {note}");
-        }
-        let lost = print_all_warnings(&warnings);
-        if let Some(msg) = failed {
-            eprintln!("tracekit: {msg}");
-            return Ok(ExitCode::from(1));
-        }
-        Ok(exit_code(lost))
+    fn targets(&self) -> &'static [Target] {
+        TARGETS
     }
+}
+
+/// The formats Git Trace2 converts to itself (`convert --to`).
+static TARGETS: &[Target] = &[
+    Target {
+        names: &["trace2-event", "event"],
+        about: "Git Trace2 EVENT (JSON lines)",
+        write: Writer::Own(|input, args| convert_to(input, args, Written::Event)),
+    },
+    Target {
+        names: &["trace2-perf", "perf"],
+        about: "Git Trace2 PERF, as git writes it",
+        write: Writer::Own(|input, args| convert_to(input, args, Written::Perf)),
+    },
+    Target {
+        names: &["trace2-normal", "normal"],
+        about: "Git Trace2 NORMAL, as git writes it",
+        write: Writer::Own(|input, args| convert_to(input, args, Written::Normal)),
+    },
+];
+
+#[derive(Clone, Copy)]
+enum Written {
+    Event,
+    Perf,
+    Normal,
+}
+
+/// `convert --to trace2-*`: every record in the `target` format.
+fn convert_to(input: &Input, args: &convert::Args, target: Written) -> Result<ExitCode> {
+    let mut out = output(args.output.as_deref())?;
+    // Created at the first source: the variant follows its input's
+    // unless --brief/--full say otherwise.
+    let mut conv: Option<Converter> = None;
+    let mut buf = Vec::with_capacity(1 << 16);
+    let mut failed: Option<String> = None;
+    let mut notes = Vec::new();
+    let warnings = for_each_source(input, |name, format, content, warnings| {
+        if failed.is_some() {
+            return Ok(());
+        }
+        let conv = conv.get_or_insert_with(|| {
+            let brief = if args.brief {
+                true
+            } else if args.full {
+                false
+            } else {
+                match format {
+                    Format::Perf { brief } | Format::Normal { brief } => brief,
+                    Format::Event => reader::event_is_brief(match &content {
+                        Content::Mapped(map) => &map[..map.len().min(64 * 1024)],
+                        Content::Stream(_) => &input.head,
+                    }),
+                }
+            };
+            Converter::new(match target {
+                Written::Event => Format::Event,
+                Written::Perf => Format::Perf { brief },
+                Written::Normal => Format::Normal { brief },
+            })
+        });
+        let mut one = |rec: reader::Record<'_>| -> Result<()> {
+            let Some(ev) = rec.parse_or_warn(format, warnings) else {
+                return Ok(());
+            };
+            if let Err(e) = conv.write(&ev, &mut buf) {
+                failed = Some(format!("{name}:{}: {e}", rec.line));
+                // Stop reading this source; the error is reported below.
+                return Err(anyhow::anyhow!("stop"));
+            }
+            if buf.len() >= 1 << 16 {
+                out.write_all(&buf)?;
+                buf.clear();
+            }
+            Ok(())
+        };
+        let read = each_record(name, format, content, &mut one).map(|_| ());
+        // Values derived less exactly (a git version not in the table):
+        // said, but the conversion is complete.
+        notes.extend(
+            conv.take_notes()
+                .into_iter()
+                .map(|n| format!("{name}: warning: {n}")),
+        );
+        match read {
+            Err(_) if failed.is_some() => Ok(()),
+            other => other,
+        }
+    })?;
+    out.write_all(&buf)?;
+    out.flush()?;
+    for note in notes {
+        eprintln!("tracekit: {note}");
+    }
+    let lost = print_all_warnings(&warnings);
+    if let Some(msg) = failed {
+        eprintln!("tracekit: {msg}");
+        return Ok(ExitCode::from(1));
+    }
+    Ok(exit_code(lost))
 }
 
 fn fmt_utc(u: tracekit_trace2::time::UnixMicros) -> String {
