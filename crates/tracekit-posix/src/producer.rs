@@ -22,7 +22,7 @@ use core::sync::atomic::{fence, AtomicI32, AtomicU32, AtomicU64, Ordering::*};
 use crate::consts::*;
 
 pub const STREAM_MAGIC: [u8; 8] = *b"TKPXSTRM";
-pub const STREAM_VERSION: u32 = 4;
+pub const STREAM_VERSION: u32 = 5;
 /// Most lanes a stream can have (see [`Lane`]).
 pub const MAX_LANES: usize = 16;
 /// Bytes before the first slot's payload.
@@ -159,6 +159,13 @@ pub struct SlotHeader {
     /// there): how many system events were lost right before this one.
     pub prog: u64,
     pub ticks: u64,
+    /// Who holds the slot while its sequence word is odd (claimed, being
+    /// written): written *before* the odd sequence word, so a writer that
+    /// sees the slot claimed sees its holder ([`wait_for_previous`]), not
+    /// the previous lap's. The consumer never reads these.
+    pub owner_thread: u64,
+    pub owner_pid: i32,
+    pub _pad: u32,
 }
 
 /// Bytes of the mapping before the first slot.
@@ -218,16 +225,32 @@ pub fn lookup<A, C>(h: &StreamHeaderOf<A, C>, name: &[u8]) -> Option<u32> {
 extern "C" {
     fn clock_gettime(clock: i32, ts: *mut [i64; 2]) -> i32;
     fn sched_yield() -> i32;
+    fn nanosleep(req: *const [i64; 2], rem: *mut [i64; 2]) -> i32;
+    fn open(path: *const u8, flags: i32, ...) -> i32;
+    fn read(fd: i32, buf: *mut u8, n: usize) -> isize;
+    fn close(fd: i32) -> i32;
 }
+
+/// `O_RDONLY | O_CLOEXEC` (Linux, every architecture this runs on).
+const O_RDONLY_CLOEXEC: i32 = 0o2000000;
 
 /// Reads the raw clock of kind `kind` (the one of the stream's calibration).
 #[inline(always)]
 pub fn raw_now(kind: u32) -> u64 {
     #[cfg(target_arch = "x86_64")]
     if kind == CLOCK_TSC {
-        // SAFETY: rdtsc has no preconditions; a stream only selects it
-        // when the CPU reports constant_tsc and nonstop_tsc.
-        return unsafe { core::arch::x86_64::_rdtsc() };
+        // `rdtsc` alone may read the counter before earlier loads are
+        // done (Intel SDM, RDTSC): a writer could read it before it saw
+        // its reservation and the lane's previous slot published, and
+        // stamp an event older than that one. `lfence` first waits for
+        // them (as the kernel's `rdtsc_ordered` does).
+        // SAFETY: lfence and rdtsc have no preconditions (both in the
+        // x86-64 baseline); a stream only selects the TSC when the CPU
+        // reports constant_tsc and nonstop_tsc.
+        return unsafe {
+            core::arch::x86_64::_mm_lfence();
+            core::arch::x86_64::_rdtsc()
+        };
     }
     let _ = kind;
     realtime_ns()
@@ -404,7 +427,7 @@ pub unsafe fn write<A, C>(
         let slot = slot_ptr(h, lane, pos);
         claim(slot, pos, pid, thread);
         wait_for_previous(h, lane, pos, slot, pid, thread);
-        complete(h, slot, pos, id, parts, prog, stamp.ticks());
+        complete(h, slot, pos, (id, pid, thread), parts, prog, stamp.ticks());
     }
     Ok(())
 }
@@ -419,25 +442,38 @@ pub unsafe fn write<A, C>(
 unsafe fn claim(slot: *mut SlotHeader, pos: u64, pid: i32, thread: u64) {
     // SAFETY: the caller's guarantee: we own slot `pos`.
     unsafe {
-        (*slot).seq.store(2 * pos + 1, Relaxed);
+        ptr::addr_of_mut!((*slot).owner_pid).write_volatile(pid);
+        ptr::addr_of_mut!((*slot).owner_thread).write_volatile(thread);
+        (*slot).seq.store(2 * pos + 1, Release);
         fence(Release);
-        ptr::addr_of_mut!((*slot).pid).write_volatile(pid);
-        ptr::addr_of_mut!((*slot).thread).write_volatile(thread);
     }
 }
 
-/// Longest a writer waits for the lane's previous slot to be published.
+/// How often a writer waiting for the lane's previous slot checks that
+/// the slot's writer is still there (see [`wait_for_previous`]); also how
+/// long it waits for a slot reserved but not yet claimed (its writer is
+/// not known).
 pub const PREVIOUS_SLOT_WAIT_NS: u64 = 100_000_000;
+/// Longest a writer waits for the lane's previous slot in any case (a
+/// writer that is there but makes no progress: a thread that died alone,
+/// a process in another pid namespace).
+pub const PREVIOUS_SLOT_WAIT_MAX_NS: u64 = 10_000_000_000;
 
-/// Waits (bounded: [`PREVIOUS_SLOT_WAIT_NS`]) until the slot before `pos`
-/// in `lane` is published, so a writer stamps its event after the one
-/// reserved just before it in the same lane: two threads sharing a lane,
-/// one preempted between its reservation and its clock read, would
-/// otherwise leave the lane out of time order. The previous writer only
-/// has to read the clock and copy its payload. No wait when that slot is
-/// held by this very thread (a signal handler that interrupted a writer:
-/// it would wait for itself); if the previous writer does not finish (it
-/// crashed), the wait gives up and the order may be off by that one event.
+/// Waits until the slot before `pos` in `lane` is published, so a writer
+/// stamps its event after the one reserved just before it in the same
+/// lane: two writers sharing a lane (threads, or processes, e.g. a forked
+/// child and its parent's thread), one preempted between its reservation
+/// and its clock read, would otherwise leave the lane out of time order.
+/// The previous writer only has to read the clock and copy its payload.
+/// No wait when that slot is held by this very thread (a signal handler
+/// that interrupted it: it would wait for itself). A writer that is not
+/// running is waited for as long as its process runs (checked every
+/// [`PREVIOUS_SLOT_WAIT_NS`]): an overloaded machine may keep it off a CPU
+/// for long, and going ahead would put this event before its. If its
+/// process is gone, a zombie or stopped (it crashed mid-event, or was
+/// stopped by a signal or a debugger), or after
+/// [`PREVIOUS_SLOT_WAIT_MAX_NS`], the wait gives up and the order may be
+/// off by that one event.
 ///
 /// # Safety
 /// As for [`slot_ptr`]: `h` is a live, valid stream mapping.
@@ -470,28 +506,41 @@ unsafe fn wait_for_previous<A, C>(
     wait_slow(prev, 2 * pos, pid, thread);
 }
 
+/// Who holds a slot whose sequence word is `seq`, if it is claimed for
+/// position `pos` (odd word `2 * pos + 1`): (pid, thread).
+#[inline(always)]
+fn holder(slot: &SlotHeader, seq: u64, pos: u64) -> Option<(i32, u64)> {
+    // SAFETY: plain reads of a slot of the mapping; the claim wrote them
+    // before its odd sequence word (Release), which the caller has seen
+    // (Acquire), so they name the slot's holder, not the previous lap's.
+    (seq == 2 * pos + 1).then(|| unsafe {
+        (
+            ptr::addr_of!(slot.owner_pid).read_volatile(),
+            ptr::addr_of!(slot.owner_thread).read_volatile(),
+        )
+    })
+}
+
+/// The process holding a claimed slot (a writer in the middle of an
+/// event), if that slot is claimed for position `pos`.
+pub fn slot_holder(slot: &SlotHeader, pos: u64) -> Option<i32> {
+    holder(slot, slot.seq.load(Acquire), pos).map(|(p, _)| p)
+}
+
 #[cold]
 #[inline(never)]
 fn wait_slow(prev: &SlotHeader, want: u64, pid: i32, thread: u64) {
     let mut since = 0;
+    let mut checked = 0;
     for i in 0u32.. {
         let seq = prev.seq.load(Acquire);
         if seq >= want {
             return;
         }
-        if seq == want - 1 {
-            // Claimed: by this thread, interrupted (a signal handler)?
-            // SAFETY: plain reads of a slot of the mapping (the claim's
-            // Release fence orders them after the odd sequence word).
-            let (p, t) = unsafe {
-                (
-                    ptr::addr_of!(prev.pid).read_volatile(),
-                    ptr::addr_of!(prev.thread).read_volatile(),
-                )
-            };
-            if p == pid && t == thread {
-                return;
-            }
+        let owner = holder(prev, seq, want / 2 - 1);
+        if owner == Some((pid, thread)) {
+            // Claimed by this thread, interrupted (a signal handler).
+            return;
         }
         if i < 64 {
             core::hint::spin_loop();
@@ -499,12 +548,70 @@ fn wait_slow(prev: &SlotHeader, want: u64, pid: i32, thread: u64) {
         }
         let now = clock_ns(1);
         if since == 0 {
-            since = now;
-        } else if now.wrapping_sub(since) > PREVIOUS_SLOT_WAIT_NS {
-            return;
+            (since, checked) = (now, now);
         }
-        // SAFETY: sched_yield has no preconditions.
-        unsafe { sched_yield() };
+        let waited = now.wrapping_sub(since);
+        if now.wrapping_sub(checked) > PREVIOUS_SLOT_WAIT_NS {
+            checked = now;
+            if waited > PREVIOUS_SLOT_WAIT_MAX_NS || !owner.is_some_and(|(p, _)| process_runs(p)) {
+                return;
+            }
+        }
+        if waited < 1_000_000 {
+            // SAFETY: sched_yield has no preconditions.
+            unsafe { sched_yield() };
+        } else {
+            // The previous writer is not running: sleep rather than keep
+            // a CPU busy yielding, so that it gets one sooner.
+            let ts = [0i64, 20_000];
+            // SAFETY: a valid timespec; no remainder wanted.
+            unsafe { nanosleep(&ts, ptr::null_mut()) };
+        }
+    }
+}
+
+/// Is process `pid` there and able to run (not gone, not a zombie, not
+/// stopped)? From `/proc/PID/stat`, without allocating (a writer's wait
+/// calls it); false if that cannot be read.
+pub fn process_runs(pid: i32) -> bool {
+    if pid <= 0 {
+        return false;
+    }
+    let mut path = *b"/proc/\0\0\0\0\0\0\0\0\0\0/stat\0";
+    let mut digits = [0u8; 10];
+    let (mut n, mut v) = (0, pid as u32);
+    while v > 0 || n == 0 {
+        digits[n] = b'0' + (v % 10) as u8;
+        v /= 10;
+        n += 1;
+    }
+    let mut at = 6;
+    for d in digits[..n].iter().rev() {
+        path[at] = *d;
+        at += 1;
+    }
+    path[at..at + 6].copy_from_slice(b"/stat\0");
+    let mut buf = [0u8; 512];
+    // SAFETY: a NUL-terminated path; reading into a buffer we own; closing
+    // the descriptor we opened.
+    let len = unsafe {
+        let fd = open(path.as_ptr(), O_RDONLY_CLOEXEC);
+        if fd < 0 {
+            return false;
+        }
+        let len = read(fd, buf.as_mut_ptr(), buf.len());
+        close(fd);
+        len
+    };
+    if len <= 0 {
+        return false;
+    }
+    // "PID (COMM) STATE ...": COMM may hold spaces and parentheses, the
+    // state follows the last ") ".
+    let b = &buf[..len as usize];
+    match b.iter().rposition(|&c| c == b')') {
+        Some(i) if i + 2 < b.len() => !matches!(b[i + 2], b'Z' | b'X' | b'x' | b'T' | b't'),
+        _ => false,
     }
 }
 
@@ -650,7 +757,7 @@ pub unsafe fn publish<A, C>(
     unsafe {
         let slot = slot_ptr(h, lane, pos);
         claim(slot, pos, pid, thread);
-        complete(h, slot, pos, id, parts, prog, ticks);
+        complete(h, slot, pos, (id, pid, thread), parts, prog, ticks);
     }
 }
 
@@ -664,7 +771,7 @@ unsafe fn complete<A, C>(
     h: &StreamHeaderOf<A, C>,
     slot: *mut SlotHeader,
     pos: u64,
-    id: u32,
+    (id, pid, thread): (u32, i32, u64),
     parts: &[&[u8]],
     prog: u64,
     ticks: u64,
@@ -685,6 +792,8 @@ unsafe fn complete<A, C>(
     // it; len <= slot_data.
     unsafe {
         ptr::addr_of_mut!((*slot).event_id).write_volatile(id);
+        ptr::addr_of_mut!((*slot).pid).write_volatile(pid);
+        ptr::addr_of_mut!((*slot).thread).write_volatile(thread);
         ptr::addr_of_mut!((*slot).data_len).write_volatile(len as u32);
         ptr::addr_of_mut!((*slot).truncation).write_volatile(truncation);
         ptr::addr_of_mut!((*slot).prog).write_volatile(prog);

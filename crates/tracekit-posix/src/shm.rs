@@ -722,6 +722,13 @@ impl StreamView {
         }
     }
 
+    /// The process writing slot `(lane, pos)`, if the slot is claimed
+    /// (a writer is in the middle of its event) for that position.
+    pub fn slot_holder(&self, (lane, pos): SlotRef) -> Option<i32> {
+        // SAFETY: the slot lies in the mapping.
+        crate::producer::slot_holder(unsafe { &*self.slot(lane, pos) }, pos)
+    }
+
     /// Gives up on a slot whose writer never completed it.
     pub fn skip_stuck(&self, cursor: &mut Cursor, (lane, pos): SlotRef) {
         if cursor.pos.get(lane) == Some(&pos) {
