@@ -268,6 +268,109 @@ fn fork_and_exec_writers_log_in_time_order() {
     assert_eq!((pids[1] - pids[0]) % 16, 0);
 }
 
+/// `tracekit posix record --inherit` of `outlive` (a parent that exits at
+/// once, two children that then write `per` events each): the controller's
+/// options, its log, and the children's events in it (per child, in order).
+fn record_outlive(
+    per: u32,
+    stop_at_exit: bool,
+) -> (std::process::ExitStatus, PathBuf, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = compile("outlive", dir.path());
+    let log = dir.path().join("outlive.trace");
+    let mut attr = TraceAttr::default();
+    attr.set_inheritance(POSIX_TRACE_INHERITED);
+    let mut cmd = program(&exe);
+    cmd.arg(per.to_string());
+    let rec = tracekit_posix::controller::record(
+        &mut cmd,
+        tracekit_posix::controller::Options {
+            attr,
+            log: Some(std::fs::File::create(&log).unwrap()),
+            filter: Vec::new(),
+            inherit: true,
+            stop_at_exit,
+        },
+        |_, _, _| Ok(()),
+    )
+    .unwrap();
+    (rec.status, log, dir)
+}
+
+/// Events of each child of `outlive` in a log, checked to be in order.
+fn children_events(log: &Path) -> (u64, tracekit_posix::log::LogMeta) {
+    let mut r = tracekit_posix::LogReader::open_path(log).unwrap();
+    assert!(r.meta.flags & tracekit_posix::log::FLAG_COMPLETE != 0);
+    let id = r
+        .types
+        .iter()
+        .find(|(_, n)| n == b"outlive")
+        .map(|(i, _)| *i);
+    let mut next = [0u32; 2];
+    while let Some(e) = r.next_event() {
+        let e = e.unwrap();
+        if Some(e.info.event_id) == id && e.data.len() == 8 {
+            let k = u32::from_ne_bytes(e.data[..4].try_into().unwrap()) as usize;
+            let i = u32::from_ne_bytes(e.data[4..].try_into().unwrap());
+            assert_eq!(i, next[k], "child {k}: event {i} out of its order");
+            next[k] += 1;
+        }
+    }
+    (next.iter().map(|&n| n as u64).sum(), r.meta)
+}
+
+/// Children that outlive the traced program keep the stream open: the
+/// recording ends when the last process that inherited it has exited, so
+/// the log holds all their events (before, it was shut down when the
+/// program exited: 0 of them, "0 lost").
+#[test]
+fn record_inherit_waits_for_children_that_outlive_the_program() {
+    const PER: u32 = 100_000;
+    let (status, log, _dir) = record_outlive(PER, false);
+    assert_eq!(status.code(), Some(3));
+    let (children, meta) = children_events(&log);
+    assert_eq!(children, 2 * PER as u64);
+    assert_eq!(
+        (meta.events_lost_stream, meta.events_after_shutdown),
+        (0, 0)
+    );
+}
+
+/// With `stop_at_exit` the recording ends with the program, and every
+/// event its children write after the shutdown is counted in the log's
+/// header (written by the reaper once they are gone): logged + counted =
+/// all of them.
+#[test]
+fn record_inherit_stop_at_exit_counts_what_is_written_after_shutdown() {
+    const PER: u32 = 100_000;
+    let (status, log, _dir) = record_outlive(PER, true);
+    assert_eq!(status.code(), Some(3));
+    // The children go on after `record` returned; the reaper writes the
+    // count whenever it changes and last when they are gone.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let (children, meta) = children_events(&log);
+        assert_eq!(meta.events_lost_stream, 0);
+        let accounted = children + meta.events_after_shutdown;
+        assert!(
+            accounted <= 2 * PER as u64,
+            "{children} + {}",
+            meta.events_after_shutdown
+        );
+        if accounted == 2 * PER as u64 {
+            assert!(meta.events_after_shutdown > 0);
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{children} logged + {} after shutdown, of {}",
+            meta.events_after_shutdown,
+            2 * PER
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
 #[test]
 fn log_written_by_one_process_and_read_by_another() {
     let dir = tempfile::tempdir().unwrap();

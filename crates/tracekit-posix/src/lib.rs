@@ -128,6 +128,11 @@
 //!   so the merge is exact. (A `no_std` writer that
 //!   passes a time read earlier, as the preload shims do, can land behind
 //!   an event newer by at most the delay between the two.)
+//! - `controller::record` with `inherit` (`tracekit posix record
+//!   --inherit`) keeps the stream open until every process that inherited
+//!   it has exited, not only the program (see `controller`'s reaper);
+//!   with `stop_at_exit` it shuts down at the program's exit and counts
+//!   what is written afterwards in the log's header.
 //! - Named streams (created for another pid or for all processes) keep
 //!   their `/dev/shm` name while the controller lives, because processes
 //!   attach to them by name at any time, not only right after creation.

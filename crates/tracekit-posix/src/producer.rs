@@ -37,6 +37,21 @@ pub const AUTO_SUSPENDED: u32 = 0x100 | POSIX_TRACE_SUSPENDED as u32;
 /// STOP once drained, but does not restart it. Reported as
 /// POSIX_TRACE_SUSPENDED; writers are not admitted (not a loss).
 pub const AUTO_STOPPED: u32 = 0x200 | POSIX_TRACE_SUSPENDED as u32;
+/// `running` of a stream shut down while processes may still write into it
+/// (`tracekit posix record --inherit --stop-at-exit`: descendants of the
+/// program outlive it): an event written now is not recorded but counted
+/// in `late` (the log's header gets the count once those processes are
+/// gone). Reported as POSIX_TRACE_SUSPENDED.
+pub const CLOSED: u32 = 0x400 | POSIX_TRACE_SUSPENDED as u32;
+/// [`CLOSED`] while suspended because full: the reader still reports the
+/// automatic STOP once drained (as for [`AUTO_STOPPED`]), then it is
+/// [`CLOSED`].
+pub const CLOSED_AUTO: u32 = 0x800 | POSIX_TRACE_SUSPENDED as u32;
+/// Is `running` one of the shut-down-with-writers states?
+#[inline(always)]
+pub fn is_closed(running: u32) -> bool {
+    running & (CLOSED | CLOSED_AUTO) & !(POSIX_TRACE_SUSPENDED as u32) != 0
+}
 /// Number of 64-bit words in an event set: one bit per identifier below
 /// [`EVENT_ID_END`].
 pub const EVENTSET_WORDS: usize = (EVENT_ID_END as usize).div_ceil(64);
@@ -129,6 +144,9 @@ pub struct StreamHeaderOf<A, C> {
     /// the next one recorded carries the count (see [`SlotHeader::prog`]),
     /// so the reader reports the loss where it happened.
     pub system_lost: AtomicU64,
+    /// Events written after the stream was shut down ([`CLOSED`]): not
+    /// recorded, counted.
+    pub late: AtomicU64,
     /// Raw time of the event whose refusal suspended an UNTIL_FULL stream
     /// (the automatic STOP is reported at that time).
     pub suspended_ticks: AtomicU64,
@@ -353,15 +371,24 @@ pub fn admit<A, C>(h: &StreamHeaderOf<A, C>, id: u32) -> Result<(), Outcome> {
 pub fn admit_running<A, C>(h: &StreamHeaderOf<A, C>) -> Result<(), Outcome> {
     let running = h.running.0.load(Relaxed);
     if running != POSIX_TRACE_RUNNING as u32 {
-        if running == AUTO_SUSPENDED {
-            note_lost(h, 1);
-            return Err(Outcome::Lost {
-                wake_flusher: false,
-            });
-        }
-        return Err(Outcome::NotAdmitted);
+        return Err(not_running(h, running));
     }
     Ok(())
+}
+
+/// What becomes of an event written while the stream is not running.
+#[cold]
+fn not_running<A, C>(h: &StreamHeaderOf<A, C>, running: u32) -> Outcome {
+    if running == AUTO_SUSPENDED {
+        note_lost(h, 1);
+    } else if is_closed(running) {
+        h.late.fetch_add(1, Relaxed);
+    } else {
+        return Outcome::NotAdmitted;
+    }
+    Outcome::Lost {
+        wake_flusher: false,
+    }
 }
 
 /// Records one event, its payload the concatenation of `parts` (so a
@@ -689,6 +716,14 @@ fn reserve_room(l: &Lane, cap: u64) -> Option<u64> {
 
 #[cold]
 fn lane_full<A, C>(h: &StreamHeaderOf<A, C>, now: impl FnOnce() -> u64) -> Full {
+    if is_closed(h.running.0.load(Relaxed)) {
+        // Admitted before the stream was shut down, written after.
+        h.late.fetch_add(1, Relaxed);
+        return Full {
+            wake_flusher: false,
+            may_wait: false,
+        };
+    }
     h.full.store(POSIX_TRACE_FULL as u32, Relaxed);
     if h.stream_policy == POSIX_TRACE_FLUSH {
         return Full {

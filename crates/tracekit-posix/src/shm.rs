@@ -531,7 +531,18 @@ impl StreamView {
             if full.wake_flusher {
                 self.wake_flusher();
             }
-            if !full.may_wait || h.shutdown.load(Acquire) != 0 {
+            if !full.may_wait {
+                return false;
+            }
+            if h.shutdown.load(Acquire) != 0 {
+                // Shut down while this writer waited for room: the event
+                // goes nowhere, counted (as written after shutdown if
+                // the stream still counts those).
+                if crate::producer::is_closed(h.running.0.load(Relaxed)) {
+                    h.late.fetch_add(1, Relaxed);
+                } else {
+                    crate::producer::note_lost(h, 1);
+                }
                 return false;
             }
             let seen = h.space_wake.load(Acquire);

@@ -157,6 +157,10 @@ impl Consumer {
             AcqRel,
             Relaxed,
         );
+        let _ = h
+            .running
+            .0
+            .compare_exchange(CLOSED_AUTO, CLOSED, AcqRel, Relaxed);
         // Only this lock's holders leave AUTO_SUSPENDED (writers only
         // enter it), so the restart cannot race the controller.
         if h.running.0.load(Acquire) == AUTO_SUSPENDED {
@@ -289,7 +293,7 @@ impl Consumer {
                     // the slots are handed back, and restarts then unless
                     // the controller stopped it.
                     let running = h.running.0.load(Acquire);
-                    if running != AUTO_SUSPENDED && running != AUTO_STOPPED {
+                    if ![AUTO_SUSPENDED, AUTO_STOPPED, CLOSED_AUTO].contains(&running) {
                         // Full but stopped by the controller before it could
                         // stop itself: no automatic STOP, just not full any
                         // more. (Full and running: a writer is suspending
