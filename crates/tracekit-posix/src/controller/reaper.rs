@@ -267,6 +267,9 @@ fn reap(p: &Prepared<'_>) -> ! {
     // SAFETY: prctl, pipe2, fork, signal calls with valid arguments; in the
     // program's child only async-signal-safe calls before exec.
     unsafe {
+        // A controller that is gone must not kill it with SIGPIPE (the
+        // program gets SIGPIPE back by default below).
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
         libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
         let mut err = [0; 2];
         if libc::pipe2(err.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
@@ -313,7 +316,6 @@ fn reap(p: &Prepared<'_>) -> ! {
         }
         // The reaper may outlive the controller: it must not keep the
         // controller's terminal or pipes open (a `| cat` would wait for it).
-        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
         let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
         if null >= 0 {
             for fd in 0..3 {
@@ -404,9 +406,10 @@ fn count_late(late: &LateWrites, log_fd: RawFd, done_rx: RawFd) {
     }
     check_done(done_rx, &mut complete, true);
     record(complete);
-    if complete == Some(true) {
-        late.remove_name();
-    }
+    // Whether or not the log could be counted into, nobody attaches any
+    // more (a keeper that completes the log of a controller that died
+    // removes the name too, if it still names this stream).
+    late.remove_name();
 }
 
 /// Has the controller said whether the log is complete (a byte: yes; end
