@@ -253,18 +253,32 @@ extern "C" {
 const O_RDONLY_CLOEXEC: i32 = 0o2000000;
 
 /// Reads the raw clock of kind `kind` (the one of the stream's calibration).
+/// The TSC is read with a plain `rdtsc`, which may run ahead of earlier
+/// loads (Intel SDM, RDTSC): enough for a writer alone in its lane (its
+/// reads follow each other), see [`raw_now_ordered`] for the others.
 #[inline(always)]
 pub fn raw_now(kind: u32) -> u64 {
     #[cfg(target_arch = "x86_64")]
     if kind == CLOCK_TSC {
-        // `rdtsc` alone may read the counter before earlier loads are
-        // done (Intel SDM, RDTSC): a writer could read it before it saw
-        // its reservation and the lane's previous slot published, and
-        // stamp an event older than that one. `lfence` first waits for
-        // them (as the kernel's `rdtsc_ordered` does).
-        // SAFETY: lfence and rdtsc have no preconditions (both in the
-        // x86-64 baseline); a stream only selects the TSC when the CPU
-        // reports constant_tsc and nonstop_tsc.
+        // SAFETY: rdtsc has no preconditions; a stream only selects it
+        // when the CPU reports constant_tsc and nonstop_tsc.
+        return unsafe { core::arch::x86_64::_rdtsc() };
+    }
+    let _ = kind;
+    realtime_ns()
+}
+
+/// [`raw_now`] read only once every earlier load is done (`lfence;
+/// rdtsc`, as the kernel's `rdtsc_ordered`): a writer that waited for a
+/// lane-mate's slot stamps after it saw that slot published, not before;
+/// the reader's "now" is not older than what it read. (`clock_gettime`
+/// orders its own read.) About 10 ns more than [`raw_now`].
+#[inline(always)]
+pub fn raw_now_ordered(kind: u32) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    if kind == CLOCK_TSC {
+        // SAFETY: lfence and rdtsc have no preconditions (x86-64 baseline);
+        // the TSC as in `raw_now`.
         return unsafe {
             core::arch::x86_64::_mm_lfence();
             core::arch::x86_64::_rdtsc()
@@ -307,6 +321,16 @@ impl Stamp {
     fn ticks(self) -> u64 {
         match self {
             Stamp::Now(kind) => raw_now(kind),
+            Stamp::At(ticks) => ticks,
+        }
+    }
+
+    /// [`Stamp::ticks`] with the clock read after every earlier load
+    /// ([`raw_now_ordered`]).
+    #[inline(always)]
+    fn ticks_ordered(self) -> u64 {
+        match self {
+            Stamp::Now(kind) => raw_now_ordered(kind),
             Stamp::At(ticks) => ticks,
         }
     }
@@ -453,8 +477,12 @@ pub unsafe fn write<A, C>(
     unsafe {
         let slot = slot_ptr(h, lane, pos);
         claim(slot, pos, pid, thread);
-        wait_for_previous(h, lane, pos, slot, pid, thread);
-        complete(h, slot, pos, (id, pid, thread), parts, prog, stamp.ticks());
+        let ticks = if wait_for_previous(h, lane, pos, slot, pid, thread) {
+            stamp.ticks_ordered()
+        } else {
+            stamp.ticks()
+        };
+        complete(h, slot, pos, (id, pid, thread), parts, prog, ticks);
     }
     Ok(())
 }
@@ -502,6 +530,12 @@ pub const PREVIOUS_SLOT_WAIT_MAX_NS: u64 = 10_000_000_000;
 /// [`PREVIOUS_SLOT_WAIT_MAX_NS`], the wait gives up and the order may be
 /// off by that one event.
 ///
+/// Returns whether that slot is another writer's: the caller then reads
+/// the clock ordered after this wait ([`raw_now_ordered`]), since a plain
+/// `rdtsc` may run ahead of the load that saw it published. A writer
+/// alone in its lane (the usual case) reads it plainly: its clock reads
+/// follow each other.
+///
 /// # Safety
 /// As for [`slot_ptr`]: `h` is a live, valid stream mapping.
 #[inline(always)]
@@ -512,9 +546,9 @@ unsafe fn wait_for_previous<A, C>(
     slot: *mut SlotHeader,
     pid: i32,
     thread: u64,
-) {
+) -> bool {
     if pos == 0 {
-        return;
+        return false;
     }
     // SAFETY: the caller's guarantee; pos - 1 is a slot of this lane: the
     // one before `slot`, or the lane's last when `pos` starts a lap.
@@ -528,9 +562,19 @@ unsafe fn wait_for_previous<A, C>(
         }
     };
     if prev.seq.load(Acquire) >= 2 * pos {
-        return;
+        // Published. Its holder fields name its writer (or a later lap's,
+        // another writer: ordered then, which is only slower).
+        // SAFETY: plain reads of a slot of the mapping, written before its
+        // sequence word, which this thread has seen (Acquire).
+        let (p, t) = unsafe {
+            (
+                ptr::addr_of!(prev.owner_pid).read_volatile(),
+                ptr::addr_of!(prev.owner_thread).read_volatile(),
+            )
+        };
+        return p != pid || t != thread;
     }
-    wait_slow(prev, 2 * pos, pid, thread);
+    wait_slow(prev, 2 * pos, pid, thread)
 }
 
 /// Who holds a slot whose sequence word is `seq`, if it is claimed for
@@ -554,22 +598,26 @@ pub fn slot_holder(slot: &SlotHeader, pos: u64) -> Option<i32> {
     holder(slot, slot.seq.load(Acquire), pos).map(|(p, _)| p)
 }
 
+/// The slow part of [`wait_for_previous`]; true unless the slot is this
+/// thread's own.
 #[cold]
 #[inline(never)]
-fn wait_slow(prev: &SlotHeader, want: u64, pid: i32, thread: u64) {
+fn wait_slow(prev: &SlotHeader, want: u64, pid: i32, thread: u64) -> bool {
     let mut since = 0;
     let mut checked = 0;
-    for i in 0u32.. {
+    let mut spins = 0u32;
+    loop {
         let seq = prev.seq.load(Acquire);
         if seq >= want {
-            return;
+            return true;
         }
         let owner = holder(prev, seq, want / 2 - 1);
         if owner == Some((pid, thread)) {
             // Claimed by this thread, interrupted (a signal handler).
-            return;
+            return false;
         }
-        if i < 64 {
+        if spins < 64 {
+            spins += 1;
             core::hint::spin_loop();
             continue;
         }
@@ -581,7 +629,7 @@ fn wait_slow(prev: &SlotHeader, want: u64, pid: i32, thread: u64) {
         if now.wrapping_sub(checked) > PREVIOUS_SLOT_WAIT_NS {
             checked = now;
             if waited > PREVIOUS_SLOT_WAIT_MAX_NS || !owner.is_some_and(|(p, _)| process_runs(p)) {
-                return;
+                return true;
             }
         }
         if waited < 1_000_000 {
