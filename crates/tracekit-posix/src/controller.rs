@@ -190,11 +190,7 @@ pub fn record(
 
 /// Reads what the stream holds now, without waiting, handing each event
 /// to `on_event`.
-fn drain(
-    trid: api::TraceId,
-    buf: &mut [u8],
-    on_event: &mut dyn FnMut(&EventInfo, &[u8], &[u8]) -> std::io::Result<()>,
-) -> Result<(), Failed> {
+fn drain(trid: api::TraceId, buf: &mut [u8], on_event: &mut OnEvent<'_>) -> Result<(), Failed> {
     while let Some(e) = api::getnext_event(trid, buf, Wait::Never).map_err(errno("read"))? {
         let name = api::eventid_get_name(trid, e.info.event_id).unwrap_or_default();
         on_event(&e.info, &name, &buf[..e.data_len]).map_err(io("write"))?;
@@ -271,7 +267,6 @@ fn record_inherited(
     // Every process that inherited the stream: the reaper exits after the
     // last one (end of file).
     while next(on_event)? != Some(reaper::Msg::Gone) {}
-    drop(next);
     if !has_log {
         api::stop(trid).map_err(errno("stop"))?;
         drain(trid, &mut buf, on_event)?;
