@@ -31,6 +31,8 @@ pub enum Command {
     ///
     /// Examples:
     ///   tracekit posix record --log run.trace -- ./myprog arg1
+    ///   tracekit posix record --inherit --log run.trace -- make -j4
+    ///   tracekit posix record --inherit --stop-at-exit --log run.trace -- ./server
     ///   tracekit posix record --policy until-full --stream-size 64M -- ./myprog
     ///   tracekit posix record --filter noisy_event -- ./myprog
     ///   tracekit posix dump run.trace
@@ -90,9 +92,18 @@ pub struct RecordArgs {
     /// POSIX names, e.g. posix_trace_flush_start).
     #[arg(long, value_name = "EVENT", num_args = 1..)]
     pub filter: Vec<String>,
-    /// Trace the program's children too (forked and exec'd).
+    /// Trace the program's children too (forked and exec'd). The
+    /// recording then lasts until every process that inherited the stream
+    /// has exited: the program and all its descendants, also those that
+    /// outlive it (as `strace -f` waits for every traced process).
     #[arg(long)]
     pub inherit: bool,
+    /// With --inherit: stop recording when the program itself exits,
+    /// without waiting for its descendants. Events they write afterwards
+    /// are not recorded; a process left behind counts them in the log's
+    /// header ("written after shutdown") until the last one exits.
+    #[arg(long, requires_all = ["inherit", "log"])]
+    pub stop_at_exit: bool,
     /// Print events as JSON lines (without --log).
     #[arg(long)]
     pub json: bool,
@@ -183,6 +194,7 @@ fn record(a: RecordArgs) -> Result<ExitCode> {
             log: log_file,
             filter: a.filter.clone(),
             inherit: a.inherit,
+            stop_at_exit: a.stop_at_exit,
         },
         |info, name, data| {
             printer
@@ -209,6 +221,12 @@ fn record(a: RecordArgs) -> Result<ExitCode> {
         );
     } else if lost > 0 {
         eprintln!("tracekit: {lost} events lost (stream full); try --stream-size or --log");
+    }
+    if a.stop_at_exit {
+        eprintln!(
+            "tracekit: stopped at the program's exit; events its descendants write from now on \
+             are counted in the log's header (written after shutdown)"
+        );
     }
     use std::os::unix::process::ExitStatusExt;
     Ok(match (status.code(), status.signal()) {
@@ -296,13 +314,14 @@ fn dump(a: DumpArgs) -> Result<ExitCode> {
     if !a.json {
         writeln!(
             out,
-            "# tracekit POSIX trace log v{}.{}, trace {:?}, {} events, {} lost in the stream, {} lost in the log{}",
+            "# tracekit POSIX trace log v{}.{}, trace {:?}, {} events, {} lost in the stream, {} lost in the log, {} written after shutdown{}",
             VERSION_MAJOR,
             VERSION_MINOR,
             r.attr.name_str(),
             r.meta.events_logged,
             r.meta.events_lost_stream,
             r.meta.events_lost_log,
+            r.meta.events_after_shutdown,
             if r.meta.flags & 1 == 0 { ", incomplete" } else { "" }
         )?;
         writeln!(out, "# seconds.nanoseconds       pid         thread event                    trunc    len payload-hex |text|")?;
@@ -403,6 +422,7 @@ fn posix_info(inputs: &[Input], args: &info::Args) -> Result<ExitCode> {
                 "events": s.events,
                 "lost_in_stream": r.meta.events_lost_stream,
                 "lost_in_log": r.meta.events_lost_log,
+                "lost_after_shutdown": r.meta.events_after_shutdown,
                 "truncated": s.truncated,
                 "corrupt_blocks": s.corrupt,
                 "first_ns": s.first_ns,
@@ -441,8 +461,12 @@ fn posix_info(inputs: &[Input], args: &info::Args) -> Result<ExitCode> {
             )?;
             writeln!(
                 out,
-                "  events:      {} ({} lost in the stream, {} lost in the log, {} truncated)",
-                s.events, r.meta.events_lost_stream, r.meta.events_lost_log, s.truncated
+                "  events:      {} ({} lost in the stream, {} lost in the log, {} written after shutdown, {} truncated)",
+                s.events,
+                r.meta.events_lost_stream,
+                r.meta.events_lost_log,
+                r.meta.events_after_shutdown,
+                s.truncated
             )?;
             if let Some(sp) = span {
                 writeln!(out, "  time span:   {sp:.6} s")?;
@@ -485,6 +509,7 @@ fn posix_report(inputs: &[Input], args: &report::Args) -> Result<ExitCode> {
                     "events_per_s": s.events_per_s(),
                     "lost_in_stream": r.meta.events_lost_stream,
                     "lost_in_log": r.meta.events_lost_log,
+                    "lost_after_shutdown": r.meta.events_after_shutdown,
                     "event_types": types.iter().map(|(i, n, b)| serde_json::json!({
                         "event": String::from_utf8_lossy(&event_name(&r, *i)), "count": n, "payload_bytes": b,
                         "mean_payload": if *n > 0 { *b as f64 / *n as f64 } else { 0.0 }})).collect::<Vec<_>>(),
@@ -502,11 +527,12 @@ fn posix_report(inputs: &[Input], args: &report::Args) -> Result<ExitCode> {
                 span_s,
                 s.events_per_s()
             )?;
-            if r.meta.events_lost_stream + r.meta.events_lost_log > 0 {
+            let m = &r.meta;
+            if m.events_lost_stream + m.events_lost_log + m.events_after_shutdown > 0 {
                 writeln!(
                     out,
-                    "  LOST: {} in the stream, {} in the log",
-                    r.meta.events_lost_stream, r.meta.events_lost_log
+                    "  LOST: {} in the stream, {} in the log, {} written after shutdown",
+                    m.events_lost_stream, m.events_lost_log, m.events_after_shutdown
                 )?;
             }
             writeln!(
@@ -584,6 +610,7 @@ mod tests {
             max_data_size: 256,
             filter: vec!["some-event".into()],
             inherit: false,
+            stop_at_exit: false,
             json: false,
             cmd: vec!["sh".into(), "-c".into(), "exit 3".into()],
         };
@@ -595,6 +622,38 @@ mod tests {
         assert_eq!(s.by_type.get(&POSIX_TRACE_STOP).map(|c| c.0), Some(1));
         // The filter names the type in the log's table.
         assert!(r.types.iter().any(|(_, n)| n == b"some-event"));
+    }
+
+    /// `--inherit` records until every process that inherited the stream
+    /// has exited: here the shell's background job, which outlives it.
+    #[test]
+    fn record_inherit_waits_for_a_descendant_that_outlives_the_program() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("i.trace");
+        let done = dir.path().join("done");
+        let args = RecordArgs {
+            stream_size: 1 << 20,
+            policy: None,
+            log: Some(log.clone()),
+            log_policy: LogPolicy::Append,
+            log_size: 1 << 30,
+            max_data_size: 256,
+            filter: Vec::new(),
+            inherit: true,
+            stop_at_exit: false,
+            json: false,
+            cmd: vec![
+                "sh".into(),
+                "-c".into(),
+                "(sleep 0.2; : > \"$1\") & exit 5".into(),
+                "sh".into(),
+                done.to_str().unwrap().into(),
+            ],
+        };
+        assert_eq!(record(args).unwrap(), ExitCode::from(5));
+        assert!(done.exists(), "returned before the program's child ended");
+        let r = LogReader::open_path(&log).unwrap();
+        assert!(r.meta.flags & 1 != 0, "log complete");
     }
 
     #[test]
