@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 
 mod cmd;
 mod formats;
+mod generate;
 mod input;
 mod progress;
 
@@ -26,7 +27,12 @@ mod progress;
 ///   tracekit convert event.jsonl --to trace2-perf
 ///   tracekit convert event.jsonl --to chrome -o out.json
 #[derive(Parser, Debug)]
-#[command(name = "tracekit", version, verbatim_doc_comment, max_term_width = 100)]
+#[command(
+    name = "tracekit",
+    version = env!("TRACEKIT_VERSION"),
+    verbatim_doc_comment,
+    max_term_width = 100
+)]
 struct Cli {
     /// Mode of the files tracekit creates with trace content (traces,
     /// conversions, reports, logs; the receiver's socket): private by
@@ -85,6 +91,12 @@ enum Command {
     #[command(subcommand)]
     Posix(cmd::posix::Command),
     // Dialect subcommands: add yours above this line (one variant).
+    /// Print a shell completion script (bash, zsh, fish, elvish,
+    /// powershell): `tracekit completions bash`.
+    Completions(generate::CompletionsArgs),
+    /// Man pages and completion files for packages (`cargo xtask man DIR`).
+    #[command(subcommand, hide = true)]
+    Generate(generate::GenerateCommand),
 }
 
 fn main() -> ExitCode {
@@ -103,6 +115,8 @@ fn main() -> ExitCode {
         Command::Record(c) => cmd::record::run(c),
         Command::Posix(c) => cmd::posix::run(c),
         // Dialect dispatch: add yours above this line (one arm).
+        Command::Completions(a) => generate::completions(a),
+        Command::Generate(c) => generate::run(c),
     };
     match result {
         Ok(code) => code,

@@ -460,6 +460,13 @@ fn quiet_pipe(r: Result<ExitCode>) -> Result<ExitCode> {
     }
 }
 
+/// `tracekit xray` as it parses its arguments (after [`normalise`]): its
+/// subcommands and flags, for the man pages and shell completions.
+pub fn command() -> clap::Command {
+    use clap::CommandFactory;
+    XrayCli::command()
+}
+
 pub fn run(raw: RawArgs) -> Result<ExitCode> {
     quiet_pipe(run_inner(raw))
 }
