@@ -40,12 +40,6 @@ pub fn commit(dir: &Path) -> Option<String> {
         let s = String::from_utf8(out.stdout).ok()?;
         Some(s.trim().to_string())
     };
-    // The crate must be tracked there (not a tarball unpacked inside some
-    // other repository, such as a home directory kept in git).
-    let me = dir.join("build.rs");
-    let rel = me.strip_prefix(top).ok()?.to_str()?.to_string();
-    git(&["ls-files", "--error-unmatch", "--", &rel])?;
-
     // Rerun when HEAD moves: HEAD itself, the ref it points to, packed refs.
     let git_dir = PathBuf::from(git(&["rev-parse", "--absolute-git-dir"])?);
     let common = git(&["rev-parse", "--git-common-dir"]).map(|c| {
@@ -75,6 +69,13 @@ pub fn commit(dir: &Path) -> Option<String> {
     if packed.exists() {
         println!("cargo:rerun-if-changed={}", packed.display());
     }
+
+    // The crate must be tracked there (not a tarball unpacked inside some
+    // other repository, such as a home directory kept in git). Checked after
+    // the watches above: committing it moves HEAD, and this runs again.
+    let me = dir.join("build.rs");
+    let rel = me.strip_prefix(top).ok()?.to_str()?.to_string();
+    git(&["ls-files", "--error-unmatch", "--", &rel])?;
 
     let line = git(&[
         "log",

@@ -1,7 +1,9 @@
 //! What is generated from the command-line definitions themselves: shell
 //! completions (`tracekit completions SHELL`, clap_complete) and man pages
-//! (`tracekit generate man DIR`, clap_mangen; hidden, called by `cargo
-//! xtask man` and the Debian package's build, docs/install.md).
+//! (`tracekit generate man DIR`, clap_mangen), for packages: `tracekit
+//! generate` is parsed apart from the command tree (`main` hands it here),
+//! so no man page or completion offers it; `cargo xtask man` and `cargo
+//! xtask deb` call it (docs/install.md).
 //!
 //! Both see the whole command tree, `tracekit xray`'s too: that one takes
 //! its arguments raw (llvm-xray's single-dash flags), so its real
@@ -38,8 +40,16 @@ pub struct CompletionsArgs {
     pub shell: Shell,
 }
 
+/// `tracekit generate`.
+#[derive(clap::Parser, Debug)]
+#[command(name = "tracekit generate", about = "Man pages and shell completions for packages")]
+struct GenerateCli {
+    #[command(subcommand)]
+    command: GenerateCommand,
+}
+
 #[derive(clap::Subcommand, Debug)]
-pub enum GenerateCommand {
+enum GenerateCommand {
     /// Write tracekit.1 and a page per subcommand (tracekit-convert.1,
     /// tracekit-trace2-listen.1, ...) into DIR.
     Man {
@@ -59,7 +69,9 @@ pub fn command() -> clap::Command {
     let cmd = crate::Cli::command();
     cmd.mut_subcommand("xray", |raw| {
         let about = raw.get_about().cloned();
-        let mut x = crate::cmd::xray::command().name("xray");
+        let mut x = crate::cmd::xray::command()
+            .name("xray")
+            .display_order(raw.get_display_order());
         if let Some(a) = about {
             x = x.about(a);
         }
@@ -87,8 +99,20 @@ pub fn completions(args: CompletionsArgs) -> Result<ExitCode> {
     }
 }
 
-/// The hidden `tracekit generate`.
-pub fn run(c: GenerateCommand) -> Result<ExitCode> {
+/// `tracekit generate ...` (argv[1] is `generate`).
+pub fn main() -> ExitCode {
+    use clap::Parser;
+    let cli = GenerateCli::parse_from(std::env::args_os().skip(1));
+    match run(cli.command) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("tracekit: generate: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run(c: GenerateCommand) -> Result<ExitCode> {
     match c {
         GenerateCommand::Man { dir } => {
             for name in man_pages(&dir)? {
@@ -120,11 +144,30 @@ pub fn man_pages(dir: &Path) -> Result<Vec<String>> {
     cmd.build();
     let mut names = Vec::new();
     write_pages(cmd, dir, &mut names)?;
+    // `tracekit xray`'s pages from its own tree: built under `tracekit`,
+    // it would list tracekit's global flags, which its raw arguments do
+    // not take (`tracekit -q xray ...` works, `tracekit xray ... -q` not).
+    let about = crate::Cli::command()
+        .find_subcommand("xray")
+        .and_then(|x| x.get_about().cloned());
+    let mut xray = crate::cmd::xray::command()
+        .name("xray")
+        .bin_name("tracekit xray")
+        .display_name("tracekit-xray")
+        .disable_help_subcommand(true);
+    if let Some(a) = about {
+        xray = xray.about(a);
+    }
+    xray.build();
+    write_pages(xray, dir, &mut names)?;
     Ok(names)
 }
 
 fn write_pages(cmd: clap::Command, dir: &Path, names: &mut Vec<String>) -> Result<()> {
     for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+        if cmd.get_name() == "tracekit" && sub.get_name() == "xray" {
+            continue;
+        }
         write_pages(sub.clone(), dir, names)?;
     }
     let man = clap_mangen::Man::new(cmd).manual("tracekit manual");

@@ -94,12 +94,14 @@ enum Command {
     /// Print a shell completion script (bash, zsh, fish, elvish,
     /// powershell): `tracekit completions bash`.
     Completions(generate::CompletionsArgs),
-    /// Man pages and completion files for packages (`cargo xtask man DIR`).
-    #[command(subcommand, hide = true)]
-    Generate(generate::GenerateCommand),
 }
 
 fn main() -> ExitCode {
+    // `tracekit generate man|completions DIR`, for packages (`cargo xtask`):
+    // outside the command tree, so no page or completion shows it.
+    if std::env::args_os().nth(1).is_some_and(|a| a == "generate") {
+        return generate::main();
+    }
     let cli = Cli::parse();
     tracekit_core::files::set_mode(cli.file_mode);
     progress::set_quiet(cli.quiet);
@@ -116,7 +118,6 @@ fn main() -> ExitCode {
         Command::Posix(c) => cmd::posix::run(c),
         // Dialect dispatch: add yours above this line (one arm).
         Command::Completions(a) => generate::completions(a),
-        Command::Generate(c) => generate::run(c),
     };
     match result {
         Ok(code) => code,
