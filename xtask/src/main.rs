@@ -115,6 +115,7 @@ fn run(args: &[String]) -> Result<(), Failure> {
             // No stale pages of a subcommand that is gone.
             let _ = std::fs::remove_dir_all(&assets);
             generate(&bin, "man", &assets.join("man"))?;
+            gzip_pages(&assets.join("man"))?;
             generate(&bin, "completions", &assets.join("completions"))?;
             let mut deb = Command::new(cargo());
             deb.args(["deb", "-p", "tracekit", "--no-build", "--profile", profile])
@@ -209,6 +210,26 @@ fn json_string_field(json: &str, key: &str) -> Option<String> {
         }
     }
     None
+}
+
+/// Debian installs man pages gzipped (policy 12.1); cargo-deb compresses
+/// only assets that are not build products, and these sit in the target
+/// directory. `-n`: no name or time stamp, so the package is reproducible.
+fn gzip_pages(dir: &Path) -> Result<(), Failure> {
+    let pages: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| Failure::Failed(format!("{}: {e}", dir.display())))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "1"))
+        .collect();
+    let status = Command::new("gzip")
+        .args(["-9", "-n", "-f"])
+        .args(&pages)
+        .status()
+        .map_err(|e| Failure::Failed(format!("gzip: {e}")))?;
+    if !status.success() {
+        return Err(Failure::Failed(format!("gzip failed ({status})")));
+    }
+    Ok(())
 }
 
 /// `tracekit generate WHAT DIR`.

@@ -42,7 +42,10 @@ pub struct CompletionsArgs {
 
 /// `tracekit generate`.
 #[derive(clap::Parser, Debug)]
-#[command(name = "tracekit generate", about = "Man pages and shell completions for packages")]
+#[command(
+    name = "tracekit generate",
+    about = "Man pages and shell completions for packages"
+)]
 struct GenerateCli {
     #[command(subcommand)]
     command: GenerateCommand,
