@@ -11,6 +11,11 @@
 //! Without the `duckdb` Python package the DuckDB comparison cannot run:
 //! the test says so and passes, unless `CI` or `TRACEKIT_REQUIRE_DUCKDB` is
 //! set (CI installs the package), where it fails.
+//!
+//! The SQL engine is the `sql` cargo feature: without it (`cargo test
+//! --no-default-features -p tracekit`) only the Parquet tests run, and
+//! `tracekit sql` must say how to get the engine.
+#![cfg_attr(not(feature = "sql"), allow(dead_code, unused_imports))]
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
@@ -201,6 +206,7 @@ fn xray_traces() -> Vec<(PathBuf, PathBuf)> {
 }
 
 #[test]
+#[cfg(feature = "sql")]
 fn xray_calls_match_account_totals_and_counts_per_function() {
     use tracekit_xray::commands::{account_rows, AccountArgs};
     for (trace, bin) in xray_traces() {
@@ -260,6 +266,7 @@ fn xray_calls_match_account_totals_and_counts_per_function() {
 }
 
 #[test]
+#[cfg(feature = "sql")]
 fn xray_function_names_come_from_the_binary() {
     let dir = corpus("xray/mt");
     let rows = sql(
@@ -284,6 +291,7 @@ const TRACE2_COMMANDS: &str = "WITH r AS (SELECT command, mode, elapsed_ns, \
      FROM r GROUP BY command, mode ORDER BY command, mode";
 
 #[test]
+#[cfg(feature = "sql")]
 fn trace2_per_command_count_p50_max_match_the_report() {
     let mut checked = 0;
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(corpus("trace2"))
@@ -346,6 +354,7 @@ const SLOWEST_UNITS: &str = "SELECT record, source, dur_ns / 1000 AS dur_us FROM
      WHERE is_compile ORDER BY dur_ns DESC, record LIMIT 10";
 
 #[test]
+#[cfg(feature = "sql")]
 fn build_slowest_compile_units_match_the_report() {
     let input = corpus("buildtrace/recorded/hello-make-j2.trace");
     let o = tracekit(&["report".as_ref(), "--json".as_ref(), input.as_os_str()]);
@@ -399,6 +408,7 @@ const LEAKS: &str = "WITH bt AS (SELECT backtrace_id, \
      WHERE a.leaked GROUP BY a.resource, bt.frames ORDER BY bytes DESC, frames";
 
 #[test]
+#[cfg(feature = "sql")]
 fn rtrace_leaks_by_backtrace_match_the_report() {
     let mut checked = 0;
     for rel in ["rtrace/upstream/sample.txt", "rtrace/upstream/context.txt"] {
@@ -459,6 +469,7 @@ fn one_trace_per_dialect() -> [PathBuf; 4] {
 }
 
 #[test]
+#[cfg(feature = "sql")]
 fn every_dialect_fills_the_generic_tables_and_sources_concatenate() {
     let inputs = one_trace_per_dialect();
     let refs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
@@ -535,6 +546,7 @@ fn every_table_reads_the_same_in_spark_and_duckdb() {
 }
 
 #[test]
+#[cfg(feature = "sql")]
 fn slices_nest_and_anchored_times_are_timestamps() {
     let input = corpus("trace2/01-init-add-commit/event.jsonl");
     // Every slice with a parent lies inside it, one level deeper.
@@ -563,6 +575,7 @@ fn slices_nest_and_anchored_times_are_timestamps() {
 }
 
 #[test]
+#[cfg(feature = "sql")]
 fn schema_lists_every_table_and_bad_sql_is_an_error() {
     let o = tracekit(&["sql".as_ref(), "--schema".as_ref()]);
     assert!(o.status.success());
@@ -594,6 +607,7 @@ fn schema_lists_every_table_and_bad_sql_is_an_error() {
 }
 
 #[test]
+#[cfg(feature = "sql")]
 fn csv_and_table_formats() {
     let input = corpus("trace2/01-init-add-commit/event.jsonl");
     let o = tracekit(&[
@@ -620,6 +634,7 @@ fn csv_and_table_formats() {
 type CommandStats = BTreeMap<(String, String), (i64, Option<i64>, Option<i64>)>;
 
 #[test]
+#[cfg(feature = "sql")]
 fn bad_inputs_are_named_and_unreadable_records_exit_1() {
     let dir = tempfile::tempdir().expect("tempdir");
     // No known format: refused before the query runs, naming the file,
@@ -660,4 +675,35 @@ fn bad_inputs_are_named_and_unreadable_records_exit_1() {
     let whole = sql(q, &[&corpus("trace2/01-init-add-commit/event.jsonl")], &[]);
     let n = int(&whole[0], "n").expect("n");
     assert_eq!(String::from_utf8_lossy(&o.stdout), format!("n\n{n}\n"));
+}
+
+#[test]
+#[cfg(not(feature = "sql"))]
+fn without_the_sql_feature_sql_says_how_to_get_it_and_parquet_still_works() {
+    let [t2, ..] = one_trace_per_dialect();
+    for args in [
+        vec![OsStr::new("sql"), OsStr::new("SELECT 1"), t2.as_os_str()],
+        vec![OsStr::new("sql"), OsStr::new("--schema")],
+        vec![OsStr::new("sql")],
+    ] {
+        let o = tracekit(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(
+                "cargo install --path crates/tracekit --no-default-features --features sql"
+            ),
+            "{args:?}: {err}"
+        );
+        assert!(o.stdout.is_empty(), "{args:?}");
+    }
+    let inputs = one_trace_per_dialect();
+    let refs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
+    let pq = to_parquet(&refs, &[]);
+    for table in ["slices", "processes", "trace2_processes", "xray_calls"] {
+        let n = std::fs::read_dir(pq.path().join(table))
+            .map(|d| d.count())
+            .unwrap_or(0);
+        assert!(n > 0, "no {table} Parquet file");
+    }
 }

@@ -442,6 +442,13 @@ fn stat(s: &str) -> Result<Stat> {
     })
 }
 
+/// `tracekit xray` as it parses its arguments (after [`normalise`]): its
+/// subcommands and flags, for the man pages and shell completions.
+pub fn command() -> clap::Command {
+    use clap::CommandFactory;
+    XrayCli::command()
+}
+
 pub fn run(raw: RawArgs) -> Result<ExitCode> {
     run_inner(raw)
 }
