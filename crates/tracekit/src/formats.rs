@@ -20,7 +20,28 @@ pub trait Dialect: Sync {
     /// directory, the head of its first file).
     fn sniff(&self, input: &Input) -> bool;
     fn info(&self, inputs: &[Input], args: &info::Args) -> Result<ExitCode>;
-    fn report(&self, inputs: &[Input], args: &report::Args) -> Result<ExitCode>;
+    /// `report` for dialects that print their own report (text and JSON).
+    /// Dialects whose reports are data implement [`Dialect::reports`]
+    /// instead, and `report` renders those.
+    fn report(&self, inputs: &[Input], args: &report::Args) -> Result<ExitCode> {
+        let _ = (inputs, args);
+        anyhow::bail!("{}: report is not implemented", self.name())
+    }
+    /// Whether [`Dialect::reports`] builds this dialect's reports (text,
+    /// JSON and HTML are then rendered from them by `tracekit_report`).
+    fn reports_as_data(&self) -> bool {
+        false
+    }
+    /// The reports of `inputs` as data (`tracekit_report::Report`), and the
+    /// exit status; warnings are printed here.
+    fn reports(
+        &self,
+        inputs: &[Input],
+        args: &report::Args,
+    ) -> Result<(Vec<tracekit_report::Report>, ExitCode)> {
+        let _ = (inputs, args);
+        anyhow::bail!("{}: reports as data are not available", self.name())
+    }
     fn convert(&self, input: &Input, args: &convert::Args) -> Result<ExitCode>;
     /// `report --diff A B`: what changed from `base` to `new`.
     fn diff(&self, base: &Input, new: &Input, args: &report::Args) -> Result<ExitCode> {
