@@ -98,13 +98,13 @@ fn summary<W: Write + ?Sized>(out: &mut W, items: &[Item]) -> io::Result<()> {
         .unwrap_or(0);
     for i in items {
         let pad = w - i.label.chars().count();
-        writeln!(
-            out,
+        let line = format!(
             "  {}:{:pad$} {}",
             i.label,
             "",
             format::value(&i.value, i.unit)
-        )?;
+        );
+        writeln!(out, "{}", line.trim_end())?;
     }
     Ok(())
 }
@@ -352,9 +352,10 @@ fn spans<W: Write + ?Sized>(out: &mut W, s: &Spans) -> io::Result<()> {
                     .sum();
                 writeln!(
                     out,
-                    "  {}: {} spans, {} at the top level",
+                    "  {}: {} span{}, {} at the top level",
                     lane.name,
                     mine.len(),
+                    if mine.len() == 1 { "" } else { "s" },
                     format::number(busy, s.unit)
                 )?;
             }

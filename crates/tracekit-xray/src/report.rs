@@ -251,7 +251,7 @@ pub fn build(
         Column::new("total_s", "total", Unit::S),
         Column::new("self_s", "self", Unit::S),
         Column::new("self_share", "self share", Unit::Percent),
-        Column::new("count", "latencies", Unit::Count),
+        Column::new("count", "timed calls", Unit::Count),
         Column::new("min_s", "min", Unit::S),
         Column::new("median_s", "median", Unit::S),
         Column::new("p90_s", "90%", Unit::S),

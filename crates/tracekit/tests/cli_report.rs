@@ -583,7 +583,10 @@ fn chromium_checks_catch_errors_requests_and_blank_pages() {
         page.log.console_errors
     );
     assert!(
-        page.log.requests.iter().any(|r| r.starts_with("http://127.0.0.1:9/")),
+        page.log
+            .requests
+            .iter()
+            .any(|r| r.starts_with("http://127.0.0.1:9/")),
         "{:?}",
         page.log.requests
     );

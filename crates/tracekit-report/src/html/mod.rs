@@ -176,12 +176,16 @@ fn section(o: &mut String, ri: usize, s: &Section) {
 fn summary(o: &mut String, items: &[Item]) {
     o.push_str("<dl class=\"tk-summary\">");
     for i in items {
+        let value = if i.value.is_null() {
+            "<span class=\"tk-null\">not known</span>".to_string()
+        } else {
+            cell_html(&i.value, i.unit)
+        };
         let _ = write!(
             o,
-            "<div data-key=\"{}\"><dt>{}</dt><dd>{}</dd></div>",
+            "<div data-key=\"{}\"><dt>{}</dt><dd>{value}</dd></div>",
             esc(&i.key),
             esc(&i.label),
-            cell_html(&i.value, i.unit)
         );
     }
     o.push_str("</dl>\n");
@@ -202,7 +206,7 @@ fn cell_html(v: &Value, unit: Unit) -> String {
 }
 
 /// `1234567` as `1 234 567` (narrow no-break spaces).
-fn group_digits(s: &str) -> String {
+pub(crate) fn group_digits(s: &str) -> String {
     let (sign, digits) = match s.strip_prefix('-') {
         Some(d) => ("-", d),
         None => ("", s),

@@ -79,6 +79,22 @@ fn ticks(lo: f64, hi: f64, n: usize) -> Vec<f64> {
     v
 }
 
+/// An axis label: large counts shortened (`12k`, `3.4M`).
+fn tick_label(v: f64, unit: Unit) -> String {
+    if unit == Unit::Count && v.abs() >= 10_000.0 {
+        let (d, suffix) = if v.abs() >= 1e9 {
+            (1e9, "G")
+        } else if v.abs() >= 1e6 {
+            (1e6, "M")
+        } else {
+            (1e3, "k")
+        };
+        format!("{}{suffix}", format::sig(v / d, 3))
+    } else {
+        format::number(v, unit)
+    }
+}
+
 /// A label that fits `px` pixels at about 6.4 px per character.
 fn fit(label: &str, px: f64) -> Option<String> {
     let n = ((px - 6.0) / 6.4).floor();
@@ -183,7 +199,7 @@ pub(super) fn series(o: &mut String, s: &Series) {
             "<line class=\"grid\" x1=\"{px0}\" y1=\"{y:.1}\" x2=\"{px1}\" y2=\"{y:.1}\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
             px0 - 6.0,
             y + 4.0,
-            esc(&format::number(*t, s.y_unit))
+            esc(&tick_label(*t, s.y_unit))
         );
     }
     x_axis(o, px0, px1, lo, hi, s.x_unit, py1, py0);
@@ -326,7 +342,7 @@ pub(super) fn histogram(o: &mut String, hg: &Histogram) {
     let _ = writeln!(
         o,
         "<p class=\"tk-caption\">{} {} by {}{}</p>",
-        total,
+        super::group_digits(&total.to_string()),
         esc(&hg.counted),
         if hg.unit.seconds().is_some() {
             "duration"
@@ -351,7 +367,7 @@ pub(super) fn histogram(o: &mut String, hg: &Histogram) {
             "<line class=\"grid\" x1=\"{px0}\" y1=\"{y:.1}\" x2=\"{px1}\" y2=\"{y:.1}\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
             px0 - 6.0,
             y + 4.0,
-            esc(&format::number(*t, Unit::Count))
+            esc(&tick_label(*t, Unit::Count))
         );
     }
     let _ = writeln!(
@@ -512,7 +528,8 @@ pub(super) fn flame(o: &mut String, f: &Flame) {
     if hidden > 0 {
         let _ = writeln!(
             o,
-            "<p class=\"tk-caption\">{hidden} frames narrower than a third of a pixel not drawn.</p>"
+            "<p class=\"tk-caption\">{hidden} frame{} narrower than a third of a pixel not drawn.</p>",
+            if hidden == 1 { "" } else { "s" }
         );
     }
 }
@@ -673,6 +690,14 @@ pub(super) fn gantt(o: &mut String, s: &Spans) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn big_counts_are_short_on_axes() {
+        assert_eq!(tick_label(10_000_000.0, Unit::Count), "10M");
+        assert_eq!(tick_label(2500.0, Unit::Count), "2500");
+        assert_eq!(tick_label(25_000.0, Unit::Count), "25k");
+        assert_eq!(tick_label(0.5, Unit::S), "500 ms");
+    }
 
     #[test]
     fn ticks_are_round() {
