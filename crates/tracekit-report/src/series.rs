@@ -75,7 +75,7 @@ impl<K: Hash + Eq + Clone> TimeBuckets<K> {
                 let grow = (self.lo - lo) as usize;
                 for (_, v) in &mut self.series {
                     if !v.is_empty() {
-                        v.splice(0..0, std::iter::repeat(0).take(grow));
+                        v.splice(0..0, std::iter::repeat_n(0, grow));
                     }
                 }
                 self.lo = lo;

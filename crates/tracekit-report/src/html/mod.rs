@@ -393,9 +393,9 @@ fn tree(o: &mut String, s: &Spans) {
         let hl = if x.highlight { " hl" } else { "" };
         match x.id.and_then(|id| children.get(&Some(id))) {
             Some(kids) => {
-                let _ = write!(
+                let _ = writeln!(
                     o,
-                    "<details class=\"tk-tree{hl}\"{}><summary>{line}</summary>\n",
+                    "<details class=\"tk-tree{hl}\"{}><summary>{line}</summary>",
                     if depth < 2 { " open" } else { "" }
                 );
                 stack.push(Step::Close);

@@ -58,7 +58,7 @@ fn cool(name: &str) -> String {
 
 /// About `n` round tick values covering `[lo, hi]`.
 fn ticks(lo: f64, hi: f64, n: usize) -> Vec<f64> {
-    if !(hi > lo) || !lo.is_finite() || !hi.is_finite() {
+    if !lo.is_finite() || !hi.is_finite() || hi <= lo {
         return vec![lo];
     }
     let raw = (hi - lo) / n.max(1) as f64;
@@ -111,8 +111,17 @@ fn fit(label: &str, px: f64) -> Option<String> {
     }
 }
 
-/// The x axis: a baseline, ticks and labels at `y`.
-fn x_axis(o: &mut String, x0: f64, x1: f64, lo: f64, hi: f64, unit: Unit, y: f64, top: f64) {
+/// A plot area: x from `x0` to `x1`, y from `top` to `y` (the baseline).
+struct Area {
+    x0: f64,
+    x1: f64,
+    top: f64,
+    y: f64,
+}
+
+/// The x axis of `a` for values `lo..hi`: a baseline, grid lines, labels.
+fn x_axis(o: &mut String, a: &Area, lo: f64, hi: f64, unit: Unit) {
+    let Area { x0, x1, top, y } = *a;
     let sx = |v: f64| x0 + (v - lo) / (hi - lo) * (x1 - x0);
     let _ = writeln!(
         o,
@@ -202,15 +211,26 @@ pub(super) fn series(o: &mut String, s: &Series) {
             esc(&tick_label(*t, s.y_unit))
         );
     }
-    x_axis(o, px0, px1, lo, hi, s.x_unit, py1, py0);
+    x_axis(
+        o,
+        &Area {
+            x0: px0,
+            x1: px1,
+            top: py0,
+            y: py1,
+        },
+        lo,
+        hi,
+        s.x_unit,
+    );
     for (li, l) in s.lines.iter().enumerate().rev() {
         let c = colour(li, &l.name);
         let mut d = String::new();
         if s.bucket.is_some() {
             // Steps: along the top left to right, back along the bottom.
-            for i in 0..n {
-                let (xa, xb) = (sx(s.x[i]), sx(s.x[i] + step));
-                let y = sy(cum[li][i]);
+            for (i, (&x, &top)) in s.x.iter().zip(&cum[li]).enumerate() {
+                let (xa, xb) = (sx(x), sx(x + step));
+                let y = sy(top);
                 let _ = write!(
                     d,
                     "{}{xa:.1},{y:.1}L{xb:.1},{y:.1}",
@@ -237,13 +257,13 @@ pub(super) fn series(o: &mut String, s: &Series) {
                 );
             }
         } else {
-            for i in 0..n {
+            for (i, (&x, &top)) in s.x.iter().zip(&cum[li]).enumerate() {
                 let _ = write!(
                     d,
                     "{}{:.1},{:.1}",
                     if i == 0 { "M" } else { "L" },
-                    sx(s.x[i]),
-                    sy(cum[li][i])
+                    sx(x),
+                    sy(top)
                 );
             }
             if s.stacked {
@@ -421,7 +441,7 @@ pub(super) fn flame(o: &mut String, f: &Flame) {
         index: HashMap::new(),
     }];
     for s in &f.stacks {
-        if !(s.weight > 0.0) {
+        if s.weight.is_nan() || s.weight <= 0.0 {
             continue;
         }
         let mut at = 0;
@@ -553,7 +573,7 @@ pub(super) fn gantt(o: &mut String, s: &Spans) {
         .iter()
         .map(|x| x.end)
         .fold(f64::NEG_INFINITY, f64::max);
-    if !(hi > lo) {
+    if hi.is_nan() || hi <= lo {
         hi = lo + 1.0;
     }
     let (ml, mr, mt) = (170.0, 12.0, 22.0);
