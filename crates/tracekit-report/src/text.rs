@@ -320,9 +320,14 @@ fn spans<W: Write + ?Sized>(out: &mut W, s: &Spans) -> io::Result<()> {
                 .get(&None)
                 .map(|v| v.iter().rev().map(|&i| (i, 0)).collect())
                 .unwrap_or_default();
+            // Each span once, whatever the ids say (repeated ids, cycles).
+            let mut seen = vec![false; s.spans.len()];
             while let Some((i, depth)) = stack.pop() {
                 if lines == LIST_LINES * 5 {
                     break;
+                }
+                if std::mem::replace(&mut seen[i], true) {
+                    continue;
                 }
                 let x = &s.spans[i];
                 writeln!(

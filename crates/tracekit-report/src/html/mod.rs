@@ -367,6 +367,7 @@ fn tree(o: &mut String, s: &Spans) {
         .get(&None)
         .map(|v| v.iter().rev().map(|&i| Step::Open(i, 0)).collect())
         .unwrap_or_default();
+    let mut seen = vec![false; s.spans.len()];
     while let Some(step) = stack.pop() {
         let (i, depth) = match step {
             Step::Close => {
@@ -375,6 +376,10 @@ fn tree(o: &mut String, s: &Spans) {
             }
             Step::Open(i, d) => (i, d),
         };
+        // Each span once, whatever the ids say (repeated ids, cycles).
+        if std::mem::replace(&mut seen[i], true) {
+            continue;
+        }
         let x = &s.spans[i];
         let d = x.end - x.start;
         let w = if longest > 0.0 {
