@@ -144,7 +144,9 @@ pub fn group(inputs: Vec<Input>) -> Result<Vec<(&'static dyn Dialect, Vec<Input>
     let mut groups: Vec<(&'static dyn Dialect, Vec<Input>)> = Vec::new();
     for input in inputs {
         let d = detect(&input)?;
-        match groups.iter_mut().find(|(g, _)| std::ptr::addr_eq(*g, d)) {
+        // By name: the dialects are zero-sized statics, which may share
+        // one address.
+        match groups.iter_mut().find(|(g, _)| g.name() == d.name()) {
             Some((_, v)) => v.push(input),
             None => groups.push((d, vec![input])),
         }

@@ -489,6 +489,24 @@ fn html_pages_are_private_self_contained_and_complete() {
     }
 }
 
+/// Inputs of two dialects: each analysed by its own (they were once
+/// grouped together: the dialects are zero-sized statics), one page.
+#[test]
+fn inputs_of_two_dialects_make_one_page() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let args = [corpus("posix/pool.trace"), corpus("xray/mt/mt.fdr.xray")];
+    let path = write_page(dir.path(), "both.html", &args);
+    let html = std::fs::read_to_string(&path).expect("page");
+    assert!(html.contains("<article class=\"tk-report\" id=\"r0\" data-dialect=\"posix\">"));
+    assert!(html.contains("<article class=\"tk-report\" id=\"r1\" data-dialect=\"xray\">"));
+    let o = ok(&["report", &args[0], &args[1]]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("1506 events") && text.contains("872 records"),
+        "{text}"
+    );
+}
+
 #[test]
 fn html_usage_errors_exit_2() {
     let pool = corpus("posix/pool.trace");

@@ -59,7 +59,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         }
         let dialect = formats::detect(base)?;
         let other = formats::detect(new)?;
-        if !std::ptr::addr_eq(dialect, other) {
+        if dialect.name() != other.name() {
             anyhow::bail!(
                 "--diff: {} is {}, {} is {}",
                 base.display(),
