@@ -22,6 +22,25 @@
 //! [`series::TimeBuckets`] counts events over time in one streaming pass
 //! with a bounded number of buckets, for dialects that draw time series.
 //!
+//! # Moving a dialect's report to the model
+//!
+//! As `tracekit_xray::report` and `tracekit_posix::report` do:
+//! 1. In the dialect crate, build a [`Report`] from the analysis's
+//!    aggregates (`Report::new(dialect, title)`, `input`, `push`). Give each
+//!    section a stable id; tables top-N with [`Table::keep`] (the rest and
+//!    its totals in [`More`]); charts bounded (buckets, stacks, spans).
+//! 2. Keep the text the tests pin: each section carries its part of
+//!    today's text with [`Section::verbatim`] (the report's own header is
+//!    [`Report::text`]); sections the text never showed get
+//!    [`Section::omit_text`]. The body must still hold all the data.
+//! 3. In `crates/tracekit/src/cmd/<dialect>.rs`, implement
+//!    `Dialect::reports_as_data` (true) and `Dialect::reports` (print the
+//!    warnings there); `tracekit report` then renders text, `--json` and
+//!    `--html`.
+//! 4. Document the section ids, columns and items in
+//!    `docs/report-json.md`; add the page to the browser test with
+//!    `common::chromium::check_page(path, &[selectors])`.
+//!
 //! ```
 //! use tracekit_report::{Column, Report, Section, Table, Unit};
 //! let mut t = Table::new(vec![

@@ -144,8 +144,16 @@ fn text(v: &Value) -> String {
 
 // ---------------------------------------------------------------- POSIX
 
-/// Events per type and per (pid, thread), as `posix dump --json` lists them.
-fn dump_counts(log: &str) -> (BTreeMap<String, u64>, BTreeMap<(i64, u64), u64>, u64) {
+/// What `posix dump --json` lists: events per type and per (pid, thread),
+/// and in all.
+#[derive(Default)]
+struct Dumped {
+    types: BTreeMap<String, u64>,
+    threads: BTreeMap<(i64, u64), u64>,
+    events: u64,
+}
+
+fn dump_counts(log: &str) -> Dumped {
     let o = ok(&["posix", "dump", "--json", log]);
     let (mut types, mut threads, mut n) = (BTreeMap::new(), BTreeMap::new(), 0);
     for line in String::from_utf8_lossy(&o.stdout).lines() {
@@ -161,13 +169,21 @@ fn dump_counts(log: &str) -> (BTreeMap<String, u64>, BTreeMap<(i64, u64), u64>, 
             .or_default() += 1;
         n += 1;
     }
-    (types, threads, n)
+    Dumped {
+        types,
+        threads,
+        events: n,
+    }
 }
 
 #[test]
 fn posix_json_counts_what_posix_dump_lists() {
     let log = corpus("posix/pool.trace");
-    let (types, threads, n) = dump_counts(&log);
+    let Dumped {
+        types,
+        threads,
+        events: n,
+    } = dump_counts(&log);
     assert!(types.len() > 5 && n > 1000, "{types:?}");
     let reports = json_reports(&["--top", "100", &log]);
     let [r] = &reports[..] else {
@@ -505,6 +521,12 @@ fn inputs_of_two_dialects_make_one_page() {
         text.contains("1506 events") && text.contains("872 records"),
         "{text}"
     );
+    // One JSON document for both.
+    let dialects: Vec<String> = json_reports(&[&args[0], &args[1]])
+        .into_iter()
+        .map(|r| r.dialect)
+        .collect();
+    assert_eq!(dialects, ["posix", "xray"]);
 }
 
 #[test]

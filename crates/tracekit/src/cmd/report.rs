@@ -87,9 +87,16 @@ pub fn run(args: Args) -> Result<ExitCode> {
         }
     }
     let mut code = ExitCode::SUCCESS;
-    let mut page = Vec::new();
+    // The dialects whose reports are data share one output: text as each
+    // group is analysed, one JSON document or one page for all at the end.
+    let mut out: Option<Box<dyn Write>> = None;
+    let mut collected = Vec::new();
+    let failed = |e: std::io::Error| tracekit_core::Error::io(args.output.as_deref(), e);
     for (dialect, group) in groups {
         if !dialect.reports_as_data() {
+            if let Some(o) = out.as_mut() {
+                o.flush().map_err(failed)?;
+            }
             let c = dialect.report(&group, &args)?;
             if c != ExitCode::SUCCESS {
                 code = c;
@@ -100,24 +107,29 @@ pub fn run(args: Args) -> Result<ExitCode> {
         if c != ExitCode::SUCCESS {
             code = c;
         }
-        if args.html {
-            page.extend(reports);
+        if args.html || args.json {
+            collected.extend(reports);
             continue;
         }
-        let mut out = output(args.output.as_deref())?;
-        let res = if args.json {
-            tracekit_report::json::write(&mut out, &reports)
-        } else {
-            tracekit_report::text::write(&mut out, &reports)
+        let o = match out.as_mut() {
+            Some(o) => o,
+            None => out.insert(output(args.output.as_deref())?),
         };
-        res.and_then(|()| out.flush())
-            .map_err(|e| tracekit_core::Error::io(args.output.as_deref(), e))?;
+        tracekit_report::text::write(o, &reports).map_err(failed)?;
     }
-    if args.html {
-        let mut out = output(args.output.as_deref())?;
-        tracekit_report::html::write(&mut out, &page)
-            .and_then(|()| out.flush())
-            .map_err(|e| tracekit_core::Error::io(args.output.as_deref(), e))?;
+    if args.html || (args.json && !collected.is_empty()) {
+        let o = match out.as_mut() {
+            Some(o) => o,
+            None => out.insert(output(args.output.as_deref())?),
+        };
+        if args.html {
+            tracekit_report::html::write(o, &collected).map_err(failed)?;
+        } else {
+            tracekit_report::json::write(o, &collected).map_err(failed)?;
+        }
+    }
+    if let Some(mut o) = out {
+        o.flush().map_err(failed)?;
     }
     Ok(code)
 }
