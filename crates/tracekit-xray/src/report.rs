@@ -297,8 +297,8 @@ pub fn build(
     let mut account_notes = vec![Note {
         level: Level::Info,
         text: "total: inclusive time, recursion counted once; self: callees excluded; \
-               latencies, min to sum: per call, as `tracekit xray account -k` (exits that \
-               do not match the innermost open call are skipped)"
+               timed calls and min to sum: the latencies of `tracekit xray account -k` \
+               (exits that do not match the innermost open call are skipped)"
             .into(),
     }];
     account_notes.extend(acc_warnings.kept().iter().map(|w| Note {
