@@ -148,6 +148,7 @@ pub mod exec;
 pub mod fragments;
 pub mod log;
 pub mod producer;
+pub mod report;
 pub mod shm;
 pub mod timeline;
 pub mod traced;

@@ -370,8 +370,29 @@ impl Dialect for PosixLog {
         posix_info(inputs, args)
     }
 
-    fn report(&self, inputs: &[Input], args: &report::Args) -> Result<ExitCode> {
-        posix_report(inputs, args)
+    fn reports_as_data(&self) -> bool {
+        true
+    }
+
+    fn reports(
+        &self,
+        inputs: &[Input],
+        args: &report::Args,
+    ) -> Result<(Vec<tracekit_report::Report>, ExitCode)> {
+        let opts = tracekit_posix::report::Options {
+            top: args.top,
+            ..Default::default()
+        };
+        let mut reports = Vec::with_capacity(inputs.len());
+        for input in inputs {
+            let mut r = open_log(input)?;
+            reports.push(tracekit_posix::report::build(
+                &mut r,
+                &input.display().to_string(),
+                &opts,
+            ));
+        }
+        Ok((reports, ExitCode::SUCCESS))
     }
 
     fn targets(&self) -> &'static [Target] {
@@ -486,73 +507,6 @@ fn posix_info(inputs: &[Input], args: &info::Args) -> Result<ExitCode> {
                 )?;
             }
             super::print_warnings(input.display(), &r.warnings);
-        }
-        out.flush()?;
-        Ok(ExitCode::SUCCESS)
-    }
-}
-
-fn posix_report(inputs: &[Input], args: &report::Args) -> Result<ExitCode> {
-    {
-        let mut out = output(args.output.as_deref())?;
-        for input in inputs {
-            let mut r = open_log(input)?;
-            let s = summarise(&mut r);
-            let span_s = s.span_s().unwrap_or(0.0);
-            let types = s.top_types(args.top);
-            let threads = s.top_threads(args.top);
-            if args.json {
-                let v = serde_json::json!({
-                    "file": input.display(),
-                    "events": s.events,
-                    "span_s": span_s,
-                    "events_per_s": s.events_per_s(),
-                    "lost_in_stream": r.meta.events_lost_stream,
-                    "lost_in_log": r.meta.events_lost_log,
-                    "lost_after_shutdown": r.meta.events_after_shutdown,
-                    "event_types": types.iter().map(|(i, n, b)| serde_json::json!({
-                        "event": String::from_utf8_lossy(&event_name(&r, *i)), "count": n, "payload_bytes": b,
-                        "mean_payload": if *n > 0 { *b as f64 / *n as f64 } else { 0.0 }})).collect::<Vec<_>>(),
-                    "threads": threads.iter().map(|((p, t), n)| serde_json::json!({"pid": p, "thread": t, "events": n})).collect::<Vec<_>>(),
-                });
-                serde_json::to_writer_pretty(&mut out, &v)?;
-                writeln!(out)?;
-                continue;
-            }
-            writeln!(
-                out,
-                "{}: {} events over {:.6} s ({:.0} events/s)",
-                input.display(),
-                s.events,
-                span_s,
-                s.events_per_s()
-            )?;
-            let m = &r.meta;
-            if m.events_lost_stream + m.events_lost_log + m.events_after_shutdown > 0 {
-                writeln!(
-                    out,
-                    "  LOST: {} in the stream, {} in the log, {} written after shutdown",
-                    m.events_lost_stream, m.events_lost_log, m.events_after_shutdown
-                )?;
-            }
-            writeln!(
-                out,
-                "\n  {:<32} {:>12} {:>8} {:>14}",
-                "event type", "events", "share", "mean payload"
-            )?;
-            for (i, n, b) in &types {
-                writeln!(
-                    out,
-                    "  {:<32} {n:>12} {:>7.2}% {:>12.1} B",
-                    String::from_utf8_lossy(&event_name(&r, *i)),
-                    *n as f64 * 100.0 / s.events.max(1) as f64,
-                    *b as f64 / (*n).max(1) as f64
-                )?;
-            }
-            writeln!(out, "\n  {:>8} {:>18} {:>12}", "pid", "thread", "events")?;
-            for ((p, t), n) in &threads {
-                writeln!(out, "  {p:>8} {t:>#18x} {n:>12}")?;
-            }
         }
         out.flush()?;
         Ok(ExitCode::SUCCESS)

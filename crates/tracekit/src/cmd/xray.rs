@@ -18,8 +18,7 @@ use tracekit_xray::account::SortField;
 use tracekit_xray::commands;
 use tracekit_xray::graph::Stat;
 use tracekit_xray::names::FunctionNames;
-use tracekit_xray::profile::FunctionTotals;
-use tracekit_xray::summary::{ticks_to_secs, Summary};
+use tracekit_xray::summary::Summary;
 use tracekit_xray::{LogKind, Trace};
 
 use crate::cmd::{convert, info, output, print_warnings, report};
@@ -795,98 +794,33 @@ impl Dialect for Xray {
         Ok(ExitCode::SUCCESS)
     }
 
-    fn report(&self, inputs: &[Input], args: &report::Args) -> Result<ExitCode> {
+    fn reports_as_data(&self) -> bool {
+        true
+    }
+
+    fn reports(
+        &self,
+        inputs: &[Input],
+        args: &report::Args,
+    ) -> Result<(Vec<tracekit_report::Report>, ExitCode)> {
         let names = names_for(&args.instr_map)?;
-        let mut out = output(args.output.as_deref())?;
-        let mut json_all = Vec::new();
+        let opts = tracekit_xray::report::Options {
+            top: args.top,
+            ..Default::default()
+        };
+        let mut reports = Vec::with_capacity(inputs.len());
         for input in inputs {
             let bytes = open_bytes(&input.path)?;
             let rel = releaser(&bytes, &input.path);
             let trace = open_trace(&input.path, &bytes, &*rel)?;
-            let (p, w) = in_file(commands::profile(&trace), &input.path)?;
-            let freq = trace.header.cycle_frequency;
-            let secs = |t: u64| ticks_to_secs(freq, t);
-            let name = |id: i32| names.symbol_or_number(id).to_string();
-            let hot = p.hottest(args.top);
-            let (by_total, by_self, by_calls) = (&hot.by_total, &hot.by_self, &hot.by_calls);
-            let deepest = p.deepest(args.top.min(10));
-            if args.json {
-                let row = |(id, t): &(i32, FunctionTotals)| {
-                    serde_json::json!({"funcid": id, "function": name(*id), "calls": t.calls,
-                        "total_s": secs(t.total), "self_s": secs(t.self_time)})
-                };
-                json_all.push(serde_json::json!({
-                    "file": input.display(),
-                    "records": p.records,
-                    "events": p.events,
-                    "functions": p.functions.len(),
-                    "by_total": by_total.iter().map(row).collect::<Vec<_>>(),
-                    "by_self": by_self.iter().map(row).collect::<Vec<_>>(),
-                    "by_calls": by_calls.iter().map(row).collect::<Vec<_>>(),
-                    "deepest_stacks": deepest.iter().map(|&n| serde_json::json!({
-                        "depth": p.nodes[n].depth,
-                        "stack": p.path(n).into_iter().map(name).collect::<Vec<_>>(),
-                    })).collect::<Vec<_>>(),
-                    "warnings": w.kept().iter().map(|x| x.message.clone()).collect::<Vec<_>>(),
-                }));
-            } else {
-                writeln!(
-                    out,
-                    "{}: {} records, {} events, {} functions",
-                    input.display(),
-                    p.records,
-                    p.events,
-                    p.functions.len()
-                )?;
-                let table = |out: &mut Box<dyn Write>,
-                             title: &str,
-                             rows: &[(i32, FunctionTotals)]|
-                 -> Result<()> {
-                    writeln!(out, "\n{title}")?;
-                    writeln!(
-                        out,
-                        "  {:>12} {:>12} {:>10}  function",
-                        "total s", "self s", "calls"
-                    )?;
-                    for (id, t) in rows {
-                        writeln!(
-                            out,
-                            "  {:>12.6} {:>12.6} {:>10}  {}",
-                            secs(t.total),
-                            secs(t.self_time),
-                            t.calls,
-                            name(*id)
-                        )?;
-                    }
-                    Ok(())
-                };
-                table(
-                    &mut out,
-                    "Hottest functions by total (inclusive) time:",
-                    by_total,
-                )?;
-                table(&mut out, "Hottest functions by self time:", by_self)?;
-                table(&mut out, "Most called functions:", by_calls)?;
-                writeln!(out, "\nDeepest stacks:")?;
-                for &n in &deepest {
-                    let path: Vec<String> = p.path(n).into_iter().map(name).collect();
-                    writeln!(out, "  depth {:>4}: {}", p.nodes[n].depth, path.join(" > "))?;
-                }
-                writeln!(out)?;
-            }
+            let (rep, w) = in_file(
+                tracekit_xray::report::build(&trace, &names, &input.display().to_string(), &opts),
+                &input.path,
+            )?;
             print_warnings(input.path.display(), &w);
+            reports.push(rep);
         }
-        if args.json {
-            let v = if json_all.len() == 1 {
-                json_all.remove(0)
-            } else {
-                serde_json::Value::Array(json_all)
-            };
-            serde_json::to_writer_pretty(&mut out, &v)?;
-            writeln!(out)?;
-        }
-        out.flush()?;
-        Ok(ExitCode::SUCCESS)
+        Ok((reports, ExitCode::SUCCESS))
     }
 
     fn targets(&self) -> &'static [Target] {

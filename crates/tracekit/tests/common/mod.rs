@@ -7,6 +7,8 @@
 // Each test binary uses a part of this module.
 #![allow(dead_code)]
 
+pub mod chromium;
+
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
