@@ -721,7 +721,11 @@ impl<'s, S: Sink> Trace2Timeline<'s, S> {
             Body::RegionLeave { region, t_rel } => {
                 let t = &mut p.threads[ti];
                 let innermost = |t: &ThreadTrack| t.open.last().map(|r| r.nesting);
-                if innermost(t).is_some_and(|n| n >= region.nesting) {
+                // A region to close at this nesting or above it (regions
+                // deeper than the leave's were left open: closed first).
+                let matched = innermost(t).is_some_and(|n| n >= region.nesting)
+                    && t.open.iter().any(|r| r.nesting <= region.nesting);
+                if matched {
                     // Close regions left open below this one first.
                     while innermost(t).is_some_and(|n| n > region.nesting) {
                         t.pop();

@@ -588,6 +588,45 @@ fn chrome_export_of_case04_links_processes_and_times() {
     assert_eq!(clone["pid"].as_i64().unwrap() >> 32, 0);
 }
 
+/// A `region_leave` shallower than every region open on its thread (found
+/// by fuzzing: the leave closed the deeper region, then "closed" a region
+/// that was not there, an `E` with no `B`): the deeper region stays open
+/// until its process ends, the leave is drawn as an instant.
+#[test]
+fn a_leave_with_no_region_at_its_nesting_closes_nothing_it_has_not_opened() {
+    let sid = "20240101T120000.000000Z-H0a7c9cdf-P00001234";
+    let rec = |event: &str, us: u32, rest: &str| {
+        format!(
+            "{{\"event\":\"{event}\",\"sid\":\"{sid}\",\"thread\":\"th01:unknown\",\"time\":\"2024-01-01T12:00:00.{us:06}Z\",\"file\":\"x.c\",\"line\":1{rest}}}\n"
+        )
+    };
+    let data = [
+        rec("version", 1, ",\"evt\":\"4\",\"exe\":\"2.47.3\""),
+        rec(
+            "region_enter",
+            2,
+            ",\"nesting\":3,\"category\":\"c\",\"label\":\"deep\"",
+        ),
+        rec(
+            "region_leave",
+            3,
+            ",\"t_rel\":0.000001,\"nesting\":1,\"category\":\"c\",\"label\":\"shallow\"",
+        ),
+        rec("atexit", 4, ",\"t_abs\":0.000004,\"code\":0"),
+    ]
+    .concat();
+    let (v, stats) = chrome(data.as_bytes());
+    let evs = v["traceEvents"].as_array().unwrap();
+    let ph = |p: &str| evs.iter().filter(|e| e["ph"] == p).count();
+    // The process slice and the deep region, each begun and ended once.
+    assert_eq!((ph("B"), ph("E")), (2, 2));
+    assert_eq!(stats.unmatched_leaves, 1);
+    assert_eq!(stats.closed_at_end, 1);
+    assert!(evs
+        .iter()
+        .any(|e| e["ph"] == "i" && e["name"] == "shallow" && e["args"]["no_region_enter"] == true));
+}
+
 #[test]
 fn chrome_export_of_perf_and_brief_inputs() {
     for rel in [

@@ -641,3 +641,16 @@ fn daemonised_child_has_a_track_of_its_own() {
     assert_eq!(gc["pid"], f);
     assert_eq!(gc["args"]["pid"], 19523);
 }
+
+/// `info` counts a process forked under its parent's SID (three in
+/// 24-maintenance-detach: 18 `version` records, 21 processes).
+#[test]
+fn info_counts_daemonised_children() {
+    let event = corpus("24-maintenance-detach").join("event.jsonl");
+    let out = run(&["info", "--json", event.to_str().expect("utf8")]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["events_by_kind"]["version"], 18);
+    assert_eq!(v["processes"], 21);
+    assert_eq!(v["unfinished_processes"], 0);
+}

@@ -201,9 +201,6 @@ pub struct Converter {
     /// state is dropped when [`ENDED_KEPT`] more have ended, unless a
     /// forked child wrote under the SID since.
     ended: VecDeque<(Vec<u8>, u32)>,
-    /// The SID of the previous record, whose process is not ended (EVENT
-    /// target: spares a lookup per record).
-    last_sid: Vec<u8>,
     tz_cache: Option<(i64, i64)>,
     /// The `file` written on a target-emitted record.
     file_buf: Vec<u8>,
@@ -220,7 +217,6 @@ impl Converter {
             anonymous: FxHashMap::default(),
             anonymous_version: None,
             ended: VecDeque::new(),
-            last_sid: Vec::new(),
             tz_cache: None,
             file_buf: Vec::new(),
             noted: Vec::new(),
@@ -311,17 +307,9 @@ impl Converter {
         out: &mut Vec<u8>,
     ) -> Result<(), ConvertError> {
         if self.target == Format::Event {
-            // A record after the SID's end: a forked child's (see track()).
-            // Consecutive records are mostly one process's: looked up once.
-            if let Some(sid) = ev.sid.as_deref() {
-                if self.last_sid != sid {
-                    if let Some(p) = self.processes.get_mut(sid) {
-                        p.ended = false;
-                    }
-                    self.last_sid.clear();
-                    self.last_sid.extend_from_slice(sid);
-                }
-            }
+            // (No state to keep alive for a forked child here: EVENT
+            // records keep their own target line, the version is only
+            // looked up for PERF/NORMAL input, which has no SID.)
             let location = self.target_location(ev)?;
             if location.is_none() {
                 event_fmt::write(ev, out);
@@ -396,7 +384,6 @@ impl Converter {
         };
         p.ends += 1;
         p.ended = true;
-        self.last_sid.clear();
         self.ended.push_back((sid.to_vec(), p.ends));
         while self.ended.len() > ENDED_KEPT {
             let Some((old, ends)) = self.ended.pop_front() else {
