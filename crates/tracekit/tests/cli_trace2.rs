@@ -581,6 +581,13 @@ fn unplaceable_records_warn_and_the_rest_is_kept() {
         .clone();
     assert_eq!(status["data"][0]["value"], "kept");
     assert_eq!(status["exit_code"], 0);
+    assert!(
+        text(&out.stderr).contains(
+            "warning: 1 region_leave records without region_enter and 1 child_exit records without child_start"
+        ),
+        "{}",
+        text(&out.stderr)
+    );
     let out = run(&["report", name]);
     assert!(
         text(&out.stdout).contains("anomalies: 1 region_leave without enter, 0 regions never left, 1 child_exit without child_start"),

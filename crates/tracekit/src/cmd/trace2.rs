@@ -318,6 +318,16 @@ impl Dialect for Trace2 {
             report::write_text(&rep, &mut out, args.top)?;
         }
         out.flush()?;
+        // Records the report could not pair are in it (anomalies); said
+        // here too, like every record a verb cannot place.
+        let a = &rep.anomalies;
+        if a.unmatched_region_leave + a.unmatched_child_exit > 0 {
+            eprintln!(
+                "tracekit: warning: {} region_leave records without region_enter and {} child_exit records without child_start \
+                 (kept in their processes, counted in the report's anomalies)",
+                a.unmatched_region_leave, a.unmatched_child_exit
+            );
+        }
         Ok(exit_code(print_all_warnings(&all)))
     }
 
