@@ -353,6 +353,61 @@ fn trace2_per_command_count_p50_max_match_the_report() {
 const SLOWEST_UNITS: &str = "SELECT record, source, dur_ns / 1000 AS dur_us FROM build_processes \
      WHERE is_compile ORDER BY dur_ns DESC, record LIMIT 10";
 
+/// 24-maintenance-detach: each daemonised child (a process forked under
+/// its parent's SID) is a row of its own, in the tables streamed from the
+/// trace and in the Parquet files: `trace2_processes` (`fork` 1, no pid)
+/// and the timeline's `processes` (a track of its own).
+#[test]
+fn trace2_daemonised_child_is_a_row_of_its_own() {
+    let input = corpus("trace2/24-maintenance-detach/event.jsonl");
+    let dir = to_parquet(&[&input], &[]);
+    for source in [input.as_path(), dir.path()] {
+        let rows = sql(
+            "SELECT sid, fork, pid, elapsed_ns FROM trace2_processes \
+             WHERE command = 'maintenance' ORDER BY sid, fork",
+            &[source],
+            &[],
+        );
+        assert_eq!(rows.len(), 6, "{source:?}");
+        for pair in rows.chunks(2) {
+            assert_eq!(text(&pair[0], "sid"), text(&pair[1], "sid"), "{source:?}");
+            assert_eq!(
+                (int(&pair[0], "fork"), int(&pair[1], "fork")),
+                (Some(0), Some(1))
+            );
+            assert!(int(&pair[0], "pid").is_some() && int(&pair[1], "pid").is_none());
+        }
+        // exit t_abs of the three processes forked under a SID.
+        let forked: Vec<Option<i64>> = rows
+            .iter()
+            .skip(1)
+            .step_by(2)
+            .map(|r| int(r, "elapsed_ns"))
+            .collect();
+        assert_eq!(
+            forked,
+            [Some(407_004_000), Some(34_334_000), Some(30_641_000)]
+        );
+        let all = sql("SELECT count(*) AS n FROM trace2_processes", &[source], &[]);
+        assert_eq!(int(&all[0], "n"), Some(21), "{source:?}");
+        let tracks = sql(
+            "SELECT count(DISTINCT pid) AS n, count(*) AS m FROM processes",
+            &[source],
+            &[],
+        );
+        assert_eq!(
+            (int(&tracks[0], "n"), int(&tracks[0], "m")),
+            (Some(21), Some(21))
+        );
+        let named = sql(
+            "SELECT count(*) AS n FROM processes WHERE name = 'git maintenance (fork 1)'",
+            &[source],
+            &[],
+        );
+        assert_eq!(int(&named[0], "n"), Some(3), "{source:?}");
+    }
+}
+
 #[test]
 #[cfg(feature = "sql")]
 fn build_slowest_compile_units_match_the_report() {

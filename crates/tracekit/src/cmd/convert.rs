@@ -103,8 +103,10 @@ Git Trace2: what is exact, what is derived (docs/formats/trace2.md):
             below, with a warning); local time of day from EVENT's UTC time
             (set TZ to the producer's); PERF's t_abs where EVENT has none
   variant   the input's (brief stays brief); --brief/--full choose. A full
-            variant from brief input fails naming the field it lacks (time,
-            file), never writing a made-up 00:00:00.000000
+            variant from brief input skips each record lacking a field, naming
+            it (time, file), never writing a made-up 00:00:00.000000
+  skipped   a record the target cannot be written from is said at its line
+            (FILE:LINE: warning) and skipped; the rest is converted (exit 1)
 
 Examples:
   tracekit convert examples/trace2/clone.event.jsonl --to trace2-perf
@@ -134,8 +136,8 @@ pub struct Args {
     /// Trace2 default: the input's variant.
     #[arg(long, conflicts_with = "full")]
     pub brief: bool,
-    /// Write the full variant even from brief input (Trace2 targets; fails
-    /// on the first record that lacks a field it needs).
+    /// Write the full variant even from brief input (Trace2 targets; each
+    /// record that lacks a field it needs is skipped with a warning).
     #[arg(long)]
     pub full: bool,
     /// The instrumented binary, for formats that need it to name things
