@@ -26,7 +26,7 @@ pub enum Command {
     /// as Bear writes it) or a Klocwork build specification.
     #[command(
         verbatim_doc_comment,
-        after_help = "Examples:\n  tracekit record build -- make -j8\n  tracekit build spec build.trace -o compile_commands.json\n  tracekit build spec build.trace --append --config bear.json\n  tracekit build spec build.trace --format kwinject -o kwinject.out\n  tracekit build spec kwwrap.trace --all-sources --bear3 -o -\n\nCompilers are recognised as Bear 3.1.1 does (gcc, g++, cc, c++, clang, clang++,\nwith cross prefixes and version suffixes; through ccache and distcc). One entry per\nsource; preprocess-only (-E, -M, -MM) and query runs give none; dependency flags\n(-MD -MF ...) and link flags are dropped from `arguments`. Programs named by CC, CXX\nand FC in the build's environment (the trace's top-level env) are compilers too.\n\n--config reads Bear's configuration file (JSON): compilation.compilers_to_recognize\n(executable, flags_to_add, flags_to_remove), compilation.compilers_to_exclude,\noutput.content.include_only_existing_source, paths_to_include, paths_to_exclude,\nduplicate_filter_fields (all, file, file_output), output.format.command_as_array,\ndrop_output_field. Relative directories are taken against the current directory."
+        after_help = "Examples:\n  tracekit record build -- make -j8\n  tracekit build spec build.trace -o compile_commands.json\n  make -n | tracekit build spec --from-log - -o compile_commands.json\n  tracekit build spec --from-log ninja-commands.txt -C build\n  tracekit build spec build.trace --append --config bear.json\n  tracekit build spec build.trace --format kwinject -o kwinject.out\n  tracekit build spec kwwrap.trace --all-sources --bear3 -o -\n\nCompilers are recognised as Bear 3.1.1 does (gcc, g++, cc, c++, clang, clang++,\nwith cross prefixes and version suffixes; through ccache and distcc). One entry per\nsource; preprocess-only (-E, -M, -MM) and query runs give none; dependency flags\n(-MD -MF ...) and link flags are dropped from `arguments`. Programs named by CC, CXX\nand FC in the build's environment (the trace's top-level env) are compilers too.\n\n--config reads Bear's configuration file (JSON): compilation.compilers_to_recognize\n(executable, flags_to_add, flags_to_remove), compilation.compilers_to_exclude,\noutput.content.include_only_existing_source, paths_to_include, paths_to_exclude,\nduplicate_filter_fields (all, file, file_output), output.format.command_as_array,\ndrop_output_field. Relative directories are taken against the current directory."
     )]
     Spec(SpecArgs),
 }
@@ -34,8 +34,22 @@ pub enum Command {
 #[derive(clap::Args, Debug)]
 pub struct SpecArgs {
     /// The build trace (`-` reads standard input).
-    #[arg(value_name = "TRACE")]
-    pub trace: PathBuf,
+    #[arg(value_name = "TRACE", required_unless_present = "from_log")]
+    pub trace: Option<PathBuf>,
+    /// Read what a build printed instead of a trace (`-` reads standard
+    /// input): `make -n`, `make V=1`, `ninja -t commands`, `ninja -v`,
+    /// shell command lines, `strace -f` logs (docs/formats/build-logs.md).
+    #[arg(long, value_name = "LOG", conflicts_with = "trace")]
+    pub from_log: Option<PathBuf>,
+    /// With --from-log: the directory the build ran in (make's or ninja's
+    /// -C; default: the current directory).
+    #[arg(
+        short = 'C',
+        long = "directory",
+        value_name = "DIR",
+        requires = "from_log"
+    )]
+    pub directory: Option<PathBuf>,
     /// Where to write (`-` is standard output). Default:
     /// compile_commands.json, or kwinject.out with --format kwinject.
     #[arg(short = 'o', long, value_name = "FILE")]
@@ -91,7 +105,7 @@ impl DbArgs {
     /// The options these arguments, the configuration file and the build's
     /// environment (`CC`, `CXX`, `FC`) give. The configuration's warnings
     /// are printed.
-    fn options(&self, top_env: &Env) -> Result<CdbOptions> {
+    pub fn options(&self, top_env: &Env) -> Result<CdbOptions> {
         let mut opts = CdbOptions {
             bear3: self.bear3,
             expand_response_files: self.expand_response_files,
@@ -148,7 +162,7 @@ fn collect_db(
 /// Merges the old database (`--append`), filters, and writes `path`
 /// through a temporary file beside it (as Bear does: a failed write leaves
 /// the old database as it was, and the temporary file is removed).
-fn write_db(b: &mut CdbBuilder, path: &std::path::Path, append: bool) -> Result<()> {
+pub fn write_db(b: &mut CdbBuilder, path: &std::path::Path, append: bool) -> Result<()> {
     let stdout = path.as_os_str() == "-";
     if append && !stdout && path.exists() {
         let f = std::fs::File::open(path).map_err(|e| tracekit_core::Error::io(Some(path), e))?;
@@ -192,7 +206,7 @@ fn write_db(b: &mut CdbBuilder, path: &std::path::Path, append: bool) -> Result<
 
 /// Says what happened to the executions: always with `--json` (as JSON)
 /// or `always`, else when the database is empty or short (Bear users ask).
-fn print_db_stats(b: &CdbBuilder, json: bool, always: bool) {
+pub fn print_db_stats(b: &CdbBuilder, json: bool, always: bool) {
     let s = &b.stats;
     if json {
         eprintln!(
@@ -263,13 +277,16 @@ fn lost_exit(lost: u64) -> ExitCode {
     }
 }
 
-fn usage(message: &str) -> Result<ExitCode> {
+pub fn usage(message: &str) -> Result<ExitCode> {
     eprintln!("tracekit: {message}");
     Ok(ExitCode::from(2))
 }
 
 fn spec(args: SpecArgs) -> Result<ExitCode> {
-    let input = Input::open(&args.trace)?;
+    let Some(trace_path) = &args.trace else {
+        return super::buildlog::spec_from_log(&args);
+    };
+    let input = Input::open(trace_path)?;
     let trace = read_trace(&input)?;
     let mode = if args.env_diff_top_level {
         EnvBase::TopLevel

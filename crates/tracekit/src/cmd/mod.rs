@@ -1,6 +1,7 @@
 //! One module per verb and one per dialect.
 
 pub mod build;
+pub mod buildlog;
 pub mod convert;
 pub mod info;
 pub mod otlp;
