@@ -42,6 +42,7 @@ pub mod cdb;
 pub mod compiler;
 pub mod env;
 pub mod kwspec;
+pub mod ninja;
 pub mod record;
 pub mod shell;
 pub mod steps;

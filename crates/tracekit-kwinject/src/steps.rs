@@ -830,29 +830,49 @@ fn waits(b: &Build, steps: &[Step], edges: &[Edge], width: &Width) -> Vec<Wait> 
 }
 
 fn critical_path(steps: &[Step], edges: &[Edge], order: &[usize]) -> Option<CriticalPath> {
-    let timed = |s: usize| steps[s].start_us.is_some() && steps[s].end_us.is_some();
-    if !order.iter().any(|&s| timed(s)) {
+    let weight = |s: usize| match (steps[s].start_us, steps[s].end_us) {
+        (Some(_), Some(_)) => steps[s].duration_us(),
+        _ => None,
+    };
+    let pairs: Vec<(usize, usize)> = edges.iter().map(|e| (e.from, e.to)).collect();
+    longest_path(steps.len(), &pairs, order, weight)
+}
+
+/// The longest chain over `edges` (`(from, to)` between nodes
+/// `0..nodes`), each node weighted by `weight` (`None`: not placed, as a
+/// step without times). `order` must put every node after the nodes it
+/// has edges from (start order for a recorded build, a topological order
+/// for a declared graph); an edge from a node not yet placed is ignored.
+/// The path's nodes and edge indices in order, and its total weight.
+pub fn longest_path(
+    nodes: usize,
+    edges: &[(usize, usize)],
+    order: &[usize],
+    weight: impl Fn(usize) -> Option<u64>,
+) -> Option<CriticalPath> {
+    if !order.iter().any(|&s| weight(s).is_some()) {
         return None;
     }
-    let mut into: Vec<Vec<usize>> = vec![Vec::new(); steps.len()];
-    for (k, e) in edges.iter().enumerate() {
-        into[e.to].push(k);
+    let mut into: Vec<Vec<usize>> = vec![Vec::new(); nodes];
+    for (k, &(_, to)) in edges.iter().enumerate() {
+        into[to].push(k);
     }
-    let mut cost: Vec<Option<u64>> = vec![None; steps.len()];
-    let mut best: Vec<Option<usize>> = vec![None; steps.len()];
+    let mut cost: Vec<Option<u64>> = vec![None; nodes];
+    let mut best: Vec<Option<usize>> = vec![None; nodes];
     let mut top: Option<usize> = None;
-    for &s in order.iter().filter(|&&s| timed(s)) {
+    for &s in order {
+        let Some(w) = weight(s) else { continue };
         let mut before = 0;
         for &k in &into[s] {
-            // Only steps already placed (ends before this one starts).
-            if let Some(c) = cost[edges[k].from] {
+            // Only nodes already placed.
+            if let Some(c) = cost[edges[k].0] {
                 if c > before || best[s].is_none() {
                     before = c;
                     best[s] = Some(k);
                 }
             }
         }
-        let c = before.saturating_add(steps[s].duration_us().unwrap_or(0));
+        let c = before.saturating_add(w);
         cost[s] = Some(c);
         if top.is_none_or(|t| c >= cost[t].unwrap_or(0)) {
             top = Some(s);
@@ -864,7 +884,7 @@ fn critical_path(steps: &[Step], edges: &[Edge], order: &[usize]) -> Option<Crit
     let mut via = Vec::new();
     while let Some(k) = best[s] {
         via.push(k);
-        s = edges[k].from;
+        s = edges[k].0;
         path.push(s);
     }
     path.reverse();
