@@ -187,3 +187,17 @@ fn rtrace_perfetto_equals_chrome() {
     assert!(!s.contains(" 0 counter samples"), "{s}");
     compare("examples/rtrace/sample.rtrace", &[]);
 }
+
+#[test]
+fn ninja_log_perfetto_equals_chrome() {
+    if !perfetto_available() {
+        return;
+    }
+    // The last run of the expat build: 10 targets (the symlink step's two
+    // outputs are one), no flows.
+    let s = compare("tests/corpus/buildtrace/logs/expat-2.5.0/build", &[]);
+    assert_eq!(
+        s,
+        "compared 10 slices, 0 instants, 0 counter samples, 0 flows"
+    );
+}

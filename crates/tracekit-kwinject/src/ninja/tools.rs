@@ -9,7 +9,9 @@
 //! node `"0xADDR" [label="path"]`; an edge with one input and one output is
 //! an arrow between the two files labelled with the rule; any other edge
 //! is a node of its own (`shape=ellipse`, labelled with the rule) with
-//! arrows from its inputs (`arrowhead=none`) and to its outputs.
+//! arrows from its inputs (`arrowhead=none`) and to its outputs. Only the
+//! nodes ninja visits from the targets (and their inputs) get a label
+//! line: an output nothing depends on is drawn unnamed, and left out here.
 
 use std::collections::HashMap;
 
@@ -112,19 +114,15 @@ pub fn read_graph(text: &str) -> Result<Vec<Edge>, Error> {
             labels.insert(a, (label, rest.contains("shape=ellipse")));
         }
     }
-    let name = |id: &str, line: usize| -> Result<&(String, bool), Error> {
-        labels.get(id).ok_or_else(|| {
-            Error::malformed(
-                Position::Line(line as u64),
-                format!("an arrow to an undeclared node {id}"),
-            )
-        })
-    };
     let mut by_node: HashMap<String, Edge> = HashMap::new();
     let mut edges = Vec::new();
     for (a, b, label, line) in &arrows {
-        let (na, ea) = name(a, *line)?;
-        let (nb, eb) = name(b, *line)?;
+        // ninja labels only the nodes it visits (targets and, recursively,
+        // their inputs): an output nothing depends on is drawn without a
+        // label, and then has no name to depend on.
+        let (Some((na, ea)), Some((nb, eb))) = (labels.get(a), labels.get(b)) else {
+            continue;
+        };
         match (ea, eb) {
             (false, false) => edges.push(Edge {
                 rule: label.clone().unwrap_or_default(),

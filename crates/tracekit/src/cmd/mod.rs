@@ -4,6 +4,7 @@ pub mod build;
 pub mod buildlog;
 pub mod convert;
 pub mod info;
+pub mod ninja;
 pub mod otlp;
 pub mod posix;
 pub mod record;
