@@ -233,10 +233,8 @@ fn make_dir(args: &[String], dir: &str) -> Option<String> {
             it.next().cloned()
         } else if let Some(d) = a.strip_prefix("--directory=") {
             Some(d.to_string())
-        } else if let Some(d) = a.strip_prefix("-C") {
-            Some(d.to_string())
         } else {
-            None
+            a.strip_prefix("-C").map(str::to_string)
         };
         if let Some(d) = d {
             // Several -C options add up, as in make.

@@ -536,3 +536,59 @@ fn live_ninja_t_commands_equals_the_recorded_build() {
     assert_eq!(path.len(), 3, "{path:?}");
     assert_eq!(path[1..], ["libab.a", "app"]);
 }
+
+/// Bear 4's YAML configuration and --drop-flag on a real log: file paths
+/// as written (`format.paths: as-is`), duplicates by directory alone,
+/// `-W...` flags taken out.
+#[test]
+fn bear4_config_and_dropped_flags_on_a_log() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home-dev");
+    bear_db(&home, "hiredis-0.14.1/bear-3.1.1.compile_commands.json");
+    let config = tmp.path().join("bear.yml");
+    std::fs::write(
+        &config,
+        "schema: \"4.1\"\nintercept:\n  mode: preload\nformat:\n  paths:\n    directory: as-is\n    file: as-is\n",
+    )
+    .unwrap();
+    let cfg = config.to_str().unwrap();
+    let (db, report, status) = from_log(
+        &home,
+        &log_text("hiredis-0.14.1/make-n.log"),
+        "hiredis-0.14.1",
+        &["--config", cfg, "--drop-flag=-W*"],
+    );
+    assert!(status.success(), "{report}");
+    let files: Vec<&str> = db
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["file"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        files,
+        [
+            "net.c",
+            "hiredis.c",
+            "sds.c",
+            "async.c",
+            "read.c",
+            "alloc.c",
+            "test.c"
+        ]
+    );
+    assert_eq!(report["dropped_flags"], 7 * 4);
+    assert!(!db.to_string().contains("-Wall"));
+    std::fs::write(
+        &config,
+        "schema: 4.1\nduplicates:\n  match_on: [directory]\n",
+    )
+    .unwrap();
+    let (db, _, _) = from_log(
+        &home,
+        &log_text("hiredis-0.14.1/make-n.log"),
+        "hiredis-0.14.1",
+        &["--config", cfg],
+    );
+    assert_eq!(db.as_array().unwrap().len(), 1);
+}

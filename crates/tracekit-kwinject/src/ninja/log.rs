@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! # ninja log v5
-//! 1	3721	1795914234196066730	CMakeFiles/expat.dir/lib/xmlrole.c.o	7f3fd8b00fa2cd55
+//! 1<TAB>3721<TAB>1795914234196066730<TAB>CMakeFiles/expat.dir/lib/xmlrole.c.o<TAB>7f3fd8b00fa2cd55
 //! ```
 //! After the header, one line per output of every command ninja ran, with
 //! five tab-separated fields: start and end in milliseconds since that

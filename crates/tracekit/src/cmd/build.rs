@@ -26,7 +26,7 @@ pub enum Command {
     /// as Bear writes it) or a Klocwork build specification.
     #[command(
         verbatim_doc_comment,
-        after_help = "Examples:\n  tracekit record build -- make -j8\n  tracekit build spec build.trace -o compile_commands.json\n  make -n | tracekit build spec --from-log - -o compile_commands.json\n  tracekit build spec --from-log ninja-commands.txt -C build\n  tracekit build spec build.trace --append --config bear.json\n  tracekit build spec build.trace --format kwinject -o kwinject.out\n  tracekit build spec kwwrap.trace --all-sources --bear3 -o -\n\nCompilers are recognised as Bear 3.1.1 does (gcc, g++, cc, c++, clang, clang++,\nwith cross prefixes and version suffixes; through ccache and distcc). One entry per\nsource; preprocess-only (-E, -M, -MM) and query runs give none; dependency flags\n(-MD -MF ...) and link flags are dropped from `arguments`. Programs named by CC, CXX\nand FC in the build's environment (the trace's top-level env) are compilers too.\n\n--config reads Bear's configuration file (JSON): compilation.compilers_to_recognize\n(executable, flags_to_add, flags_to_remove), compilation.compilers_to_exclude,\noutput.content.include_only_existing_source, paths_to_include, paths_to_exclude,\nduplicate_filter_fields (all, file, file_output), output.format.command_as_array,\ndrop_output_field. Relative directories are taken against the current directory."
+        after_help = "Examples:\n  tracekit record build -- make -j8\n  tracekit build spec build.trace -o compile_commands.json\n  make -n | tracekit build spec --from-log - -o compile_commands.json\n  tracekit build spec --from-log ninja-commands.txt -C build\n  tracekit build spec build.trace --append --config bear.json\n  tracekit build spec build.trace --format kwinject -o kwinject.out\n  tracekit build spec kwwrap.trace --all-sources --bear3 -o -\n\nCompilers are recognised as Bear 3.1.1 does (gcc, g++, cc, c++, clang, clang++,\nwith cross prefixes and version suffixes; through ccache and distcc). One entry per\nsource; preprocess-only (-E, -M, -MM) and query runs give none; dependency flags\n(-MD -MF ...) and link flags are dropped from `arguments`. Programs named by CC, CXX\nand FC in the build's environment (the trace's top-level env) are compilers too.\n\n--config reads Bear's configuration file (JSON): compilation.compilers_to_recognize\n(executable, flags_to_add, flags_to_remove), compilation.compilers_to_exclude,\noutput.content.include_only_existing_source, paths_to_include, paths_to_exclude,\nduplicate_filter_fields (all, file, file_output), output.format.command_as_array,\ndrop_output_field. Bear 4's YAML (schema 4.0/4.1): compilers (path, as, ignore),\nsources.directories (include/exclude, last match wins), duplicates.match_on,\nformat.paths (as-is, absolute, canonical, relative), format.entries. Relative\ndirectories are taken against the current directory.\n\n--from-log reads what a build printed: make -n / make V=1 / VERBOSE=1 (with make's\nEntering directory lines), ninja -t commands, ninja -v, shell lines (cd DIR && ...),\nstrace -f logs. Lines it cannot read and entries whose directory the log does not\nspell out are listed (exit status 1 when a line was not read)."
     )]
     Spec(SpecArgs),
 }
@@ -72,10 +72,12 @@ pub struct SpecArgs {
 /// How the compilation database is made (`build spec`, `record build`).
 #[derive(clap::Args, Debug)]
 pub struct DbArgs {
-    /// Bear's configuration file (JSON, `bear --config`): compilers to
-    /// recognise (with flags to add and remove) or exclude, directories to
-    /// include or exclude, existing sources only, duplicate key, `command`
-    /// strings, no `output` field. See docs/formats/build-tools.md §4.1.
+    /// Bear's configuration file (`bear --config`): Bear 3's JSON or Bear
+    /// 4's YAML (`schema: "4.1"`): compilers to recognise (with flags to add
+    /// and remove) or exclude, directories to include or exclude, existing
+    /// sources only, duplicate key, path formats, `command` strings, no
+    /// `output` field. See docs/formats/build-tools.md §4.1 and
+    /// docs/formats/build-logs.md.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Merge with the database already at the output path, as `bear
@@ -99,6 +101,17 @@ pub struct DbArgs {
     /// token). The files are read now, relative to each compile's directory.
     #[arg(long)]
     pub expand_response_files: bool,
+    /// Keep only sources under DIR (repeatable; any of them).
+    #[arg(long = "include", value_name = "DIR")]
+    pub include: Vec<PathBuf>,
+    /// Leave out sources under DIR (repeatable; wins over --include).
+    #[arg(long = "exclude", value_name = "DIR")]
+    pub exclude: Vec<PathBuf>,
+    /// Take FLAG out of every entry's arguments (repeatable): exact, or a
+    /// prefix when it ends in `*`. E.g. --drop-flag=-mthumb
+    /// --drop-flag='-march=*' for flags clangd rejects from a cross compiler.
+    #[arg(long = "drop-flag", value_name = "FLAG", allow_hyphen_values = true)]
+    pub drop_flags: Vec<String>,
 }
 
 impl DbArgs {
@@ -119,6 +132,14 @@ impl DbArgs {
                 .to_string();
             config.apply(&mut opts, &cwd);
         }
+        let cwd = std::env::current_dir()
+            .context("the current directory")?
+            .display()
+            .to_string();
+        let abs = |p: &PathBuf| tracekit_kwinject::cdb::absolute(&cwd, &p.display().to_string());
+        opts.paths_to_include.extend(self.include.iter().map(abs));
+        opts.paths_to_exclude.extend(self.exclude.iter().map(abs));
+        opts.drop_flags.extend(self.drop_flags.iter().cloned());
         // Switches given here override the file.
         if self.all_sources {
             opts.existing_only = false;
@@ -221,6 +242,7 @@ pub fn print_db_stats(b: &CdbBuilder, json: bool, always: bool) {
                 "dropped_by_path": s.dropped_by_path,
                 "dropped_duplicate": s.dropped_duplicate,
                 "missing_response_files": s.missing_response_files,
+                "dropped_flags": s.dropped_flags,
             })
         );
     } else if always
@@ -396,7 +418,10 @@ pub fn record_build(args: RecordArgs) -> Result<ExitCode> {
         || args.db.all_sources
         || args.db.bear3
         || args.db.no_output_field
-        || args.db.expand_response_files;
+        || args.db.expand_response_files
+        || !args.db.include.is_empty()
+        || !args.db.exclude.is_empty()
+        || !args.db.drop_flags.is_empty();
     let db = if wants_db {
         let path = args
             .compile_db

@@ -160,6 +160,7 @@ fn report(
             "dropped_by_path": s.dropped_by_path,
             "dropped_duplicate": s.dropped_duplicate,
             "missing_response_files": s.missing_response_files,
+            "dropped_flags": s.dropped_flags,
         });
         eprintln!("{v}");
         return Ok(());
