@@ -760,7 +760,7 @@ impl BuildLog {
                 }
                 let exe = match &c.executable {
                     Some(x) => x.clone(),
-                    None => resolve(&c.args[0], &e),
+                    None => resolve(c.args.first().map_or("", String::as_str), &e),
                 };
                 let mut p = Process::new(k as i64 + 1, None, c.dir.clone(), exe);
                 p.args = c.args.clone();
