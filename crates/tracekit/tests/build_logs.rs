@@ -592,3 +592,78 @@ fn bear4_config_and_dropped_flags_on_a_log() {
     );
     assert_eq!(db.as_array().unwrap().len(), 1);
 }
+
+/// The Klocwork build specification from hiredis' `make -n` equals the
+/// one from tracekit's recording of the same project's `make -j2`
+/// (`tests/corpus/buildtrace/recorded/`, same directory): the same
+/// compile and link records (in another order: -j2 ran them otherwise).
+#[test]
+fn kwinject_spec_from_a_log_equals_the_recorded_builds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let corpus = root().join("..");
+    let from_trace = tmp.path().join("trace.kw");
+    let out = tracekit()
+        .args(["build", "spec", "--format", "kwinject", "-o"])
+        .arg(&from_trace)
+        .arg(corpus.join("recorded/hiredis-0.14.1-make-j2.trace"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let from_log = tmp.path().join("log.kw");
+    let out = tracekit()
+        .args([
+            "build",
+            "spec",
+            "--format",
+            "kwinject",
+            "-C",
+            "/home/dev/hiredis-0.14.1",
+            "-o",
+        ])
+        .arg(&from_log)
+        .arg("--from-log")
+        .arg(root().join("hiredis-0.14.1/make-n.log"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines = |p: &Path| -> BTreeSet<String> {
+        std::fs::read_to_string(p)
+            .unwrap()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    };
+    let (a, b) = (lines(&from_trace), lines(&from_log));
+    assert_eq!(a, b);
+    assert_eq!(a.iter().filter(|l| l.starts_with("compile;")).count(), 7);
+    assert_eq!(a.iter().filter(|l| l.starts_with("link;")).count(), 3);
+}
+
+/// A ninja build directory is one input of `convert --to parquet` (not
+/// its files one by one): the last run's 10 targets are 10 slices.
+#[test]
+fn ninja_build_directory_to_parquet() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tracekit()
+        .args(["convert", "--to", "parquet", "-o"])
+        .arg(tmp.path().join("t"))
+        .arg(root().join("expat-2.5.0/build"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let slices = text.lines().find(|l| l.starts_with("slices")).unwrap_or("");
+    assert!(slices.contains(" 10 rows"), "{text}");
+}

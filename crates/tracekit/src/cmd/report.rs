@@ -10,7 +10,7 @@ use crate::input::Input;
 
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Examples:\n  tracekit report trace.event.jsonl\n  tracekit report --json /var/log/git-trace2/ > report.json\n  tracekit report trace.xray -m ./app\n  tracekit report --diff before.rtrace after.rtrace   # what grew (memory traces)"
+    after_help = "Examples:\n  tracekit report trace.event.jsonl\n  tracekit report --json /var/log/git-trace2/ > report.json\n  tracekit report trace.xray -m ./app\n  tracekit report --diff before.rtrace after.rtrace   # what grew (memory traces)\n  tracekit report build/                               # a ninja build directory\n  tracekit report --diff old.ninja_log build/          # the targets that got slower"
 )]
 pub struct Args {
     /// Trace files or directories (`-` reads standard input). Files of one
@@ -32,7 +32,8 @@ pub struct Args {
     #[arg(short = 'm', long = "instr-map", value_name = "BIN")]
     pub instr_map: Option<PathBuf>,
     /// Compare two recordings of the same program: FILE A (the base) and
-    /// FILE B; shows what grew from A to B (memory traces).
+    /// FILE B; shows what grew from A to B (memory traces), or the targets
+    /// that got slower (two .ninja_log files or ninja build directories).
     #[arg(long)]
     pub diff: bool,
 }
