@@ -100,7 +100,11 @@ pub struct NinjaBuild {
     pub runs: usize,
     pub graph: GraphSource,
     pub edges: Vec<Edge>,
+    /// Dependencies between graph nodes: a node below `targets.len()` is a
+    /// target, one above stands for the build statement `passes[node -
+    /// targets.len()]` that ran no logged command (phony, or not run).
     pub deps: Vec<Dep>,
+    pub passes: Vec<usize>,
     /// Targets the graph has no build statement for (removed since).
     pub not_in_graph: usize,
     pub critical_path: Option<CriticalPath>,
@@ -153,31 +157,40 @@ impl NinjaBuild {
         } else {
             info.iter().filter(|i| i.edge.is_none()).count()
         };
-        // Dependencies: each target's inputs, followed through edges that
-        // ran no logged command (phony, or not run) to the targets behind.
+        // The graph: a node per target, and one per build statement that
+        // ran no logged command (phony, or not run) that a target's inputs
+        // go through: each statement's inputs are linked once, so a phony
+        // that gathers many files costs its inputs, not inputs × users.
+        let n_targets = targets.len();
+        let mut passes: Vec<usize> = Vec::new();
+        let mut pass_node: HashMap<usize, usize> = HashMap::new();
         let mut deps: Vec<Dep> = Vec::new();
         let mut seen: HashSet<(usize, usize)> = HashSet::new();
-        for (to, inf) in info.iter().enumerate() {
-            let Some(e) = inf.edge else { continue };
-            let mut stack: Vec<(String, usize)> =
-                edges[e].all_inputs().map(|f| (f.clone(), 0)).collect();
-            let mut visited: HashSet<usize> = HashSet::new();
-            while let Some((file, depth)) = stack.pop() {
-                if let Some(&from) = target_of.get(file.as_str()) {
-                    if from != to && seen.insert((from, to)) {
-                        deps.push(Dep {
-                            from,
-                            to,
-                            file,
-                            kind: DepKind::Declared,
-                        });
-                    }
-                    continue;
-                }
-                if let Some(&pe) = edge_of.get(file.as_str()) {
-                    if depth < 64 && visited.insert(pe) {
-                        stack.extend(edges[pe].all_inputs().map(|f| (f.clone(), depth + 1)));
-                    }
+        let mut work: Vec<(usize, usize)> = info
+            .iter()
+            .enumerate()
+            .filter_map(|(t, inf)| inf.edge.map(|e| (t, e)))
+            .collect();
+        while let Some((node, e)) = work.pop() {
+            for file in edges[e].all_inputs() {
+                let from = if let Some(&t) = target_of.get(file.as_str()) {
+                    t
+                } else if let Some(&pe) = edge_of.get(file.as_str()) {
+                    *pass_node.entry(pe).or_insert_with(|| {
+                        passes.push(pe);
+                        work.push((n_targets + passes.len() - 1, pe));
+                        n_targets + passes.len() - 1
+                    })
+                } else {
+                    continue; // a source file
+                };
+                if from != node && seen.insert((from, node)) {
+                    deps.push(Dep {
+                        from,
+                        to: node,
+                        file: file.clone(),
+                        kind: DepKind::Declared,
+                    });
                 }
             }
         }
@@ -203,13 +216,34 @@ impl NinjaBuild {
                 }
             }
         }
+        let nodes = n_targets + passes.len();
         let critical_path = if deps.is_empty() && graph == GraphSource::None {
             None
         } else {
             let pairs: Vec<(usize, usize)> = deps.iter().map(|d| (d.from, d.to)).collect();
-            let order = topological(targets.len(), &pairs);
-            longest_path(targets.len(), &pairs, &order, |i| {
-                Some(targets[i].duration_ms() * 1000)
+            let order = topological(nodes, &pairs);
+            longest_path(nodes, &pairs, &order, |i| {
+                Some(targets.get(i).map_or(0, |t| t.duration_ms() * 1000))
+            })
+            .map(|cp| {
+                // Only the targets; each one's edge is the one that enters
+                // it on the path (through a statement that ran nothing, its
+                // input names that statement's output).
+                let mut steps = Vec::new();
+                let mut via = Vec::new();
+                for (k, &s) in cp.steps.iter().enumerate() {
+                    if s < n_targets {
+                        if !steps.is_empty() {
+                            via.push(cp.edges[k - 1]);
+                        }
+                        steps.push(s);
+                    }
+                }
+                CriticalPath {
+                    steps,
+                    edges: via,
+                    total_us: cp.total_us,
+                }
             })
         };
         NinjaBuild {
@@ -220,6 +254,7 @@ impl NinjaBuild {
             graph,
             edges,
             deps,
+            passes,
             not_in_graph,
             critical_path,
             dir: dir.to_string(),
@@ -493,6 +528,40 @@ mod tests {
             .kind,
             StepKind::Archive
         );
+    }
+
+    /// A phony that gathers many files is one node: its inputs are linked
+    /// once, not once per target that waits for it (CMake's order-only
+    /// `cmake_object_order_depends_target_*`).
+    #[test]
+    fn phony_fan_in_is_linked_once() {
+        let mut m = String::from(
+            "rule cc\n  command = cc -c $in -o $out\nrule gen\n  command = gen $out\n",
+        );
+        let mut log = String::from("# ninja log v5\n");
+        for h in 0..20 {
+            m.push_str(&format!("build h{h}.h: gen\n"));
+            log.push_str(&format!("0\t{}\t0\th{h}.h\t{h}\n", h + 1));
+        }
+        m.push_str("build order: phony");
+        for h in 0..20 {
+            m.push_str(&format!(" h{h}.h"));
+        }
+        m.push('\n');
+        for o in 0..50 {
+            m.push_str(&format!("build o{o}.o: cc s{o}.c || order\n"));
+            log.push_str(&format!("30\t{}\t0\to{o}.o\t{}\n", 31 + o, 100 + o));
+        }
+        let man = manifest::read_manifest(&m, "build.ninja", &|_| None).unwrap();
+        let log = read_log(log.as_bytes()).unwrap();
+        let b = NinjaBuild::new(log, "/w", GraphSource::ToolGraph, man.edges, &[]);
+        assert_eq!(b.passes.len(), 1);
+        assert_eq!(b.deps.len(), 20 + 50);
+        let cp = b.critical_path.unwrap();
+        let names: Vec<&str> = cp.steps.iter().map(|&s| b.info[s].name.as_str()).collect();
+        assert_eq!(names, ["h19.h", "s49.c → o49.o"]);
+        assert_eq!(b.deps[cp.edges[0]].file, "order");
+        assert_eq!(cp.total_us, (20 + 50) * 1000);
     }
 
     #[test]

@@ -223,8 +223,10 @@ fn report_text(b: &NinjaBuild, name: &str, top: usize, out: &mut dyn Write) -> R
             let headers = b.deps.len() - declared;
             writeln!(
                 out,
-                "  Dependencies: {declared} declared in the graph, {headers} from ninja's deps \
-                 log (ninja -t deps)"
+                "  Dependencies: {declared} declared in the graph (through {} build statements \
+                 that ran nothing: phony, or not in the log), {headers} from ninja's deps log \
+                 (ninja -t deps)",
+                b.passes.len()
             )?;
         }
     }
@@ -262,6 +264,10 @@ fn report_json(b: &NinjaBuild, name: &str, top: usize) -> serde_json::Value {
             GraphSource::None => serde_json::Value::Null,
         },
         "not_in_graph": b.not_in_graph,
+        // Dependency nodes from targets.len() on: statements that ran nothing.
+        "passes": b.passes.iter().map(|&e| json!({
+            "rule": b.edges[e].rule, "outputs": b.edges[e].outputs,
+        })).collect::<Vec<_>>(),
         "dependencies": b.deps.iter().map(|d| json!({
             "from": d.from, "to": d.to, "file": d.file,
             "kind": match d.kind { DepKind::Declared => "declared", DepKind::Header => "header" },
