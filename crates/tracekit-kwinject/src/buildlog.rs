@@ -288,6 +288,17 @@ fn read_commands(text: &str, start: &str, format: LogFormat) -> BuildLog {
                         text: cut(line),
                     });
                 }
+            } else if !msg.starts_with("***") && msg.contains(" '/") && msg.ends_with('\'') {
+                // Make names a directory in words this reader does not know
+                // (a translated message: make under another LANG); the
+                // directories of what follows would be wrong, silently.
+                log.unparsed.push(Unparsed {
+                    line: lineno,
+                    reason: "a make message naming a directory, not in GNU make's English \
+                             (run make with LANG=C)"
+                        .into(),
+                    text: cut(line),
+                });
             }
             continue;
         }
@@ -791,6 +802,13 @@ mod tests {
         );
         assert_eq!(log.commands[1].args, ["cc", "-c", "a.c", "-O2"]);
         assert_eq!(log.commands[1].dir_source, DirSource::Entering(2));
+        // A translated Entering line is not skipped in silence.
+        let log = read(
+            "make[1]: Wechsel in das Verzeichnis '/w/lib'\ncc -c a.c\n",
+            "/w",
+        );
+        assert_eq!(log.unparsed.len(), 1);
+        assert!(log.unparsed[0].reason.contains("LANG=C"));
         // Without Entering lines, the recursive make's directory is
         // inferred, and said to be.
         let log = read(

@@ -667,3 +667,33 @@ fn ninja_build_directory_to_parquet() {
     let slices = text.lines().find(|l| l.starts_with("slices")).unwrap_or("");
     assert!(slices.contains(" 10 rows"), "{text}");
 }
+
+/// `@file` response files named in a log are spliced in when they exist
+/// (relative to the command's directory); a missing one stays as the
+/// token and is counted; --bear3 keeps every token, as Bear 3.1.1 does.
+#[test]
+fn response_files_in_a_log() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home-dev");
+    std::fs::create_dir_all(home.join("w")).unwrap();
+    for f in ["w/a.c", "w/b.c"] {
+        std::fs::write(home.join(f), "").unwrap();
+    }
+    std::fs::write(home.join("w/args.rsp"), "-DX=\"a b\" -Iinc\n").unwrap();
+    let log = "cc @args.rsp -c a.c\ncc @missing.rsp -c b.c\n";
+    let (db, report, status) = from_log(&home, log, "w", &[]);
+    assert!(status.success());
+    let args = |i: usize| -> Vec<&str> {
+        db[i]["arguments"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect()
+    };
+    assert_eq!(args(0), ["/usr/bin/cc", "-DX=a b", "-Iinc", "-c", "a.c"]);
+    assert_eq!(args(1), ["/usr/bin/cc", "@missing.rsp", "-c", "b.c"]);
+    assert_eq!(report["missing_response_files"], 1);
+    let (db, _, _) = from_log(&home, log, "w", &["--bear3"]);
+    assert_eq!(db[0]["arguments"][1], "@args.rsp");
+}
