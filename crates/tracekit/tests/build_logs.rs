@@ -410,6 +410,27 @@ fn ninja_log_of_a_real_cmake_build() {
     );
     // 23660 + 300 + 246 + 147 ms, the four targets' durations in the log.
     assert_eq!(r["critical_path"]["total_ms"], 24353);
+    // Job slots: at most 2 commands ran at once (ninja -j2). xmltok.c.o,
+    // ready at the run's start, started at 2862 ms when xmlrole.c.o ended:
+    // from 17 ms (the first start) on, both slots were busy.
+    let j = &r["job_slots"];
+    assert_eq!(j["jobs"], 2);
+    let xmltok = j["waits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| {
+            r["targets"][w["target"].as_u64().unwrap() as usize]["outputs"][0]
+                == "CMakeFiles/expat.dir/lib/xmltok.c.o"
+        })
+        .unwrap();
+    assert_eq!(
+        (
+            xmltok["slot_wait_ms"].as_u64(),
+            xmltok["other_wait_ms"].as_u64()
+        ),
+        (Some(2845), Some(17))
+    );
     // ninja's own graph (`ninja -t graph`) gives the same path for the
     // log alone; ninja's deps log (`ninja -t deps`) adds no edge here (no
     // generated header).

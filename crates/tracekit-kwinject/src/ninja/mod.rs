@@ -34,7 +34,9 @@ use tracekit_core::timeline::{
 use crate::cdb::absolute;
 use crate::kwspec::SpecBuilder;
 use crate::shell;
-use crate::steps::{longest_path, short_path, tool_name, CriticalPath, StepKind, ToolRun};
+use crate::steps::{
+    longest_path, short_path, tool_name, CriticalPath, SlotClock, StepKind, ToolRun, Wait,
+};
 use crate::trace::{Env, Process};
 
 pub use log::{read_log, NinjaLog, Target};
@@ -105,6 +107,8 @@ pub struct NinjaBuild {
     /// targets.len()]` that ran no logged command (phony, or not run).
     pub deps: Vec<Dep>,
     pub passes: Vec<usize>,
+    /// Job-slot waits of the last run's targets (with a graph only).
+    pub waits: Option<NinjaWaits>,
     /// Targets the graph has no build statement for (removed since).
     pub not_in_graph: usize,
     pub critical_path: Option<CriticalPath>,
@@ -217,11 +221,16 @@ impl NinjaBuild {
             }
         }
         let nodes = n_targets + passes.len();
+        let pairs: Vec<(usize, usize)> = deps.iter().map(|d| (d.from, d.to)).collect();
+        let order = topological(nodes, &pairs);
+        let waits = if graph == GraphSource::None {
+            None
+        } else {
+            Some(job_slot_waits(&targets, &info, &deps, &order, runs))
+        };
         let critical_path = if deps.is_empty() && graph == GraphSource::None {
             None
         } else {
-            let pairs: Vec<(usize, usize)> = deps.iter().map(|d| (d.from, d.to)).collect();
-            let order = topological(nodes, &pairs);
             longest_path(nodes, &pairs, &order, |i| {
                 Some(targets.get(i).map_or(0, |t| t.duration_ms() * 1000))
             })
@@ -255,6 +264,7 @@ impl NinjaBuild {
             edges,
             deps,
             passes,
+            waits,
             not_in_graph,
             critical_path,
             dir: dir.to_string(),
@@ -276,6 +286,97 @@ impl NinjaBuild {
         let e = r.iter().map(|&i| self.targets[i].end_ms).max()?;
         Some(e.saturating_sub(s) * 1000)
     }
+}
+
+/// How long the last run's targets waited for a job slot
+/// ([`crate::steps::SlotClock`], as a recorded build's steps): a target is
+/// ready when the last target it depends on (in this run) ended, or at the
+/// run's start; its wait is the part of the time from ready to its start
+/// during which the run had as many commands running as its width. The
+/// log does not say ninja's `-j`: the most commands seen running at once
+/// stands in for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NinjaWaits {
+    /// The width: the most commands running at once in the last run.
+    pub jobs: u64,
+    /// One per last-run target that has a build statement, in target
+    /// order; `step` and `ready_after` are target indices, times in µs
+    /// from the run's start.
+    pub waits: Vec<Wait>,
+}
+
+impl NinjaWaits {
+    pub fn totals(&self) -> (u64, u64) {
+        self.waits
+            .iter()
+            .fold((0, 0), |(s, o), w| (s + w.slot_us, o + w.other_us))
+    }
+}
+
+fn job_slot_waits(
+    targets: &[Target],
+    info: &[TargetInfo],
+    deps: &[Dep],
+    order: &[usize],
+    runs: usize,
+) -> NinjaWaits {
+    let last = runs.saturating_sub(1);
+    let in_run = |t: usize| t < targets.len() && targets[t].run == last;
+    let span = |t: usize| {
+        (
+            targets[t].start_ms * 1000,
+            targets[t].end_ms.max(targets[t].start_ms) * 1000,
+        )
+    };
+    let spans: Vec<(u64, u64)> = (0..targets.len())
+        .filter(|&t| in_run(t))
+        .map(span)
+        .collect();
+    let jobs = crate::steps::peak_of(&spans).max(1);
+    let clock = SlotClock::new(&spans, Some(jobs));
+    // Per node, when what it waits for was done (and which target ended
+    // last), in dependency order.
+    let nodes = order.len();
+    let mut into: Vec<Vec<usize>> = vec![Vec::new(); nodes];
+    for d in deps {
+        into[d.to].push(d.from);
+    }
+    let mut ready: Vec<(u64, Option<usize>)> = vec![(0, None); nodes];
+    for &n in order {
+        let mut best = (0, None);
+        for &f in &into[n] {
+            let r = if f < targets.len() {
+                if in_run(f) {
+                    (span(f).1, Some(f))
+                } else {
+                    (0, None) // up to date before this run
+                }
+            } else {
+                ready[f]
+            };
+            if r.0 > best.0 {
+                best = r;
+            }
+        }
+        ready[n] = best;
+    }
+    let waits = (0..targets.len())
+        .filter(|&t| in_run(t) && info[t].edge.is_some())
+        .map(|t| {
+            let start = span(t).0;
+            let (r, after) = ready[t];
+            let r = r.min(start);
+            let (slot, other) = clock.wait(r, start);
+            Wait {
+                step: t,
+                ready_us: r,
+                ready_after: after,
+                slot_us: slot,
+                other_us: other,
+            }
+        })
+        .collect();
+    NinjaWaits { jobs, waits }
 }
 
 /// Kahn's order; nodes in a cycle (a broken graph) come last in index
@@ -562,6 +663,46 @@ mod tests {
         assert_eq!(names, ["h19.h", "s49.c → o49.o"]);
         assert_eq!(b.deps[cp.edges[0]].file, "order");
         assert_eq!(cp.total_us, (20 + 50) * 1000);
+        // Each object was ready when the last header ended (20 ms) and
+        // started at 30 ms; all 70 commands overlap at most 50 at once
+        // (objects 30..31+o, headers 0..h+1): the width is 50, never
+        // reached before 30 ms, so no job-slot wait, 10 ms other delay.
+        let w = b.waits.unwrap();
+        assert_eq!(w.jobs, 50);
+        let o0 = w
+            .waits
+            .iter()
+            .find(|x| b.targets[x.step].outputs[0] == "o0.o")
+            .unwrap();
+        assert_eq!((o0.ready_us, o0.slot_us, o0.other_us), (20_000, 0, 10_000));
+        assert_eq!(b.targets[o0.ready_after.unwrap()].outputs[0], "h19.h");
+    }
+
+    /// A serial run (`-j1`): every command that had nothing to wait for
+    /// waited for the one job slot.
+    #[test]
+    fn serial_run_waits_for_the_slot() {
+        let log =
+            read_log(b"# ninja log v5\n0\t10\t0\ta.o\t1\n10\t20\t0\tb.o\t2\n20\t30\t0\tapp\t3\n")
+                .unwrap();
+        let m = manifest::read_manifest(
+            "rule cc\n  command = cc -c $in -o $out\nrule ld\n  command = cc $in -o $out\nbuild a.o: cc a.c\nbuild b.o: cc b.c\nbuild app: ld a.o b.o\n",
+            "build.ninja",
+            &|_| None,
+        )
+        .unwrap();
+        let b = NinjaBuild::new(log, "/w", GraphSource::ToolGraph, m.edges, &[]);
+        let w = b.waits.unwrap();
+        assert_eq!(w.jobs, 1);
+        let got: Vec<(u64, u64, u64)> = w
+            .waits
+            .iter()
+            .map(|x| (x.ready_us, x.slot_us, x.other_us))
+            .collect();
+        // a.o: ready and started at 0; b.o: ready at 0, slot busy until 10;
+        // app: ready at 20 (b.o), started at 20.
+        assert_eq!(got, [(0, 0, 0), (0, 10_000, 0), (20_000, 0, 0)]);
+        assert_eq!(w.totals(), (10_000, 0));
     }
 
     #[test]

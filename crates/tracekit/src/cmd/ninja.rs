@@ -230,6 +230,34 @@ fn report_text(b: &NinjaBuild, name: &str, top: usize, out: &mut dyn Write) -> R
             )?;
         }
     }
+    if let Some(w) = &b.waits {
+        let (slot, other) = w.totals();
+        let mut waited: Vec<_> = w.waits.iter().filter(|x| x.slot_us > 0).collect();
+        waited.sort_by_key(|x| std::cmp::Reverse(x.slot_us));
+        writeln!(
+            out,
+            "\nJob-slot waits of the last run (time a target that was ready waited while {} \
+             commands ran: the most seen at once, the log does not say ninja's -j; ready: the \
+             targets it depends on had ended): {} in all, {} targets",
+            w.jobs,
+            fmt_ms(slot),
+            waited.len()
+        )?;
+        for x in waited.iter().take(top) {
+            writeln!(
+                out,
+                "  {:>10}  {:<7}  {}",
+                fmt_ms(x.slot_us),
+                b.info[x.step].kind.as_str(),
+                b.info[x.step].name
+            )?;
+        }
+        writeln!(
+            out,
+            "  Other delays of ready targets (fewer commands running): {} in all",
+            fmt_ms(other)
+        )?;
+    }
     Ok(())
 }
 
@@ -275,6 +303,18 @@ fn report_json(b: &NinjaBuild, name: &str, top: usize) -> serde_json::Value {
         "critical_path": b.critical_path.as_ref().map(|c| json!({
             "targets": c.steps, "dependencies": c.edges, "total_ms": c.total_us / 1000,
         })),
+        "job_slots": b.waits.as_ref().map(|w| {
+            let (slot, other) = w.totals();
+            json!({
+                "jobs": w.jobs, "from": "observed",
+                "slot_wait_ms": slot / 1000, "other_wait_ms": other / 1000,
+                "waits": w.waits.iter().map(|x| json!({
+                    "target": x.step, "ready_ms": x.ready_us / 1000,
+                    "ready_after": x.ready_after,
+                    "slot_wait_ms": x.slot_us / 1000, "other_wait_ms": x.other_us / 1000,
+                })).collect::<Vec<_>>(),
+            })
+        }),
         "warnings": b.log.warnings.total(),
     })
 }
