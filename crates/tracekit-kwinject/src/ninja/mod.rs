@@ -15,7 +15,8 @@
 //! * [`NinjaBuild`]: targets with their kind and name (`source → object`,
 //!   read from the command by the build specification's rules, as the
 //!   recorded build's steps are, [`crate::steps`]), the dependencies
-//!   between them and the critical path ([`crate::steps::longest_path`]).
+//!   between them, the critical path ([`crate::steps::longest_path`]) and
+//!   the last run's job-slot waits ([`crate::steps::SlotClock`]).
 //! * [`NinjaDiff`]: what got slower between two logs.
 //! * [`map_timeline`]: the last run on the timeline model, one lane per
 //!   concurrent command as ninjatracing reconstructs them.
