@@ -69,7 +69,15 @@ struct Reader<'a> {
     /// Reads an included file (relative to the build directory).
     open: &'a dyn Fn(&str) -> Option<String>,
     depth: u32,
+    /// Bytes of manifest text read so far, includes counted each time.
+    read_bytes: usize,
 }
+
+/// Longest value a variable or command may grow to (a manifest that
+/// doubles a variable line after line would otherwise exhaust memory).
+const MAX_VALUE: usize = 1 << 20;
+/// Most manifest text read, includes counted each time they are read.
+const MAX_READ: usize = 256 << 20;
 
 /// A piece of unevaluated text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -167,7 +175,8 @@ impl Reader<'_> {
         None
     }
 
-    fn eval(&self, pieces: &[Piece], scope: usize) -> String {
+    /// The text of `pieces`; `None` past [`MAX_VALUE`].
+    fn eval(&self, pieces: &[Piece], scope: usize) -> Option<String> {
         let mut s = String::new();
         for p in pieces {
             match p {
@@ -178,8 +187,11 @@ impl Reader<'_> {
                     }
                 }
             }
+            if s.len() > MAX_VALUE {
+                return None;
+            }
         }
-        s
+        Some(s)
     }
 }
 
@@ -227,6 +239,7 @@ pub fn read_manifest(
         manifest: Manifest::default(),
         open,
         depth: 0,
+        read_bytes: 0,
     };
     r.file(text, name, 0)?;
     Ok(r.manifest)
@@ -254,6 +267,14 @@ fn bad(file: &str, line: usize, msg: impl Into<String>) -> Error {
 
 impl Reader<'_> {
     fn file(&mut self, text: &str, name: &str, scope: usize) -> Result<(), Error> {
+        self.read_bytes = self.read_bytes.saturating_add(text.len());
+        if self.read_bytes > MAX_READ {
+            return Err(bad(
+                name,
+                1,
+                "more than 256 MiB of manifest read (includes counted each time)",
+            ));
+        }
         self.manifest.files.push(name.to_string());
         let lines = logical_lines(text);
         let mut k = 0;
@@ -315,7 +336,9 @@ impl Reader<'_> {
                 "include" | "subninja" => {
                     let chars: Vec<char> = rest.chars().collect();
                     let (pieces, _) = lex(&chars, 0, false).map_err(|e| bad(name, *lineno, e))?;
-                    let path = self.eval(&pieces, scope);
+                    let path = self
+                        .eval(&pieces, scope)
+                        .ok_or_else(|| bad(name, *lineno, "a path longer than 1 MiB"))?;
                     if self.depth > 32 {
                         return Err(bad(name, *lineno, "includes nested too deep"));
                     }
@@ -342,7 +365,13 @@ impl Reader<'_> {
                         .ok_or_else(|| bad(name, *lineno, format!("unknown statement {word:?}")))?;
                     let chars: Vec<char> = value.trim_start().chars().collect();
                     let (pieces, _) = lex(&chars, 0, false).map_err(|e| bad(name, *lineno, e))?;
-                    let v = self.eval(&pieces, scope);
+                    let v = self.eval(&pieces, scope).ok_or_else(|| {
+                        bad(
+                            name,
+                            *lineno,
+                            format!("{} grows longer than 1 MiB", var.trim()),
+                        )
+                    })?;
                     self.scopes[scope].vars.insert(var.trim().to_string(), v);
                 }
             }
@@ -407,7 +436,9 @@ impl Reader<'_> {
                     if next == i {
                         return Err(bad(name, lineno, format!("unexpected {:?}", s[i])));
                     }
-                    let path = self.eval(&pieces, scope);
+                    let path = self
+                        .eval(&pieces, scope)
+                        .ok_or_else(|| bad(name, lineno, "a path longer than 1 MiB"))?;
                     lists[part].push(path);
                     i = next;
                 }
@@ -427,7 +458,9 @@ impl Reader<'_> {
         // The edge's own bindings, evaluated in the file's scope.
         let mut edge_vars: HashMap<String, String> = HashMap::new();
         for (_, v, p) in bindings {
-            let value = self.eval(p, scope);
+            let value = self
+                .eval(p, scope)
+                .ok_or_else(|| bad(name, lineno, format!("{v} grows longer than 1 MiB")))?;
             edge_vars.insert(v.clone(), value);
         }
         let command = if rule == "phony" {
@@ -452,7 +485,7 @@ impl Reader<'_> {
             inputs,
             implicit,
             order_only,
-            command,
+            command: command.flatten(),
             file: name.to_string(),
             line: lineno,
         });
@@ -469,9 +502,13 @@ impl Reader<'_> {
         in_: &str,
         out: &str,
         depth: u32,
-    ) -> String {
+    ) -> Option<String> {
         let mut s = String::new();
         for p in pieces {
+            if s.len() > MAX_VALUE {
+                // Not named: a command that long is not read.
+                return None;
+            }
             match p {
                 Piece::Text(t) => s.push_str(t),
                 Piece::Var(v) => match v.as_str() {
@@ -484,15 +521,11 @@ impl Reader<'_> {
                             if depth < 16 {
                                 let chars: Vec<char> = x.chars().collect();
                                 let inner = lex(&chars, 0, false).map(|p| p.0).unwrap_or_default();
-                                s.push_str(&self.eval_edge(
-                                    &inner,
-                                    scope,
-                                    edge,
-                                    rule,
-                                    in_,
-                                    out,
-                                    depth + 1,
-                                ));
+                                match self.eval_edge(&inner, scope, edge, rule, in_, out, depth + 1)
+                                {
+                                    Some(x) => s.push_str(&x),
+                                    None => return None,
+                                }
                             }
                         } else if let Some(x) = self.lookup(scope, v) {
                             s.push_str(x);
@@ -501,7 +534,7 @@ impl Reader<'_> {
                 },
             }
         }
-        s
+        (s.len() <= MAX_VALUE).then_some(s)
     }
 }
 
@@ -578,6 +611,17 @@ mod tests {
             Some("gcc -shared 'a b.o' -o lib.so")
         );
         assert_eq!(m.files, ["build.ninja", "rules.ninja"]);
+        // A variable doubled line after line is refused, not grown until
+        // memory runs out; so is a manifest that includes itself forever.
+        let doubling = format!("v = x\n{}", "v = $v$v\n".repeat(40));
+        let e = read_manifest(&doubling, "b.ninja", &open).unwrap_err();
+        assert!(e.to_string().contains("grows longer than 1 MiB"), "{e}");
+        let me = "subninja b.ninja\nsubninja b.ninja\n".to_string();
+        let e = read_manifest(&me, "b.ninja", &|_| Some(me.clone())).unwrap_err();
+        assert!(
+            e.to_string().contains("too deep") || e.to_string().contains("256 MiB"),
+            "{e}"
+        );
         let e = read_manifest("build x: nosuch y\n", "b.ninja", &open).unwrap_err();
         assert!(e.to_string().contains("b.ninja:1: unknown rule"), "{e}");
         let e =
