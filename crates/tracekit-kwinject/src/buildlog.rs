@@ -712,11 +712,24 @@ fn read_strace(text: &str, start: &str) -> BuildLog {
                 }),
             }
         } else if call.starts_with("fchdir(") {
-            log.unparsed.push(Unparsed {
-                line: call_line,
-                reason: "fchdir: the directory behind a descriptor is not in the log".into(),
-                text: cut(&call),
-            });
+            // `strace -y` prints the descriptor's path: `fchdir(3</w/lib>) = 0`.
+            let path = call
+                .split_once('<')
+                .and_then(|(_, r)| r.split_once(">)"))
+                .map(|(p, _)| p)
+                .filter(|p| p.starts_with('/'));
+            match (path, call_result(&call)) {
+                (Some(p), Some(0)) => {
+                    moved |= p != here;
+                    cwd.insert(pid, (p.to_string(), true));
+                }
+                (Some(_), _) => {}
+                (None, _) => log.unparsed.push(Unparsed {
+                    line: call_line,
+                    reason: "fchdir without the directory's path (trace with strace -y)".into(),
+                    text: cut(&call),
+                }),
+            }
         } else {
             // clone, clone3, fork, vfork: the child starts where its parent is.
             if let Some(child) = returned_pid(&call) {
@@ -880,5 +893,13 @@ mod tests {
         assert_eq!(log.unparsed.len(), 1);
         assert_eq!(log.unparsed[0].line, 8);
         assert!(log.unparsed[0].reason.contains("-s"));
+        // `-y` names the directory of an fchdir; without it, it is said.
+        let log = read(
+            "5 fchdir(3</w/sub>) = 0\n5 execve(\"/usr/bin/cc\", [\"cc\"], 0x1 /* 1 var */) = 0\n6 fchdir(4) = 0\n",
+            "/w",
+        );
+        assert_eq!(log.commands[0].dir, "/w/sub");
+        assert_eq!(log.unparsed.len(), 1);
+        assert!(log.unparsed[0].reason.contains("-y"));
     }
 }
