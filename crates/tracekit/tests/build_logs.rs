@@ -718,3 +718,40 @@ fn response_files_in_a_log() {
     let (db, _, _) = from_log(&home, log, "w", &["--bear3"]);
     assert_eq!(db[0]["arguments"][1], "@args.rsp");
 }
+
+/// A v7 log (ninja 1.13.0, PyPI's `ninja` wheel) of the same expat build,
+/// with ninja 1.11's `-t graph` of its build directory: the same path.
+#[test]
+fn ninja_log_v7_of_the_same_build() {
+    let r = report_json(&[
+        &root().join("expat-2.5.0/ninja-1.13.0-v7.ninja_log"),
+        &root().join("expat-2.5.0/ninja-t-graph.dot"),
+    ]);
+    assert_eq!(r["version"], 7);
+    assert_eq!(
+        (r["runs"].as_u64(), r["warnings"].as_u64()),
+        (Some(1), Some(0))
+    );
+    assert_eq!(r["targets"].as_array().unwrap().len(), 10);
+    let path: Vec<&str> = r["critical_path"]["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            r["targets"][i.as_u64().unwrap() as usize]["outputs"][0]
+                .as_str()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(
+        path,
+        [
+            "CMakeFiles/expat.dir/lib/xmlparse.c.o",
+            "libexpat.so.1.8.10",
+            "libexpat.so.1",
+            "xmlwf/xmlwf"
+        ]
+    );
+    // 4583 + 120 + 104 + 60 ms.
+    assert_eq!(r["critical_path"]["total_ms"], 4867);
+}
