@@ -37,11 +37,14 @@
 
 pub mod analysis;
 pub mod bear_config;
+pub mod buildlog;
 pub mod cdb;
 pub mod compiler;
 pub mod env;
 pub mod kwspec;
+pub mod ninja;
 pub mod record;
+pub mod shell;
 pub mod steps;
 pub mod timeline;
 pub mod trace;

@@ -674,14 +674,24 @@ fn find_edges(
     (edges, late)
 }
 
-/// Steps running at once, as (time, count from then on), and the most.
-fn occupancy(steps: &[Step], end_all: u64) -> Vec<(u64, u64)> {
+/// The spans of steps: (start, end), a step without an end running to
+/// `end_all`.
+fn spans(steps: &[Step], end_all: u64) -> Vec<(u64, u64)> {
+    steps
+        .iter()
+        .filter_map(|s| {
+            let st = s.start_us?;
+            Some((st, s.end_us.unwrap_or(end_all).max(st)))
+        })
+        .collect()
+}
+
+/// Spans running at once, as (time, count from then on).
+fn occupancy(spans: &[(u64, u64)]) -> Vec<(u64, u64)> {
     let mut ev: Vec<(u64, i64)> = Vec::new();
-    for s in steps {
-        if let Some(st) = s.start_us {
-            ev.push((st, 1));
-            ev.push((s.end_us.unwrap_or(end_all).max(st), -1));
-        }
+    for &(st, end) in spans {
+        ev.push((st, 1));
+        ev.push((end.max(st), -1));
     }
     ev.sort();
     let mut out: Vec<(u64, u64)> = Vec::new();
@@ -696,13 +706,63 @@ fn occupancy(steps: &[Step], end_all: u64) -> Vec<(u64, u64)> {
     out
 }
 
+/// The most spans running at once.
+pub fn peak_of(spans: &[(u64, u64)]) -> u64 {
+    occupancy(spans).iter().map(|&(_, c)| c).max().unwrap_or(0)
+}
+
+/// When a build ran at its job-slot width: the time between two instants
+/// during which at least `limit` spans (jobs) ran.
+pub struct SlotClock {
+    occ: Vec<(u64, u64)>,
+    full_before: Vec<u64>,
+    limit: u64,
+}
+
+impl SlotClock {
+    /// `limit`: the `-j` width (`None`: no limit, never full).
+    pub fn new(spans: &[(u64, u64)], limit: Option<u64>) -> SlotClock {
+        let occ = occupancy(spans);
+        let limit = limit.unwrap_or(u64::MAX);
+        let mut full_before = Vec::with_capacity(occ.len());
+        let mut acc = 0u64;
+        for (k, &(t, _)) in occ.iter().enumerate() {
+            if k > 0 {
+                let (pt, pc) = occ[k - 1];
+                if pc >= limit {
+                    acc += t - pt;
+                }
+            }
+            full_before.push(acc);
+        }
+        SlotClock {
+            occ,
+            full_before,
+            limit,
+        }
+    }
+
+    fn full_until(&self, x: u64) -> u64 {
+        let k = self.occ.partition_point(|&(t, _)| t <= x);
+        if k == 0 {
+            return 0;
+        }
+        let (t, c) = self.occ[k - 1];
+        self.full_before[k - 1] + if c >= self.limit { x - t } else { 0 }
+    }
+
+    /// The job-slot wait of a step ready at `ready` that started at
+    /// `start` (`ready` is capped at `start`): `(slot, other)`.
+    pub fn wait(&self, ready: u64, start: u64) -> (u64, u64) {
+        let ready = ready.min(start);
+        let slot = self.full_until(start) - self.full_until(ready);
+        (slot, (start - ready) - slot)
+    }
+}
+
 fn peak(steps: &[Step]) -> u64 {
     let end = steps.iter().filter_map(|s| s.end_us).max().unwrap_or(0);
-    occupancy(steps, end)
-        .iter()
-        .map(|&(_, c)| c)
-        .max()
-        .unwrap_or(0)
+    peak_of(&spans(steps, end))
 }
 
 /// `-jN`, `-j N`, `--jobs=N`, `--jobs N`, `-j` (no limit), `-kj4`.
@@ -768,28 +828,7 @@ fn width(b: &Build, peak_jobs: u64) -> Width {
 
 fn waits(b: &Build, steps: &[Step], edges: &[Edge], width: &Width) -> Vec<Wait> {
     let end_all = b.span().map(|(_, e)| e).unwrap_or(0);
-    let occ = occupancy(steps, end_all);
-    // Time at full width before each breakpoint.
-    let limit = width.jobs.unwrap_or(u64::MAX);
-    let mut full_before = Vec::with_capacity(occ.len());
-    let mut acc = 0u64;
-    for (k, &(t, _)) in occ.iter().enumerate() {
-        if k > 0 {
-            let (pt, pc) = occ[k - 1];
-            if pc >= limit {
-                acc += t - pt;
-            }
-        }
-        full_before.push(acc);
-    }
-    let full_until = |x: u64| -> u64 {
-        let k = occ.partition_point(|&(t, _)| t <= x);
-        if k == 0 {
-            return 0;
-        }
-        let (t, c) = occ[k - 1];
-        full_before[k - 1] + if c >= limit { x - t } else { 0 }
-    };
+    let clock = SlotClock::new(&spans(steps, end_all), width.jobs);
     let mut into: Vec<Vec<&Edge>> = vec![Vec::new(); steps.len()];
     for e in edges {
         into[e.to].push(e);
@@ -817,42 +856,62 @@ fn waits(b: &Build, steps: &[Step], edges: &[Edge], width: &Width) -> Vec<Wait> 
             }
         }
         let ready = ready.min(start);
-        let slot = full_until(start) - full_until(ready);
+        let (slot, other) = clock.wait(ready, start);
         out.push(Wait {
             step: s,
             ready_us: ready,
             ready_after,
             slot_us: slot,
-            other_us: (start - ready) - slot,
+            other_us: other,
         });
     }
     out
 }
 
 fn critical_path(steps: &[Step], edges: &[Edge], order: &[usize]) -> Option<CriticalPath> {
-    let timed = |s: usize| steps[s].start_us.is_some() && steps[s].end_us.is_some();
-    if !order.iter().any(|&s| timed(s)) {
+    let weight = |s: usize| match (steps[s].start_us, steps[s].end_us) {
+        (Some(_), Some(_)) => steps[s].duration_us(),
+        _ => None,
+    };
+    let pairs: Vec<(usize, usize)> = edges.iter().map(|e| (e.from, e.to)).collect();
+    longest_path(steps.len(), &pairs, order, weight)
+}
+
+/// The longest chain over `edges` (`(from, to)` between nodes
+/// `0..nodes`), each node weighted by `weight` (`None`: not placed, as a
+/// step without times). `order` must put every node after the nodes it
+/// has edges from (start order for a recorded build, a topological order
+/// for a declared graph); an edge from a node not yet placed is ignored.
+/// The path's nodes and edge indices in order, and its total weight.
+pub fn longest_path(
+    nodes: usize,
+    edges: &[(usize, usize)],
+    order: &[usize],
+    weight: impl Fn(usize) -> Option<u64>,
+) -> Option<CriticalPath> {
+    if !order.iter().any(|&s| weight(s).is_some()) {
         return None;
     }
-    let mut into: Vec<Vec<usize>> = vec![Vec::new(); steps.len()];
-    for (k, e) in edges.iter().enumerate() {
-        into[e.to].push(k);
+    let mut into: Vec<Vec<usize>> = vec![Vec::new(); nodes];
+    for (k, &(_, to)) in edges.iter().enumerate() {
+        into[to].push(k);
     }
-    let mut cost: Vec<Option<u64>> = vec![None; steps.len()];
-    let mut best: Vec<Option<usize>> = vec![None; steps.len()];
+    let mut cost: Vec<Option<u64>> = vec![None; nodes];
+    let mut best: Vec<Option<usize>> = vec![None; nodes];
     let mut top: Option<usize> = None;
-    for &s in order.iter().filter(|&&s| timed(s)) {
+    for &s in order {
+        let Some(w) = weight(s) else { continue };
         let mut before = 0;
         for &k in &into[s] {
-            // Only steps already placed (ends before this one starts).
-            if let Some(c) = cost[edges[k].from] {
+            // Only nodes already placed.
+            if let Some(c) = cost[edges[k].0] {
                 if c > before || best[s].is_none() {
                     before = c;
                     best[s] = Some(k);
                 }
             }
         }
-        let c = before.saturating_add(steps[s].duration_us().unwrap_or(0));
+        let c = before.saturating_add(w);
         cost[s] = Some(c);
         if top.is_none_or(|t| c >= cost[t].unwrap_or(0)) {
             top = Some(s);
@@ -864,7 +923,7 @@ fn critical_path(steps: &[Step], edges: &[Edge], order: &[usize]) -> Option<Crit
     let mut via = Vec::new();
     while let Some(k) = best[s] {
         via.push(k);
-        s = edges[k].from;
+        s = edges[k].0;
         path.push(s);
     }
     path.reverse();

@@ -151,6 +151,7 @@ pub static DIALECTS: &[&dyn Dialect] = &[
     &crate::cmd::rtrace::Rtrace,
     &crate::cmd::xray::Xray,
     &crate::cmd::build::Kwinject,
+    &crate::cmd::ninja::NinjaLog,
     &crate::cmd::posix::PosixLog,
     // Add your dialect above this line (one entry).
 ];

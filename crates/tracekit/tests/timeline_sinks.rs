@@ -219,3 +219,17 @@ fn xray_perfetto_is_at_most_a_sixth_of_chrome_json() {
         assert!(r <= 1.0 / 6.0, "{name}: Perfetto is {r:.3} of Chrome JSON");
     }
 }
+
+#[test]
+fn ninja_log_perfetto_equals_chrome() {
+    if !perfetto_available() {
+        return;
+    }
+    // The last run of the expat build: 10 targets (the symlink step's two
+    // outputs are one), no flows.
+    let s = compare("tests/corpus/buildtrace/logs/expat-2.5.0/build", &[]);
+    assert_eq!(
+        s,
+        "compared 10 slices, 0 instants, 0 counter samples, 0 flows"
+    );
+}

@@ -26,7 +26,7 @@ pub enum Command {
     /// as Bear writes it) or a Klocwork build specification.
     #[command(
         verbatim_doc_comment,
-        after_help = "Examples:\n  tracekit record build -- make -j8\n  tracekit build spec build.trace -o compile_commands.json\n  tracekit build spec build.trace --append --config bear.json\n  tracekit build spec build.trace --format kwinject -o kwinject.out\n  tracekit build spec kwwrap.trace --all-sources --bear3 -o -\n\nCompilers are recognised as Bear 3.1.1 does (gcc, g++, cc, c++, clang, clang++,\nwith cross prefixes and version suffixes; through ccache and distcc). One entry per\nsource; preprocess-only (-E, -M, -MM) and query runs give none; dependency flags\n(-MD -MF ...) and link flags are dropped from `arguments`. Programs named by CC, CXX\nand FC in the build's environment (the trace's top-level env) are compilers too.\n\n--config reads Bear's configuration file (JSON): compilation.compilers_to_recognize\n(executable, flags_to_add, flags_to_remove), compilation.compilers_to_exclude,\noutput.content.include_only_existing_source, paths_to_include, paths_to_exclude,\nduplicate_filter_fields (all, file, file_output), output.format.command_as_array,\ndrop_output_field. Relative directories are taken against the current directory."
+        after_help = "Examples:\n  tracekit record build -- make -j8\n  tracekit build spec build.trace -o compile_commands.json\n  make -n | tracekit build spec --from-log - -o compile_commands.json\n  tracekit build spec --from-log ninja-commands.txt -C build\n  tracekit build spec build.trace --append --config bear.json\n  tracekit build spec build.trace --format kwinject -o kwinject.out\n  tracekit build spec kwwrap.trace --all-sources --bear3 -o -\n\nCompilers are recognised as Bear 3.1.1 does (gcc, g++, cc, c++, clang, clang++,\nwith cross prefixes and version suffixes; through ccache and distcc). One entry per\nsource; preprocess-only (-E, -M, -MM) and query runs give none; dependency flags\n(-MD -MF ...) and link flags are dropped from `arguments`. Programs named by CC, CXX\nand FC in the build's environment (the trace's top-level env) are compilers too.\n\n--config reads Bear's configuration file (JSON): compilation.compilers_to_recognize\n(executable, flags_to_add, flags_to_remove), compilation.compilers_to_exclude,\noutput.content.include_only_existing_source, paths_to_include, paths_to_exclude,\nduplicate_filter_fields (all, file, file_output), output.format.command_as_array,\ndrop_output_field. Bear 4's YAML (schema 4.0/4.1): compilers (path, as, ignore),\nsources.directories (include/exclude, last match wins), duplicates.match_on,\nformat.paths (as-is, absolute, canonical, relative), format.entries. Relative\ndirectories are taken against the current directory.\n\n--from-log reads what a build printed: make -n / make V=1 / VERBOSE=1 (with make's\nEntering directory lines), ninja -t commands, ninja -v, shell lines (cd DIR && ...),\nstrace -f logs. Lines it cannot read and entries whose directory the log does not\nspell out are listed (exit status 1 when a line was not read)."
     )]
     Spec(SpecArgs),
 }
@@ -34,8 +34,22 @@ pub enum Command {
 #[derive(clap::Args, Debug)]
 pub struct SpecArgs {
     /// The build trace (`-` reads standard input).
-    #[arg(value_name = "TRACE")]
-    pub trace: PathBuf,
+    #[arg(value_name = "TRACE", required_unless_present = "from_log")]
+    pub trace: Option<PathBuf>,
+    /// Read what a build printed instead of a trace (`-` reads standard
+    /// input): `make -n`, `make V=1`, `ninja -t commands`, `ninja -v`,
+    /// shell command lines, `strace -f` logs (docs/formats/build-logs.md).
+    #[arg(long, value_name = "LOG", conflicts_with = "trace")]
+    pub from_log: Option<PathBuf>,
+    /// With --from-log: the directory the build ran in (make's or ninja's
+    /// -C; default: the current directory).
+    #[arg(
+        short = 'C',
+        long = "directory",
+        value_name = "DIR",
+        requires = "from_log"
+    )]
+    pub directory: Option<PathBuf>,
     /// Where to write (`-` is standard output). Default:
     /// compile_commands.json, or kwinject.out with --format kwinject.
     #[arg(short = 'o', long, value_name = "FILE")]
@@ -58,10 +72,12 @@ pub struct SpecArgs {
 /// How the compilation database is made (`build spec`, `record build`).
 #[derive(clap::Args, Debug)]
 pub struct DbArgs {
-    /// Bear's configuration file (JSON, `bear --config`): compilers to
-    /// recognise (with flags to add and remove) or exclude, directories to
-    /// include or exclude, existing sources only, duplicate key, `command`
-    /// strings, no `output` field. See docs/formats/build-tools.md §4.1.
+    /// Bear's configuration file (`bear --config`): Bear 3's JSON or Bear
+    /// 4's YAML (`schema: "4.1"`): compilers to recognise (with flags to add
+    /// and remove) or exclude, directories to include or exclude, existing
+    /// sources only, duplicate key, path formats, `command` strings, no
+    /// `output` field. See docs/formats/build-tools.md §4.1 and
+    /// docs/formats/build-logs.md.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Merge with the database already at the output path, as `bear
@@ -85,13 +101,24 @@ pub struct DbArgs {
     /// token). The files are read now, relative to each compile's directory.
     #[arg(long)]
     pub expand_response_files: bool,
+    /// Keep only sources under DIR (repeatable; any of them).
+    #[arg(long = "include", value_name = "DIR")]
+    pub include: Vec<PathBuf>,
+    /// Leave out sources under DIR (repeatable; wins over --include).
+    #[arg(long = "exclude", value_name = "DIR")]
+    pub exclude: Vec<PathBuf>,
+    /// Take FLAG out of every entry's arguments (repeatable): exact, or a
+    /// prefix when it ends in `*`. E.g. --drop-flag=-mthumb
+    /// --drop-flag='-march=*' for flags clangd rejects from a cross compiler.
+    #[arg(long = "drop-flag", value_name = "FLAG", allow_hyphen_values = true)]
+    pub drop_flags: Vec<String>,
 }
 
 impl DbArgs {
     /// The options these arguments, the configuration file and the build's
     /// environment (`CC`, `CXX`, `FC`) give. The configuration's warnings
     /// are printed.
-    fn options(&self, top_env: &Env) -> Result<CdbOptions> {
+    pub fn options(&self, top_env: &Env) -> Result<CdbOptions> {
         let mut opts = CdbOptions {
             bear3: self.bear3,
             expand_response_files: self.expand_response_files,
@@ -105,6 +132,14 @@ impl DbArgs {
                 .to_string();
             config.apply(&mut opts, &cwd);
         }
+        let cwd = std::env::current_dir()
+            .context("the current directory")?
+            .display()
+            .to_string();
+        let abs = |p: &PathBuf| tracekit_kwinject::cdb::absolute(&cwd, &p.display().to_string());
+        opts.paths_to_include.extend(self.include.iter().map(abs));
+        opts.paths_to_exclude.extend(self.exclude.iter().map(abs));
+        opts.drop_flags.extend(self.drop_flags.iter().cloned());
         // Switches given here override the file.
         if self.all_sources {
             opts.existing_only = false;
@@ -148,7 +183,7 @@ fn collect_db(
 /// Merges the old database (`--append`), filters, and writes `path`
 /// through a temporary file beside it (as Bear does: a failed write leaves
 /// the old database as it was, and the temporary file is removed).
-fn write_db(b: &mut CdbBuilder, path: &std::path::Path, append: bool) -> Result<()> {
+pub fn write_db(b: &mut CdbBuilder, path: &std::path::Path, append: bool) -> Result<()> {
     let stdout = path.as_os_str() == "-";
     if append && !stdout && path.exists() {
         let f = std::fs::File::open(path).map_err(|e| tracekit_core::Error::io(Some(path), e))?;
@@ -192,7 +227,7 @@ fn write_db(b: &mut CdbBuilder, path: &std::path::Path, append: bool) -> Result<
 
 /// Says what happened to the executions: always with `--json` (as JSON)
 /// or `always`, else when the database is empty or short (Bear users ask).
-fn print_db_stats(b: &CdbBuilder, json: bool, always: bool) {
+pub fn print_db_stats(b: &CdbBuilder, json: bool, always: bool) {
     let s = &b.stats;
     if json {
         eprintln!(
@@ -207,6 +242,7 @@ fn print_db_stats(b: &CdbBuilder, json: bool, always: bool) {
                 "dropped_by_path": s.dropped_by_path,
                 "dropped_duplicate": s.dropped_duplicate,
                 "missing_response_files": s.missing_response_files,
+                "dropped_flags": s.dropped_flags,
             })
         );
     } else if always
@@ -263,13 +299,16 @@ fn lost_exit(lost: u64) -> ExitCode {
     }
 }
 
-fn usage(message: &str) -> Result<ExitCode> {
+pub fn usage(message: &str) -> Result<ExitCode> {
     eprintln!("tracekit: {message}");
     Ok(ExitCode::from(2))
 }
 
 fn spec(args: SpecArgs) -> Result<ExitCode> {
-    let input = Input::open(&args.trace)?;
+    let Some(trace_path) = &args.trace else {
+        return super::buildlog::spec_from_log(&args);
+    };
+    let input = Input::open(trace_path)?;
     let trace = read_trace(&input)?;
     let mode = if args.env_diff_top_level {
         EnvBase::TopLevel
@@ -379,7 +418,10 @@ pub fn record_build(args: RecordArgs) -> Result<ExitCode> {
         || args.db.all_sources
         || args.db.bear3
         || args.db.no_output_field
-        || args.db.expand_response_files;
+        || args.db.expand_response_files
+        || !args.db.include.is_empty()
+        || !args.db.exclude.is_empty()
+        || !args.db.drop_flags.is_empty();
     let db = if wants_db {
         let path = args
             .compile_db

@@ -1,8 +1,10 @@
 //! One module per verb and one per dialect.
 
 pub mod build;
+pub mod buildlog;
 pub mod convert;
 pub mod info;
+pub mod ninja;
 pub mod otlp;
 pub mod posix;
 pub mod record;

@@ -12,7 +12,7 @@ use crate::input::Input;
 
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Examples:\n  tracekit report trace.event.jsonl\n  tracekit report --json /var/log/git-trace2/ > report.json\n  tracekit report trace.xray -m ./app\n  tracekit report --html -o report.html trace.xray -m ./app   # one self-contained page\n  tracekit report --diff before.rtrace after.rtrace   # what grew (memory traces)\n\n--json prints the structure of docs/report-json.md (\"schema\": \"tracekit.report/1\") for XRay traces and POSIX trace logs; the other dialects print their own JSON until they move to it. --html needs -o (a file, or - for standard output) and is available for XRay traces and POSIX trace logs."
+    after_help = "Examples:\n  tracekit report trace.event.jsonl\n  tracekit report --json /var/log/git-trace2/ > report.json\n  tracekit report trace.xray -m ./app\n  tracekit report --html -o report.html trace.xray -m ./app   # one self-contained page\n  tracekit report --diff before.rtrace after.rtrace   # what grew (memory traces)\n  tracekit report build/                               # a ninja build directory\n  tracekit report --diff old.ninja_log build/          # the targets that got slower\n\n--json prints the structure of docs/report-json.md (\"schema\": \"tracekit.report/1\") for XRay traces and POSIX trace logs; the other dialects print their own JSON until they move to it. --html needs -o (a file, or - for standard output) and is available for XRay traces and POSIX trace logs."
 )]
 pub struct Args {
     /// Trace files or directories (`-` reads standard input). Files of one
@@ -38,7 +38,8 @@ pub struct Args {
     #[arg(short = 'm', long = "instr-map", value_name = "BIN")]
     pub instr_map: Option<PathBuf>,
     /// Compare two recordings of the same program: FILE A (the base) and
-    /// FILE B; shows what grew from A to B (memory traces).
+    /// FILE B; shows what grew from A to B (memory traces), or the targets
+    /// that got slower (two .ninja_log files or ninja build directories).
     #[arg(long)]
     pub diff: bool,
 }

@@ -182,7 +182,10 @@ pub fn expand_inputs(paths: &[PathBuf]) -> Result<Vec<(PathBuf, &'static dyn Dia
         }
         let input = Input::open(p)?;
         let d = formats::detect(&input)?;
-        if input.is_dir && d.name() != crate::cmd::trace2::Trace2.name() {
+        // Trace2 directories and ninja build directories are read whole.
+        let whole = d.name() == crate::cmd::trace2::Trace2.name()
+            || d.name() == crate::cmd::ninja::NinjaLog.name();
+        if input.is_dir && !whole {
             for f in dir_files(p)? {
                 let d = formats::detect(&Input::open(&f)?)?;
                 out.push((f, d));
