@@ -494,6 +494,9 @@ impl Engine {
     /// decoding error or panic came from (found by reading the Parquet
     /// files the query opened, the latest first), the memory limit.
     fn explain(&self, e: Error) -> Error {
+        if e.is_broken_pipe() {
+            return e;
+        }
         let from_files = match &e {
             Error::Panic(_) => true,
             Error::DataFusion(d) => {
