@@ -38,31 +38,49 @@ fn physical_memory() -> Option<u64> {
     kib.checked_mul(1024)
 }
 
-/// The lowest `memory.max` (cgroup v2) from this process's cgroup up to
-/// the root, or the v1 `memory.limit_in_bytes`; `None` where unlimited.
+/// The lowest memory limit of this process's cgroups, from its own up to
+/// the hierarchy's root: `memory.max` (cgroup v2, at `/sys/fs/cgroup` or,
+/// on hybrid systems, `/sys/fs/cgroup/unified`) and `memory.limit_in_bytes`
+/// (v1's memory controller); `None` where nothing is limited.
 fn cgroup_limit() -> Option<u64> {
-    let root = Path::new("/sys/fs/cgroup");
-    let own = std::fs::read_to_string("/proc/self/cgroup").ok();
-    let v2 = own
-        .as_deref()
-        .and_then(|t| t.lines().find_map(|l| l.strip_prefix("0::")))
-        .map(|p| p.trim().trim_start_matches('/').to_string());
+    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    cgroup_limit_in(&own, Path::new("/sys/fs/cgroup"))
+}
+
+/// [`cgroup_limit`] from the text of `/proc/self/cgroup` and the cgroup
+/// file systems' mount point.
+fn cgroup_limit_in(own: &str, sys: &Path) -> Option<u64> {
     let mut lowest: Option<u64> = None;
-    let mut keep = |v: Option<u64>| {
-        if let Some(v) = v {
-            lowest = Some(lowest.map_or(v, |l| l.min(v)));
-        }
-    };
-    if let Some(rel) = v2 {
-        let mut dir = root.join(rel);
+    for line in own.lines() {
+        // hierarchy-ID:controllers:path
+        let mut parts = line.splitn(3, ':');
+        let (Some(_), Some(controllers), Some(path)) = (parts.next(), parts.next(), parts.next())
+        else {
+            continue;
+        };
+        let (root, file) = if controllers.is_empty() {
+            let unified = sys.join("unified");
+            let root = if unified.is_dir() {
+                unified
+            } else {
+                sys.to_path_buf()
+            };
+            (root, "memory.max")
+        } else if controllers.split(',').any(|c| c == "memory") {
+            (sys.join("memory"), "memory.limit_in_bytes")
+        } else {
+            continue;
+        };
+        let mut dir = root.join(path.trim().trim_start_matches('/'));
         loop {
-            keep(read_limit(&dir.join("memory.max")));
-            if dir == root || !dir.pop() || !dir.starts_with(root) {
+            if let Some(v) = read_limit(&dir.join(file)) {
+                lowest = Some(lowest.map_or(v, |l| l.min(v)));
+            }
+            if dir == root || !dir.pop() || !dir.starts_with(&root) {
                 break;
             }
         }
     }
-    keep(read_limit(&root.join("memory/memory.limit_in_bytes")));
     lowest
 }
 
@@ -146,6 +164,29 @@ mod tests {
             assert_eq!(parse_limit("50%"), Ok(total / 2));
             assert_eq!(default_limit(), total / 2);
         }
+    }
+
+    #[test]
+    fn the_lowest_cgroup_limit_counts() {
+        let sys = tempfile::tempdir().unwrap();
+        let put = |rel: &str, v: &str| {
+            let p = sys.path().join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, v).unwrap();
+        };
+        // v2: the job's limit is below its parent's; the root has none.
+        put("a/memory.max", "8589934592\n");
+        put("a/job/memory.max", "1073741824\n");
+        assert_eq!(cgroup_limit_in("0::/a/job\n", sys.path()), Some(1 << 30));
+        put("a/job/memory.max", "max\n");
+        assert_eq!(cgroup_limit_in("0::/a/job\n", sys.path()), Some(8 << 30));
+        // v1 (here beside v2 on a hybrid system): "unlimited" is none.
+        put("memory/p/memory.limit_in_bytes", "9223372036854771712\n");
+        let v1 = "4:memory:/p\n1:cpu:/\n";
+        assert_eq!(cgroup_limit_in(v1, sys.path()), None);
+        put("memory/p/memory.limit_in_bytes", "536870912\n");
+        assert_eq!(cgroup_limit_in(v1, sys.path()), Some(512 << 20));
+        assert_eq!(cgroup_limit_in("", sys.path()), None);
     }
 
     #[test]
