@@ -762,3 +762,241 @@ fn without_the_sql_feature_sql_says_how_to_get_it_and_parquet_still_works() {
         assert!(n > 0, "no {table} Parquet file");
     }
 }
+
+// ---------------------------------------------------------------- safety
+
+/// Runs `tracekit ARGS` with extra environment.
+fn tracekit_env(args: &[&OsStr], env: &[(&str, &OsStr)]) -> std::process::Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_tracekit"));
+    c.args(args);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("run tracekit")
+}
+
+#[test]
+fn sql_only_reads_and_refuses_the_rest_with_exit_2() {
+    let input = corpus("trace2/01-init-add-commit/event.jsonl");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let target = dir.path().join("copied.csv");
+    let refused = [
+        (
+            format!(
+                "COPY (SELECT 1 AS a) TO '{}' STORED AS CSV",
+                target.display()
+            ),
+            "COPY",
+        ),
+        (
+            "CREATE EXTERNAL TABLE p STORED AS CSV LOCATION '/etc/passwd'".to_string(),
+            "CREATE EXTERNAL TABLE",
+        ),
+        (
+            "INSERT INTO slices SELECT * FROM slices".to_string(),
+            "INSERT INTO",
+        ),
+        ("DROP VIEW slices".to_string(), "DROP VIEW"),
+        ("SET datafusion.execution.batch_size = 1".to_string(), "SET"),
+    ];
+    for (q, kind) in &refused {
+        let o = tracekit(&["sql".as_ref(), q.as_ref(), input.as_os_str()]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{q}: {err}");
+        assert!(
+            err.starts_with(&format!("tracekit: sql: {kind}: refused: ")),
+            "{q}: {err}"
+        );
+        assert!(o.stdout.is_empty(), "{q}");
+        assert!(!target.exists(), "{q} wrote {}", target.display());
+    }
+    for q in [
+        "SELECT count(*) AS n FROM slices",
+        "WITH p AS (SELECT pid FROM processes) SELECT count(*) AS n FROM p",
+        "EXPLAIN SELECT count(*) FROM slices",
+        "SHOW TABLES",
+        "DESCRIBE slices",
+    ] {
+        let o = tracekit(&["sql".as_ref(), q.as_ref(), input.as_os_str()]);
+        assert!(
+            o.status.success(),
+            "{q}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(!o.stdout.is_empty(), "{q}");
+    }
+}
+
+#[test]
+fn sql_memory_is_bounded_sorts_spill_privately_the_rest_fails_with_a_hint() {
+    let input = corpus("trace2/01-init-add-commit/event.jsonl");
+    // What cannot spill (a cross join's build side) fails, with the hint.
+    let o = tracekit(&[
+        "sql".as_ref(),
+        "--memory-limit".as_ref(),
+        "1M".as_ref(),
+        "SELECT max(a.value + b.value) AS m FROM generate_series(1, 200000) a \
+         CROSS JOIN generate_series(1, 3) b"
+            .as_ref(),
+        input.as_os_str(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.starts_with("tracekit: sql: Resources exhausted: "),
+        "{err}"
+    );
+    assert!(
+        err.contains("\nhint: ") && err.contains("--memory-limit"),
+        "{err}"
+    );
+    // A sort of 300 000 rows under 4 MiB spills, answers right, and leaves
+    // nothing in the temporary directory.
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let q = "SELECT count(*) AS n, sum(x) AS s FROM (SELECT value AS x, \
+             row_number() OVER (ORDER BY value DESC) AS r FROM generate_series(1, 300000)) \
+             WHERE r <= 3";
+    let run = |sql: &str| {
+        tracekit_env(
+            &[
+                "sql".as_ref(),
+                "--format".as_ref(),
+                "csv".as_ref(),
+                "--memory-limit".as_ref(),
+                "4M".as_ref(),
+                sql.as_ref(),
+                input.as_os_str(),
+            ],
+            &[("TMPDIR", tmp.path().as_os_str())],
+        )
+    };
+    let o = run(q);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "n,s\n3,899997\n");
+    let o = run(&format!("EXPLAIN ANALYZE {q}"));
+    let plan = String::from_utf8_lossy(&o.stdout);
+    let spills: u64 = plan
+        .split("spill_count=")
+        .skip(1)
+        .filter_map(|s| {
+            s.split(|c: char| !c.is_ascii_digit())
+                .next()
+                .and_then(|n| n.parse::<u64>().ok())
+        })
+        .sum();
+    assert!(spills > 0, "{plan}");
+    let left: Vec<_> = std::fs::read_dir(tmp.path())
+        .expect("read tmp")
+        .map(|e| e.map(|e| e.path()))
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    // A size that is not one is a usage error.
+    let o = tracekit(&[
+        "sql".as_ref(),
+        "--memory-limit".as_ref(),
+        "12X".as_ref(),
+        "SELECT 1".as_ref(),
+        input.as_os_str(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("\"12X\" is not a memory size"));
+}
+
+#[cfg(unix)]
+#[test]
+fn parquet_output_is_private_and_honours_file_mode() {
+    use std::os::unix::fs::PermissionsExt;
+    let input = corpus("trace2/01-init-add-commit/event.jsonl");
+    let mode = |p: &Path| std::fs::metadata(p).expect("stat").permissions().mode() & 0o777;
+    for (file_mode, want_file, want_dir) in [(None, 0o600, 0o700), (Some("640"), 0o640, 0o750)] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let out = dir.path().join("tables");
+        let mut args: Vec<&OsStr> = vec!["convert".as_ref(), input.as_os_str()];
+        args.extend(["--to", "parquet", "-o"].map(OsStr::new));
+        args.push(out.as_os_str());
+        if let Some(m) = file_mode {
+            args.extend(["--file-mode", m].map(OsStr::new));
+        }
+        let o = tracekit(&args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(mode(&out), want_dir, "{}", out.display());
+        let mut files = 0;
+        for table in std::fs::read_dir(&out).expect("read out") {
+            let table = table.expect("entry").path();
+            assert_eq!(mode(&table), want_dir, "{}", table.display());
+            for f in std::fs::read_dir(&table).expect("read table") {
+                let f = f.expect("entry").path();
+                assert_eq!(mode(&f), want_file, "{}", f.display());
+                files += 1;
+            }
+        }
+        assert!(files >= 6, "{files} tables");
+    }
+}
+
+#[test]
+fn damaged_parquet_is_named_never_a_panic() {
+    // The committed samples (tests/corpus/parquet/README.md): a damaged
+    // embedded Arrow schema is not read at all; a page that panics the
+    // parquet crate's decoder fails the query naming the file.
+    let o = tracekit(&[
+        "sql".as_ref(),
+        "--format".as_ref(),
+        "csv".as_ref(),
+        "SELECT count(*) AS n FROM processes".as_ref(),
+        corpus("parquet/damaged-arrow-schema").as_os_str(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "n\n6\n");
+    let o = tracekit(&[
+        "sql".as_ref(),
+        "SELECT sum(pid) FROM threads".as_ref(),
+        corpus("parquet/damaged-page").as_os_str(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.starts_with("tracekit: sql: ")
+            && err.contains("damaged-page/threads/event.jsonl.parquet: damaged Parquet file: "),
+        "{err}"
+    );
+    // A table written here from a corpus trace, one bit flipped at a time
+    // at 16 places across the file: an answer or an error naming the file.
+    let pq = to_parquet(&[&corpus("trace2/01-init-add-commit/event.jsonl")], &[]);
+    let written = std::fs::read_dir(pq.path().join("slices"))
+        .expect("slices")
+        .next()
+        .expect("a file")
+        .expect("entry")
+        .path();
+    let original = std::fs::read(&written).expect("read");
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir(dir.path().join("slices")).expect("mkdir");
+    let copy = dir.path().join("slices/flipped.parquet");
+    let mut named = 0;
+    for i in 0..16 {
+        let pos = i * original.len() / 16 + 3;
+        let mut bytes = original.clone();
+        bytes[pos] ^= 1 << (i % 8);
+        std::fs::write(&copy, &bytes).expect("write");
+        let o = tracekit(&[
+            "sql".as_ref(),
+            "SELECT * FROM slices".as_ref(),
+            dir.path().as_os_str(),
+        ]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        match o.status.code() {
+            Some(0) => {}
+            Some(1) => {
+                assert!(
+                    err.starts_with("tracekit: sql: ") && err.contains("slices/flipped.parquet: "),
+                    "byte {pos}: {err}"
+                );
+                named += 1;
+            }
+            other => panic!("byte {pos}: exit {other:?}: {err}"),
+        }
+        assert!(!err.contains("panicked"), "byte {pos}: {err}");
+    }
+    assert!(named > 0);
+}
