@@ -274,3 +274,29 @@ fn report_on_a_cut_trace_exits_1() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("Build trace:"));
     assert_eq!(out.status.code(), Some(1), "{err}");
 }
+
+/// `convert` of a cut trace writes what could be read, warns, and exits 1
+/// (the README's exit status: records that could not be read).
+#[test]
+fn convert_of_a_cut_trace_writes_what_is_there_and_exits_1() {
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/corpus/buildtrace/recorded/hello-make-j2.trace");
+    let full = std::fs::read(corpus).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let cut = tmp.path().join("cut.trace");
+    std::fs::write(&cut, &full[..full.len() - 40]).unwrap();
+    for to in ["chrome", "kwinject"] {
+        let dest = tmp.path().join(format!("out.{to}"));
+        let out = tracekit()
+            .args(["convert", "--to", to])
+            .arg(&cut)
+            .arg("-o")
+            .arg(&dest)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("truncated record"), "{to}: {err}");
+        assert_eq!(out.status.code(), Some(1), "{to}: {err}");
+        assert!(std::fs::metadata(&dest).unwrap().len() > 0, "{to}");
+    }
+}

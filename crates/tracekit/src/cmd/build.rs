@@ -654,7 +654,7 @@ impl Dialect for Kwinject {
                 input.display()
             );
         }
-        Ok(ExitCode::SUCCESS)
+        Ok(lost_exit(t.lost()))
     }
 
     fn tables(
@@ -688,5 +688,5 @@ fn to_kwinject(input: &Input, args: &convert::Args) -> Result<ExitCode> {
     let t = read_trace(input)?;
     let mut out = t.write(output(args.output.as_deref())?)?;
     out.flush()?;
-    Ok(ExitCode::SUCCESS)
+    Ok(lost_exit(t.lost()))
 }
