@@ -300,3 +300,70 @@ fn convert_of_a_cut_trace_writes_what_is_there_and_exits_1() {
         assert!(std::fs::metadata(&dest).unwrap().len() > 0, "{to}");
     }
 }
+
+/// `build spec -o` into something that is not a regular file writes into
+/// it: a FIFO stays a FIFO (as `/dev/null` must stay a device: renaming a
+/// temporary file over it, as root, broke the machine's `/dev/null`), and a
+/// symbolic link stays a link to the file it names, which gets the database.
+#[test]
+fn build_spec_writes_into_fifos_and_through_links() {
+    use std::os::unix::fs::FileTypeExt;
+    let trace = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/corpus/buildtrace/recorded/hello-make-j2.trace");
+    let tmp = tempfile::tempdir().unwrap();
+    let fifo = tmp.path().join("db.fifo");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
+    };
+    let out = tracekit()
+        .args(["build", "spec"])
+        .arg(&trace)
+        .arg("-o")
+        .arg(&fifo)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    // Checked before the reader is joined: had the FIFO been replaced, the
+    // reader would wait for a writer forever.
+    let meta = std::fs::symlink_metadata(&fifo).unwrap();
+    assert!(meta.file_type().is_fifo(), "{meta:?}");
+    let db = reader.join().unwrap();
+    let stdout = tracekit()
+        .args(["build", "spec"])
+        .arg(&trace)
+        .args(["-o", "-"])
+        .output()
+        .unwrap();
+    let expected = String::from_utf8(stdout.stdout).unwrap();
+    assert!(expected.trim_start().starts_with('['), "{expected}");
+    assert_eq!(db, expected);
+    assert!(!tmp.path().join("db.fifo.tmp").exists());
+
+    let real = tmp.path().join("real.json");
+    std::fs::write(&real, "old").unwrap();
+    let link = tmp.path().join("link.json");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let out = tracekit()
+        .args(["build", "spec"])
+        .arg(&trace)
+        .arg("-o")
+        .arg(&link)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(std::fs::read_to_string(&real).unwrap(), expected);
+}

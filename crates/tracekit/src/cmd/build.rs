@@ -197,6 +197,33 @@ pub fn write_db(b: &mut CdbBuilder, path: &std::path::Path, append: bool) -> Res
             .write(output(None)?)
             .map_err(|e| tracekit_core::Error::io(None, e).into());
     }
+    // Only a regular file is replaced through a temporary one: renaming
+    // over `/dev/null`, a FIFO or a socket would put a regular file in its
+    // place (as root, a broken /dev/null for the whole machine), and over
+    // a symbolic link would replace the link instead of the file it names.
+    let path = &match std::fs::metadata(path) {
+        Ok(meta) if meta.is_dir() => {
+            anyhow::bail!(
+                "{}: is a directory, not a compilation database",
+                path.display()
+            )
+        }
+        Ok(meta) if !meta.is_file() => {
+            return output(Some(path))
+                .and_then(|out| {
+                    b.write(out)
+                        .map_err(|e| anyhow::anyhow!("{}: cannot write: {e}", path.display()))
+                })
+                .with_context(|| {
+                    format!(
+                        "{}: the compilation database was not written",
+                        path.display()
+                    )
+                });
+        }
+        Ok(_) => std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()),
+        Err(_) => path.to_path_buf(),
+    };
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");
     let tmp = PathBuf::from(tmp);
