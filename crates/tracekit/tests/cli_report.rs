@@ -537,15 +537,20 @@ fn html_usage_errors_exit_2() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("-o FILE"));
     let o = tracekit(&["report", "--html", "--json", "-o", "-", &pool]);
     assert_eq!(o.status.code(), Some(2));
-    let t2 = "../../examples/trace2/clone.event.jsonl";
-    let o = tracekit(&["report", "--html", "-o", "-", t2]);
+    // Memory traces print their own report still.
+    let rtrace = "../../examples/rtrace/sample.rtrace";
+    let o = tracekit(&["report", "--html", "-o", "-", rtrace]);
     assert_eq!(
         o.status.code(),
         Some(2),
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    assert!(String::from_utf8_lossy(&o.stderr).contains("not available for Git Trace2"));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("not available for sp-rtrace"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     assert!(o.stdout.is_empty());
 }
 

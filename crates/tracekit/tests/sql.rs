@@ -302,7 +302,13 @@ fn trace2_per_command_count_p50_max_match_the_report() {
     dirs.sort();
     for d in dirs {
         let input = d.join("event.jsonl");
-        let o = tracekit(&["report".as_ref(), "--json".as_ref(), input.as_os_str()]);
+        let o = tracekit(&[
+            "report".as_ref(),
+            "--json".as_ref(),
+            "--top".as_ref(),
+            "1000".as_ref(),
+            input.as_os_str(),
+        ]);
         let rep: Value = serde_json::from_slice(&o.stdout).expect("report JSON");
         let got = three_ways(
             TRACE2_COMMANDS,
@@ -311,7 +317,17 @@ fn trace2_per_command_count_p50_max_match_the_report() {
             &["command", "mode"],
             &["count", "p50_us", "max_us"],
         );
-        let want: CommandStats = rep["commands"]
+        let commands = rep["reports"][0]["sections"]
+            .as_array()
+            .expect("sections")
+            .iter()
+            .find(|s| s["id"] == "commands")
+            .expect("commands");
+        assert!(
+            commands.get("more").is_none(),
+            "{d:?}: more than --top commands"
+        );
+        let want: CommandStats = commands["rows"]
             .as_array()
             .expect("commands")
             .iter()
@@ -319,7 +335,7 @@ fn trace2_per_command_count_p50_max_match_the_report() {
                 let us = |k: &str| c[k].as_f64().map(|s| (s * 1e6).round() as i64);
                 (
                     (
-                        c["name"].as_str().unwrap_or_default().to_string(),
+                        c["command"].as_str().unwrap_or_default().to_string(),
                         c["mode"].as_str().unwrap_or_default().to_string(),
                     ),
                     (c["count"].as_i64().unwrap_or(-1), us("p50_s"), us("max_s")),
