@@ -431,16 +431,23 @@ fn build_slowest_compile_units_match_the_report() {
     let o = tracekit(&["report".as_ref(), "--json".as_ref(), input.as_os_str()]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let rep: Value = serde_json::from_slice(&o.stdout).expect("report JSON");
-    let want: Vec<(i64, String, i64)> = rep["slowest_compile_units"]
+    let want: Vec<(i64, String, i64)> = rep["reports"][0]["sections"]
+        .as_array()
+        .expect("sections")
+        .iter()
+        .find(|s| s["id"] == "slowest_units")
+        .expect("slowest_units")["rows"]
         .as_array()
         .expect("slowest")
         .iter()
         .take(10)
         .map(|u| {
             (
-                u["index"].as_i64().unwrap_or(-1),
+                u["record"].as_i64().unwrap_or(-1),
                 u["file"].as_str().unwrap_or_default().to_string(),
-                u["duration_us"].as_i64().unwrap_or(-1),
+                u["duration_s"]
+                    .as_f64()
+                    .map_or(-1, |s| (s * 1e6).round() as i64),
             )
         })
         .collect();
