@@ -31,9 +31,12 @@ pub struct Options {
     pub top: usize,
     /// Start the text with `== NAME` (several traces in one report).
     pub heading: bool,
-    /// Spans of the process tree and of the Gantt chart, each at most (the
+    /// Spans of the process tree at most (the first in tree order; the
     /// rest counted).
-    pub spans: usize,
+    pub tree_spans: usize,
+    /// Spans of the Gantt chart at most (the critical path's, then the
+    /// longest; the rest counted).
+    pub gantt_spans: usize,
     /// Buckets of the parallelism chart.
     pub buckets: usize,
 }
@@ -43,7 +46,8 @@ impl Default for Options {
         Options {
             top: 20,
             heading: false,
-            spans: 5000,
+            tree_spans: 500,
+            gantt_spans: 1000,
             buckets: 200,
         }
     }
@@ -190,10 +194,11 @@ pub fn to_report(b: &Build, name: &str, opts: &Options) -> Report {
 
     // The process tree.
     rep.push(
-        process_tree(b, &g, origin, timed, opts.spans).verbatim(text_of(|o| write_tree(b, &g, o))),
+        process_tree(b, &g, origin, timed, opts.tree_spans)
+            .verbatim(text_of(|o| write_tree(b, &g, o))),
     );
     if timed {
-        rep.push(gantt(b, &g, origin, opts.spans).omit_text());
+        rep.push(gantt(b, &g, origin, opts.gantt_spans).omit_text());
     }
 
     // Slowest compile units.
@@ -407,7 +412,7 @@ fn process_tree(b: &Build, g: &StepGraph, origin: u64, timed: bool, cap: usize) 
                 "{}, {}{note}; {}",
                 fmt_dur(p.duration_us()),
                 fmt_exit(p.exit),
-                p.args.join(" ").chars().take(300).collect::<String>()
+                cut(&p.args.join(" "), 160)
             )),
         });
     }
@@ -427,6 +432,16 @@ fn process_tree(b: &Build, g: &StepGraph, origin: u64, timed: bool, cap: usize) 
     )
 }
 
+/// `s` cut to `n` characters (`...` when cut).
+fn cut(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        return s.to_string();
+    }
+    let mut o: String = s.chars().take(n.saturating_sub(3)).collect();
+    o.push_str("...");
+    o
+}
+
 /// Per process record, whether its step is on the critical path.
 fn on_critical_path(g: &StepGraph, n: usize) -> Vec<bool> {
     let mut on = vec![false; g.steps.len()];
@@ -443,7 +458,8 @@ fn on_critical_path(g: &StepGraph, n: usize) -> Vec<bool> {
 /// The steps on lanes packed as job slots (a step takes the first lane
 /// free at its start), each step's processes nested under it by depth,
 /// the critical path highlighted; the build tools that ran them on a lane
-/// of their own.
+/// of their own. At most `cap` spans: the critical path's, then the
+/// longest.
 fn gantt(b: &Build, g: &StepGraph, origin: u64, cap: usize) -> Section {
     let critical = on_critical_path(g, b.trace.processes.len());
     let mut order: Vec<usize> = (0..g.steps.len())
@@ -478,6 +494,21 @@ fn gantt(b: &Build, g: &StepGraph, origin: u64, cap: usize) -> Section {
     let mut spans = Vec::new();
     let mut more = 0u64;
     let n = b.trace.processes.len();
+    // The spans kept: the critical path's, then the longest.
+    let mut by_weight: Vec<usize> = (0..n)
+        .filter(|&i| b.p(i).start_us.is_some() && b.p(i).end_us.is_some())
+        .collect();
+    by_weight.sort_by_key(|&i| {
+        (
+            !critical[i],
+            std::cmp::Reverse(b.p(i).duration_us().unwrap_or(0)),
+            i,
+        )
+    });
+    let mut keep = vec![false; n];
+    for &i in by_weight.iter().take(cap) {
+        keep[i] = true;
+    }
     // Depth of each record within its step (0: the step's process), or
     // within the build tools' tree.
     let mut depth = vec![0u32; n];
@@ -496,7 +527,7 @@ fn gantt(b: &Build, g: &StepGraph, origin: u64, cap: usize) -> Section {
                 depth[i] = depth[q] + 1;
             }
         }
-        if spans.len() >= cap {
+        if !keep[i] {
             more += 1;
             continue;
         }

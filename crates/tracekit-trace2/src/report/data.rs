@@ -21,11 +21,11 @@ use super::text::{
 use super::*;
 
 /// Spans of one session's process tree, at most (the rest counted).
-pub const MAX_SESSION_SPANS: usize = 2000;
+pub const MAX_SESSION_SPANS: usize = 500;
 /// Stacks of one session's region flame graph, at most.
-pub const MAX_REGION_STACKS: usize = 2000;
+pub const MAX_REGION_STACKS: usize = 500;
 /// Rows of one session's data/counter/timer/error table, at most.
-pub const MAX_DETAIL_ROWS: usize = 500;
+pub const MAX_DETAIL_ROWS: usize = 200;
 
 /// What one of the text writers prints, as a string.
 fn text_of(f: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> String {
