@@ -823,7 +823,7 @@ fn report_as_data_renders_the_same_text() {
                 let (r, _) = report(&[&rel], top);
                 let mut want = Vec::new();
                 write_text(&r, &mut want, top).unwrap();
-                let data = tracekit_trace2::report::to_report(&r, &[rel.clone()], top);
+                let data = tracekit_trace2::report::to_report(&r, std::slice::from_ref(&rel), top);
                 let mut got = Vec::new();
                 tracekit_report::text::write(&mut got, std::slice::from_ref(&data)).unwrap();
                 assert_eq!(
@@ -891,4 +891,31 @@ fn case04_process_tree_as_spans() {
     assert!(upload.start > 0.0 && index.start > upload.start);
     assert!(clone.end > index.end);
     assert!(clone.detail.as_deref().unwrap_or("").contains("exit 0"));
+}
+
+/// What the text prints per process and the tree's spans do not carry
+/// (an alias, here) is in the session's details.
+#[test]
+fn case07_alias_in_the_details() {
+    use tracekit_report::{Body, Value};
+    let (r, _) = report(&["07-alias/event.jsonl"], 1000);
+    let data = tracekit_trace2::report::to_report(&r, &[], 1000);
+    let mut aliases = Vec::new();
+    for k in 1..=r.sessions_shown.len() {
+        if let Some(Body::Table(t)) = data.find(&format!("session_{k}_details")).map(|s| &s.body) {
+            for row in &t.rows {
+                if row[1] == Value::from("alias") {
+                    aliases.push((row[3].clone(), row[4].clone()));
+                }
+            }
+        }
+    }
+    assert!(
+        aliases.contains(&(Value::from("st"), Value::from("status --short"))),
+        "{aliases:?}"
+    );
+    assert!(
+        aliases.contains(&(Value::from("lg"), Value::from("log --oneline -3"))),
+        "{aliases:?}"
+    );
 }

@@ -459,6 +459,12 @@ impl Walk {
         let mut argv = Vec::new();
         crate::quote::sq_quote_argv(&mut argv, &p.argv);
         let mut detail = format!("[{own}] {end}; argv: {}", text(&argv));
+        if let Some(v) = &p.version {
+            detail.push_str(&format!("; git {v}"));
+        }
+        if !p.source.is_empty() {
+            detail.push_str(&format!("; file: {}", p.source));
+        }
         let start = match self.at(p.start_unix_us).or(started) {
             Some(s) => {
                 detail.push_str(&format!("; started at +{s:.6} s"));
@@ -566,6 +572,42 @@ impl Walk {
 
     fn details(&mut self, p: &ProcessReport, own: &str) {
         let mut rows: Vec<[Value; 5]> = Vec::new();
+        if let Some(a) = &p.alias {
+            let mut argv = Vec::new();
+            crate::quote::sq_quote_argv(&mut argv, &a.argv);
+            rows.push([
+                own.into(),
+                "alias".into(),
+                Value::Null,
+                a.alias.as_str().into(),
+                text(&argv).into(),
+            ]);
+        }
+        if let Some(h) = &p.hierarchy {
+            rows.push([
+                own.into(),
+                "hierarchy".into(),
+                Value::Null,
+                Value::Null,
+                h.as_str().into(),
+            ]);
+        }
+        // What the builder left out of this process's lists, counted.
+        for (what, n) in [
+            ("data_omitted", p.data_omitted),
+            ("errors_omitted", p.errors_omitted),
+            ("children_omitted", p.children_omitted),
+        ] {
+            if n > 0 {
+                rows.push([
+                    own.into(),
+                    what.into(),
+                    Value::Null,
+                    Value::Null,
+                    n.to_string().into(),
+                ]);
+            }
+        }
         for d in &p.data {
             rows.push([
                 own.into(),
