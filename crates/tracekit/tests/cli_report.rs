@@ -1,11 +1,13 @@
 //! `tracekit report` for the dialects whose reports are data
-//! (`crates/tracekit-report`: XRay traces, POSIX trace logs):
+//! (`crates/tracekit-report`: Git Trace2, XRay traces, build traces, POSIX
+//! trace logs):
 //! * the text is what `tracekit report` printed before the reports became
 //!   data, byte for byte (`tests/expected/report/`, taken from the CLI
 //!   before that change; `TRACEKIT_BLESS=1` rewrites them);
 //! * `--json` (`docs/report-json.md`) carries the figures other tools
 //!   print: llvm-xray 14's `account` and `stack` (the corpus goldens),
-//!   `tracekit posix dump`;
+//!   `tracekit posix dump`; the Trace2 and build reports' sections and
+//!   figures (the text's, the critical path's);
 //! * `--html` writes one self-contained page that headless Chromium
 //!   renders without errors or requests (`common::chromium`).
 
@@ -632,7 +634,7 @@ fn build_json_shape() {
 
 // ---------------------------------------------------------------- HTML
 
-/// The pages of the two dialects: (file name, tracekit arguments,
+/// The pages of the four dialects: (file name, tracekit arguments,
 /// selectors that must match).
 fn pages() -> Vec<(&'static str, Vec<String>, &'static [&'static str])> {
     vec![
