@@ -108,7 +108,7 @@ impl<'a> Build<'a> {
         })
     }
 
-    fn p(&self, i: usize) -> &Process {
+    pub(crate) fn p(&self, i: usize) -> &Process {
         &self.trace.processes[i]
     }
 
@@ -200,7 +200,7 @@ impl<'a> Build<'a> {
     }
 }
 
-fn fmt_dur(us: Option<u64>) -> String {
+pub(crate) fn fmt_dur(us: Option<u64>) -> String {
     match us {
         Some(us) if us >= 1_000_000 => format!("{:.2} s", us as f64 / 1e6),
         Some(us) => format!("{:.1} ms", us as f64 / 1e3),
@@ -208,7 +208,7 @@ fn fmt_dur(us: Option<u64>) -> String {
     }
 }
 
-fn fmt_exit(e: Option<Exit>) -> String {
+pub(crate) fn fmt_exit(e: Option<Exit>) -> String {
     match e {
         Some(Exit::Code(c)) => format!("exit {c}"),
         Some(Exit::Signal(s)) => format!("signal {s}"),
@@ -291,17 +291,34 @@ pub fn width_text(b: &Build, w: &Width) -> String {
 
 /// The human report.
 pub fn report_text<W: Write>(b: &Build, top: usize, mut out: W) -> io::Result<()> {
-    let t = b.trace;
-    let n = t.processes.len();
     let g = b.steps(&StepOptions::default());
-    let failed = t
+    write_summary(b, &g, &mut out)?;
+    write_tree(b, &g, &mut out)?;
+    write_slowest_units(b, top, &mut out)?;
+    write_critical_path(b, &g, &mut out)?;
+    write_waits(b, &g, top, &mut out)?;
+    write_parallelism(b, &mut out)?;
+    write_trailer(b, &mut out)?;
+    out.flush()
+}
+
+/// How many processes ended with a non-zero status or a signal.
+pub(crate) fn failed_count(b: &Build) -> usize {
+    b.trace
         .processes
         .iter()
         .filter(|p| {
             matches!(p.exit, Some(Exit::Code(c)) if c != 0)
                 || matches!(p.exit, Some(Exit::Signal(_)))
         })
-        .count();
+        .count()
+}
+
+/// The first lines: counts, creator, wall time, steps, job slots.
+pub(crate) fn write_summary<W: Write>(b: &Build, g: &StepGraph, out: &mut W) -> io::Result<()> {
+    let t = b.trace;
+    let n = t.processes.len();
+    let failed = failed_count(b);
     let compiles = b.compile_units;
     writeln!(
         out,
@@ -317,7 +334,7 @@ pub fn report_text<W: Write>(b: &Build, top: usize, mut out: W) -> io::Result<()
             "Wall time: unknown (no tk_start_us/tk_end_us: not a tracekit recording)"
         )?,
     }
-    let [c, a, l, o] = counts_by_kind(&g);
+    let [c, a, l, o] = counts_by_kind(g);
     let folded = g.steps.iter().filter(|s| s.folded).count();
     write!(
         out,
@@ -342,6 +359,11 @@ pub fn report_text<W: Write>(b: &Build, top: usize, mut out: W) -> io::Result<()
             x.records, x.of, x.reason
         )?;
     }
+    Ok(())
+}
+
+/// The process tree (the first [`TREE_LINES`] lines; short steps folded).
+pub(crate) fn write_tree<W: Write>(b: &Build, g: &StepGraph, out: &mut W) -> io::Result<()> {
     writeln!(
         out,
         "\nProcess tree (duration, exit, command; compile, archive and link runs named by what \
@@ -349,7 +371,7 @@ pub fn report_text<W: Write>(b: &Build, top: usize, mut out: W) -> io::Result<()
     )?;
     let mut lines = 0;
     let mut stack: Vec<TreeItem> = Vec::new();
-    push_children(&g, &b.roots(), 0, &mut stack);
+    push_children(g, &b.roots(), 0, &mut stack);
     while let Some(item) = stack.pop() {
         match item {
             TreeItem::Process(i, depth) => {
@@ -361,12 +383,12 @@ pub fn report_text<W: Write>(b: &Build, top: usize, mut out: W) -> io::Result<()
                         fmt_dur(p.duration_us()),
                         fmt_exit(p.exit),
                         "",
-                        b.label(i, &g),
+                        b.label(i, g),
                         indent = depth * 2
                     )?;
                 }
                 lines += 1;
-                push_children(&g, &b.children[i], depth + 1, &mut stack);
+                push_children(g, &b.children[i], depth + 1, &mut stack);
             }
             TreeItem::Folded(run, depth) => {
                 if lines < TREE_LINES {
@@ -401,10 +423,22 @@ pub fn report_text<W: Write>(b: &Build, top: usize, mut out: W) -> io::Result<()
             lines - TREE_LINES
         )?;
     }
-    let mut units: Vec<usize> = (0..n).filter(|&i| b.compile_file[i].is_some()).collect();
+    Ok(())
+}
+
+/// The compile records, slowest first.
+pub(crate) fn units_by_duration(b: &Build) -> Vec<usize> {
+    let mut units: Vec<usize> = (0..b.trace.processes.len())
+        .filter(|&i| b.compile_file[i].is_some())
+        .collect();
     units.sort_by_key(|&i| std::cmp::Reverse(b.p(i).duration_us().unwrap_or(0)));
+    units
+}
+
+/// "Slowest compile units", the `top` first.
+pub(crate) fn write_slowest_units<W: Write>(b: &Build, top: usize, out: &mut W) -> io::Result<()> {
     writeln!(out, "\nSlowest compile units:")?;
-    for &i in units.iter().take(top) {
+    for &i in units_by_duration(b).iter().take(top) {
         writeln!(
             out,
             "  {:>10}  {}",
@@ -412,8 +446,11 @@ pub fn report_text<W: Write>(b: &Build, top: usize, mut out: W) -> io::Result<()
             b.compile_file[i].as_deref().unwrap_or("")
         )?;
     }
-    write_critical_path(b, &g, &mut out)?;
-    write_waits(b, &g, top, &mut out)?;
+    Ok(())
+}
+
+/// Parallelism over time, in 20 buckets (when the trace has times).
+pub(crate) fn write_parallelism<W: Write>(b: &Build, out: &mut W) -> io::Result<()> {
     if let Some((width, busy)) = b.parallelism(20) {
         let avg = busy.iter().sum::<f64>() / busy.len().max(1) as f64;
         writeln!(
@@ -430,6 +467,12 @@ pub fn report_text<W: Write>(b: &Build, top: usize, mut out: W) -> io::Result<()
             )?;
         }
     }
+    Ok(())
+}
+
+/// The last lines: warnings while reading, records missing.
+pub(crate) fn write_trailer<W: Write>(b: &Build, out: &mut W) -> io::Result<()> {
+    let t = b.trace;
     if !t.warnings.is_empty() {
         writeln!(out, "\n{} warnings while reading", t.warnings.total())?;
     }
@@ -440,10 +483,14 @@ pub fn report_text<W: Write>(b: &Build, top: usize, mut out: W) -> io::Result<()
             t.lost()
         )?;
     }
-    out.flush()
+    Ok(())
 }
 
-fn write_critical_path<W: Write>(b: &Build, g: &StepGraph, out: &mut W) -> io::Result<()> {
+pub(crate) fn write_critical_path<W: Write>(
+    b: &Build,
+    g: &StepGraph,
+    out: &mut W,
+) -> io::Result<()> {
     let Some(cp) = &g.critical_path else {
         return writeln!(
             out,
@@ -508,7 +555,12 @@ fn write_critical_path<W: Write>(b: &Build, g: &StepGraph, out: &mut W) -> io::R
     )
 }
 
-fn write_waits<W: Write>(b: &Build, g: &StepGraph, top: usize, out: &mut W) -> io::Result<()> {
+pub(crate) fn write_waits<W: Write>(
+    b: &Build,
+    g: &StepGraph,
+    top: usize,
+    out: &mut W,
+) -> io::Result<()> {
     if b.span().is_none() {
         return Ok(());
     }

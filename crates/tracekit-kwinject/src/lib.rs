@@ -13,6 +13,8 @@
 //!   critical path, job-slot waits, parallelism) and the Chrome trace
 //!   conversion; [`steps`]: the steps, file dependencies, critical path and
 //!   waits it reports, as data.
+//! * [`report`]: the build report as data (`tracekit_report::Report`:
+//!   text, `tracekit.report/1` JSON, the HTML page with a Gantt chart).
 //! * [`record`]: running a build and recording every exec (ptrace or the
 //!   `tracekit-preload` LD_PRELOAD shim).
 //!
@@ -44,6 +46,7 @@ pub mod env;
 pub mod kwspec;
 pub mod ninja;
 pub mod record;
+pub mod report;
 pub mod shell;
 pub mod steps;
 pub mod timeline;

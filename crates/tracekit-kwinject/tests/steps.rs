@@ -371,3 +371,55 @@ fn readme_build_tour_uses_a_timed_trace() {
     }
     assert!(seen >= 2, "the README's build tour names no example trace");
 }
+
+/// The report as data renders, through the one text renderer, exactly what
+/// `report_text` prints, for the recorded builds (with times), the corpus
+/// traces of other producers (without), and with the tables cut short.
+#[test]
+fn report_as_data_renders_the_same_text() {
+    use tracekit_kwinject::report::{to_report, Options};
+    let corpus = Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/corpus/buildtrace"
+    ));
+    let mut files: Vec<_> = [
+        "recorded/hello-make-j2.trace",
+        "recorded/hiredis-0.14.1-make-j2.trace",
+        "recorded/expat-2.5.0-ninja-j2.trace",
+    ]
+    .iter()
+    .map(|f| corpus.join(f))
+    .collect();
+    files.extend(
+        std::fs::read_dir(corpus)
+            .expect("corpus")
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "jsonl")),
+    );
+    assert!(files.len() > 5);
+    for f in files {
+        let t = Trace::read(BufReader::new(File::open(&f).expect("file"))).expect("trace");
+        let b = Build::new(&t);
+        for top in [20, 2] {
+            let mut want = Vec::new();
+            report_text(&b, top, &mut want).unwrap();
+            let opts = Options {
+                top,
+                ..Default::default()
+            };
+            let r = to_report(&b, "x", &opts);
+            let mut got = Vec::new();
+            tracekit_report::text::write(&mut got, std::slice::from_ref(&r)).unwrap();
+            assert_eq!(
+                String::from_utf8_lossy(&got),
+                String::from_utf8_lossy(&want),
+                "{} --top {top}",
+                f.display()
+            );
+            let mut json = Vec::new();
+            tracekit_report::json::write(&mut json, std::slice::from_ref(&r)).unwrap();
+            tracekit_report::json::parse(&json).expect("reads back");
+        }
+    }
+}

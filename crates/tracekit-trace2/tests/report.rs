@@ -805,3 +805,117 @@ fn assert_properly_nested(evs: &[serde_json::Value], case: &str) {
         }
     }
 }
+
+/// The report as data (`to_report`) renders, through the one text
+/// renderer, exactly what `write_text` prints (the pinned text above),
+/// for every corpus case and input format, with and without the tables
+/// cut to `--top`; its JSON reads back; its figures are the report's.
+#[test]
+fn report_as_data_renders_the_same_text() {
+    use tracekit_report::{Body, SpanView};
+    for case in cases() {
+        for file in ["event.jsonl", "perf.log", "normal.log"] {
+            let rel = format!("{case}/{file}");
+            if !corpus(&rel).exists() {
+                continue;
+            }
+            for top in [1000, 2] {
+                let (r, _) = report(&[&rel], top);
+                let mut want = Vec::new();
+                write_text(&r, &mut want, top).unwrap();
+                let data = tracekit_trace2::report::to_report(&r, std::slice::from_ref(&rel), top);
+                let mut got = Vec::new();
+                tracekit_report::text::write(&mut got, std::slice::from_ref(&data)).unwrap();
+                assert_eq!(
+                    String::from_utf8_lossy(&got),
+                    String::from_utf8_lossy(&want),
+                    "{rel} --top {top}"
+                );
+                let mut json = Vec::new();
+                tracekit_report::json::write(&mut json, std::slice::from_ref(&data)).unwrap();
+                let doc = tracekit_report::json::parse(&json).expect("reads back");
+                assert_eq!(doc.reports[0].sections.len(), data.sections.len());
+                // Every command in the table (or counted in `more`).
+                let Some(Body::Table(t)) = data.find("commands").map(|s| &s.body) else {
+                    panic!("{rel}: no commands table");
+                };
+                let rows = t.rows.len() as u64 + t.more.as_ref().map_or(0, |m| m.rows);
+                assert_eq!(rows, r.commands.len() as u64, "{rel}");
+                // The histogram counts every finished command.
+                let Some(Body::Histogram(h)) = data.find("command_durations").map(|s| &s.body)
+                else {
+                    panic!("{rel}: no histogram");
+                };
+                let finished: u64 = r.commands.iter().map(|c| c.count - c.unfinished).sum();
+                assert_eq!(h.buckets.iter().map(|b| b.count).sum::<u64>(), finished);
+                // One process tree per session shown, a span per process.
+                for k in 1..=r.sessions_shown.len() {
+                    let id = format!("session_{k}_processes");
+                    let Some(Body::Spans(s)) = data.find(&id).map(|s| &s.body) else {
+                        panic!("{rel}: no {id}");
+                    };
+                    assert_eq!(s.view, SpanView::Tree);
+                    assert!(!s.spans.is_empty(), "{rel}: {id}");
+                    assert!(s.spans.iter().all(|x| x.end >= x.start), "{rel}: {id}");
+                }
+            }
+        }
+    }
+}
+
+/// Case 04 (git clone of a local repository, EVENT): the session's tree
+/// holds clone → upload-pack (its child by SID) and clone's index-pack and
+/// rev-list, each starting when its SID says, after its parent.
+#[test]
+fn case04_process_tree_as_spans() {
+    use tracekit_report::Body;
+    let (r, _) = report(&["04-clone-local/event.jsonl"], 1000);
+    let data = tracekit_trace2::report::to_report(&r, &[], 1000);
+    let Some(Body::Spans(s)) = data.find("session_1_processes").map(|s| &s.body) else {
+        panic!("no tree");
+    };
+    let by_name = |n: &str| {
+        s.spans
+            .iter()
+            .find(|x| x.name == n)
+            .unwrap_or_else(|| panic!("{n}: {:?}", s.spans))
+    };
+    let clone = by_name("git clone");
+    let upload = by_name("git upload-pack");
+    let index = by_name("git index-pack");
+    assert_eq!(clone.parent, None);
+    assert_eq!(upload.parent, clone.id);
+    assert_eq!(index.parent, clone.id);
+    // The session starts with clone (its SID is the session's).
+    assert_eq!(clone.start, 0.0);
+    assert!(upload.start > 0.0 && index.start > upload.start);
+    assert!(clone.end > index.end);
+    assert!(clone.detail.as_deref().unwrap_or("").contains("exit 0"));
+}
+
+/// What the text prints per process and the tree's spans do not carry
+/// (an alias, here) is in the session's details.
+#[test]
+fn case07_alias_in_the_details() {
+    use tracekit_report::{Body, Value};
+    let (r, _) = report(&["07-alias/event.jsonl"], 1000);
+    let data = tracekit_trace2::report::to_report(&r, &[], 1000);
+    let mut aliases = Vec::new();
+    for k in 1..=r.sessions_shown.len() {
+        if let Some(Body::Table(t)) = data.find(&format!("session_{k}_details")).map(|s| &s.body) {
+            for row in &t.rows {
+                if row[1] == Value::from("alias") {
+                    aliases.push((row[3].clone(), row[4].clone()));
+                }
+            }
+        }
+    }
+    assert!(
+        aliases.contains(&(Value::from("st"), Value::from("status --short"))),
+        "{aliases:?}"
+    );
+    assert!(
+        aliases.contains(&(Value::from("lg"), Value::from("log --oneline -3"))),
+        "{aliases:?}"
+    );
+}

@@ -1,11 +1,13 @@
 //! `tracekit report` for the dialects whose reports are data
-//! (`crates/tracekit-report`: XRay traces, POSIX trace logs):
+//! (`crates/tracekit-report`: Git Trace2, XRay traces, build traces, POSIX
+//! trace logs):
 //! * the text is what `tracekit report` printed before the reports became
 //!   data, byte for byte (`tests/expected/report/`, taken from the CLI
 //!   before that change; `TRACEKIT_BLESS=1` rewrites them);
 //! * `--json` (`docs/report-json.md`) carries the figures other tools
 //!   print: llvm-xray 14's `account` and `stack` (the corpus goldens),
-//!   `tracekit posix dump`;
+//!   `tracekit posix dump`; the Trace2 and build reports' sections and
+//!   figures (the text's, the critical path's);
 //! * `--html` writes one self-contained page that headless Chromium
 //!   renders without errors or requests (`common::chromium`).
 
@@ -67,7 +69,50 @@ const TEXT_CASES: &[(&str, &[&str])] = &[
             "xray/mt/mt.fdr-rdtsc.yaml",
         ],
     ),
+    // Git Trace2 and build traces: taken from the CLI before their
+    // reports became data (each input format, a directory, --top).
+    ("trace2-clone-local", &["trace2/04-clone-local/event.jsonl"]),
+    (
+        "trace2-hooks-top2",
+        &["--top", "2", "trace2/09-hooks/event.jsonl"],
+    ),
+    (
+        "trace2-detach-perf",
+        &["trace2/24-maintenance-detach/perf.log"],
+    ),
+    (
+        "trace2-dir-event",
+        &["trace2/13-directory-target/dir-event"],
+    ),
+    ("trace2-crash", &["trace2/23-crash/event.jsonl"]),
+    ("trace2-errors-normal", &["trace2/08-errors/normal.log"]),
+    ("build-hiredis", &["examples/build/hiredis-make-j2.trace"]),
+    (
+        "build-hello-top3",
+        &["--top", "3", "buildtrace/recorded/hello-make-j2.trace"],
+    ),
+    (
+        "build-expat",
+        &["buildtrace/recorded/expat-2.5.0-ninja-j2.trace"],
+    ),
+    ("build-nested", &["examples/build/make-nested.trace"]),
+    (
+        "build-two",
+        &[
+            "examples/build/make-nested.trace",
+            "buildtrace/recorded/hello-make-j2.trace",
+        ],
+    ),
 ];
+
+/// A path of the tables above: `examples/...` from the repository's
+/// examples, others from the corpus.
+fn input_path(a: &str) -> String {
+    match a.strip_prefix("examples/") {
+        Some(rest) => format!("../../examples/{rest}"),
+        None => corpus(a),
+    }
+}
 
 fn expected(name: &str, got: &[u8]) {
     let path = Path::new("tests/expected/report").join(name);
@@ -96,7 +141,7 @@ fn text_reports_are_as_before() {
             .iter()
             .map(|a| {
                 if a.contains('/') {
-                    corpus(a)
+                    input_path(a)
                 } else {
                     a.to_string()
                 }
@@ -400,9 +445,196 @@ fn xray_flame_adds_up_to_llvm_xray_stacks() {
     }
 }
 
+// ---------------------------------------------------------------- Trace2, build
+
+fn ids(r: &Report) -> Vec<(&str, &'static str)> {
+    r.sections
+        .iter()
+        .map(|s| {
+            let k = match &s.body {
+                Body::Group => "group",
+                Body::Summary { .. } => "summary",
+                Body::Table(_) => "table",
+                Body::Flame(_) => "flame",
+                Body::Series(_) => "series",
+                Body::Histogram(_) => "histogram",
+                Body::Spans(_) => "spans",
+                Body::Notes { .. } => "notes",
+            };
+            (s.id.as_str(), k)
+        })
+        .collect()
+}
+
+fn item<'a>(r: &'a Report, key: &str) -> &'a Value {
+    match r.find("summary").map(|s| &s.body) {
+        Some(Body::Summary { items }) => {
+            &items
+                .iter()
+                .find(|i| i.key == key)
+                .unwrap_or_else(|| panic!("no item {key}"))
+                .value
+        }
+        other => panic!("summary: {other:?}"),
+    }
+}
+
+fn spans<'a>(r: &'a Report, id: &str) -> &'a tracekit_report::Spans {
+    match r.find(id).map(|s| &s.body) {
+        Some(Body::Spans(s)) => s,
+        other => panic!("section {id}: {other:?}"),
+    }
+}
+
+/// The Trace2 report's JSON: its sections, the command table's columns
+/// and figures (the same as the text's), each session's tree.
+#[test]
+fn trace2_json_shape() {
+    let input = corpus("trace2/04-clone-local/event.jsonl");
+    let reports = json_reports(&[&input]);
+    let [r] = &reports[..] else {
+        panic!("one report for one Trace2 input: {reports:?}")
+    };
+    assert_eq!(r.dialect, "trace2");
+    assert_eq!(
+        ids(r),
+        [
+            ("summary", "summary"),
+            ("commands", "table"),
+            ("command_durations", "histogram"),
+            ("regions", "table"),
+            ("command_regions", "table"),
+            ("errors", "table"),
+            ("sessions", "group"),
+        ]
+    );
+    assert_eq!(num(item(r, "processes")), 19.0);
+    assert_eq!(num(item(r, "sessions")), 4.0);
+    let t = table(r, "commands");
+    let keys: Vec<&str> = t.columns.iter().map(|c| c.key.as_str()).collect();
+    assert_eq!(
+        keys,
+        [
+            "command",
+            "mode",
+            "count",
+            "failed",
+            "unfinished",
+            "p50_s",
+            "p90_s",
+            "p99_s",
+            "max_s",
+            "total_s"
+        ]
+    );
+    // clone: as the text prints it (4 runs, max 0.281s...).
+    let text_out = String::from_utf8(ok(&["report", &input]).stdout).expect("utf8");
+    let line = text_out
+        .lines()
+        .find(|l| l.trim_start().starts_with("clone "))
+        .expect("clone line");
+    let row = &t.rows[0];
+    assert_eq!(text(&row[col(t, "command")]), "clone");
+    assert_eq!(num(&row[col(t, "count")]), 4.0);
+    let max = format!("{:.6}s", num(&row[col(t, "max_s")]));
+    assert!(line.contains(&max), "{line} / {max}");
+    // Four sessions, a tree each; every parent is a span of the tree.
+    for k in 1..=4 {
+        let s = spans(r, &format!("session_{k}_processes"));
+        let known: Vec<u64> = s.spans.iter().filter_map(|x| x.id).collect();
+        assert!(s
+            .spans
+            .iter()
+            .all(|x| x.parent.is_none_or(|p| known.contains(&p))));
+        assert_eq!(s.spans.iter().filter(|x| x.parent.is_none()).count(), 1);
+    }
+}
+
+/// The build report's JSON: sections, the Gantt chart (one span per timed
+/// process, the critical path's highlighted and adding up to the
+/// summary's), parallelism; a trace without times says so instead.
+#[test]
+fn build_json_shape() {
+    let reports = json_reports(&["../../examples/build/hiredis-make-j2.trace"]);
+    let r = &reports[0];
+    assert_eq!(r.dialect, "build");
+    assert_eq!(
+        ids(r),
+        [
+            ("summary", "summary"),
+            ("process_tree", "spans"),
+            ("gantt", "spans"),
+            ("slowest_units", "table"),
+            ("critical_path", "table"),
+            ("job_slot_waits", "table"),
+            ("parallelism", "series"),
+            ("warnings", "notes"),
+        ]
+    );
+    assert_eq!(num(item(r, "processes")), 56.0);
+    assert_eq!(num(item(r, "jobs")), 2.0);
+    let tree = spans(r, "process_tree");
+    assert_eq!(tree.spans.len(), 56);
+    let gantt = spans(r, "gantt");
+    assert_eq!(gantt.spans.len(), 56, "every process has times");
+    assert!(gantt
+        .spans
+        .iter()
+        .all(|x| x.end >= x.start && x.start >= 0.0));
+    let cp = table(r, "critical_path");
+    let sum: f64 = cp.rows.iter().map(|x| num(&x[col(cp, "duration_s")])).sum();
+    assert!((sum - num(item(r, "critical_path"))).abs() < 1e-6);
+    // The critical path's steps are the highlighted step spans.
+    let names: Vec<String> = cp.rows.iter().map(|x| text(&x[col(cp, "name")])).collect();
+    for n in &names {
+        assert!(
+            gantt
+                .spans
+                .iter()
+                .any(|x| x.highlight && x.name.ends_with(n.as_str())),
+            "{n}"
+        );
+    }
+    let waits = table(r, "job_slot_waits");
+    let slot = num(item(r, "slot_wait"));
+    let listed: f64 = waits
+        .rows
+        .iter()
+        .map(|x| num(&x[col(waits, "slot_wait_s")]))
+        .sum();
+    let rest = waits.more.as_ref().map_or(0.0, |m| {
+        m.totals[col(waits, "slot_wait_s")].as_f64().unwrap_or(0.0)
+    });
+    assert!(
+        (listed + rest - slot).abs() < 1e-6,
+        "{listed} + {rest} != {slot}"
+    );
+    match r.find("parallelism").map(|s| &s.body) {
+        Some(Body::Series(s)) => {
+            assert_eq!(s.x.len(), 200);
+            assert!(
+                s.lines[0].values.iter().any(|&v| v > 1.0),
+                "make -j2 ran two at once"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+
+    // No times: a table of processes, a note, no charts.
+    let reports = json_reports(&["../../examples/build/make-nested.trace"]);
+    let r = &reports[0];
+    assert!(item(r, "wall_time").is_null());
+    assert!(matches!(
+        r.find("process_tree").map(|s| &s.body),
+        Some(Body::Table(_))
+    ));
+    assert!(r.find("no_times").is_some());
+    assert!(r.find("gantt").is_none() && r.find("parallelism").is_none());
+}
+
 // ---------------------------------------------------------------- HTML
 
-/// The pages of the two dialects: (file name, tracekit arguments,
+/// The pages of the four dialects: (file name, tracekit arguments,
 /// selectors that must match).
 fn pages() -> Vec<(&'static str, Vec<String>, &'static [&'static str])> {
     vec![
@@ -437,6 +669,36 @@ fn pages() -> Vec<(&'static str, Vec<String>, &'static [&'static str])> {
                 "#r0-threads table.tk-table",
                 "#r0-timelines svg.tk-gantt rect.span",
                 "#r0-timelines svg.tk-gantt text.lane",
+            ],
+        ),
+        (
+            "trace2-clone.html",
+            vec![corpus("trace2/04-clone-local/event.jsonl")],
+            &[
+                "article[data-dialect=trace2]",
+                "#r0-summary dl.tk-summary div[data-key=sessions]",
+                "#r0-commands table.tk-table th[data-key=p99_s]",
+                "#r0-commands table.tk-table tbody tr",
+                "#r0-command_durations svg.tk-histogram-chart rect.bar",
+                "#r0-regions table.tk-table tbody tr",
+                "#r0-sessions #r0-session_1 #r0-session_1_processes details.tk-tree details.tk-tree",
+                "#r0-session_1_regions svg.tk-flame rect",
+                "#r0-session_1_details table.tk-table tbody tr",
+            ],
+        ),
+        (
+            "build-hiredis.html",
+            vec!["../../examples/build/hiredis-make-j2.trace".into()],
+            &[
+                "article[data-dialect=build]",
+                "#r0-summary dl.tk-summary div[data-key=critical_path]",
+                "#r0-process_tree .tk-treeview details.tk-tree",
+                "#r0-gantt svg.tk-gantt.has-hl rect.span.hl",
+                "#r0-gantt svg.tk-gantt text.lane",
+                "#r0-slowest_units table.tk-table tbody tr",
+                "#r0-critical_path table.tk-table tbody tr",
+                "#r0-job_slot_waits table.tk-table tbody tr",
+                "#r0-parallelism svg.tk-series-chart path",
             ],
         ),
     ]
@@ -537,15 +799,20 @@ fn html_usage_errors_exit_2() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("-o FILE"));
     let o = tracekit(&["report", "--html", "--json", "-o", "-", &pool]);
     assert_eq!(o.status.code(), Some(2));
-    let t2 = "../../examples/trace2/clone.event.jsonl";
-    let o = tracekit(&["report", "--html", "-o", "-", t2]);
+    // Memory traces print their own report still.
+    let rtrace = "../../examples/rtrace/sample.rtrace";
+    let o = tracekit(&["report", "--html", "-o", "-", rtrace]);
     assert_eq!(
         o.status.code(),
         Some(2),
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    assert!(String::from_utf8_lossy(&o.stderr).contains("not available for Git Trace2"));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("not available for sp-rtrace"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     assert!(o.stdout.is_empty());
 }
 
@@ -557,7 +824,68 @@ fn html_pages_render_in_chromium() {
         let Some(mut page) = common::chromium::check_page(&path, selectors) else {
             return;
         };
-        if name.starts_with("posix") {
+        if name.starts_with("trace2") {
+            // The commands by total time: clone first, with its count.
+            let first = page.eval(
+                "[...document.querySelector('#r0-commands tbody tr').cells].slice(0, 3).map(c => c.textContent)",
+            );
+            assert_eq!(first, serde_json::json!(["clone", "", "4"]), "{name}");
+            // Every finished command in the histogram (19 processes).
+            let counted = page.eval(
+                "[...document.querySelectorAll('#r0-command_durations rect.bar title')].map(t => +t.textContent.split(': ')[1]).reduce((a, b) => a + b, 0)",
+            );
+            assert_eq!(counted, 19.0, "{name}");
+            // Session 1's tree: clone, upload-pack started by it.
+            let tree = page.eval(
+                "[...document.querySelectorAll('#r0-session_1_processes .tk-tree .n')].map(n => n.textContent)",
+            );
+            let tree: Vec<String> = serde_json::from_value(tree).expect("names");
+            assert_eq!(
+                tree.first().map(String::as_str),
+                Some("git clone"),
+                "{tree:?}"
+            );
+            assert!(tree.iter().any(|n| n == "git upload-pack"), "{tree:?}");
+            let nested = page.eval(
+                "document.querySelector('#r0-session_1_processes details.tk-tree details.tk-tree > summary .n').textContent",
+            );
+            assert_eq!(nested, "git upload-pack", "{name}");
+        } else if name.starts_with("build") {
+            // The critical path is highlighted: hiredis.c's compile, the
+            // archive, the link.
+            let hl = page.eval(
+                "[...document.querySelectorAll('#r0-gantt g')].filter(g => g.querySelector('rect.span.hl')).map(g => g.querySelector('title').textContent)",
+            );
+            let hl: Vec<String> = serde_json::from_value(hl).expect("titles");
+            for want in ["hiredis.c", "libhiredis.a", "hiredis-test"] {
+                assert!(hl.iter().any(|t| t.contains(want)), "{want}: {hl:?}");
+            }
+            let path = page.eval(
+                "[...document.querySelectorAll('#r0-critical_path > .tk-scroll tbody tr')].map(r => r.cells[2].textContent)",
+            );
+            assert_eq!(
+                path,
+                serde_json::json!(["hiredis.c → hiredis.o", "libhiredis.a", "hiredis-test"]),
+                "{name}"
+            );
+            // Two job slots (make -j2) and the lane of make itself.
+            let lanes = page.eval(
+                "[...document.querySelectorAll('#r0-gantt text.lane')].map(t => t.firstChild.textContent)",
+            );
+            let lanes: Vec<String> = serde_json::from_value(lanes).expect("lanes");
+            assert_eq!(
+                lanes.first().map(String::as_str),
+                Some("build tool"),
+                "{lanes:?}"
+            );
+            assert!(lanes.iter().any(|l| l == "slot 2"), "{lanes:?}");
+            let slowest =
+                page.eval("document.querySelector('#r0-slowest_units tbody tr td').textContent");
+            assert!(
+                slowest.as_str().is_some_and(|s| s.ends_with("/hiredis.c")),
+                "{slowest}"
+            );
+        } else if name.starts_with("posix") {
             // A text column sorts ascending on the first click.
             page.click("#r0-event_types th[data-key=event]");
             let first =

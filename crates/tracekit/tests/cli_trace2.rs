@@ -571,19 +571,57 @@ fn unplaceable_records_warn_and_the_rest_is_kept() {
     let out = run(&["report", "--json", name]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
-    assert_eq!(r["processes"], 2);
-    assert_eq!(r["anomalies"]["unmatched_region_leave"], 1);
-    assert_eq!(r["anomalies"]["unmatched_child_exit"], 1);
-    let status = &r["sessions_shown"]
-        .as_array()
-        .expect("sessions")
+    assert_eq!(r["schema"], "tracekit.report/1");
+    let sections = r["reports"][0]["sections"].as_array().expect("sections");
+    let item = |k: &str| {
+        sections[0]["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .find(|i| i["key"] == k)
+            .map(|i| i["value"].clone())
+    };
+    assert_eq!(item("processes"), Some(2.into()));
+    assert_eq!(item("unmatched_region_leave"), Some(1.into()));
+    assert_eq!(item("unmatched_child_exit"), Some(1.into()));
+    let sessions = sections
         .iter()
-        .flat_map(|s| s["processes"].as_array().expect("processes"))
-        .find(|p| p["cmd_name"] == "status")
-        .expect("status")
-        .clone();
-    assert_eq!(status["data"][0]["value"], "kept");
-    assert_eq!(status["exit_code"], 0);
+        .find(|s| s["id"] == "sessions")
+        .expect("sessions");
+    let session = &sessions["sections"][0]["sections"];
+    let of = |id: &str| {
+        session
+            .as_array()
+            .expect("session")
+            .iter()
+            .find(|s| s["id"] == id)
+            .cloned()
+            .unwrap_or_else(|| panic!("{id}: {session}"))
+    };
+    // The data item `status` logged, in the session's details.
+    let details = of("session_1_details");
+    assert!(
+        details["rows"]
+            .as_array()
+            .expect("rows")
+            .iter()
+            .any(|r| r["kind"] == "data" && r["value"] == "kept"),
+        "{details}"
+    );
+    let tree = of("session_1_processes");
+    let status = tree["spans"]
+        .as_array()
+        .expect("spans")
+        .iter()
+        .find(|s| s["name"] == "git status")
+        .expect("status");
+    assert!(
+        status["detail"]
+            .as_str()
+            .expect("detail")
+            .contains("exit 0"),
+        "{status}"
+    );
     assert!(
         text(&out.stderr).contains(
             "warning: 1 region_leave records without region_enter and 1 child_exit records without child_start"

@@ -302,7 +302,13 @@ fn trace2_per_command_count_p50_max_match_the_report() {
     dirs.sort();
     for d in dirs {
         let input = d.join("event.jsonl");
-        let o = tracekit(&["report".as_ref(), "--json".as_ref(), input.as_os_str()]);
+        let o = tracekit(&[
+            "report".as_ref(),
+            "--json".as_ref(),
+            "--top".as_ref(),
+            "1000".as_ref(),
+            input.as_os_str(),
+        ]);
         let rep: Value = serde_json::from_slice(&o.stdout).expect("report JSON");
         let got = three_ways(
             TRACE2_COMMANDS,
@@ -311,7 +317,17 @@ fn trace2_per_command_count_p50_max_match_the_report() {
             &["command", "mode"],
             &["count", "p50_us", "max_us"],
         );
-        let want: CommandStats = rep["commands"]
+        let commands = rep["reports"][0]["sections"]
+            .as_array()
+            .expect("sections")
+            .iter()
+            .find(|s| s["id"] == "commands")
+            .expect("commands");
+        assert!(
+            commands.get("more").is_none(),
+            "{d:?}: more than --top commands"
+        );
+        let want: CommandStats = commands["rows"]
             .as_array()
             .expect("commands")
             .iter()
@@ -319,7 +335,7 @@ fn trace2_per_command_count_p50_max_match_the_report() {
                 let us = |k: &str| c[k].as_f64().map(|s| (s * 1e6).round() as i64);
                 (
                     (
-                        c["name"].as_str().unwrap_or_default().to_string(),
+                        c["command"].as_str().unwrap_or_default().to_string(),
                         c["mode"].as_str().unwrap_or_default().to_string(),
                     ),
                     (c["count"].as_i64().unwrap_or(-1), us("p50_s"), us("max_s")),
@@ -415,16 +431,23 @@ fn build_slowest_compile_units_match_the_report() {
     let o = tracekit(&["report".as_ref(), "--json".as_ref(), input.as_os_str()]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let rep: Value = serde_json::from_slice(&o.stdout).expect("report JSON");
-    let want: Vec<(i64, String, i64)> = rep["slowest_compile_units"]
+    let want: Vec<(i64, String, i64)> = rep["reports"][0]["sections"]
+        .as_array()
+        .expect("sections")
+        .iter()
+        .find(|s| s["id"] == "slowest_units")
+        .expect("slowest_units")["rows"]
         .as_array()
         .expect("slowest")
         .iter()
         .take(10)
         .map(|u| {
             (
-                u["index"].as_i64().unwrap_or(-1),
+                u["record"].as_i64().unwrap_or(-1),
                 u["file"].as_str().unwrap_or_default().to_string(),
-                u["duration_us"].as_i64().unwrap_or(-1),
+                u["duration_s"]
+                    .as_f64()
+                    .map_or(-1, |s| (s * 1e6).round() as i64),
             )
         })
         .collect();

@@ -27,5 +27,17 @@ fuzz_target!(|data: &[u8]| {
     let _ = spec.write(Vec::new());
     let b = tracekit_kwinject::analysis::Build::new(&t);
     let _ = tracekit_kwinject::analysis::to_chrome(&b, Vec::new());
-    let _ = tracekit_kwinject::analysis::report_text(&b, 5, Vec::new());
+    let mut text = Vec::new();
+    tracekit_kwinject::analysis::report_text(&b, 5, &mut text).expect("to memory");
+    // The report as data, through every renderer: the text is the same.
+    let opts = tracekit_kwinject::report::Options {
+        top: 5,
+        ..Default::default()
+    };
+    let data = tracekit_kwinject::report::to_report(&b, "fuzz", &opts);
+    let mut again = Vec::new();
+    tracekit_report::text::write(&mut again, std::slice::from_ref(&data)).expect("to memory");
+    assert_eq!(again, text, "the rendered text differs from report_text's");
+    tracekit_report::json::write(&mut Vec::new(), std::slice::from_ref(&data)).expect("to memory");
+    tracekit_report::html::write(&mut Vec::new(), std::slice::from_ref(&data)).expect("to memory");
 });

@@ -91,6 +91,14 @@ pub fn check(data: &[u8], format: Format) {
     });
     assert_eq!(n, m, "slice and stream readers disagree");
     let mut text = Vec::new();
-    tracekit_trace2::report::write_text(&report.finish(), &mut text, 2).expect("to memory");
+    let finished = report.finish();
+    tracekit_trace2::report::write_text(&finished, &mut text, 2).expect("to memory");
+    // The report as data, through every renderer: the text is the same.
+    let data = tracekit_trace2::report::to_report(&finished, &[], 2);
+    let mut again = Vec::new();
+    tracekit_report::text::write(&mut again, std::slice::from_ref(&data)).expect("to memory");
+    assert_eq!(again, text, "the rendered text differs from write_text's");
+    tracekit_report::json::write(&mut Vec::new(), std::slice::from_ref(&data)).expect("to memory");
+    tracekit_report::html::write(&mut Vec::new(), std::slice::from_ref(&data)).expect("to memory");
     timeline.finish().expect("the checking sink does not fail");
 }

@@ -102,6 +102,7 @@ fn process_report(procs: &[ProcState], tree: &Tree, i: usize, sources: &[String]
             pid: c.pid,
             exit_code: c.code,
             elapsed_s: c.elapsed.map(secs),
+            start_unix_us: c.start_unix,
             process: None,
         })
         .collect();
@@ -146,6 +147,10 @@ fn process_report(procs: &[ProcState], tree: &Tree, i: usize, sources: &[String]
         fork: p.fork,
         source: sources.get(p.source as usize).cloned().unwrap_or_default(),
         pid,
+        // A forked process's SID is its parent's: its start is not in it.
+        start_unix_us: (p.fork == 0)
+            .then(|| UnixMicros::parse_sid(sid_own(&p.sid)).map(|t| t.0))
+            .flatten(),
         version: p.version.as_deref().map(text),
         argv: p.argv.iter().map(|a| text(a)).collect(),
         cmd_name: p.cmd_name.as_deref().map(text),

@@ -29,8 +29,9 @@
 //!
 //! **API Boundary:** [`ReportBuilder::add`] takes parsed [`Event`]s from any
 //! format; [`report_bytes`]/[`report_mmap`] parse a whole EVENT/PERF/NORMAL
-//! input (EVENT in parallel); [`write_text`] and `serde` render the
-//! [`Report`].
+//! input (EVENT in parallel); [`to_report`] makes the [`Report`] a
+//! `tracekit_report::Report` (text, JSON and HTML), [`write_text`] prints
+//! its text alone.
 
 use std::collections::{BinaryHeap, VecDeque};
 use std::io::{self, Write};
@@ -47,6 +48,7 @@ use crate::time::{Micros, UnixMicros};
 
 mod apply;
 mod assemble;
+mod data;
 mod fast_region;
 mod model;
 mod rows;
@@ -57,6 +59,7 @@ mod whole_input;
 
 use apply::{apply, apply_region};
 use assemble::session_report;
+pub use data::to_report;
 pub(crate) use fast_region::{fast_region, RegionLine};
 pub use model::*;
 pub use rows::ProcessRow;
@@ -776,6 +779,11 @@ impl ReportBuilder {
         for s in rest {
             self.fold_session(s);
         }
+        let command_durations = duration_buckets(
+            self.commands
+                .values()
+                .flat_map(|a| a.durations.iter().copied()),
+        );
         let mut commands: Vec<CommandStats> = self
             .commands
             .into_iter()
@@ -842,10 +850,44 @@ impl ReportBuilder {
             commands,
             regions,
             errors,
+            command_durations,
             sessions_shown: shown.into_iter().map(|s| s.report).collect(),
             top: self.top,
         }
     }
+}
+
+/// Durations (µs) counted in power-of-two buckets: `[0, 1)`, `[1, 2)`,
+/// `[2, 4)`, ... from the bucket of the shortest to that of the longest.
+fn duration_buckets(durations: impl Iterator<Item = i64>) -> Vec<DurationBucket> {
+    // Bucket k holds [2^(k-1), 2^k) (k = 0: below 1 µs); 64 covers i64.
+    let mut counts = [0u64; 65];
+    for d in durations {
+        let k = if d <= 0 {
+            0
+        } else {
+            64 - (d as u64).leading_zeros() as usize
+        };
+        counts[k] += 1;
+    }
+    let Some(first) = counts.iter().position(|&c| c > 0) else {
+        return Vec::new();
+    };
+    let last = counts.iter().rposition(|&c| c > 0).unwrap_or(first);
+    let bound = |k: usize| -> i64 {
+        match k {
+            0 => 0,
+            k if k >= 64 => i64::MAX,
+            k => 1i64 << (k - 1),
+        }
+    };
+    (first..=last)
+        .map(|k| DurationBucket {
+            lo_us: bound(k),
+            hi_us: bound(k + 1),
+            count: counts[k],
+        })
+        .collect()
 }
 
 /// A `child_exit` in a forked process whose `child_start` an earlier

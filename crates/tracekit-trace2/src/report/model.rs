@@ -25,10 +25,21 @@ pub struct Report {
     pub regions: Vec<RegionTotal>,
     /// Errors grouped by format, most frequent first.
     pub errors: Vec<ErrorGroup>,
+    /// Every finished command's duration, counted in power-of-two
+    /// microsecond buckets (`[lo, hi)`), the shortest first.
+    pub command_durations: Vec<DurationBucket>,
     /// Detail of the slowest `top` sessions, in order of appearance.
     pub sessions_shown: Vec<SessionReport>,
     /// `top` as given to the builder.
     pub top: usize,
+}
+
+/// Commands whose duration is in `[lo_us, hi_us)` microseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct DurationBucket {
+    pub lo_us: i64,
+    pub hi_us: i64,
+    pub count: u64,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -104,6 +115,10 @@ pub struct ProcessReport {
     /// From the SID's `P` part (a forked process has none: the SID names
     /// its parent's).
     pub pid: Option<u32>,
+    /// When it started (µs since the Unix epoch), from its SID's own
+    /// component (EVENT; a forked process has none of its own).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_unix_us: Option<i64>,
     pub version: Option<String>,
     pub argv: Vec<String>,
     pub cmd_name: Option<String>,
@@ -153,6 +168,10 @@ pub struct ChildReport {
     pub exit_code: Option<i64>,
     /// As the parent measured it (fork to waitpid).
     pub elapsed_s: Option<f64>,
+    /// When the parent started it (µs since the Unix epoch: the
+    /// `child_start` record's `time`, EVENT only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_unix_us: Option<i64>,
     /// The child's own trace, when it was traced.
     pub process: Option<Box<ProcessReport>>,
 }

@@ -38,6 +38,22 @@ fn command_label(name: &str, mode: Option<&str>) -> String {
 /// Writes the report for a human. `top` limits the ranked tables (the
 /// session detail was already limited by the builder).
 pub fn write_text(report: &Report, out: &mut dyn Write, top: usize) -> io::Result<()> {
+    write_header(report, out)?;
+    write_commands(report, out, top)?;
+    write_region_totals(report, out, top)?;
+    write_command_regions(report, out, top)?;
+    write_errors(report, out, top)?;
+    if !report.sessions_shown.is_empty() {
+        write_sessions_heading(report, out)?;
+        for s in &report.sessions_shown {
+            write_session(s, out)?;
+        }
+    }
+    Ok(())
+}
+
+/// The first lines: totals, unfinished and late processes, anomalies.
+pub(crate) fn write_header(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     writeln!(
         out,
         "Git Trace2 report: {} events, {} processes in {} sessions",
@@ -65,7 +81,11 @@ pub fn write_text(report: &Report, out: &mut dyn Write, top: usize) -> io::Resul
             a.unmatched_region_leave, a.unclosed_regions, a.unmatched_child_exit
         )?;
     }
+    Ok(())
+}
 
+/// "Commands (by total time)": the `top` costliest.
+pub(crate) fn write_commands(report: &Report, out: &mut dyn Write, top: usize) -> io::Result<()> {
     writeln!(out)?;
     writeln!(out, "Commands (by total time)")?;
     writeln!(
@@ -95,7 +115,15 @@ pub fn write_text(report: &Report, out: &mut dyn Write, top: usize) -> io::Resul
     if report.commands.len() > top.max(1) {
         writeln!(out, "  ... {} more", report.commands.len() - top.max(1))?;
     }
+    Ok(())
+}
 
+/// "Regions (by total time over all processes)", when there are any.
+pub(crate) fn write_region_totals(
+    report: &Report,
+    out: &mut dyn Write,
+    top: usize,
+) -> io::Result<()> {
     if !report.regions.is_empty() {
         writeln!(out)?;
         writeln!(out, "Regions (by total time over all processes)")?;
@@ -119,7 +147,15 @@ pub fn write_text(report: &Report, out: &mut dyn Write, top: usize) -> io::Resul
             writeln!(out, "  ... {} more", report.regions.len() - top.max(1))?;
         }
     }
+    Ok(())
+}
 
+/// "Costliest regions per command", when any command has regions.
+pub(crate) fn write_command_regions(
+    report: &Report,
+    out: &mut dyn Write,
+    top: usize,
+) -> io::Result<()> {
     if report.commands.iter().any(|c| !c.top_regions.is_empty()) {
         writeln!(out)?;
         writeln!(out, "Costliest regions per command")?;
@@ -144,7 +180,11 @@ pub fn write_text(report: &Report, out: &mut dyn Write, top: usize) -> io::Resul
             }
         }
     }
+    Ok(())
+}
 
+/// "Errors (by format)", when there are any.
+pub(crate) fn write_errors(report: &Report, out: &mut dyn Write, top: usize) -> io::Result<()> {
     if !report.errors.is_empty() {
         writeln!(out)?;
         writeln!(out, "Errors (by format)")?;
@@ -155,32 +195,37 @@ pub fn write_text(report: &Report, out: &mut dyn Write, top: usize) -> io::Resul
             writeln!(out, "  ... {} more", report.errors.len() - top.max(1))?;
         }
     }
+    Ok(())
+}
 
-    if !report.sessions_shown.is_empty() {
-        writeln!(out)?;
-        if (report.sessions_shown.len() as u64) < report.sessions {
-            writeln!(
-                out,
-                "Sessions (the {} slowest of {}, in order of appearance)",
-                report.sessions_shown.len(),
-                report.sessions
-            )?;
-        } else {
-            writeln!(out, "Sessions")?;
-        }
-        for s in &report.sessions_shown {
-            writeln!(out)?;
-            writeln!(
-                out,
-                "Session {}  start {}  elapsed {}",
-                s.session,
-                s.start.as_deref().unwrap_or("?"),
-                fmt_secs(s.elapsed_s)
-            )?;
-            for p in &s.processes {
-                write_process(out, p, 1)?;
-            }
-        }
+/// The heading over the sessions shown (there are some).
+pub(crate) fn write_sessions_heading(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out)?;
+    if (report.sessions_shown.len() as u64) < report.sessions {
+        writeln!(
+            out,
+            "Sessions (the {} slowest of {}, in order of appearance)",
+            report.sessions_shown.len(),
+            report.sessions
+        )?;
+    } else {
+        writeln!(out, "Sessions")?;
+    }
+    Ok(())
+}
+
+/// One session: its line, then its process tree in detail.
+pub(crate) fn write_session(s: &SessionReport, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out)?;
+    writeln!(
+        out,
+        "Session {}  start {}  elapsed {}",
+        s.session,
+        s.start.as_deref().unwrap_or("?"),
+        fmt_secs(s.elapsed_s)
+    )?;
+    for p in &s.processes {
+        write_process(out, p, 1)?;
     }
     Ok(())
 }

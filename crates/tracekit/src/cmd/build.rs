@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use tracekit_core::timeline::Sink;
-use tracekit_kwinject::analysis::{self, Build};
+use tracekit_kwinject::analysis::Build;
 use tracekit_kwinject::bear_config::BearConfig;
 use tracekit_kwinject::cdb::{read_database, CdbBuilder, CdbOptions};
 use tracekit_kwinject::env::{EnvBase, EnvFolder};
@@ -642,27 +642,35 @@ impl Dialect for Kwinject {
         Ok(lost_exit(lost))
     }
 
-    fn report(&self, inputs: &[Input], args: &report::Args) -> Result<ExitCode> {
-        let mut out = output(args.output.as_deref())?;
+    fn reports_as_data(&self) -> bool {
+        true
+    }
+
+    fn reports(
+        &self,
+        inputs: &[Input],
+        args: &report::Args,
+    ) -> Result<(Vec<tracekit_report::Report>, ExitCode)> {
         let mut lost = 0;
+        let mut reports = Vec::with_capacity(inputs.len());
         // Response files a link names are read where the build left them.
         let read = |p: &str| std::fs::read_to_string(p).ok();
+        let opts = tracekit_kwinject::report::Options {
+            top: args.top,
+            heading: inputs.len() > 1,
+            ..Default::default()
+        };
         for input in inputs {
             let t = read_trace(input)?;
             lost += t.lost();
             let b = Build::with_files(&t, &read);
-            if args.json {
-                serde_json::to_writer_pretty(&mut out, &analysis::report_json(&b, args.top))?;
-                writeln!(out)?;
-            } else {
-                if inputs.len() > 1 {
-                    writeln!(out, "== {}", input.display())?;
-                }
-                analysis::report_text(&b, args.top, &mut out)?;
-            }
+            reports.push(tracekit_kwinject::report::to_report(
+                &b,
+                &input.display().to_string(),
+                &opts,
+            ));
         }
-        out.flush()?;
-        Ok(lost_exit(lost))
+        Ok((reports, lost_exit(lost)))
     }
 
     fn timeline(

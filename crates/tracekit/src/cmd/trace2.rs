@@ -283,7 +283,15 @@ impl Dialect for Trace2 {
         Ok(exit_code(lost))
     }
 
-    fn report(&self, inputs: &[Input], args: &crate::cmd::report::Args) -> Result<ExitCode> {
+    fn reports_as_data(&self) -> bool {
+        true
+    }
+
+    fn reports(
+        &self,
+        inputs: &[Input],
+        args: &crate::cmd::report::Args,
+    ) -> Result<(Vec<tracekit_report::Report>, ExitCode)> {
         let mut builder = ReportBuilder::new(args.top);
         let mut all = Vec::new();
         for input in inputs {
@@ -310,14 +318,6 @@ impl Dialect for Trace2 {
             )?);
         }
         let rep = builder.finish();
-        let mut out = output(args.output.as_deref())?;
-        if args.json {
-            serde_json::to_writer_pretty(&mut out, &rep)?;
-            writeln!(out)?;
-        } else {
-            report::write_text(&rep, &mut out, args.top)?;
-        }
-        out.flush()?;
         // Records the report could not pair are in it (anomalies); said
         // here too, like every record a verb cannot place.
         let a = &rep.anomalies;
@@ -328,7 +328,9 @@ impl Dialect for Trace2 {
                 a.unmatched_region_leave, a.unmatched_child_exit
             );
         }
-        Ok(exit_code(print_all_warnings(&all)))
+        let names: Vec<String> = inputs.iter().map(|i| i.display().to_string()).collect();
+        let data = report::to_report(&rep, &names, args.top);
+        Ok((vec![data], exit_code(print_all_warnings(&all))))
     }
 
     fn timeline(
