@@ -41,6 +41,8 @@ pub fn number(x: f64, unit: Unit) -> String {
         Unit::Bytes => bytes(x),
         Unit::Percent => format!("{}%", sig(x, 3)),
         Unit::PerS => format!("{}/s", sig(x, 3)),
+        Unit::Ratio => format!("{}×", sig(x, 3)),
+        Unit::Number => sig(x, 3),
         Unit::HexId if x >= 0.0 && x.fract() == 0.0 => format!("{:#x}", x as u64),
         Unit::Count | Unit::Ticks | Unit::Id | Unit::HexId | Unit::Text | Unit::Stack => {
             if x.fract() == 0.0 && x.abs() < 1e15 {

@@ -1,0 +1,109 @@
+//! Building blocks of `tracekit diff` reports: a measure compared before
+//! and after is four columns, `KEY_before`, `KEY_after`, `KEY_delta`
+//! (after − before, in the measure's unit) and `KEY_ratio` (after / before,
+//! [`Unit::Ratio`]; null when before is zero or either side is missing),
+//! and where both sides hold samples, a test of whether the change is
+//! beyond their spread ([`crate::stats::mann_whitney`]): `p_value`
+//! ([`Unit::Number`]) and `significance` (the words of
+//! [`crate::stats::verdict`]).
+
+use crate::model::Column;
+use crate::stats::{self, MannWhitney};
+use crate::value::{Unit, Value};
+
+/// The four columns of a measure compared: `KEY_before`, `KEY_after`,
+/// `KEY_delta`, `KEY_ratio`.
+pub fn columns(key: &str, label: &str, unit: Unit) -> [Column; 4] {
+    [
+        Column::new(format!("{key}_before"), format!("{label} before"), unit),
+        Column::new(format!("{key}_after"), format!("{label} after"), unit),
+        Column::new(format!("{key}_delta"), format!("{label} change"), unit),
+        Column::new(format!("{key}_ratio"), format!("{label} ratio"), Unit::Ratio),
+    ]
+}
+
+/// The values of [`columns`] for integer measures (counts, integer
+/// durations): the change is a signed integer.
+pub fn uint(before: Option<u64>, after: Option<u64>) -> [Value; 4] {
+    let delta = match (before, after) {
+        (Some(b), Some(a)) => Value::Int(a as i64 - b as i64),
+        _ => Value::Null,
+    };
+    [
+        before.into(),
+        after.into(),
+        delta,
+        ratio(before.map(|b| b as f64), after.map(|a| a as f64)),
+    ]
+}
+
+/// The values of [`columns`] for measures that are not integers.
+pub fn float(before: Option<f64>, after: Option<f64>) -> [Value; 4] {
+    let delta = match (before, after) {
+        (Some(b), Some(a)) => Value::Float(a - b),
+        _ => Value::Null,
+    };
+    [
+        before.into(),
+        after.into(),
+        delta,
+        ratio(before, after),
+    ]
+}
+
+/// after / before, when both are known and before is not zero.
+pub fn ratio(before: Option<f64>, after: Option<f64>) -> Value {
+    match (before, after) {
+        (Some(b), Some(a)) if b != 0.0 => Value::Float(a / b),
+        _ => Value::Null,
+    }
+}
+
+/// The columns of a test between two sets of samples: `p_value` and
+/// `significance`.
+pub fn test_columns() -> [Column; 2] {
+    [
+        Column::new("p_value", "p (Mann–Whitney U)", Unit::Number),
+        Column::new("significance", "significance", Unit::Text),
+    ]
+}
+
+/// The values of [`test_columns`] for samples `before` and `after` (any
+/// unit, the same on both sides).
+pub fn test(before: &[f64], after: &[f64]) -> [Value; 2] {
+    let t: Option<MannWhitney> = stats::mann_whitney(before, after);
+    [
+        t.map_or(Value::Null, |t| Value::Float(t.p)),
+        stats::verdict(t.as_ref()).into(),
+    ]
+}
+
+/// How a row's change ranks: the absolute change of a total (a column
+/// `impact`, in the total's unit, sorted descending).
+pub fn impact_column(unit: Unit) -> Column {
+    Column::new("impact", "impact (|total change|)", unit)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn changes_and_ratios() {
+        assert_eq!(
+            uint(Some(4), Some(6)),
+            [
+                Value::UInt(4),
+                Value::UInt(6),
+                Value::Int(2),
+                Value::Float(1.5)
+            ]
+        );
+        assert_eq!(
+            uint(None, Some(6)),
+            [Value::Null, Value::UInt(6), Value::Null, Value::Null]
+        );
+        assert_eq!(float(Some(0.0), Some(1.0))[3], Value::Null);
+        assert_eq!(columns("p50", "p50", Unit::Us)[2].key, "p50_delta");
+    }
+}
