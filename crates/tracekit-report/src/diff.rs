@@ -7,7 +7,7 @@
 //! ([`Unit::Number`]) and `significance` (the words of
 //! [`crate::stats::verdict`]).
 
-use crate::model::Column;
+use crate::model::{Column, Item};
 use crate::stats::{self, MannWhitney};
 use crate::value::{Unit, Value};
 
@@ -48,6 +48,19 @@ pub fn float(before: Option<f64>, after: Option<f64>) -> [Value; 4] {
         after.into(),
         delta,
         ratio(before, after),
+    ]
+}
+
+/// A measure compared, as summary items: `KEY_before`, `KEY_after`,
+/// `KEY_delta` (in `unit`) and `KEY_ratio` ([`Unit::Ratio`]), from the
+/// values of [`uint`] or [`float`].
+pub fn items(key: &str, label: &str, unit: Unit, values: [Value; 4]) -> Vec<Item> {
+    let [b, a, d, r] = values;
+    vec![
+        Item::new(format!("{key}_before"), format!("{label} before"), b, unit),
+        Item::new(format!("{key}_after"), format!("{label} after"), a, unit),
+        Item::new(format!("{key}_delta"), format!("{label} change"), d, unit),
+        Item::new(format!("{key}_ratio"), format!("{label} ratio"), r, Unit::Ratio),
     ]
 }
 
