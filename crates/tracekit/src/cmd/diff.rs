@@ -92,6 +92,10 @@ pub fn compare(
         );
         return Ok((r, ExitCode::SUCCESS));
     }
+    if name == super::xray::Xray.name() {
+        let r = super::xray::diff_report(before, after, &args.instr_map, args.top)?;
+        return Ok((r, ExitCode::SUCCESS));
+    }
     usage(format!("diff: not available for {name} inputs"))
 }
 
