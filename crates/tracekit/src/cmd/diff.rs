@@ -92,6 +92,9 @@ pub fn compare(
         );
         return Ok((r, ExitCode::SUCCESS));
     }
+    if name == super::trace2::Trace2.name() {
+        return trace2(before, after, args.top);
+    }
     if name == super::xray::Xray.name() {
         let r = super::xray::diff_report(before, after, &args.instr_map, args.top)?;
         return Ok((r, ExitCode::SUCCESS));
@@ -112,4 +115,61 @@ pub fn write(reports: &[Report], args: &Args) -> Result<()> {
     }
     out.flush().map_err(failed)?;
     Ok(())
+}
+
+/// One side of a Trace2 comparison: the report of every source of `input`
+/// (a file, a directory target, standard input), with the run times per
+/// command; the warnings are printed.
+fn trace2_side(
+    input: &Input,
+) -> Result<(
+    tracekit_trace2::report::Report,
+    std::collections::BTreeMap<tracekit_trace2::diff::CommandKey, Vec<i64>>,
+    bool,
+)> {
+    use super::trace2::{for_each_source, Content};
+    use tracekit_trace2::reader::for_each_record;
+    use tracekit_trace2::report::{self, ReportBuilder};
+    let mut builder = ReportBuilder::new(0);
+    let samples = tracekit_trace2::diff::Samples::attach(&mut builder);
+    let warnings = for_each_source(input, |name, format, content, warnings| {
+        let id = builder.source(name);
+        match content {
+            Content::Mapped(map) => report::report_mmap(map, format, id, &mut builder, warnings),
+            Content::Stream(r) => {
+                for_each_record(r, format, |rec| -> Result<()> {
+                    if let Some(ev) = rec.parse_or_warn(format, warnings) {
+                        builder.add(&ev, id);
+                    }
+                    Ok(())
+                })?;
+            }
+        }
+        Ok(())
+    })?;
+    let rep = builder.finish();
+    let lost = super::trace2::print_all_warnings(&warnings);
+    Ok((rep, samples.take(), lost))
+}
+
+fn trace2(before: &Input, after: &Input, top: usize) -> Result<(Report, ExitCode)> {
+    use tracekit_trace2::diff::{diff, Side};
+    let (rb, sb, lb) = trace2_side(before)?;
+    let (ra, sa, la) = trace2_side(after)?;
+    let (nb, na) = (before.display(), after.display());
+    let r = diff(
+        &Side {
+            name: &nb,
+            report: &rb,
+            samples: &sb,
+        },
+        &Side {
+            name: &na,
+            report: &ra,
+            samples: &sa,
+        },
+        top,
+    );
+    // As `report`: records lost or unreadable make the exit status 1.
+    Ok((r, ExitCode::from(u8::from(lb || la))))
 }
