@@ -95,6 +95,10 @@ pub fn compare(
     if name == super::trace2::Trace2.name() {
         return trace2(before, after, args.top);
     }
+    if name == super::rtrace::Rtrace.name() {
+        let r = super::rtrace::diff_report(before, after, args.top)?;
+        return Ok((r, ExitCode::SUCCESS));
+    }
     if name == super::xray::Xray.name() {
         let r = super::xray::diff_report(before, after, &args.instr_map, args.top)?;
         return Ok((r, ExitCode::SUCCESS));
