@@ -99,6 +99,29 @@ pub fn compare(
         let r = super::rtrace::diff_report(before, after, args.top)?;
         return Ok((r, ExitCode::SUCCESS));
     }
+    if name == super::build::Kwinject.name() {
+        let tb = super::build::read_trace(before)?;
+        let ta = super::build::read_trace(after)?;
+        // Response files a link names are read where the build left them.
+        let read = |p: &str| std::fs::read_to_string(p).ok();
+        let (bb, ba) = (
+            tracekit_kwinject::analysis::Build::with_files(&tb, &read),
+            tracekit_kwinject::analysis::Build::with_files(&ta, &read),
+        );
+        let r = tracekit_kwinject::diff::builds(
+            &bb,
+            &before.display(),
+            &ba,
+            &after.display(),
+            args.top,
+        );
+        let lost = tb.lost() + ta.lost();
+        return Ok((r, ExitCode::from(u8::from(lost > 0))));
+    }
+    if name == super::ninja::NinjaLog.name() {
+        let r = super::ninja::diff_report(before, after, args.top)?;
+        return Ok((r, ExitCode::SUCCESS));
+    }
     if name == super::xray::Xray.name() {
         let r = super::xray::diff_report(before, after, &args.instr_map, args.top)?;
         return Ok((r, ExitCode::SUCCESS));
