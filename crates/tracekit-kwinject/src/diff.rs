@@ -214,12 +214,12 @@ pub fn builds(
             Some(after.trace.processes.len() as u64),
         ),
     ));
-    rep.push(Section::summary("totals", "Totals", items));
-    rep.push(Section::table(
+    rep.push(d::compact_text(Section::summary("totals", "Totals", items)));
+    rep.push(d::compact_text(Section::table(
         "units",
         "Units, by change of time",
         table,
-    ));
+    )));
     rep.push(critical_path_section(
         "critical_path",
         path_rows(&gb),
@@ -308,7 +308,7 @@ pub fn ninja_logs(
         nd.removed.len() as u64,
         Unit::Count,
     ));
-    rep.push(Section::summary("totals", "Totals", items));
+    rep.push(d::compact_text(Section::summary("totals", "Totals", items)));
     let b: Vec<(String, Option<u64>)> = nd
         .changed
         .iter()
@@ -322,11 +322,11 @@ pub fn ninja_logs(
         .chain(nd.added.iter().map(|(n, ms)| (n.clone(), Some(*ms))))
         .collect();
     let (table, _, _) = unit_table(&b, &a, Unit::Ms, top);
-    rep.push(Section::table(
+    rep.push(d::compact_text(Section::table(
         "units",
         "Targets, by change of time",
         table,
-    ));
+    )));
     if before.critical_path.is_some() || after.critical_path.is_some() {
         rep.push(critical_path_section(
             "critical_path",

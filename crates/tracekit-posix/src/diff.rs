@@ -127,7 +127,7 @@ pub fn diff(
         Unit::Count,
         d::uint(Some(b.summary.corrupt), Some(a.summary.corrupt)),
     ));
-    rep.push(Section::summary("totals", "Totals", items));
+    rep.push(d::compact_text(Section::summary("totals", "Totals", items)));
 
     // Event types, by |change of events|.
     let mut cols = vec![
@@ -165,10 +165,10 @@ pub fn diff(
         t.row(r);
     }
     t.keep(top, &["events_before", "events_after", "events_delta", "impact"]);
-    rep.push(Section::table(
+    rep.push(d::compact_text(Section::table(
         "event_types",
         "Event types, by change of events",
         t,
-    ));
+    )));
     rep
 }

@@ -7,7 +7,7 @@
 //! ([`Unit::Number`]) and `significance` (the words of
 //! [`crate::stats::verdict`]).
 
-use crate::model::{Column, Item};
+use crate::model::{Body, Column, Item, Section, Table};
 use crate::stats::{self, MannWhitney};
 use crate::value::{Unit, Value};
 
@@ -97,6 +97,85 @@ pub fn impact_column(unit: Unit) -> Column {
     Column::new("impact", "impact (|total change|)", unit)
 }
 
+/// Gives a diff section a compact text form (JSON and HTML keep every
+/// field): a summary's compared measures become rows of `before`, `after`,
+/// `change`, `ratio` (other items keep a row of their own); a table loses
+/// its ratio and impact columns. Other sections are left as they are.
+pub fn compact_text(s: Section) -> Section {
+    let mut out = Vec::new();
+    let written = match &s.body {
+        Body::Summary { items } => crate::text::table(&mut out, &measures_table(items)),
+        Body::Table(t) => {
+            let keep: Vec<usize> = t
+                .columns
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| !c.key.ends_with("_ratio") && c.key != "impact")
+                .map(|(i, _)| i)
+                .collect();
+            let pick = |r: &[Value]| -> Vec<Value> { keep.iter().map(|&i| r[i].clone()).collect() };
+            let narrow = Table {
+                columns: keep.iter().map(|&i| t.columns[i].clone()).collect(),
+                rows: t.rows.iter().map(|r| pick(r)).collect(),
+                more: t.more.as_ref().map(|m| crate::model::More {
+                    rows: m.rows,
+                    totals: if m.totals.is_empty() {
+                        Vec::new()
+                    } else {
+                        pick(&m.totals)
+                    },
+                }),
+                sort: t.sort.clone(),
+            };
+            crate::text::table(&mut out, &narrow)
+        }
+        _ => return s,
+    };
+    if written.is_err() {
+        return s;
+    }
+    let text = format!("{}\n{}\n", s.title, String::from_utf8_lossy(&out));
+    s.verbatim(text)
+}
+
+/// Summary items as rows: a measure's four items (`KEY_before`, ...) in
+/// one row, formatted in their unit.
+fn measures_table(items: &[Item]) -> Table {
+    let col = |k: &str, l: &str, u: Unit| Column::new(k, l, u);
+    let mut t = Table::new(vec![
+        col("measure", "", Unit::Text),
+        col("before", "before", Unit::Count),
+        col("after", "after", Unit::Count),
+        col("delta", "change", Unit::Count),
+        col("ratio", "ratio", Unit::Count),
+    ]);
+    let fmt = |i: &Item| Value::Text(crate::format::value(&i.value, i.unit));
+    let mut i = 0;
+    while i < items.len() {
+        let it = &items[i];
+        if let Some(key) = it.key.strip_suffix("_before") {
+            let group: Vec<&Item> = items[i..].iter().take(4).collect();
+            let suffixes = ["_before", "_after", "_delta", "_ratio"];
+            if group.len() == 4
+                && group
+                    .iter()
+                    .zip(suffixes)
+                    .all(|(g, s)| g.key == format!("{key}{s}"))
+            {
+                let label = it.label.strip_suffix(" before").unwrap_or(&it.label);
+                let mut row = vec![Value::Text(label.to_string())];
+                row.extend(group.iter().map(|g| fmt(g)));
+                t.row(row);
+                i += 4;
+                continue;
+            }
+        }
+        t.row(vec![Value::Text(it.label.clone()), fmt(it)]);
+        i += 1;
+    }
+    t
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -118,5 +197,19 @@ mod tests {
         );
         assert_eq!(float(Some(0.0), Some(1.0))[3], Value::Null);
         assert_eq!(columns("p50", "p50", Unit::Us)[2].key, "p50_delta");
+    }
+
+    #[test]
+    fn compact_text_puts_a_measure_on_one_line() {
+        let mut items = items("events", "events", Unit::Count, uint(Some(10), Some(15)));
+        items.push(Item::new("added", "types only after", 2u64, Unit::Count));
+        let s = compact_text(Section::summary("totals", "Totals", items));
+        let crate::model::TextForm::Verbatim(t) = &s.text else {
+            panic!("{:?}", s.text)
+        };
+        assert_eq!(
+            t,
+            "Totals\n                   before after change ratio\n  events               10    15      5  1.5×\n  types only after      2\n\n"
+        );
     }
 }

@@ -153,7 +153,7 @@ pub fn diff(b: &Side<'_>, a: &Side<'_>, top: usize) -> Report {
         removed as u64,
         Unit::Count,
     ));
-    rep.push(Section::summary("totals", "Totals", items));
+    rep.push(d::compact_text(Section::summary("totals", "Totals", items)));
 
     // Commands, by |change of total time|.
     let mut cols = vec![
@@ -222,11 +222,11 @@ pub fn diff(b: &Side<'_>, a: &Side<'_>, top: usize) -> Report {
             "impact",
         ],
     );
-    rep.push(Section::table(
+    rep.push(d::compact_text(Section::table(
         "commands",
         "Commands, by change of total time",
         t,
-    ));
+    )));
 
     // Regions, the ones that got slower first.
     let rk = |r: &report::RegionTotal| (r.category.clone(), r.label.clone());
@@ -273,11 +273,11 @@ pub fn diff(b: &Side<'_>, a: &Side<'_>, top: usize) -> Report {
         top,
         &["count_before", "count_after", "total_before", "total_after", "total_delta"],
     );
-    rep.push(Section::table(
+    rep.push(d::compact_text(Section::table(
         "regions",
         "Regions, most slowed first",
         t,
-    ));
+    )));
     rep.push(Section::notes(
         "notes",
         "Notes",

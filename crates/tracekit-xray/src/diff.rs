@@ -183,7 +183,7 @@ pub fn diff(
         Unit::Count,
         d::uint(Some(b.stats.unfinished), Some(a.stats.unfinished)),
     ));
-    rep.push(Section::summary("totals", "Totals", items));
+    rep.push(d::compact_text(Section::summary("totals", "Totals", items)));
 
     let mut cols = vec![
         Column::new("function", "function", Unit::Text),
@@ -246,11 +246,11 @@ pub fn diff(
             "impact",
         ],
     );
-    rep.push(Section::table(
+    rep.push(d::compact_text(Section::table(
         "functions",
         "Functions, by change of total time",
         t,
-    ));
+    )));
     let mut notes = vec![Note {
         level: Level::Info,
         text: "significance: two-sided Mann–Whitney U test of the calls' durations, \
