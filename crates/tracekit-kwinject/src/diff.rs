@@ -203,8 +203,18 @@ pub fn builds(
         Unit::Count,
         d::uint(Some(ub.len() as u64), Some(ua.len() as u64)),
     ));
-    items.push(Item::new("units_added", "units only after", added, Unit::Count));
-    items.push(Item::new("units_removed", "units only before", removed, Unit::Count));
+    items.push(Item::new(
+        "units_added",
+        "units only after",
+        added,
+        Unit::Count,
+    ));
+    items.push(Item::new(
+        "units_removed",
+        "units only before",
+        removed,
+        Unit::Count,
+    ));
     items.extend(d::items(
         "processes",
         "processes",

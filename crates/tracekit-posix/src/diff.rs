@@ -164,7 +164,10 @@ pub fn diff(
     for (_, _, r) in rows {
         t.row(r);
     }
-    t.keep(top, &["events_before", "events_after", "events_delta", "impact"]);
+    t.keep(
+        top,
+        &["events_before", "events_after", "events_delta", "impact"],
+    );
     rep.push(d::compact_text(Section::table(
         "event_types",
         "Event types, by change of events",

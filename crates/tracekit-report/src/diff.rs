@@ -18,7 +18,11 @@ pub fn columns(key: &str, label: &str, unit: Unit) -> [Column; 4] {
         Column::new(format!("{key}_before"), format!("{label} before"), unit),
         Column::new(format!("{key}_after"), format!("{label} after"), unit),
         Column::new(format!("{key}_delta"), format!("{label} change"), unit),
-        Column::new(format!("{key}_ratio"), format!("{label} ratio"), Unit::Ratio),
+        Column::new(
+            format!("{key}_ratio"),
+            format!("{label} ratio"),
+            Unit::Ratio,
+        ),
     ]
 }
 
@@ -43,12 +47,7 @@ pub fn float(before: Option<f64>, after: Option<f64>) -> [Value; 4] {
         (Some(b), Some(a)) => Value::Float(a - b),
         _ => Value::Null,
     };
-    [
-        before.into(),
-        after.into(),
-        delta,
-        ratio(before, after),
-    ]
+    [before.into(), after.into(), delta, ratio(before, after)]
 }
 
 /// A measure compared, as summary items: `KEY_before`, `KEY_after`,
@@ -60,7 +59,12 @@ pub fn items(key: &str, label: &str, unit: Unit, values: [Value; 4]) -> Vec<Item
         Item::new(format!("{key}_before"), format!("{label} before"), b, unit),
         Item::new(format!("{key}_after"), format!("{label} after"), a, unit),
         Item::new(format!("{key}_delta"), format!("{label} change"), d, unit),
-        Item::new(format!("{key}_ratio"), format!("{label} ratio"), r, Unit::Ratio),
+        Item::new(
+            format!("{key}_ratio"),
+            format!("{label} ratio"),
+            r,
+            Unit::Ratio,
+        ),
     ]
 }
 

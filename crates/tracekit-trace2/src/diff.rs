@@ -86,10 +86,7 @@ fn q(v: Option<&Vec<i64>>, p: f64) -> Option<u64> {
 
 /// Compares two sides; `top` rows of each ranked table are shown.
 pub fn diff(b: &Side<'_>, a: &Side<'_>, top: usize) -> Report {
-    let mut rep = Report::new(
-        "trace2",
-        format!("Git Trace2 {} → {}", b.name, a.name),
-    );
+    let mut rep = Report::new("trace2", format!("Git Trace2 {} → {}", b.name, a.name));
     rep.input(b.name, Some("Git Trace2".into()));
     rep.input(a.name, Some("Git Trace2".into()));
     let (rb, ra) = (b.report, a.report);
@@ -178,11 +175,7 @@ pub fn diff(b: &Side<'_>, a: &Side<'_>, top: usize) -> Report {
             (None, _) => "added",
             (_, None) => "removed",
         };
-        let mut row: Vec<Value> = vec![
-            k.0.as_str().into(),
-            k.1.clone().into(),
-            presence.into(),
-        ];
+        let mut row: Vec<Value> = vec![k.0.as_str().into(), k.1.clone().into(), presence.into()];
         row.extend(d::uint(
             Some(x.map_or(0, |c| c.count)),
             Some(y.map_or(0, |c| c.count)),
@@ -194,7 +187,8 @@ pub fn diff(b: &Side<'_>, a: &Side<'_>, top: usize) -> Report {
         for p in [0.5, 0.9, 0.99] {
             row.extend(d::uint(q(sx, p), q(sy, p)));
         }
-        let total = |s: Option<&Vec<i64>>| s.map_or(0, |v| v.iter().map(|&t| t.max(0) as u64).sum());
+        let total =
+            |s: Option<&Vec<i64>>| s.map_or(0, |v| v.iter().map(|&t| t.max(0) as u64).sum());
         let (tb, ta) = (total(sx), total(sy));
         row.extend(d::uint(Some(tb), Some(ta)));
         let f = |s: Option<&Vec<i64>>| -> Vec<f64> {
@@ -271,7 +265,13 @@ pub fn diff(b: &Side<'_>, a: &Side<'_>, top: usize) -> Report {
     }
     t.keep(
         top,
-        &["count_before", "count_after", "total_before", "total_after", "total_delta"],
+        &[
+            "count_before",
+            "count_after",
+            "total_before",
+            "total_after",
+            "total_delta",
+        ],
     );
     rep.push(d::compact_text(Section::table(
         "regions",

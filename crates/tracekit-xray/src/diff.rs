@@ -129,7 +129,8 @@ impl Side {
         }
     }
     fn q(&self, f: Option<&Func>, q: f64) -> Option<f64> {
-        f.and_then(|f| percentile(&f.samples, q)).map(|t| self.ns(t))
+        f.and_then(|f| percentile(&f.samples, q))
+            .map(|t| self.ns(t))
     }
 }
 
@@ -143,7 +144,6 @@ pub fn diff(
     names: &FunctionNames,
     opts: &Options,
 ) -> Report {
-
     let mut rep = Report::new(
         "xray",
         format!("LLVM XRay logs {before_name} → {after_name}"),

@@ -323,16 +323,17 @@ fn trace2_directories() {
     let t = table(&r, "commands");
     for (cmd, runs) in &ea {
         let row = row_by(t, "command", cmd);
-        let want = if eb.contains_key(cmd) { "both" } else { "removed" };
+        let want = if eb.contains_key(cmd) {
+            "both"
+        } else {
+            "removed"
+        };
         assert_eq!(row["presence"], Value::Text(want.into()), "{cmd}");
         assert_eq!(num(&row["count_before"]) as usize, runs.len(), "{cmd}");
     }
     let version = row_by(t, "command", "version");
     assert_eq!(version["presence"], Value::Text("added".into()));
-    assert_eq!(
-        num(&version["count_after"]) as usize,
-        eb["version"].len()
-    );
+    assert_eq!(num(&version["count_after"]) as usize, eb["version"].len());
 }
 
 // ------------------------------------------------------------------ memory
@@ -354,7 +355,14 @@ fn memory_diff_is_report_diff() {
         serde_json::from_slice(&ok(&["report", "--diff", "--json", &a, &b]).stdout).unwrap();
     let t = table(&r, "totals");
     let mem = row_by(t, "resource", "memory");
-    for key in ["allocations", "allocated", "peak", "leaked", "leaked_blocks", "temporary"] {
+    for key in [
+        "allocations",
+        "allocated",
+        "peak",
+        "leaked",
+        "leaked_blocks",
+        "temporary",
+    ] {
         assert_eq!(
             num(&mem[&format!("{key}_delta")]) as i64,
             legacy["totals"][0][key].as_i64().unwrap(),
@@ -403,8 +411,16 @@ fn build_traces_per_unit_and_parallelism() {
     let t = table(&r, "units");
     for file in ["hiredis.c", "sds.c", "net.c", "test.c"] {
         let row = row_by(t, "unit", &format!("{file} → {}", file.replace(".c", ".o")));
-        assert_eq!(num(&row["time_before"]) as u64, compile_us(&a, file), "{file}");
-        assert_eq!(num(&row["time_after"]) as u64, compile_us(&b, file), "{file}");
+        assert_eq!(
+            num(&row["time_before"]) as u64,
+            compile_us(&a, file),
+            "{file}"
+        );
+        assert_eq!(
+            num(&row["time_after"]) as u64,
+            compile_us(&b, file),
+            "{file}"
+        );
     }
     // -j2 ran up to 3 jobs at once (make's $(shell) beside two compiles);
     // -j1 one.
@@ -463,7 +479,10 @@ fn mismatched_dialects_and_usage_exit_2() {
     let o = tracekit(&["diff", &pool, &xray]);
     assert_eq!(o.status.code(), Some(2));
     let e = String::from_utf8_lossy(&o.stderr);
-    assert!(e.contains("POSIX trace log") && e.contains("LLVM XRay"), "{e}");
+    assert!(
+        e.contains("POSIX trace log") && e.contains("LLVM XRay"),
+        "{e}"
+    );
     assert!(o.stdout.is_empty());
     let o = tracekit(&["diff", "--html", &pool, &pool]);
     assert_eq!(o.status.code(), Some(2));
@@ -476,7 +495,10 @@ fn pages() -> Vec<(&'static str, Vec<String>, &'static [&'static str])> {
     vec![
         (
             "diff-posix.html",
-            vec![corpus("posix/pool.trace"), corpus("posix/pool-no-cache-hit.trace")],
+            vec![
+                corpus("posix/pool.trace"),
+                corpus("posix/pool-no-cache-hit.trace"),
+            ],
             &[
                 "article[data-dialect=posix]",
                 "#r0-totals dl.tk-summary div[data-key=events_delta]",
