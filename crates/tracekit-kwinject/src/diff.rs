@@ -347,3 +347,65 @@ pub fn ninja_logs(
     }
     rep
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(t: &Table) -> Vec<(String, String, Value, Value)> {
+        t.rows
+            .iter()
+            .map(|r| {
+                let s = |v: &Value| match v {
+                    Value::Text(s) => s.clone(),
+                    _ => String::new(),
+                };
+                (s(&r[0]), s(&r[1]), r[2].clone(), r[3].clone())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn units_of_one_name_pair_in_order() {
+        let before = vec![
+            ("cc a.c".to_string(), Some(10)),
+            ("cc a.c".to_string(), Some(20)),
+            ("ld".to_string(), Some(5)),
+        ];
+        let after = vec![
+            ("cc a.c".to_string(), Some(30)),
+            ("ar".to_string(), Some(1)),
+        ];
+        let (t, added, removed) = unit_table(&before, &after, Unit::Us, 10);
+        assert_eq!((added, removed), (1, 2));
+        assert_eq!(
+            names(&t),
+            [
+                // The first `cc a.c` with the first: 10 → 30.
+                (
+                    "cc a.c".into(),
+                    "both".into(),
+                    Value::UInt(10),
+                    Value::UInt(30)
+                ),
+                (
+                    "cc a.c".into(),
+                    "removed".into(),
+                    Value::UInt(20),
+                    Value::Null
+                ),
+                ("ld".into(), "removed".into(), Value::UInt(5), Value::Null),
+                ("ar".into(), "added".into(), Value::Null, Value::UInt(1)),
+            ]
+        );
+        let (t, _, _) = unit_table(&before, &after, Unit::Us, 2);
+        assert_eq!(t.more.as_ref().map(|m| m.rows), Some(2));
+    }
+
+    #[test]
+    fn parallelism_is_busy_over_wall() {
+        assert_eq!(parallelism(Some(100), 250), Some(2.5));
+        assert_eq!(parallelism(Some(0), 250), None);
+        assert_eq!(parallelism(None, 250), None);
+    }
+}

@@ -270,3 +270,54 @@ pub fn diff(
     rep.push(Section::notes("notes", "Notes", notes));
     rep
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tracekit_report::Body;
+
+    fn functions(r: &Report) -> &Table {
+        match &r.find("functions").map(|s| &s.body) {
+            Some(Body::Table(t)) => t,
+            b => panic!("{b:?}"),
+        }
+    }
+
+    #[test]
+    fn a_sample_of_the_calls_keeps_counts_and_totals_exact() {
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/corpus/xray/recursion"
+        );
+        let a = std::fs::read(format!("{dir}/recursion.fdr.xray")).unwrap();
+        let b = std::fs::read(format!("{dir}/recursion.basic.xray")).unwrap();
+        let (ta, tb) = (Trace::open(&a).unwrap(), Trace::open(&b).unwrap());
+        let names = FunctionNames::default();
+        let run = |samples: usize| {
+            let opts = Options { top: 20, samples };
+            let (sa, _) = Side::read(&ta, &opts).unwrap();
+            let (sb, _) = Side::read(&tb, &opts).unwrap();
+            (sa.sampled, diff(&sa, "a", &sb, "b", &names, &opts))
+        };
+        let (sampled, all) = run(100_000);
+        assert!(!sampled);
+        let (sampled, few) = run(5);
+        assert!(sampled);
+        let (ta, tf) = (functions(&all), functions(&few));
+        let col = |t: &Table, k: &str| t.column(k).unwrap();
+        for k in ["calls_before", "calls_after", "sum_before", "sum_after"] {
+            let x: Vec<&Value> = ta.rows.iter().map(|r| &r[col(ta, k)]).collect();
+            let y: Vec<&Value> = tf.rows.iter().map(|r| &r[col(tf, k)]).collect();
+            assert_eq!(x, y, "{k}");
+        }
+        // fib's 177 calls a side: with 5 kept, the test sees 5 against 5.
+        let fib = tf
+            .rows
+            .iter()
+            .find(|r| r[0] == Value::Text("1".into()) || r[1] == Value::Int(1))
+            .unwrap();
+        assert_ne!(fib[col(tf, "p_value")], Value::Null);
+        let notes = format!("{:?}", few.find("notes").unwrap().body);
+        assert!(notes.contains("uniform sample"), "{notes}");
+    }
+}
