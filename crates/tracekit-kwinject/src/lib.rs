@@ -42,6 +42,7 @@ pub mod bear_config;
 pub mod buildlog;
 pub mod cdb;
 pub mod compiler;
+pub mod diff;
 pub mod env;
 pub mod kwspec;
 pub mod ninja;

@@ -143,6 +143,7 @@ pub mod attr;
 pub mod clock;
 pub mod consts;
 pub mod controller;
+pub mod diff;
 pub mod eventset;
 pub mod exec;
 pub mod fragments;

@@ -41,6 +41,9 @@ pub fn number(x: f64, unit: Unit) -> String {
         Unit::Bytes => bytes(x),
         Unit::Percent => format!("{}%", sig(x, 3)),
         Unit::PerS => format!("{}/s", sig(x, 3)),
+        Unit::Ratio => format!("{}×", sig(x, 3)),
+        Unit::Number if x != 0.0 && x.abs() < 1e-4 => format!("{x:.2e}"),
+        Unit::Number => sig(x, 3),
         Unit::HexId if x >= 0.0 && x.fract() == 0.0 => format!("{:#x}", x as u64),
         Unit::Count | Unit::Ticks | Unit::Id | Unit::HexId | Unit::Text | Unit::Stack => {
             if x.fract() == 0.0 && x.abs() < 1e15 {
@@ -141,6 +144,9 @@ mod tests {
         assert_eq!(value(&Value::UInt(255), Unit::HexId), "0xff");
         assert_eq!(value(&Value::Float(29.8804), Unit::Percent), "29.9%");
         assert_eq!(value(&Value::Null, Unit::Count), "");
+        assert_eq!(value(&Value::Float(1.25), Unit::Ratio), "1.25×");
+        assert_eq!(value(&Value::Float(0.0571), Unit::Number), "0.0571");
+        assert_eq!(value(&Value::Float(1.4125e-10), Unit::Number), "1.41e-10");
         assert_eq!(
             value(&Value::List(vec!["a".into(), "b".into()]), Unit::Stack),
             "a › b"

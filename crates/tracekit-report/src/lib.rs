@@ -55,11 +55,13 @@
 //! assert!(String::from_utf8(out).unwrap().contains("\"schema\": \"tracekit.report/1\""));
 //! ```
 
+pub mod diff;
 pub mod format;
 pub mod html;
 pub mod json;
 mod model;
 pub mod series;
+pub mod stats;
 pub mod text;
 mod value;
 

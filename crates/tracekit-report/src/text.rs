@@ -109,7 +109,7 @@ fn summary<W: Write + ?Sized>(out: &mut W, items: &[Item]) -> io::Result<()> {
     Ok(())
 }
 
-fn table<W: Write + ?Sized>(out: &mut W, t: &Table) -> io::Result<()> {
+pub(crate) fn table<W: Write + ?Sized>(out: &mut W, t: &Table) -> io::Result<()> {
     let mut cells: Vec<Vec<String>> = Vec::with_capacity(t.rows.len() + 2);
     cells.push(t.columns.iter().map(|c| c.label.clone()).collect());
     for r in &t.rows {

@@ -31,6 +31,10 @@ pub enum Unit {
     HexId,
     /// A call stack: a list of frames, outermost first.
     Stack,
+    /// A factor (after / before in a diff): shown as `1.25×`.
+    Ratio,
+    /// A plain number with no unit (a p-value, a test statistic).
+    Number,
 }
 
 impl Unit {
@@ -67,6 +71,8 @@ impl Unit {
             Unit::Id => "id",
             Unit::HexId => "hex_id",
             Unit::Stack => "stack",
+            Unit::Ratio => "ratio",
+            Unit::Number => "number",
         }
     }
 }

@@ -24,7 +24,7 @@ mod recording;
 mod svg;
 mod text;
 
-pub use diff::{diff, Diff};
+pub use diff::{diff, diff_report, Diff};
 pub use recording::RecordingReport;
 pub use text::human_bytes;
 

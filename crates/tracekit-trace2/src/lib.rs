@@ -20,6 +20,7 @@
 
 pub mod chrome;
 pub mod convert;
+pub mod diff;
 pub mod event;
 pub mod event_fmt;
 pub mod normal;

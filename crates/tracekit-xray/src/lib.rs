@@ -25,6 +25,7 @@ pub mod basic;
 pub mod calls;
 pub mod commands;
 pub mod densemap;
+pub mod diff;
 pub mod fdr;
 pub mod fdr_dump;
 pub mod graph;

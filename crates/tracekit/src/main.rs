@@ -62,6 +62,10 @@ enum Command {
     Info(cmd::info::Args),
     /// Analyse traces and print a human report (or --json).
     Report(cmd::report::Args),
+    /// Compare two traces of one dialect (BEFORE AFTER): what got slower,
+    /// what appeared or vanished, and whether a change is beyond the
+    /// samples' spread (text, --json, --html).
+    Diff(cmd::diff::Args),
     /// Convert a trace to another format (another dialect, Chrome Trace
     /// Event JSON, ...).
     Convert(cmd::convert::Args),
@@ -108,6 +112,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Info(args) => cmd::info::run(args),
         Command::Report(args) => cmd::report::run(args),
+        Command::Diff(args) => cmd::diff::run(args),
         Command::Convert(args) => cmd::convert::run(args),
         Command::Sql(args) => cmd::sql::run(args),
         Command::Trace2(c) => cmd::trace2::run(c),

@@ -178,3 +178,112 @@ impl Diff {
         })
     }
 }
+
+/// `tracekit diff A B` on two memory traces, as data
+/// ([`tracekit_report::Report`]): per resource type the totals before and
+/// after, and per view (allocations, peak, never freed, temporary) the
+/// places whose cost changed most, with every cost's change (backtraces
+/// matched as [`diff`] matches them). The text form is the one
+/// `report --diff` prints.
+pub fn diff_report(
+    base: &Report,
+    new: &Report,
+    base_name: &str,
+    new_name: &str,
+    top: usize,
+) -> tracekit_report::Report {
+    use tracekit_report::diff as d;
+    use tracekit_report::{Column, Section, Table, TextForm, Unit, Value as V};
+
+    let dd = diff(base, new, top);
+    let mut rep = tracekit_report::Report::new(
+        "rtrace",
+        format!("sp-rtrace traces {base_name} → {new_name}"),
+    );
+    rep.input(base_name, Some("sp-rtrace text".into()));
+    rep.input(new_name, Some("sp-rtrace text".into()));
+    rep.text = TextForm::Omit;
+    let mut legacy = Vec::new();
+    // Writing into a Vec cannot fail.
+    let _ = dd.write_text(&mut legacy, base_name, new_name);
+
+    const MEASURES: [(&str, &str, Unit); 6] = [
+        ("allocations", "allocations", Unit::Count),
+        ("allocated", "bytes allocated", Unit::Bytes),
+        ("peak", "peak", Unit::Bytes),
+        ("leaked", "never freed", Unit::Bytes),
+        ("leaked_blocks", "blocks never freed", Unit::Count),
+        ("temporary", "temporary allocations", Unit::Count),
+    ];
+    fn pick(c: &Cost, key: &str) -> i64 {
+        match key {
+            "allocations" => c.allocations,
+            "allocated" => c.allocated,
+            "peak" => c.peak,
+            "leaked" => c.leaked,
+            "leaked_blocks" => c.leaked_blocks,
+            _ => c.temporary,
+        }
+    }
+    let mut cols = vec![Column::new("resource", "resource type", Unit::Text)];
+    for (k, l, u) in MEASURES {
+        cols.extend(d::columns(k, l, u));
+    }
+    let mut t = Table::new(cols);
+    for name in &dd.resources {
+        let (b, a) = (totals(base, name), totals(new, name));
+        let mut row: Vec<V> = vec![name.as_str().into()];
+        for (k, _, _) in MEASURES {
+            let (x, y) = (pick(&b, k), pick(&a, k));
+            let mut v = d::uint(Some(x.max(0) as u64), Some(y.max(0) as u64));
+            v[2] = V::Int(y - x);
+            row.extend(v);
+        }
+        t.row(row);
+    }
+    rep.push(
+        Section::table("totals", "Totals per resource type", t)
+            .verbatim(String::from_utf8_lossy(&legacy).into_owned()),
+    );
+
+    for (ri, name) in dd.resources.iter().enumerate() {
+        for m in DIFF_VIEWS {
+            let view = ranked(&dd.locations, &dd.traces, ri, m, usize::MAX);
+            if view.is_empty() {
+                continue;
+            }
+            let mut cols = vec![
+                Column::new("function", "function", Unit::Text),
+                Column::new("source", "source", Unit::Text),
+                Column::new("module", "module", Unit::Text),
+            ];
+            for (k, l, u) in MEASURES {
+                cols.push(Column::new(format!("{k}_delta"), format!("{l} change"), u));
+            }
+            let mut t = Table::new(cols);
+            for (loc, _) in &view {
+                let mut row: Vec<V> = vec![
+                    loc.function.as_str().into(),
+                    loc.position.clone().into(),
+                    loc.module.clone().into(),
+                ];
+                for (k, _, _) in MEASURES {
+                    row.push(V::Int(pick(&loc.cost, k)));
+                }
+                t.row(row);
+            }
+            let keys: Vec<String> = MEASURES.iter().map(|m| format!("{}_delta", m.0)).collect();
+            let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+            t.keep(top, &keys);
+            rep.push(
+                Section::table(
+                    format!("{}-{}", m.name(), name),
+                    format!("{} [{name}], change", super::text::title(m)),
+                    t,
+                )
+                .omit_text(),
+            );
+        }
+    }
+    rep
+}

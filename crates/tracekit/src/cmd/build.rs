@@ -308,7 +308,7 @@ pub fn run(command: Command) -> Result<ExitCode> {
     }
 }
 
-fn read_trace(input: &Input) -> Result<Trace> {
+pub(crate) fn read_trace(input: &Input) -> Result<Trace> {
     let reader = input.reader()?;
     let trace = Trace::read(reader).map_err(|e| e.in_file(&input.path))?;
     super::print_warnings(input.display(), &trace.warnings);

@@ -3,6 +3,7 @@
 pub mod build;
 pub mod buildlog;
 pub mod convert;
+pub mod diff;
 pub mod info;
 pub mod ninja;
 pub mod otlp;

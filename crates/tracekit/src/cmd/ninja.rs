@@ -93,6 +93,27 @@ fn load(
     Ok(NinjaBuild::new(log, &abs, graph, edges, deps))
 }
 
+/// `tracekit diff` of two `.ninja_log` files (or build directories, whose
+/// `build.ninja` gives the critical paths), as data.
+pub(crate) fn diff_report(
+    before: &Input,
+    after: &Input,
+    top: usize,
+) -> Result<tracekit_report::Report> {
+    if !is_log(before) || !is_log(after) {
+        return super::usage("diff compares two .ninja_log files (or build directories)");
+    }
+    let a = load(before, None, &[])?;
+    let b = load(after, None, &[])?;
+    Ok(tracekit_kwinject::diff::ninja_logs(
+        &a,
+        &before.display(),
+        &b,
+        &after.display(),
+        top,
+    ))
+}
+
 /// The inputs of one `report`: logs, and the graph and deps texts.
 struct Group<'a> {
     logs: Vec<&'a Input>,

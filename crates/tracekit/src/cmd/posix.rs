@@ -236,7 +236,7 @@ fn record(a: RecordArgs) -> Result<ExitCode> {
     })
 }
 
-fn open_log(input: &Input) -> Result<LogReader> {
+pub(crate) fn open_log(input: &Input) -> Result<LogReader> {
     if input.is_stdin() {
         let mut bytes = Vec::new();
         input.reader()?.read_to_end(&mut bytes)?;

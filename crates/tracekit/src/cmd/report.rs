@@ -40,6 +40,7 @@ pub struct Args {
     /// Compare two recordings of the same program: FILE A (the base) and
     /// FILE B; shows what grew from A to B (memory traces), or the targets
     /// that got slower (two .ninja_log files or ninja build directories).
+    /// `tracekit diff A B` does this for every dialect (with --html).
     #[arg(long)]
     pub diff: bool,
 }
@@ -55,8 +56,17 @@ pub fn run(args: Args) -> Result<ExitCode> {
             anyhow::bail!("--diff compares two traces: A (the base) and B");
         };
         if args.html {
-            eprintln!("tracekit: report --diff has no --html yet");
-            return Ok(ExitCode::from(2));
+            // The page is `tracekit diff`'s (text and JSON keep the form
+            // `report --diff` always printed).
+            return crate::cmd::diff::run(crate::cmd::diff::Args {
+                before: args.inputs[0].clone(),
+                after: args.inputs[1].clone(),
+                json: false,
+                html: true,
+                output: args.output.clone(),
+                top: args.top,
+                instr_map: args.instr_map.clone(),
+            });
         }
         let dialect = formats::detect(base)?;
         let other = formats::detect(new)?;

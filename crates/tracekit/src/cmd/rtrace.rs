@@ -692,6 +692,27 @@ fn write_recording_report(
     Ok(())
 }
 
+/// `tracekit diff` of two memory traces (a recording of one process
+/// stands for its trace), as data.
+pub(crate) fn diff_report(
+    before: &Input,
+    after: &Input,
+    top: usize,
+) -> Result<tracekit_report::Report> {
+    let sym = symbolise(true, &[], None);
+    let before = single_trace(Input::open(&before.path)?)?;
+    let after = single_trace(Input::open(&after.path)?)?;
+    let a = analyse(&before, usize::MAX, &sym)?;
+    let b = analyse(&after, usize::MAX, &sym)?;
+    Ok(report::diff_report(
+        &a,
+        &b,
+        &before.display(),
+        &after.display(),
+        top,
+    ))
+}
+
 /// The one trace of `input`: itself, or the only image of a recording
 /// (a diff compares one process with one process).
 fn single_trace(input: Input) -> Result<Input> {

@@ -63,7 +63,7 @@ fn sources(input: &Input) -> Result<Vec<Source>> {
 }
 
 /// One source's content, as [`for_each_source`] opened it.
-enum Content<'a> {
+pub(crate) enum Content<'a> {
     Mapped(&'a memmap2::Mmap),
     Stream(Box<dyn std::io::BufRead>),
 }
@@ -72,7 +72,7 @@ enum Content<'a> {
 /// standard input), detects its format and hands it to `f` with its
 /// warnings to fill. Empty files are skipped; a file that is not Trace2 is
 /// a warning, standard input that is not Trace2 an error.
-fn for_each_source(
+pub(crate) fn for_each_source(
     input: &Input,
     mut f: impl FnMut(&str, Format, Content<'_>, &mut Warnings) -> Result<()>,
 ) -> Result<Vec<(String, Warnings)>> {

@@ -695,6 +695,37 @@ fn run_inner(raw: RawArgs) -> Result<ExitCode> {
 /// The XRay dialect for `info`, `report` and `convert`.
 pub struct Xray;
 
+/// `tracekit diff` of two XRay logs of one binary (`instr_map`).
+pub(crate) fn diff_report(
+    before: &Input,
+    after: &Input,
+    instr_map: &Option<PathBuf>,
+    top: usize,
+) -> Result<tracekit_report::Report> {
+    let names = names_for(instr_map)?;
+    let (bb, ab) = (open_bytes(&before.path)?, open_bytes(&after.path)?);
+    let (br, ar) = (releaser(&bb, &before.path), releaser(&ab, &after.path));
+    let bt = open_trace(&before.path, &bb, &*br)?;
+    let at = open_trace(&after.path, &ab, &*ar)?;
+    let opts = tracekit_xray::diff::Options {
+        top,
+        ..Default::default()
+    };
+    use tracekit_xray::diff::Side;
+    let (b, wb) = in_file(Side::read(&bt, &opts), &before.path)?;
+    print_warnings(before.path.display(), &wb);
+    let (a, wa) = in_file(Side::read(&at, &opts), &after.path)?;
+    print_warnings(after.path.display(), &wa);
+    Ok(tracekit_xray::diff::diff(
+        &b,
+        &before.display(),
+        &a,
+        &after.display(),
+        &names,
+        &opts,
+    ))
+}
+
 fn names_for(map: &Option<PathBuf>) -> Result<FunctionNames> {
     load_names(map, true)
 }
