@@ -219,6 +219,22 @@ impl Capture {
         Capture::start_with(Store::Packed(Box::new(writer)), depth, stream_size)
     }
 
+    /// Both: the raw image files in `dir` and the `.tkmem` file, from the
+    /// same stream (what tests use to check that the two read back the
+    /// same). The images' paths are their raw files.
+    pub fn start_both(
+        dir: &Path,
+        writer: PackedWriter,
+        depth: usize,
+        stream_size: u64,
+    ) -> io::Result<Capture> {
+        let both = Store::Both(
+            Box::new(Store::files(dir)),
+            Box::new(Store::Packed(Box::new(writer))),
+        );
+        Capture::start_with(both, depth, stream_size)
+    }
+
     fn start_with(store: Store, depth: usize, stream_size: u64) -> io::Result<Capture> {
         let mut attr = TraceAttr::default();
         attr.set_stream_policy(POSIX_TRACE_UNTIL_FULL);
@@ -274,6 +290,12 @@ impl Capture {
         self.finish_mut()
     }
 
+    /// [`Capture::finish`] keeping the capture, for
+    /// [`Capture::finish_packed`] after it (what `finish_into` does).
+    pub fn finish_mut_for_tests(&mut self) -> io::Result<(Vec<Image>, CaptureStats)> {
+        self.finish_mut()
+    }
+
     fn finish_mut(&mut self) -> io::Result<(Vec<Image>, CaptureStats)> {
         self.done.store(true, Ordering::Release);
         let demux = match self.reader.take().map(|r| r.join()) {
@@ -287,9 +309,7 @@ impl Capture {
         spilled?;
         let mut stats = demux.stats;
         stats.refused_writes = refused;
-        if let Store::Packed(w) = demux.store {
-            self.finished = Some(w);
-        }
+        self.finished = demux.store.into_packed();
         let mut images = demux.images;
         images.sort_by_key(|i| (i.pid, i.n));
         Ok((images, stats))
@@ -844,6 +864,26 @@ pub fn split<'a>(
     Ok((images, stats))
 }
 
+/// [`split`] into raw image files in `dir` and, from the same events, one
+/// `.tkmem` file through `writer` (returned, not finished).
+pub fn split_both<'a>(
+    dir: &Path,
+    writer: PackedWriter,
+    event_id: u32,
+    meta_id: u32,
+    events: impl IntoIterator<Item = (u32, i32, u64, &'a [u8])>,
+) -> io::Result<(Vec<Image>, CaptureStats, PackedWriter)> {
+    let both = Store::Both(
+        Box::new(Store::files(dir)),
+        Box::new(Store::Packed(Box::new(writer))),
+    );
+    let (images, stats, store) = split_into(both, event_id, meta_id, events)?;
+    match store.into_packed() {
+        Some(w) => Ok((images, stats, *w)),
+        None => Err(io::Error::other("not a .tkmem capture")),
+    }
+}
+
 /// [`split`] into one `.tkmem` file through `writer` (returned, not
 /// finished).
 pub fn split_packed<'a>(
@@ -854,9 +894,9 @@ pub fn split_packed<'a>(
 ) -> io::Result<(Vec<Image>, CaptureStats, PackedWriter)> {
     let (images, stats, store) =
         split_into(Store::Packed(Box::new(writer)), event_id, meta_id, events)?;
-    match store {
-        Store::Packed(w) => Ok((images, stats, *w)),
-        Store::Files { .. } => Err(io::Error::other("not a .tkmem capture")),
+    match store.into_packed() {
+        Some(w) => Ok((images, stats, *w)),
+        None => Err(io::Error::other("not a .tkmem capture")),
     }
 }
 
@@ -926,6 +966,9 @@ enum Store {
         open: Option<(usize, File)>,
     },
     Packed(Box<PackedWriter>),
+    /// Both of the above, from the same stream (for checking that the two
+    /// layouts read back the same).
+    Both(Box<Store>, Box<Store>),
 }
 
 impl Store {
@@ -954,6 +997,10 @@ impl Store {
                 debug_assert_eq!(index as usize, k);
                 Ok(PathBuf::new())
             }
+            Store::Both(a, b) => {
+                b.start(k, pid, n, header)?;
+                a.start(k, pid, n, header)
+            }
         }
     }
 
@@ -961,6 +1008,10 @@ impl Store {
         match self {
             Store::Files { .. } => append_chunk(&images[k].path, TAG_MAPS, snapshot),
             Store::Packed(w) => w.maps(images[k].index, snapshot),
+            Store::Both(a, b) => {
+                a.maps(images, k, snapshot)?;
+                b.maps(images, k, snapshot)
+            }
         }
     }
 
@@ -978,6 +1029,10 @@ impl Store {
                 write_chunk(f, TAG_EVENTS, records)
             }
             Store::Packed(w) => w.events(images[k].index, thread, records),
+            Store::Both(a, b) => {
+                a.events(images, k, thread, records)?;
+                b.events(images, k, thread, records)
+            }
         }
     }
 
@@ -985,13 +1040,31 @@ impl Store {
         match self {
             Store::Files { .. } => append_chunk(&images[k].path, TAG_END, &end.encode()),
             Store::Packed(w) => w.end(images[k].index, end),
+            Store::Both(a, b) => {
+                a.end(images, k, end)?;
+                b.end(images, k, end)
+            }
         }
     }
 
     /// Nothing more goes into image `k` (its file is closed).
     fn close(&mut self) {
-        if let Store::Files { open, .. } = self {
-            *open = None;
+        match self {
+            Store::Files { open, .. } => *open = None,
+            Store::Packed(_) => {}
+            Store::Both(a, b) => {
+                a.close();
+                b.close();
+            }
+        }
+    }
+
+    /// The `.tkmem` writer in it, if any.
+    fn into_packed(self) -> Option<Box<PackedWriter>> {
+        match self {
+            Store::Files { .. } => None,
+            Store::Packed(w) => Some(w),
+            Store::Both(a, b) => a.into_packed().or(b.into_packed()),
         }
     }
 }
@@ -1119,7 +1192,7 @@ impl Demux {
         };
         let (budget, max) = match self.store {
             Store::Files { .. } => (FLUSH_BUDGET, FLUSH_MAX),
-            Store::Packed(_) => (PACKED_FLUSH_BUDGET, PACKED_FLUSH_MAX),
+            Store::Packed(_) | Store::Both(..) => (PACKED_FLUSH_BUDGET, PACKED_FLUSH_MAX),
         };
         let flush_at = (budget / cur.threads.len().max(1)).clamp(FLUSH_MIN, max);
         let p = cur.threads.entry(thread).or_default();

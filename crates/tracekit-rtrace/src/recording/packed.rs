@@ -1221,6 +1221,9 @@ pub struct Damage {
     /// Bytes from there to the end of the file.
     pub bytes: u64,
     pub reason: String,
+    /// The events of the block cut short there, when its header says:
+    /// (image index, events).
+    pub cut_events: Option<(u32, u32)>,
 }
 
 /// A `.tkmem` file, read: its blocks' headers, the dictionary, the images
@@ -1337,6 +1340,7 @@ impl PackedFile {
             offset: off,
             bytes: size - off,
             reason,
+            cut_events: None,
         };
         while off < size {
             if size - off < BLOCK_HEAD as u64 {
@@ -1361,14 +1365,18 @@ impl PackedFile {
                 break;
             }
             if size - body < u64::from(h.stored) {
-                file.damage = Some(stop(
+                let mut d = stop(
                     off,
                     format!(
                         "a block cut short ({} of its {} bytes)",
                         size - body,
                         h.stored
                     ),
-                ));
+                );
+                if h.kind == KIND_EVENTS && (h.image as usize) < file.images.len() {
+                    d.cut_events = Some((h.image, h.count));
+                }
+                file.damage = Some(d);
                 break;
             }
             payload.resize(h.stored as usize, 0);

@@ -759,8 +759,18 @@ fn recording_of(input: &Input) -> Result<Option<Recording>> {
         tracekit_rtrace::recording::packed::PackedFile::open(&input.path)?
     };
     if let Some(d) = &file.damage {
+        let cut = match d
+            .cut_events
+            .and_then(|(k, n)| Some((file.images.get(k as usize)?, n)))
+        {
+            Some((image, n)) => format!(
+                "; {n} events of pid {} in the block cut short",
+                image.info.pid
+            ),
+            None => String::new(),
+        };
         eprintln!(
-            "tracekit: {}: warning: read up to byte offset {}: {}; the {} bytes after it are not read (a recording cut short: its last events show as lost)",
+            "tracekit: {}: warning: read up to byte offset {}: {}; the {} bytes after it are not read (a recording cut short: events missing before the last ones read show as lost{cut})",
             input.display(),
             d.offset,
             d.reason,
