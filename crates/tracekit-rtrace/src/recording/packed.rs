@@ -201,6 +201,26 @@ impl BlockHeader {
     }
 }
 
+/// One block of any kind and payload (stored, not compressed) with its
+/// header and checksum: what a writer of another tool, a test or a fuzzer
+/// needs to make a file whose blocks pass the reader's checks.
+pub fn stored_block(kind: u8, image: u32, count: u32, first: u64, payload: &[u8]) -> Vec<u8> {
+    let mut h = BlockHeader {
+        kind,
+        codec: CODEC_STORED,
+        stored: payload.len() as u32,
+        raw: payload.len() as u32,
+        crc: 0,
+        image,
+        count,
+        first,
+    };
+    h.crc = h.checksum(payload);
+    let mut out = h.encode().to_vec();
+    out.extend_from_slice(payload);
+    out
+}
+
 // ---------------------------------------------------------------------
 // Events.
 
@@ -541,7 +561,8 @@ fn decode_block(p: &[u8], first: u64, count: u32, out: &mut Vec<u8>) -> Option<(
     let mut c = Cur::new(p);
     let _thread = c.uv()?;
     let n = usize::try_from(c.uv()?).ok()?;
-    if n < STREAMS {
+    // Every stream has its length; every event at least three bytes.
+    if n < STREAMS || n > p.len() || count as usize > p.len() {
         return None;
     }
     let mut lens = Vec::with_capacity(n);
@@ -1637,7 +1658,7 @@ pub(crate) fn decode_events(
         }
     };
     let start = out.len();
-    out.reserve(h.count as usize * ALLOC_LEN);
+    out.reserve((h.count as usize).min(p.len()) * ALLOC_LEN);
     let whole = decode_block(p, h.first, h.count, out).is_some();
     // Nodes not defined before the block are damage: no backtrace.
     let mut at = start;
