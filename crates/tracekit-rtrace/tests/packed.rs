@@ -143,7 +143,7 @@ fn image_events(
                 heap += (size + 31) & !15;
                 heap
             };
-            let (res, func) = if modules & MODULE_FILE != 0 && r % 9 == 0 {
+            let (res, func) = if modules & MODULE_FILE != 0 && r.is_multiple_of(9) {
                 (RES_FD, 10)
             } else {
                 (RES_MEMORY, [0u8, 1, 2, 5][rng.below(4) as usize])
@@ -175,7 +175,7 @@ fn image_events(
                 rng.below(live.len() as u64) as usize
             };
             let addr = live.swap_remove(k);
-            let inner = r % 20 == 0;
+            let inner = r.is_multiple_of(20);
             let number = seq;
             if inner {
                 seq += 1;
@@ -472,7 +472,7 @@ fn a_cut_recording_reads_up_to_its_last_whole_block() {
         assert!(file.damage.is_none(), "cut at {at}: {:?}", file.damage);
         assert_eq!(file.blocks, i as u64);
         assert!(file.finish.is_none());
-        let calls = read_all(&file, i % 8 == 0);
+        let calls = read_all(&file, i.is_multiple_of(8));
         assert!(calls >= last && calls <= full, "cut at {at}: {calls}");
         last = calls;
         // Inside the block: the same, and the damage said.
@@ -523,7 +523,7 @@ fn a_damaged_recording_reads_up_to_the_damage() {
                     let d = file.damage.clone().unwrap_or_else(|| panic!("byte {at}"));
                     assert!(d.offset <= block as u64, "byte {at}: {d:?}");
                 }
-                read_all(&file, at % 10 == 0);
+                read_all(&file, at.is_multiple_of(10));
             }
             Err(e) => assert!(at < packed::FILE_HEAD, "byte {at}: {e}"),
         }

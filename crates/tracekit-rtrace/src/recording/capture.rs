@@ -345,10 +345,21 @@ impl Capture {
             pid: Some(i64::from(root)),
             capture: stats.to_json(),
         };
-        let written = w.stats();
+        let mut written = w.stats();
+        let before = written.bytes;
         let out = w.finish(&finish)?;
+        // The closing block: its header and payload.
+        written.bytes = before + finish_len(&finish);
+        written.blocks += 1;
         Ok((out, counts, written))
     }
+}
+
+/// The bytes of the closing block [`super::packed::Writer::finish`]
+/// writes for `finish`.
+fn finish_len(finish: &super::packed::Finish) -> u64 {
+    let json = serde_json::json!({ "pid": finish.pid, "capture": finish.capture });
+    super::packed::BLOCK_HEAD as u64 + serde_json::to_vec(&json).map_or(0, |v| v.len() as u64)
 }
 
 impl CaptureStats {

@@ -274,7 +274,7 @@ impl Ev {
 
     /// Appends the record in the wire layout (the stack field holds the
     /// node).
-    fn to_wire(&self, out: &mut Vec<u8>) {
+    fn write_wire(&self, out: &mut Vec<u8>) {
         let start = out.len();
         let len = match self.kind {
             KIND_ALLOC => ALLOC_LEN,
@@ -653,7 +653,7 @@ fn decode_block(p: &[u8], first: u64, count: u32, out: &mut Vec<u8>) -> Option<(
             }
             _ => return None,
         }
-        e.to_wire(out);
+        e.write_wire(out);
     }
     Some(())
 }
@@ -964,7 +964,8 @@ impl<W: Write> Writer<W> {
         self.write_block(KIND_END, image, 0, 0, &end.encode(), false)
     }
 
-    /// Writes the closing block and flushes; returns the output.
+    /// Writes the closing block and flushes; returns the output (what was
+    /// written in all: [`Writer::stats`] before).
     pub fn finish(mut self, finish: &Finish) -> io::Result<W> {
         let json = serde_json::json!({ "pid": finish.pid, "capture": finish.capture });
         let payload = serde_json::to_vec(&json).map_err(io::Error::other)?;
@@ -1142,37 +1143,6 @@ impl<W: Write> Writer<W> {
         self.block = block;
         r
     }
-}
-
-/// Writes the raw recordings `files` (`*.tkrt`, one process image each,
-/// in the order given; `n` counts the images of a pid) into `writer`: the
-/// `.tkmem` file the recorder would have written, each file's chunks in
-/// their order (a raw file does not say which thread wrote an events
-/// chunk: all are thread 0).
-pub fn pack_raw<W: Write>(files: &[(PathBuf, u32)], writer: &mut Writer<W>) -> Result<()> {
-    for (path, n) in files {
-        let f = std::fs::File::open(path).map_err(|e| Error::io(Some(path), e))?;
-        let (chunks, _) = super::chunks(&f).map_err(|e| e.in_file(path))?;
-        let mut image = None;
-        let io = |e| Error::io(Some(path), e);
-        let mut buf = Vec::new();
-        for c in chunks {
-            buf = c.read_into(&f, buf).map_err(|e| e.in_file(path))?;
-            let payload = &buf[..];
-            match (c.tag, image) {
-                (TAG_HEADER, None) => image = Some(writer.image(*n, payload).map_err(io)?),
-                (TAG_MAPS, Some(k)) => writer.maps(k, payload).map_err(io)?,
-                (TAG_EVENTS, Some(k)) => writer.events(k, 0, payload).map_err(io)?,
-                (TAG_END, Some(k)) => {
-                    if let Some(end) = ImageEnd::decode(payload) {
-                        writer.end(k, end).map_err(io)?;
-                    }
-                }
-                _ => {}
-            }
-        }
-    }
-    Ok(())
 }
 
 // ---------------------------------------------------------------------
