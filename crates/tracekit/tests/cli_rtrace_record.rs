@@ -722,3 +722,180 @@ fn counts_agree_with_heaptrack_on_the_same_program() {
     // they allocated is live then (heaptrack frees it at exit).
     assert_eq!(ours("peak_bytes") + ht.init_peak, ht.peak, "{mem}");
 }
+
+/// Every reader takes the default `.tkmem` recording as it is: the
+/// conversions to heaptrack (which heaptrack_print reads: the same calls,
+/// leaks and temporaries as our report), to Chrome's and Perfetto's
+/// timelines, to Parquet and the flame graphs, `tracekit sql`, `rtrace
+/// postproc` and `info`, all with the counts of the report.
+#[test]
+fn every_reader_takes_a_tkmem_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    // -O0: gcc drops a malloc whose block is only freed.
+    let exe = build(tmp.path(), "counts", COUNTS, &["-O0", "-g"]);
+    let rec = tmp.path().join("counts.tkmem");
+    ok(tracekit()
+        .args(["-q", "record", "mem", "-o"])
+        .arg(&rec)
+        .arg("--")
+        .arg(&exe)
+        .output());
+    assert!(std::fs::read(&rec).unwrap().starts_with(b"TKMEM\r\n\x1a"));
+    let rep = json(
+        tracekit()
+            .args(["rtrace", "report", "--json", "--no-resolve"])
+            .arg(&rec)
+            .output(),
+    );
+    let mem = &rep["processes"][0]["report"]["resources"][0];
+    let ours = |k: &str| mem[k].as_i64().unwrap();
+    assert_eq!(ours("allocations"), 95, "{mem}");
+
+    // sql: one row per allocation call.
+    let rows = ok(tracekit()
+        .args([
+            "sql",
+            "--format",
+            "csv",
+            "SELECT count(*) AS n, sum(CASE WHEN leaked THEN size ELSE 0 END) AS leaked \
+             FROM rtrace_allocations WHERE resource = 'memory'",
+        ])
+        .arg(&rec)
+        .output())
+    .stdout;
+    let rows = String::from_utf8(rows).unwrap();
+    assert_eq!(
+        rows.lines().nth(1),
+        Some(format!("95,{}", ours("leaked_bytes")).as_str()),
+        "{rows}"
+    );
+
+    // postproc -l: the leaks, as the text trace's.
+    let leaks = String::from_utf8(
+        ok(tracekit()
+            .args(["rtrace", "postproc", "-l"])
+            .arg(&rec)
+            .output())
+        .stdout,
+    )
+    .unwrap();
+    assert!(
+        leaks.contains(&format!(
+            "with total size of {} bytes",
+            ours("leaked_bytes")
+        )),
+        "{leaks}"
+    );
+
+    // heaptrack's file, read by heaptrack_print where it is installed.
+    let ht = tmp.path().join("counts.heaptrack.zst");
+    ok(tracekit()
+        .arg("convert")
+        .arg(&rec)
+        .args(["--to", "heaptrack", "-o"])
+        .arg(&ht)
+        .output());
+    assert!(std::fs::metadata(&ht).unwrap().len() > 0);
+    if Command::new("heaptrack_print").arg("--version").output().is_ok() {
+        let totals = heaptrack_totals(&ht, tmp.path());
+        assert_eq!(totals.calls, ours("allocations"));
+        assert_eq!(totals.leaked, ours("leaked_bytes"));
+        assert_eq!(totals.peak, ours("peak_bytes"));
+    }
+
+    // The timelines: the program's calls on its process track.
+    let chrome: Value = serde_json::from_slice(
+        &ok(tracekit()
+            .arg("convert")
+            .arg(&rec)
+            .args(["--to", "chrome"])
+            .output())
+        .stdout,
+    )
+    .unwrap();
+    let events = chrome
+        .as_array()
+        .or_else(|| chrome["traceEvents"].as_array())
+        .unwrap();
+    // Every block never freed is an instant of the leaks track.
+    let leaks = events.iter().filter(|e| e["cat"] == "leak").count();
+    assert_eq!(leaks as i64, ours("leaked_blocks"), "{chrome}");
+    assert!(leaks > 0);
+    // Perfetto's, byte for byte what the recording's sp-rtrace text gives.
+    let text = tmp.path().join("counts.rtrace");
+    ok(tracekit()
+        .arg("convert")
+        .arg(&rec)
+        .args(["--to", "sp-rtrace", "-o"])
+        .arg(&text)
+        .output());
+    let perfetto = |input: &Path| {
+        let out = tmp.path().join("out.pftrace");
+        ok(tracekit()
+            .arg("convert")
+            .arg(input)
+            .args(["--to", "perfetto", "-o"])
+            .arg(&out)
+            .output());
+        std::fs::read(&out).unwrap()
+    };
+    let pf = perfetto(&rec);
+    assert!(!pf.is_empty());
+    assert!(pf == perfetto(&text), "the timelines differ");
+    let pq = tmp.path().join("counts.parquet");
+    ok(tracekit()
+        .arg("convert")
+        .arg(&rec)
+        .args(["--to", "parquet", "-o"])
+        .arg(&pq)
+        .output());
+    let rows = ok(tracekit()
+        .args([
+            "sql",
+            "--format",
+            "csv",
+            "SELECT count(*) FROM rtrace_allocations WHERE resource = 'memory'",
+        ])
+        .arg(&pq)
+        .output())
+    .stdout;
+    assert_eq!(String::from_utf8_lossy(&rows).lines().nth(1), Some("95"));
+
+    // Flame graphs and folded stacks.
+    let folded = String::from_utf8(
+        ok(tracekit()
+            .arg("convert")
+            .arg(&rec)
+            .args(["--to", "folded-count"])
+            .output())
+        .stdout,
+    )
+    .unwrap();
+    let calls: i64 = folded
+        .lines()
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<i64>().ok())
+        .sum();
+    assert_eq!(calls, 95, "{folded}");
+    let svg = ok(tracekit()
+        .arg("convert")
+        .arg(&rec)
+        .args(["--to", "flamegraph-bytes"])
+        .output())
+    .stdout;
+    assert!(String::from_utf8_lossy(&svg).contains("<svg"));
+
+    // report --diff of its sp-rtrace text with the recording: nothing
+    // changed (the two read alike).
+    let diff = json(
+        tracekit()
+            .args(["report", "--json", "--diff"])
+            .arg(&text)
+            .arg(&rec)
+            .output(),
+    );
+    let totals = &diff["totals"][0];
+    assert_eq!(totals["resource"], "memory", "{diff}");
+    for k in ["allocations", "allocated", "leaked", "peak", "temporary"] {
+        assert_eq!(totals[k], 0, "{k}: {diff}");
+    }
+}
