@@ -361,15 +361,14 @@ fn class_of(size: u64) -> u64 {
 struct Model {
     seq: u64,
     ts: u32,
-    recent: Vec<(u64, u32)>,
+    /// The recent pairs, the most recent last (position 0 of the format).
+    recent: std::collections::VecDeque<(u64, u32)>,
     next: HashMap<(u64, u32), (u64, u32)>,
     prev_info: (u64, u32),
-    /// Live allocations of the block: (ordinal, address, class), in
-    /// allocation order.
-    live: Vec<(u64, u64, u64)>,
-    /// The encoder's index of `live` by address.
-    live_at: HashMap<u64, u64>,
-    ordinal: u64,
+    /// Live allocations of the block, in allocation order.
+    live: Live,
+    /// The encoder's index of `live` by address: the allocation's ordinal.
+    live_at: HashMap<u64, usize>,
     /// Released addresses by class, and all of them, the latest last.
     classes: HashMap<u64, Vec<u64>>,
     freed: Vec<u64>,
@@ -391,25 +390,32 @@ impl Model {
         self.prev_info = info;
     }
 
-    fn recent_front(&mut self, i: usize) {
-        let v = self.recent.remove(i);
-        self.recent.insert(0, v);
+    /// The position (0: the most recent) of `info` among the recent pairs.
+    fn recent_find(&self, info: (u64, u32)) -> Option<usize> {
+        self.recent.iter().rev().position(|&r| r == info)
+    }
+
+    /// The pair at position `k`, moved to the front.
+    fn recent_front(&mut self, k: usize) -> Option<(u64, u32)> {
+        let i = self.recent.len().checked_sub(k + 1)?;
+        let v = self.recent.remove(i)?;
+        self.recent.push_back(v);
+        Some(v)
     }
 
     fn recent_push(&mut self, info: (u64, u32)) {
         if self.recent.len() == RECENT_INFO {
-            self.recent.pop();
+            self.recent.pop_front();
         }
-        self.recent.insert(0, info);
+        self.recent.push_back(info);
     }
 
     fn allocated(&mut self, addr: u64, class: u64, encoder: bool) {
         self.last = (addr, class);
-        self.live.push((self.ordinal, addr, class));
+        let ordinal = self.live.push(addr, class);
         if encoder {
-            self.live_at.insert(addr, self.ordinal);
+            self.live_at.insert(addr, ordinal);
         }
-        self.ordinal += 1;
     }
 
     fn released(&mut self, addr: u64, class: Option<u64>) {
@@ -437,6 +443,88 @@ impl Model {
     fn take_at(list: &mut Vec<u64>, d: usize) -> Option<u64> {
         let i = list.len().checked_sub(d + 1)?;
         Some(list.remove(i))
+    }
+}
+
+/// The live allocations of a block, in allocation order, each named by
+/// its rank from the latest (1: the latest still live): every allocation
+/// by its ordinal, and a Fenwick tree of which are still live, so that
+/// ranking and taking out are O(log n) (a list would move the entries
+/// after it at every release).
+#[derive(Default)]
+struct Live {
+    /// (address, class) by ordinal.
+    slots: Vec<(u64, u64)>,
+    /// The Fenwick tree over `slots` (1-based: `tree[j - 1]` counts the
+    /// live ones among ordinals `j - lowbit(j) .. j`).
+    tree: Vec<u32>,
+    count: usize,
+}
+
+impl Live {
+    /// Live ones among the first `i` ordinals.
+    fn prefix(&self, mut i: usize) -> usize {
+        let mut n = 0;
+        while i > 0 {
+            n += self.tree[i - 1] as usize;
+            i &= i - 1;
+        }
+        n
+    }
+
+    /// Appends a live allocation; returns its ordinal.
+    fn push(&mut self, addr: u64, class: u64) -> usize {
+        let j = self.slots.len() + 1;
+        let low = j & j.wrapping_neg();
+        let below = self.prefix(j - 1) - self.prefix(j - low);
+        self.slots.push((addr, class));
+        self.tree.push(below as u32 + 1);
+        self.count += 1;
+        j - 1
+    }
+
+    fn is_live(&self, ordinal: usize) -> bool {
+        ordinal < self.slots.len() && self.prefix(ordinal + 1) > self.prefix(ordinal)
+    }
+
+    /// The rank of live allocation `ordinal` (1: the latest).
+    fn rank(&self, ordinal: usize) -> usize {
+        self.count - self.prefix(ordinal + 1) + 1
+    }
+
+    /// Takes allocation `ordinal` out (it must be live).
+    fn take(&mut self, ordinal: usize) -> (u64, u64) {
+        let mut j = ordinal + 1;
+        while j <= self.tree.len() {
+            self.tree[j - 1] -= 1;
+            j += j & j.wrapping_neg();
+        }
+        self.count -= 1;
+        self.slots[ordinal]
+    }
+
+    /// The allocation of rank `r` (1: the latest live one), taken out.
+    fn take_rank(&mut self, r: usize) -> Option<(u64, u64)> {
+        if r == 0 || r > self.count {
+            return None;
+        }
+        // The k-th live one from the first.
+        let mut k = self.count - r + 1;
+        let n = self.tree.len();
+        let mut pos = 0;
+        let mut step = if n == 0 {
+            0
+        } else {
+            1 << (usize::BITS - 1 - n.leading_zeros())
+        };
+        while step > 0 {
+            if pos + step <= n && (self.tree[pos + step - 1] as usize) < k {
+                pos += step;
+                k -= self.tree[pos - 1] as usize;
+            }
+            step >>= 1;
+        }
+        Some(self.take(pos))
     }
 }
 
@@ -487,9 +575,9 @@ impl BlockEncoder {
             let info = (e.size, e.node);
             if m.next.get(&m.prev_info) == Some(&info) {
                 s[S_INFO].push(INFO_NEXT);
-            } else if let Some(i) = m.recent.iter().position(|&r| r == info) {
-                s[S_INFO].push(i as u8 + 1);
-                m.recent_front(i);
+            } else if let Some(k) = m.recent_find(info) {
+                s[S_INFO].push(k as u8 + 1);
+                m.recent_front(k);
             } else {
                 s[S_INFO].push(INFO_NEW);
                 put_uv(&mut s[S_SIZE], e.size);
@@ -519,15 +607,10 @@ impl BlockEncoder {
             m.allocated(addr, class, true);
         } else {
             let addr = e.id;
-            match m.live_at.remove(&addr) {
+            match m.live_at.remove(&addr).filter(|&o| m.live.is_live(o)) {
                 Some(ordinal) => {
-                    let i = m
-                        .live
-                        .binary_search_by_key(&ordinal, |l| l.0)
-                        .unwrap_or_else(|i| i.min(m.live.len() - 1));
-                    let rank = m.live.len() - 1 - i;
-                    put_uv(&mut s[S_FREF], rank as u64 + 1);
-                    let (_, _, class) = m.live.remove(i);
+                    put_uv(&mut s[S_FREF], m.live.rank(ordinal) as u64);
+                    let (_, class) = m.live.take(ordinal);
                     m.released(addr, Some(class));
                 }
                 None => {
@@ -605,12 +688,7 @@ fn decode_block(p: &[u8], first: u64, count: u32, out: &mut Vec<u8>) -> Option<(
                         m.recent_push(info);
                         info
                     }
-                    k => {
-                        let i = k as usize - 1;
-                        let info = *m.recent.get(i)?;
-                        m.recent_front(i);
-                        info
-                    }
+                    k => m.recent_front(k as usize - 1)?,
                 };
                 m.info_seen(info);
                 (e.size, e.node) = info;
@@ -644,8 +722,7 @@ fn decode_block(p: &[u8], first: u64, count: u32, out: &mut Vec<u8>) -> Option<(
                         m.released(e.id, None);
                     }
                     r => {
-                        let i = m.live.len().checked_sub(r)?;
-                        let (_, addr, class) = m.live.remove(i);
+                        let (addr, class) = m.live.take_rank(r)?;
                         e.id = addr;
                         m.released(addr, Some(class));
                     }
