@@ -796,7 +796,11 @@ fn every_reader_takes_a_tkmem_file() {
         .arg(&ht)
         .output());
     assert!(std::fs::metadata(&ht).unwrap().len() > 0);
-    if Command::new("heaptrack_print").arg("--version").output().is_ok() {
+    if Command::new("heaptrack_print")
+        .arg("--version")
+        .output()
+        .is_ok()
+    {
         let totals = heaptrack_totals(&ht, tmp.path());
         assert_eq!(totals.calls, ours("allocations"));
         assert_eq!(totals.leaked, ours("leaked_bytes"));

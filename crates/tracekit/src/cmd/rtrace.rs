@@ -1475,8 +1475,7 @@ fn to_rtrace(input: &Input, args: &convert::Args) -> Result<ExitCode> {
                 args.output.as_deref(),
             )?;
         } else {
-            postproc::run(trace.items()?, &Options::default(), out)
-                .map_err(|e| trace.error(e))?;
+            postproc::run(trace.items()?, &Options::default(), out).map_err(|e| trace.error(e))?;
         }
         Ok(())
     })
