@@ -1,7 +1,7 @@
 //! The dialect tables: what the generic tables lose and users query.
 //! Each function reads one dialect's own row API and appends rows.
 
-use std::io::{self, BufRead};
+use std::io;
 
 use arrow_array::types::{Int32Type, Int64Type, UInt64Type};
 use tracekit_core::timeline::NsScale;
@@ -334,7 +334,7 @@ pub fn build_processes(b: &Build<'_>, source: &str, tables: &mut Tables<'_>) -> 
 
 /// `rtrace_allocations` and `rtrace_backtraces` of the trace read from
 /// `input`.
-pub fn rtrace<R: BufRead>(
+pub fn rtrace<R: tracekit_rtrace::IntoItems>(
     input: R,
     source: &str,
     tables: &mut Tables<'_>,

@@ -1,26 +1,44 @@
 //! `tracekit record mem` without the CLI (and its SQL engine), for
-//! measuring the recorder on its own: `record_mem [--raw] OUT CMD...`
+//! measuring the recorder on its own: `record_mem [--format F] OUT CMD...`
 //! runs CMD under the shim (memory; backtrace depth $DEPTH, default the
-//! most, 64) and writes the recording directory OUT as `record mem` would
-//! (text, or with `--raw` the raw recordings).
+//! most, 64) and writes OUT as `record mem` would: a `.tkmem` file
+//! (`--format tkmem`, the default), or a recording directory of text
+//! traces (`text`) or raw recordings (`raw`; `--raw` is the same).
 
 use std::path::PathBuf;
 use std::process::Command;
 
-use tracekit_rtrace::recording::capture::{Capture, Outputs};
+use tracekit_rtrace::recording::capture::{Capture, Format, Outputs};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
-    let raw = args.first().is_some_and(|a| a == "--raw");
-    if raw {
-        args.remove(0);
+    let mut format = Format::Tkmem;
+    loop {
+        match args.first().and_then(|a| a.to_str()) {
+            Some("--raw") => {
+                format = Format::Raw;
+                args.remove(0);
+            }
+            Some("--format") if args.len() > 1 => {
+                format = args[1]
+                    .to_str()
+                    .and_then(Format::parse)
+                    .ok_or("--format: tkmem, text or raw")?;
+                args.drain(..2);
+            }
+            _ => break,
+        }
     }
     if args.len() < 2 {
-        return Err("usage: record_mem [--raw] OUT CMD...".into());
+        return Err("usage: record_mem [--format tkmem|text|raw] OUT CMD...".into());
     }
     let outputs = Outputs {
-        dir: Some(PathBuf::from(&args[0])),
-        raw,
+        path: Some(PathBuf::from(&args[0])),
+        format,
+        command: args[1..]
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
         ..Outputs::default()
     };
     outputs.prepare(0)?;

@@ -3,6 +3,10 @@
 //!
 //!   cargo run --release -p tracekit-rtrace --example rtrace_throughput -- TRACE [-l|-lc|report|read]
 //!
+//! `report` of a `.tkmem` recording analyses every image as `tracekit
+//! report` does, symbols resolved (bench/rtrace-report.sh times it against
+//! heaptrack_print).
+//!
 //! Prints MB/s per CPU-second of the chosen pass (bench/rtrace.sh times
 //! the CLI instead).
 
@@ -10,6 +14,18 @@ use std::io::BufReader;
 use std::time::Instant;
 
 use tracekit_rtrace::postproc::{self, Options};
+
+/// The first bytes of the file at `path`.
+fn head(path: &str) -> Vec<u8> {
+    use std::io::Read;
+    let mut b = Vec::new();
+    std::fs::File::open(path)
+        .expect("open")
+        .take(16)
+        .read_to_end(&mut b)
+        .expect("read");
+    b
+}
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -37,6 +53,23 @@ fn main() {
                 tracekit_rtrace::recording::decode_file(std::path::Path::new(path), out)
                     .expect("decode");
             eprintln!("{} events", stats.events);
+        }
+        "report" if tracekit_rtrace::recording::packed::sniff(&head(path)) => {
+            // A .tkmem recording: every image analysed as `tracekit report`
+            // does (symbols resolved), its text written to nowhere.
+            let file =
+                tracekit_rtrace::recording::packed::PackedFile::open(path.as_ref()).expect("open");
+            let sym = tracekit_rtrace::report::Symbolise::system();
+            let mut calls = 0;
+            for k in 0..file.images.len() {
+                let items = tracekit_rtrace::ItemStream(Box::new(
+                    tracekit_rtrace::recording::Events::packed(&file, k).expect("image"),
+                ));
+                let rep = tracekit_rtrace::report::analyse_with(items, 20, &sym).expect("report");
+                rep.write_text(std::io::sink(), path).expect("write");
+                calls += rep.calls;
+            }
+            eprintln!("{} images, {calls} calls", file.images.len());
         }
         "report" => {
             let rep = tracekit_rtrace::report::analyse(open(), 20, false).expect("report");

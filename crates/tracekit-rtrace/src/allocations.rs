@@ -8,13 +8,12 @@
 //! (leaks at the end), so memory is the live set plus one entry per
 //! distinct backtrace, as for the report.
 
-use std::io::BufRead;
 use std::sync::Arc;
 
 use tracekit_core::{Result, Warnings};
 
 use crate::live::{resource_index, Allocated, Backtraces, Freed, LiveSet};
-use crate::reader::{Assembler, Item, Reader};
+use crate::reader::{IntoItems, Item, Items};
 use crate::record::{Frame, Header};
 use crate::report::Clock as DayClock;
 
@@ -58,11 +57,11 @@ pub fn for_each_allocation<R, B, A>(
     mut on_allocation: A,
 ) -> Result<(AllocationStats, Warnings)>
 where
-    R: BufRead,
+    R: IntoItems,
     B: FnMut(u64, &[Frame]) -> Result<()>,
     A: FnMut(&Allocation) -> Result<()>,
 {
-    let mut asm = Assembler::new(Reader::new(input));
+    let mut asm = input.into_items();
     let mut stats = AllocationStats::default();
     let mut resources: Vec<(Arc<str>, bool)> = Vec::new();
     let mut traces = Backtraces::default();
@@ -157,6 +156,6 @@ where
         row.leaked = true;
         on_allocation(&row)?;
     }
-    let warnings = std::mem::take(&mut asm.reader.warnings);
+    let warnings = asm.take_warnings();
     Ok((stats, warnings))
 }

@@ -27,12 +27,12 @@
 //! converted (heaptrack knows nothing else); frees of blocks never seen
 //! allocated are left out, as heaptrack_interpret leaves them out.
 
-use std::io::{BufRead, Write};
+use std::io::Write;
 
 use rustc_hash::FxHashMap;
 use tracekit_core::{Error, Result, Warnings};
 
-use crate::reader::{Assembler, Item, Reader};
+use crate::reader::{IntoItems, Item, Items};
 use crate::record::ResourceDef;
 use crate::report::Symbolise;
 use crate::resolve::Resolver;
@@ -164,8 +164,8 @@ impl<W: Write> Writer<W> {
 
 /// Converts an sp-rtrace text trace into heaptrack's data file (text;
 /// wrap `out` in a zstd encoder for a `.zst` file, see [`write_zst`]).
-pub fn convert<R: BufRead, W: Write>(input: R, out: W, sym: &Symbolise) -> Result<Stats> {
-    let mut asm = Assembler::new(Reader::new(input));
+pub fn convert<R: IntoItems, W: Write>(input: R, out: W, sym: &Symbolise) -> Result<Stats> {
+    let mut asm = input.into_items();
     let mut resolver = Resolver::for_reports(sym.root.clone(), sym.debug_dirs.clone());
     resolver.use_dwarf = sym.resolve;
     let mut w = Writer {
@@ -257,12 +257,12 @@ pub fn convert<R: BufRead, W: Write>(input: R, out: W, sym: &Symbolise) -> Resul
     stats.strings = w.strings.len() as u64;
     stats.ips = w.ips.len() as u64;
     stats.trace_nodes = w.nodes.len() as u64;
-    stats.warnings = std::mem::take(&mut asm.reader.warnings);
+    stats.warnings = asm.take_warnings();
     Ok(stats)
 }
 
 /// [`convert`] into a zstd-compressed file, as heaptrack writes them.
-pub fn write_zst<R: BufRead, W: Write>(input: R, out: W, sym: &Symbolise) -> Result<Stats> {
+pub fn write_zst<R: IntoItems, W: Write>(input: R, out: W, sym: &Symbolise) -> Result<Stats> {
     let mut enc = zstd::Encoder::new(out, 3).map_err(io)?;
     let stats = convert(input, &mut enc, sym)?;
     enc.finish().map_err(io)?.flush().map_err(io)?;

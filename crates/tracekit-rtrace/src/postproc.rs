@@ -17,14 +17,14 @@
 //! they were in streaming mode.
 
 use std::collections::HashSet;
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::rc::Rc;
 
 use rustc_hash::FxHashMap;
 use tracekit_core::{Error, Position, Result, Warnings};
 
 use crate::live::{resource_index, Allocated, Freed, LiveSet};
-use crate::reader::{Assembler, Backtrace, FullCall, Item, Reader};
+use crate::reader::{Backtrace, FullCall, IntoItems, Item, Items};
 use crate::record::{
     write_resource, Attachment, ContextDef, Frame, Header, HeaderField, MemoryMap, ResourceDef,
 };
@@ -204,8 +204,8 @@ fn io(e: std::io::Error) -> Error {
 }
 
 /// Runs the post-processor over a text trace.
-pub fn run<R: BufRead, W: Write>(input: R, opts: &Options, out: W) -> Result<Stats> {
-    let mut asm = Assembler::new(Reader::new(input));
+pub fn run<R: IntoItems, W: Write>(input: R, opts: &Options, out: W) -> Result<Stats> {
+    let mut asm = input.into_items();
     let header = match asm.next_item()? {
         Some(Item::Header(h)) => h,
         _ => {
@@ -301,7 +301,7 @@ pub fn run<R: BufRead, W: Write>(input: R, opts: &Options, out: W) -> Result<Sta
     }
     st.finish()?;
     let mut stats = st.stats;
-    let reader_warnings = std::mem::take(&mut asm.reader.warnings);
+    let reader_warnings = asm.take_warnings();
     stats.warnings.extend(reader_warnings);
     if stats.out_of_order > 0 {
         stats.warnings.push(

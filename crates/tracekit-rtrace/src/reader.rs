@@ -26,10 +26,16 @@ pub struct Reader<R> {
 
 impl<R: BufRead> Reader<R> {
     pub fn new(inner: R) -> Self {
+        Reader::starting_at(inner, 0)
+    }
+
+    /// A reader of text that continues a trace after its line `line` (the
+    /// header is line 1 of the whole).
+    pub fn starting_at(inner: R, line: u64) -> Self {
         Reader {
             inner,
             buf: Vec::with_capacity(256),
-            line: 0,
+            line,
             warnings: Warnings::default(),
             missing_final_newline: false,
         }
@@ -294,5 +300,67 @@ impl<R: BufRead> Iterator for Assembler<R> {
     type Item = Result<Item>;
     fn next(&mut self) -> Option<Self::Item> {
         self.next_item().transpose()
+    }
+}
+
+/// A trace as [`Item`]s, what every analysis reads: the [`Assembler`] of a
+/// text trace, or the events of a recording
+/// ([`crate::recording::Events`]: a raw recording or an image of a
+/// `.tkmem` file, the same items its text would give, without the text).
+pub trait Items {
+    /// The next item, `Ok(None)` at the end.
+    fn next_item(&mut self) -> Result<Option<Item>>;
+    /// The problems met so far that did not stop reading (taken).
+    fn take_warnings(&mut self) -> Warnings;
+}
+
+impl<R: BufRead> Items for Assembler<R> {
+    fn next_item(&mut self) -> Result<Option<Item>> {
+        Assembler::next_item(self)
+    }
+    fn take_warnings(&mut self) -> Warnings {
+        std::mem::take(&mut self.reader.warnings)
+    }
+}
+
+impl<I: Items + ?Sized> Items for Box<I> {
+    fn next_item(&mut self) -> Result<Option<Item>> {
+        (**self).next_item()
+    }
+    fn take_warnings(&mut self) -> Warnings {
+        (**self).take_warnings()
+    }
+}
+
+/// What the analyses take: a text trace (anything [`BufRead`], read
+/// through an [`Assembler`]) or items already ([`ItemStream`]).
+pub trait IntoItems {
+    type Items: Items;
+    fn into_items(self) -> Self::Items;
+}
+
+impl<R: BufRead> IntoItems for R {
+    type Items = Assembler<R>;
+    fn into_items(self) -> Assembler<R> {
+        Assembler::new(Reader::new(self))
+    }
+}
+
+/// Items from any source, for the analyses' [`IntoItems`] input.
+pub struct ItemStream<'a>(pub Box<dyn Items + 'a>);
+
+impl Items for ItemStream<'_> {
+    fn next_item(&mut self) -> Result<Option<Item>> {
+        self.0.next_item()
+    }
+    fn take_warnings(&mut self) -> Warnings {
+        self.0.take_warnings()
+    }
+}
+
+impl<'a> IntoItems for ItemStream<'a> {
+    type Items = ItemStream<'a>;
+    fn into_items(self) -> ItemStream<'a> {
+        self
     }
 }

@@ -1,24 +1,28 @@
-//! Decoding what the LD_PRELOAD recorder (`tracekit-rtrace-preload`)
-//! records — fixed-layout binary events, a header and the memory maps,
-//! which travel through a POSIX trace stream and are split into one file
-//! of chunks per process image by [`capture`] — into the sp-rtrace text
-//! protocol.
+//! What the LD_PRELOAD recorder (`tracekit-rtrace-preload`) records —
+//! fixed-layout binary events, a header and the memory maps, which travel
+//! through a POSIX trace stream that [`capture`] reads — kept in a
+//! `.tkmem` file ([`packed`], `record mem`'s default) or split into one
+//! raw file of chunks per process image (`record mem --format raw`), and
+//! read back: as the sp-rtrace text protocol ([`Decoder`]) or as the
+//! items the text readers make of that text ([`Events`], what the reports
+//! and conversions take), from either.
 //!
 //! Events arrive in per-thread chunks; each carries a number from one
 //! process-wide counter, so merging the few chunks whose ranges overlap
 //! restores the global order with memory bounded by how far the threads'
-//! chunks interleave. The per-image files are also what `record mem --raw`
-//! keeps (the format is in `docs/formats/rtrace.md` §14): [`Decoder`]
-//! turns one into text piece by piece, as a [`std::io::BufRead`], so every
-//! reader of the text protocol reads them too.
+//! chunks interleave. The raw files' format is in `docs/formats/rtrace.md`
+//! §14, the `.tkmem` file's in `docs/formats/tkmem.md`.
 
 use std::io::Write;
 use std::path::Path;
+use std::rc::Rc;
+use std::sync::Arc;
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
-use tracekit_core::{Error, Position, Result};
+use tracekit_core::{Error, Position, Result, Warnings};
 
-use crate::record::{format_call, format_frame, CallKind, Header, HeaderField};
+use crate::reader::{Backtrace, FullCall, Item};
+use crate::record::{format_call, format_frame, Call, CallKind, Frame, Header, HeaderField};
 
 /// The recorder's event layout.
 pub use tracekit_rtrace_preload::wire;
@@ -26,6 +30,7 @@ pub use tracekit_rtrace_preload::wire;
 use wire::*;
 
 pub mod capture;
+pub mod packed;
 pub mod set;
 
 /// What the recording's header chunk says.
@@ -62,23 +67,23 @@ pub struct DecodeStats {
 /// (pages are copied from the page cache, nothing stays mapped, so the
 /// recorder's resident memory does not grow with the recording), or
 /// bytes in memory.
-trait Source {
+pub(crate) trait Source {
     fn size(&self) -> u64;
     fn read_at(&self, off: u64, buf: &mut [u8]) -> std::io::Result<()>;
 }
 
 /// Recorder bytes in memory.
-struct Bytes<'a>(&'a [u8]);
+pub(crate) struct Bytes<'a>(pub(crate) &'a [u8]);
 
 impl Source for Bytes<'_> {
     fn size(&self) -> u64 {
         self.0.len() as u64
     }
     fn read_at(&self, off: u64, buf: &mut [u8]) -> std::io::Result<()> {
-        let off = off as usize;
-        let src = self
-            .0
-            .get(off..off + buf.len())
+        let off = usize::try_from(off).map_err(|_| std::io::ErrorKind::UnexpectedEof)?;
+        let src = off
+            .checked_add(buf.len())
+            .and_then(|end| self.0.get(off..end))
             .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::UnexpectedEof))?;
         buf.copy_from_slice(src);
         Ok(())
@@ -96,10 +101,10 @@ impl Source for std::fs::File {
 
 /// A chunk: its tag, and where its payload lies in the file.
 #[derive(Clone, Copy)]
-struct Chunk {
-    tag: [u8; 4],
-    offset: u64,
-    len: usize,
+pub(crate) struct Chunk {
+    pub(crate) tag: [u8; 4],
+    pub(crate) offset: u64,
+    pub(crate) len: usize,
 }
 
 impl Chunk {
@@ -108,7 +113,7 @@ impl Chunk {
     }
 
     /// The payload, in `buf` (reused: only its growth is cleared).
-    fn read_into(&self, src: &dyn Source, mut buf: Vec<u8>) -> Result<Vec<u8>> {
+    pub(crate) fn read_into(&self, src: &dyn Source, mut buf: Vec<u8>) -> Result<Vec<u8>> {
         if buf.len() < self.len {
             buf.resize(self.len, 0);
         }
@@ -121,7 +126,7 @@ impl Chunk {
 
 /// The chunks of the file (their headers only), and the bytes at the end
 /// that did not form a whole chunk.
-fn chunks(src: &dyn Source) -> Result<(Vec<Chunk>, u64)> {
+pub(crate) fn chunks(src: &dyn Source) -> Result<(Vec<Chunk>, u64)> {
     let size = src.size();
     let mut out = Vec::new();
     let mut off = 0u64;
@@ -179,31 +184,40 @@ fn local_timestamp(epoch: u64) -> String {
     )
 }
 
-/// What the header chunk (and the last end chunk) of a recording say.
-fn info_of(src: &dyn Source, chunks: &[Chunk]) -> Result<RecordingInfo> {
-    let head = chunks
-        .iter()
-        .find(|c| c.tag == TAG_HEADER)
-        .ok_or_else(|| Error::malformed(Position::Offset(0), "no recorder header chunk"))?;
-    let h = &head.read(src)?;
+/// The shim's header record (the `TKHD` chunk's payload), `None` if it is
+/// too short.
+pub(crate) fn parse_header(h: &[u8]) -> Option<RecordingInfo> {
     if h.len() < HEADER_FIXED {
-        return Err(Error::malformed(
-            Position::Offset(head.offset),
-            "recorder header chunk too short",
-        ));
+        return None;
     }
-    Ok(RecordingInfo {
+    Some(RecordingInfo {
         pid: u32_at(h, 0),
         ppid: u32_at(h, 4),
         start_epoch_s: u64_at(h, 8),
         backtrace_depth: u32_at(h, 24),
         modules: u32_at(h, 28),
         executable: String::from_utf8_lossy(&h[HEADER_FIXED..]).into_owned(),
-        end: match chunks.iter().rev().find(|c| c.tag == TAG_END) {
-            Some(c) => capture::ImageEnd::decode(&c.read(src)?),
-            None => None,
-        },
+        end: None,
     })
+}
+
+/// What the header chunk (and the last end chunk) of a recording say.
+fn info_of(src: &dyn Source, chunks: &[Chunk]) -> Result<RecordingInfo> {
+    let head = chunks
+        .iter()
+        .find(|c| c.tag == TAG_HEADER)
+        .ok_or_else(|| Error::malformed(Position::Offset(0), "no recorder header chunk"))?;
+    let mut info = parse_header(&head.read(src)?).ok_or_else(|| {
+        Error::malformed(
+            Position::Offset(head.offset),
+            "recorder header chunk too short",
+        )
+    })?;
+    info.end = match chunks.iter().rev().find(|c| c.tag == TAG_END) {
+        Some(c) => capture::ImageEnd::decode(&c.read(src)?),
+        None => None,
+    };
+    Ok(info)
 }
 
 /// What a recording file's header says, without decoding its events.
@@ -225,56 +239,181 @@ pub fn decode<W: Write>(data: &[u8], out: W) -> Result<(RecordingInfo, DecodeSta
     Decoder::from_bytes(data)?.write_to(out)
 }
 
-/// Does `head` (a file's first bytes) start a tracekit recording (the
-/// files of `record mem --raw`)?
+/// Does `head` (a file's first bytes) start a tracekit raw recording (the
+/// files of `record mem --format raw`)?
 pub fn sniff(head: &[u8]) -> bool {
     head.starts_with(&TAG_FILE)
 }
 
-/// Turns a recording into the sp-rtrace text protocol a piece at a time:
-/// [`Decoder::write_to`] writes it all; as a [`std::io::BufRead`] it is
-/// what the text readers take. Memory is bounded by how far the threads'
-/// chunks interleave, not by the recording's length.
-pub struct Decoder<'a> {
-    src: Box<dyn Source + 'a>,
-    info: RecordingInfo,
-    stats: DecodeStats,
-    /// The text of the current piece, `text[..pos]` (the buffer is longer:
-    /// the room one more call needs); `text[at..pos]` is not read yet.
-    text: Vec<u8>,
-    pos: usize,
-    at: usize,
-    /// Told how many more bytes of the recording have been decoded (see
-    /// [`Decoder::on_progress`]).
-    progress: Option<Box<dyn FnMut(u64) + 'a>>,
-    /// Bytes of the recording decoded, and how many `progress` was told.
-    decoded: u64,
-    reported: u64,
-    /// The prologue (header, registry, maps) is the first piece.
-    started: bool,
-    done: bool,
-    /// Event chunks by their first number, and how many have been opened.
-    pending: Vec<(u64, Chunk)>,
-    pending_at: usize,
-    /// Open chunks (about one per thread), and the one that gave the last
-    /// event (usually the next one's too).
-    open: Vec<Cursor>,
-    hot: usize,
-    /// Payload buffers of finished chunks, for the next ones.
-    spare: Vec<Vec<u8>>,
-    /// The number of the next event.
-    next: u64,
-    last_ts: Option<u32>,
-    backtraces: Backtraces,
-    fmt: CallFormatter,
+/// Where an image's event chunks come from: the `TKEV` chunks of a raw
+/// recording (wire records as they are), or the events blocks of a
+/// `.tkmem` file (decoded into wire records, the stack field naming a
+/// trace-tree node).
+enum ChunkSource<'a> {
+    Raw {
+        src: Box<dyn Source + 'a>,
+        chunks: Vec<Chunk>,
+    },
+    Packed {
+        src: Arc<dyn Source + Send + Sync>,
+        blocks: Vec<packed::EventsRef>,
+        scratch: (Vec<u8>, Vec<u8>),
+    },
 }
 
-/// Bytes of text per piece (one write, or one fill of a reader's buffer).
-const LINE_BATCH: usize = 256 << 10;
-/// Room after a piece for one more call line with the longest backtrace
-/// a record can define (255 frames of at most 20 bytes) and the closing
-/// comments.
-const SLACK: usize = CALL_MAX + 255 * 20 + 1 + 1024;
+impl ChunkSource<'_> {
+    fn size(&self) -> u64 {
+        match self {
+            ChunkSource::Raw { src, .. } => src.size(),
+            ChunkSource::Packed { blocks, .. } => blocks
+                .iter()
+                .map(|b| u64::from(b.header.stored) + packed::BLOCK_HEAD as u64)
+                .sum(),
+        }
+    }
+
+    /// Chunk `k`'s records, in `buf` (reused); adds what could not be
+    /// decoded to `stats`.
+    fn load(&mut self, k: usize, mut buf: Vec<u8>, stats: &mut DecodeStats) -> Result<Vec<u8>> {
+        match self {
+            ChunkSource::Raw { src, chunks } => chunks[k].read_into(&**src, buf),
+            ChunkSource::Packed {
+                src,
+                blocks,
+                scratch,
+            } => {
+                buf.clear();
+                stats.truncated_bytes +=
+                    packed::decode_events(&**src, &blocks[k], &mut buf, scratch)?;
+                Ok(buf)
+            }
+        }
+    }
+
+    /// Bytes of the file chunk `k` stands for (progress).
+    fn bytes(&self, k: usize) -> u64 {
+        match self {
+            ChunkSource::Raw { chunks, .. } => 8 + chunks[k].len as u64,
+            ChunkSource::Packed { blocks, .. } => {
+                u64::from(blocks[k].header.stored) + packed::BLOCK_HEAD as u64
+            }
+        }
+    }
+}
+
+/// The backtraces of an image by number: return addresses, defined by
+/// the raw recording's `KIND_STACK` records as they are met, or (a
+/// `.tkmem` file) by its trace tree when first asked for. Numbers come
+/// from one counter per process image (a `.tkmem` file's nodes from one
+/// per file), so most are small: those are found by index.
+#[derive(Default)]
+struct Stacks {
+    addrs: Vec<u64>,
+    /// Where backtrace `id`'s addresses are in `addrs` (`start` u32::MAX:
+    /// not defined), for numbers below [`DENSE`].
+    dense: Vec<(u32, u32)>,
+    /// The others.
+    sparse: HashMap<u32, (usize, usize)>,
+    dict: Option<Arc<packed::Dict>>,
+    scratch: Vec<u64>,
+}
+
+/// Backtrace numbers kept by index (8 bytes each, as far as the largest
+/// number seen).
+const DENSE: usize = 1 << 20;
+
+impl Stacks {
+    /// Registers a `KIND_STACK` record (whole, as `record_len` says). A
+    /// number keeps its first definition.
+    fn define(&mut self, rec: &[u8]) {
+        let n = rec[1] as usize;
+        let id = u32_at(rec, 4);
+        if self.defined(id).is_some() {
+            return;
+        }
+        let start = self.addrs.len();
+        self.addrs
+            .extend((0..n).map(|i| u64_at(rec, STACK_HEAD + 8 * i)));
+        self.place(id, start);
+    }
+
+    fn place(&mut self, id: u32, start: usize) {
+        let end = self.addrs.len();
+        let k = id as usize;
+        if k < DENSE && end <= u32::MAX as usize {
+            if self.dense.len() <= k {
+                self.dense.resize(k + 1, (u32::MAX, 0));
+            }
+            self.dense[k] = (start as u32, end as u32);
+        } else {
+            self.sparse.insert(id, (start, end));
+        }
+    }
+
+    #[inline]
+    fn defined(&self, id: u32) -> Option<(usize, usize)> {
+        match self.dense.get(id as usize) {
+            Some(&(s, e)) if s != u32::MAX => Some((s as usize, e as usize)),
+            _ if self.sparse.is_empty() => None,
+            _ => self.sparse.get(&id).copied(),
+        }
+    }
+
+    /// The addresses of backtrace `id` (`None`: never defined).
+    fn get(&mut self, id: u32) -> Option<&[u64]> {
+        if let Some((s, e)) = self.defined(id) {
+            return self.addrs.get(s..e);
+        }
+        let dict = self.dict.as_ref()?;
+        if id == packed::UNKNOWN_NODE {
+            return None;
+        }
+        dict.frames(id, &mut self.scratch)?;
+        let start = self.addrs.len();
+        self.addrs.extend_from_slice(&self.scratch);
+        self.place(id, start);
+        self.addrs.get(start..)
+    }
+}
+
+/// Backtraces as the text of their frame lines, each formatted once
+/// however many calls share it.
+#[derive(Default)]
+struct StackText {
+    text: Vec<u8>,
+    dense: Vec<(u32, u32)>,
+    sparse: HashMap<u32, (usize, usize)>,
+}
+
+impl StackText {
+    #[inline]
+    fn get<'s>(&'s mut self, stacks: &mut Stacks, id: u32) -> Option<&'s [u8]> {
+        let hit = match self.dense.get(id as usize) {
+            Some(&(s, e)) if s != u32::MAX => Some((s as usize, e as usize)),
+            _ if self.sparse.is_empty() => None,
+            _ => self.sparse.get(&id).copied(),
+        };
+        if let Some((s, e)) = hit {
+            return self.text.get(s..e);
+        }
+        let addrs = stacks.get(id)?;
+        let start = self.text.len();
+        for &a in addrs {
+            format_frame(&mut self.text, a);
+        }
+        let end = self.text.len();
+        let k = id as usize;
+        if k < DENSE && end <= u32::MAX as usize {
+            if self.dense.len() <= k {
+                self.dense.resize(k + 1, (u32::MAX, 0));
+            }
+            self.dense[k] = (start as u32, end as u32);
+        } else {
+            self.sparse.insert(id, (start, end));
+        }
+        self.text.get(start..end)
+    }
+}
 
 /// One thread's chunk being merged: the current record's number and
 /// length (`len` 0: none left).
@@ -289,7 +428,7 @@ impl Cursor {
     /// Moves to the next whole event record, registering the backtrace
     /// definitions on the way; `false` if there is none.
     #[inline]
-    fn advance(&mut self, bt: &mut Backtraces) -> bool {
+    fn advance(&mut self, bt: &mut Stacks) -> bool {
         loop {
             let p = &self.payload[self.off..];
             let Some(len) = record_len(p).filter(|&l| l <= p.len()) else {
@@ -307,26 +446,228 @@ impl Cursor {
     }
 }
 
-impl Decoder<'static> {
-    /// A decoder of the recording in `path` (read with `pread`, a chunk
-    /// at a time: nothing stays mapped).
-    pub fn open(path: &Path) -> Result<Decoder<'static>> {
-        let f = std::fs::File::open(path).map_err(|e| Error::io(Some(path), e))?;
-        let len = f.metadata().map_err(|e| Error::io(Some(path), e))?.len();
-        if len == 0 {
-            return Err(Error::malformed(Position::Offset(0), "empty recording").in_file(path));
+/// An image's events in the order of their numbers: the threads' chunks,
+/// visited by their first number, the few whose ranges overlap merged. A
+/// number never seen is counted lost, one seen twice (from the stream and
+/// from a spill file) dropped. Memory is bounded by how far the threads'
+/// chunks interleave, not by the recording's length.
+struct Merge<'a> {
+    src: ChunkSource<'a>,
+    /// Event chunks by their first number, and how many have been opened.
+    pending: Vec<(u64, usize)>,
+    pending_at: usize,
+    /// Open chunks (about one per thread), and the one that gave the last
+    /// event (usually the next one's too).
+    open: Vec<Cursor>,
+    hot: usize,
+    /// The cursor whose current record was handed out last.
+    taken: Option<usize>,
+    /// Payload buffers of finished chunks, for the next ones.
+    spare: Vec<Vec<u8>>,
+    /// The number of the next event.
+    next: u64,
+    /// Bytes of the file whose chunks have been opened.
+    decoded: u64,
+}
+
+impl<'a> Merge<'a> {
+    /// The merge of a raw recording's event chunks: only a chunk's first
+    /// records are read now (they say its first number).
+    fn raw(
+        src: Box<dyn Source + 'a>,
+        chunks: &[Chunk],
+        stacks: &mut Stacks,
+        stats: &mut DecodeStats,
+    ) -> Result<Merge<'a>> {
+        // A thread's buffer is written when it fills or at exit, so a
+        // chunk's place in the file says little about its numbers (the
+        // main thread's first events often come last).
+        let mut pending: Vec<(u64, usize)> = Vec::new();
+        let events: Vec<Chunk> = chunks
+            .iter()
+            .filter(|c| c.tag == TAG_EVENTS)
+            .copied()
+            .collect();
+        for (k, c) in events.iter().enumerate() {
+            let mut prefix = Cursor {
+                payload: vec![0u8; c.len.min(4096)],
+                off: 0,
+                seq: 0,
+                len: 0,
+            };
+            src.read_at(c.offset + 8, &mut prefix.payload)
+                .map_err(|e| Error::io(None, e))?;
+            let mut found = prefix.advance(stacks);
+            if !found && c.len > prefix.payload.len() {
+                prefix.payload = c.read(&*src)?;
+                prefix.off = 0;
+                found = prefix.advance(stacks);
+            }
+            if found {
+                pending.push((prefix.seq, k));
+            } else {
+                stats.truncated_bytes += (c.len - prefix.off) as u64;
+            }
         }
-        Decoder::new(Box::new(f)).map_err(|e| e.in_file(path))
+        Ok(Merge::new(
+            ChunkSource::Raw {
+                src,
+                chunks: events,
+            },
+            pending,
+        ))
+    }
+
+    /// The merge of an image's events blocks in a `.tkmem` file (their
+    /// headers say their first numbers).
+    fn packed(src: Arc<dyn Source + Send + Sync>, blocks: Vec<packed::EventsRef>) -> Merge<'a> {
+        let pending = blocks
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.header.count > 0)
+            .map(|(k, b)| (b.header.first, k))
+            .collect();
+        Merge::new(
+            ChunkSource::Packed {
+                src,
+                blocks,
+                scratch: Default::default(),
+            },
+            pending,
+        )
+    }
+
+    fn new(src: ChunkSource<'a>, mut pending: Vec<(u64, usize)>) -> Merge<'a> {
+        pending.sort_by_key(|&(first, k)| (first, k));
+        Merge {
+            src,
+            pending,
+            pending_at: 0,
+            open: Vec::new(),
+            hot: 0,
+            taken: None,
+            spare: Vec::new(),
+            next: 0,
+            decoded: 0,
+        }
+    }
+
+    /// Moves cursor `i` past its current record.
+    #[inline]
+    fn step(&mut self, i: usize, stacks: &mut Stacks, stats: &mut DecodeStats) {
+        let c = &mut self.open[i];
+        c.off += c.len;
+        if c.advance(stacks) {
+            self.hot = i;
+        } else {
+            let c = self.open.swap_remove(i);
+            stats.truncated_bytes += (c.payload.len() - c.off) as u64;
+            self.spare.push(c.payload);
+        }
+    }
+
+    /// The next event record (wire layout, whole), `None` at the end.
+    #[inline]
+    fn next(&mut self, stacks: &mut Stacks, stats: &mut DecodeStats) -> Result<Option<&[u8]>> {
+        if let Some(i) = self.taken.take() {
+            self.step(i, stacks, stats);
+        }
+        loop {
+            // Open the chunks whose turn has come.
+            while let Some(&(first, k)) = self.pending.get(self.pending_at) {
+                if first > self.next {
+                    break;
+                }
+                self.pending_at += 1;
+                self.decoded += self.src.bytes(k);
+                let buf = self.spare.pop().unwrap_or_default();
+                let mut cursor = Cursor {
+                    payload: self.src.load(k, buf, stats)?,
+                    off: 0,
+                    seq: 0,
+                    len: 0,
+                };
+                if cursor.advance(stacks) {
+                    self.open.push(cursor);
+                } else {
+                    stats.truncated_bytes += (cursor.payload.len() - cursor.off) as u64;
+                    self.spare.push(cursor.payload);
+                }
+            }
+            // The chunk holding the next number (or one seen before).
+            let next = self.next;
+            let i = if self.open.get(self.hot).is_some_and(|c| c.seq <= next) {
+                self.hot
+            } else {
+                match self.open.iter().position(|c| c.seq <= next) {
+                    Some(i) => i,
+                    None => {
+                        // A number that never came: skip to the smallest
+                        // one left.
+                        let in_open = self.open.iter().map(|c| c.seq).min();
+                        let in_pending = self.pending.get(self.pending_at).map(|p| p.0);
+                        match in_open.into_iter().chain(in_pending).min() {
+                            Some(skip_to) => {
+                                stats.lost += skip_to.saturating_sub(next);
+                                self.next = skip_to;
+                                continue;
+                            }
+                            None => {
+                                self.decoded = self.src.size();
+                                return Ok(None);
+                            }
+                        }
+                    }
+                }
+            };
+            if self.open[i].seq == next {
+                self.next = next.saturating_add(1);
+                self.taken = Some(i);
+                let c = &self.open[i];
+                return Ok(Some(&c.payload[c.off..c.off + c.len]));
+            }
+            // A number seen before: the same event delivered twice.
+            stats.duplicates += 1;
+            self.step(i, stacks, stats);
+        }
     }
 }
 
-impl<'a> Decoder<'a> {
-    /// A decoder of recording bytes in memory.
-    pub fn from_bytes(data: &'a [u8]) -> Result<Decoder<'a>> {
-        Decoder::new(Box::new(Bytes(data)))
+/// Keeps call times monotonic in number order: threads read the clock
+/// just after taking their number, so a later number can carry an earlier
+/// millisecond (the text format orders calls by time, then index). A
+/// smaller value after the midnight-of-uptime wrap is kept.
+#[inline]
+fn monotonic_ms(ts: u32, last_ts: &mut Option<u32>) -> u32 {
+    let mut ts = ts;
+    if let Some(prev) = *last_ts {
+        if ts < prev && prev - ts < 60_000 {
+            ts = prev;
+        }
     }
+    *last_ts = Some(ts);
+    ts
+}
 
-    fn new(src: Box<dyn Source + 'a>) -> Result<Decoder<'a>> {
+/// One process image of a recording, opened for reading: its header, the
+/// map lines and resource types of its text, and its events in order.
+struct Image<'a> {
+    info: RecordingInfo,
+    /// The text before the first call (header, registry, map lines).
+    prologue: Vec<u8>,
+    /// The resource tags call lines carry.
+    tags: [Option<&'static str>; 3],
+    merge: Merge<'a>,
+    stacks: Stacks,
+    stats: DecodeStats,
+    last_ts: Option<u32>,
+    progress: Option<Box<dyn FnMut(u64) + 'a>>,
+    reported: u64,
+}
+
+impl<'a> Image<'a> {
+    /// A raw recording's image.
+    fn raw(src: Box<dyn Source + 'a>) -> Result<Image<'a>> {
         let (chunks, truncated) = chunks(&*src)?;
         if let Some(sig) = chunks.first().filter(|c| c.tag == TAG_FILE) {
             let v = sig.read(&*src)?;
@@ -345,74 +686,153 @@ impl<'a> Decoder<'a> {
             truncated_bytes: truncated,
             ..Default::default()
         };
-        let mut text = Vec::with_capacity(LINE_BATCH + SLACK);
-        let types = prologue(&*src, &chunks, &info, &mut text)?;
-        let pos = text.len();
-        text.resize(pos.max(LINE_BATCH) + SLACK, 0);
-
-        // A thread's buffer is written when it fills or at exit, so a
-        // chunk's place in the file says little about its numbers (the
-        // main thread's first events often come last): chunks are visited
-        // by their first number and the few whose ranges overlap merged.
-        // Only a chunk's first records are read now.
-        let mut backtraces = Backtraces::default();
-        let mut pending: Vec<(u64, Chunk)> = Vec::new();
-        for c in chunks.iter().filter(|c| c.tag == TAG_EVENTS) {
-            let mut prefix = Cursor {
-                payload: vec![0u8; c.len.min(4096)],
-                off: 0,
-                seq: 0,
-                len: 0,
-            };
-            src.read_at(c.offset + 8, &mut prefix.payload)
-                .map_err(|e| Error::io(None, e))?;
-            let mut found = prefix.advance(&mut backtraces);
-            if !found && c.len > prefix.payload.len() {
-                prefix.payload = c.read(&*src)?;
-                prefix.off = 0;
-                found = prefix.advance(&mut backtraces);
-            }
-            if found {
-                pending.push((prefix.seq, *c));
-            } else {
-                stats.truncated_bytes += (c.len - prefix.off) as u64;
+        // Executable mappings: those of the last maps snapshot, then
+        // those only earlier snapshots had (objects unloaded before the
+        // end; the shim sends the maps whenever its unwinder finds a new
+        // object), each once, so every frame has its module.
+        let mut maps: Vec<(String, u64, u64)> = Vec::new();
+        let mut seen: HashSet<(String, u64, u64)> = HashSet::default();
+        for c in chunks.iter().rev().filter(|c| c.tag == TAG_MAPS) {
+            let snapshot = c.read(&*src)?;
+            for m in packed::exec_mappings(&String::from_utf8_lossy(&snapshot)) {
+                if seen.insert(m.clone()) {
+                    maps.push(m);
+                }
             }
         }
-        pending.sort_by_key(|(first, _)| *first);
-        Ok(Decoder {
-            src,
+        let mut prologue = Vec::new();
+        let tags = write_prologue(&info, &maps, &mut prologue)?;
+        let mut stacks = Stacks::default();
+        let merge = Merge::raw(src, &chunks, &mut stacks, &mut stats)?;
+        Ok(Image {
             info,
+            prologue,
+            tags,
+            merge,
+            stacks,
             stats,
+            last_ts: None,
+            progress: None,
+            reported: 0,
+        })
+    }
+
+    /// Image `k` of a `.tkmem` file.
+    fn packed(file: &packed::PackedFile, k: usize) -> Result<Image<'a>> {
+        let image = file.images.get(k).ok_or_else(|| {
+            Error::Other(format!(
+                "the recording has {} process images, not {}",
+                file.images.len(),
+                k + 1
+            ))
+        })?;
+        let info = image.info.clone();
+        let mut prologue = Vec::new();
+        let tags = write_prologue(&info, &file.image_maps(k), &mut prologue)?;
+        Ok(Image {
+            info,
+            prologue,
+            tags,
+            merge: Merge::packed(file.src.clone(), image.blocks.clone()),
+            stacks: Stacks {
+                dict: Some(file.dict.clone()),
+                ..Stacks::default()
+            },
+            stats: DecodeStats::default(),
+            last_ts: None,
+            progress: None,
+            reported: 0,
+        })
+    }
+
+    /// Tells the progress callback what has been decoded since.
+    fn report_progress(&mut self) {
+        if let Some(progress) = &mut self.progress {
+            let d = self.merge.decoded;
+            progress(d - self.reported.min(d));
+            self.reported = d;
+        }
+    }
+}
+
+/// Turns a recording into the sp-rtrace text protocol a piece at a time:
+/// [`Decoder::write_to`] writes it all; as a [`std::io::BufRead`] it is
+/// what the text readers take. Memory is bounded by how far the threads'
+/// chunks interleave, not by the recording's length.
+pub struct Decoder<'a> {
+    image: Image<'a>,
+    /// The text of the current piece, `text[..pos]` (the buffer is longer:
+    /// the room one more call needs); `text[at..pos]` is not read yet.
+    text: Vec<u8>,
+    pos: usize,
+    at: usize,
+    /// The prologue (header, registry, maps) is the first piece.
+    started: bool,
+    done: bool,
+    stack_text: StackText,
+    fmt: CallFormatter,
+}
+
+/// Bytes of text per piece (one write, or one fill of a reader's buffer).
+const LINE_BATCH: usize = 256 << 10;
+/// Room after a piece for one more call line with the longest backtrace
+/// a record can define (255 frames of at most 20 bytes) and the closing
+/// comments.
+const SLACK: usize = CALL_MAX + 255 * 20 + 1 + 1024;
+
+impl Decoder<'static> {
+    /// A decoder of the raw recording in `path` (read with `pread`, a
+    /// chunk at a time: nothing stays mapped).
+    pub fn open(path: &Path) -> Result<Decoder<'static>> {
+        let f = std::fs::File::open(path).map_err(|e| Error::io(Some(path), e))?;
+        let len = f.metadata().map_err(|e| Error::io(Some(path), e))?.len();
+        if len == 0 {
+            return Err(Error::malformed(Position::Offset(0), "empty recording").in_file(path));
+        }
+        Decoder::new(Image::raw(Box::new(f)).map_err(|e| e.in_file(path))?)
+    }
+
+    /// A decoder of image `k` of a `.tkmem` file: the same text the raw
+    /// recording of that image decodes to.
+    pub fn packed(file: &packed::PackedFile, k: usize) -> Result<Decoder<'static>> {
+        Decoder::new(Image::packed(file, k)?)
+    }
+}
+
+impl<'a> Decoder<'a> {
+    /// A decoder of raw recording bytes in memory.
+    pub fn from_bytes(data: &'a [u8]) -> Result<Decoder<'a>> {
+        Decoder::new(Image::raw(Box::new(Bytes(data)))?)
+    }
+
+    fn new(image: Image<'a>) -> Result<Decoder<'a>> {
+        let mut text = Vec::with_capacity(LINE_BATCH + SLACK);
+        text.extend_from_slice(&image.prologue);
+        let pos = text.len();
+        text.resize(pos.max(LINE_BATCH) + SLACK, 0);
+        let fmt = CallFormatter::new(image.tags);
+        Ok(Decoder {
+            image,
             text,
             pos,
             at: 0,
-            progress: None,
-            decoded: 0,
-            reported: 0,
             started: false,
             done: false,
-            pending,
-            pending_at: 0,
-            open: Vec::new(),
-            hot: 0,
-            spare: Vec::new(),
-            next: 0,
-            last_ts: None,
-            backtraces,
-            fmt: CallFormatter::new(types),
+            stack_text: StackText::default(),
+            fmt,
         })
     }
 
     /// What the recording's header says (and how the image ended).
     pub fn info(&self) -> &RecordingInfo {
-        &self.info
+        &self.image.info
     }
 
     /// Calls `progress` with how many more bytes of the recording have
     /// been decoded as the text is read (for a progress bar over the
     /// recording's size).
     pub fn on_progress(mut self, progress: impl FnMut(u64) + 'a) -> Self {
-        self.progress = Some(Box::new(progress));
+        self.image.progress = Some(Box::new(progress));
         self
     }
 
@@ -427,7 +847,7 @@ impl<'a> Decoder<'a> {
                 .map_err(|e| Error::io(None, e))?;
         }
         out.flush().map_err(|e| Error::io(None, e))?;
-        Ok((self.info, self.stats))
+        Ok((self.image.info, self.image.stats))
     }
 
     /// Makes `text[..pos]` the next piece (`pos` 0: the end).
@@ -443,14 +863,8 @@ impl<'a> Decoder<'a> {
         self.pos = 0;
         if !self.done {
             self.decode_events()?;
-            if self.done {
-                self.decoded = self.src.size();
-            }
         }
-        if let Some(progress) = &mut self.progress {
-            progress(self.decoded - self.reported.min(self.decoded));
-            self.reported = self.decoded;
-        }
+        self.image.report_progress();
         Ok(())
     }
 
@@ -458,88 +872,29 @@ impl<'a> Decoder<'a> {
     /// (then the closing comments follow).
     fn decode_events(&mut self) -> Result<()> {
         let Decoder {
-            src,
-            info,
-            stats,
+            image,
             text,
             pos,
             done,
-            pending,
-            pending_at,
-            open,
-            hot,
-            spare,
-            next,
-            last_ts,
-            backtraces,
+            stack_text,
             fmt,
-            decoded,
             ..
         } = self;
         while *pos < LINE_BATCH {
-            // Open the chunks whose turn has come.
-            while let Some(&(first, c)) = pending.get(*pending_at) {
-                if first > *next {
-                    break;
-                }
-                *pending_at += 1;
-                *decoded += 8 + c.len as u64;
-                let mut cursor = Cursor {
-                    payload: c.read_into(&**src, spare.pop().unwrap_or_default())?,
-                    off: 0,
-                    seq: 0,
-                    len: 0,
-                };
-                if cursor.advance(backtraces) {
-                    open.push(cursor);
-                } else {
-                    stats.truncated_bytes += (cursor.payload.len() - cursor.off) as u64;
-                    spare.push(cursor.payload);
-                }
-            }
-            // The chunk holding the next number (or one seen before).
-            let i = if open.get(*hot).is_some_and(|c| c.seq <= *next) {
-                *hot
-            } else {
-                match open.iter().position(|c| c.seq <= *next) {
-                    Some(i) => i,
-                    None => {
-                        // A number that never came: skip to the smallest
-                        // one left.
-                        let in_open = open.iter().map(|c| c.seq).min();
-                        let in_pending = pending.get(*pending_at).map(|(first, _)| *first);
-                        match in_open.into_iter().chain(in_pending).min() {
-                            Some(skip_to) => {
-                                stats.lost += skip_to.saturating_sub(*next);
-                                *next = skip_to;
-                                continue;
-                            }
-                            None => {
-                                *pos += epilogue(&mut text[*pos..], info, stats);
-                                *done = true;
-                                return Ok(());
-                            }
-                        }
-                    }
-                }
+            let Some(rec) = image.merge.next(&mut image.stacks, &mut image.stats)? else {
+                *pos += epilogue(&mut text[*pos..], &image.info, &image.stats);
+                *done = true;
+                return Ok(());
             };
-            let c = &mut open[i];
-            if c.seq == *next {
-                let rec = &c.payload[c.off..c.off + c.len];
-                *pos += emit(rec, &mut text[*pos..], fmt, backtraces, stats, last_ts);
-                *next = next.saturating_add(1);
-            } else {
-                // A number seen before: the same event delivered twice.
-                stats.duplicates += 1;
-            }
-            c.off += c.len;
-            if c.advance(backtraces) {
-                *hot = i;
-            } else {
-                let c = open.swap_remove(i);
-                stats.truncated_bytes += (c.payload.len() - c.off) as u64;
-                spare.push(c.payload);
-            }
+            *pos += emit(
+                rec,
+                &mut text[*pos..],
+                fmt,
+                stack_text,
+                &mut image.stacks,
+                &mut image.stats,
+                &mut image.last_ts,
+            );
         }
         Ok(())
     }
@@ -568,12 +923,297 @@ impl std::io::BufRead for Decoder<'_> {
     }
 }
 
+/// A recording's image as the items the text readers' [`Assembler`]
+/// makes of its text — the same items, line numbers included — without
+/// writing the text and reading it back: calls are made from the events,
+/// each backtrace's frames made once and shared. This is how `report`,
+/// `convert`, `postproc` and the SQL tables read raw recordings and
+/// `.tkmem` files.
+///
+/// [`Assembler`]: crate::reader::Assembler
+pub struct Events<'a> {
+    image: Image<'a>,
+    /// Items of the prologue and the closing comments, in order.
+    queue: std::collections::VecDeque<Item>,
+    warnings: Warnings,
+    /// The line of the last item's last line.
+    line: u64,
+    state: EventsState,
+    /// Frames by backtrace number.
+    frames: HashMap<u32, Backtrace>,
+    frames_dense: Vec<Option<Backtrace>>,
+    empty: Backtrace,
+    /// The call's name and `<type>` tag by function × 4 + resource.
+    names: Vec<(compact_str::CompactString, Option<String>)>,
+    /// Calls since the last progress report.
+    since_progress: u32,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum EventsState {
+    Prologue,
+    Calls,
+    Done,
+}
+
+impl Events<'static> {
+    /// The items of the raw recording in `path`.
+    pub fn open(path: &Path) -> Result<Events<'static>> {
+        let f = std::fs::File::open(path).map_err(|e| Error::io(Some(path), e))?;
+        Events::new(Image::raw(Box::new(f)).map_err(|e| e.in_file(path))?)
+            .map_err(|e| e.in_file(path))
+    }
+
+    /// The items of image `k` of a `.tkmem` file.
+    pub fn packed(file: &packed::PackedFile, k: usize) -> Result<Events<'static>> {
+        Events::new(Image::packed(file, k)?)
+    }
+}
+
+impl<'a> Events<'a> {
+    /// The items of raw recording bytes in memory.
+    pub fn from_bytes(data: &'a [u8]) -> Result<Events<'a>> {
+        Events::new(Image::raw(Box::new(Bytes(data)))?)
+    }
+
+    fn new(image: Image<'a>) -> Result<Events<'a>> {
+        let mut queue = std::collections::VecDeque::new();
+        let mut warnings = Warnings::default();
+        let line = parse_lines(&image.prologue, 0, &mut queue, &mut warnings)?;
+        let mut names = Vec::with_capacity((FUNCTIONS.len() + 1) * 4);
+        for name in FUNCTIONS.iter().copied().chain(["unknown"]) {
+            for tag in image.tags.into_iter().chain([None]) {
+                names.push((
+                    compact_str::CompactString::new(name),
+                    tag.map(str::to_string),
+                ));
+            }
+        }
+        Ok(Events {
+            image,
+            queue,
+            warnings,
+            line,
+            state: EventsState::Prologue,
+            frames: HashMap::default(),
+            frames_dense: Vec::new(),
+            empty: Rc::from(Vec::new()),
+            names,
+            since_progress: 0,
+        })
+    }
+
+    /// What the recording's header says (and how the image ended).
+    pub fn info(&self) -> &RecordingInfo {
+        &self.image.info
+    }
+
+    /// The bytes of the file its events are in (what the progress
+    /// callback counts up to).
+    pub fn bytes(&self) -> u64 {
+        self.image.merge.src.size()
+    }
+
+    /// The decode's counts so far (all of them once the items have ended).
+    pub fn stats(&self) -> &DecodeStats {
+        &self.image.stats
+    }
+
+    /// Calls `progress` with how many more bytes of the recording have
+    /// been read (for a progress bar over the recording's size).
+    pub fn on_progress(mut self, progress: impl FnMut(u64) + 'a) -> Self {
+        self.image.progress = Some(Box::new(progress));
+        self
+    }
+
+    /// The frames of backtrace `id` (made once).
+    fn frames(&mut self, id: u32) -> Option<Backtrace> {
+        let k = id as usize;
+        if let Some(Some(f)) = self.frames_dense.get(k) {
+            return Some(f.clone());
+        }
+        if k >= DENSE {
+            if let Some(f) = self.frames.get(&id) {
+                return Some(f.clone());
+            }
+        }
+        let addrs = self.image.stacks.get(id)?;
+        let f: Backtrace = addrs
+            .iter()
+            .map(|&addr| Frame { addr, text: None })
+            .collect();
+        if k < DENSE {
+            if self.frames_dense.len() <= k {
+                self.frames_dense.resize(k + 1, None);
+            }
+            self.frames_dense[k] = Some(f.clone());
+        } else {
+            self.frames.insert(id, f.clone());
+        }
+        Some(f)
+    }
+
+    /// The item of one event record (`None` for a void one).
+    fn call(&mut self, e: &[u8], ts: u32) -> Option<Item> {
+        let kind = e[0];
+        if kind == KIND_VOID {
+            return None;
+        }
+        let stats = &mut self.image.stats;
+        stats.events += 1;
+        let index = u64_at(e, 8).wrapping_add(1);
+        let (func, res) = (e[2] as usize, e[1] as usize);
+        let (alloc, id) = if kind == KIND_ALLOC && e.len() >= ALLOC_LEN {
+            stats.allocs += 1;
+            (Some(u64_at(e, 16).min(i64::MAX as u64)), u64_at(e, 24))
+        } else {
+            stats.frees += 1;
+            (None, u64_at(e, 16))
+        };
+        let Some(index) = i64::try_from(index).ok().filter(|_| ts < 360_000_000) else {
+            // Not what a recorder writes (a damaged record): the items of
+            // the text the decoder writes for it.
+            return Some(self.call_from_text(e, ts));
+        };
+        let frames = if alloc.is_some() && u32_at(e, 32) != 0 {
+            let stack = u32_at(e, 32);
+            match self.frames(stack) {
+                Some(f) => f,
+                None => {
+                    self.image.stats.unknown_backtraces += 1;
+                    self.empty.clone()
+                }
+            }
+        } else {
+            self.empty.clone()
+        };
+        let (name, tag) = &self.names[func.min(FUNCTIONS.len()) * 4 + res.min(3)];
+        let line = self.line + 1;
+        self.line += 2 + frames.len() as u64;
+        Some(Item::Call(FullCall {
+            call: Call {
+                index,
+                context: 0,
+                timestamp: Some(ts),
+                name: name.clone(),
+                resource_type: tag.clone(),
+                kind: match alloc {
+                    Some(size) => CallKind::Alloc { size: size as i64 },
+                    None => CallKind::Free,
+                },
+                id,
+            },
+            args: Vec::new(),
+            frames,
+            line,
+        }))
+    }
+
+    /// [`Events::call`] for a record the fast path does not take: its text
+    /// as the decoder writes it, read back.
+    #[cold]
+    fn call_from_text(&mut self, e: &[u8], ts: u32) -> Item {
+        let mut fmt = CallFormatter::new(self.image.tags);
+        let mut buf = vec![0u8; SLACK];
+        let mut stats = DecodeStats::default();
+        let mut last = Some(ts);
+        let mut stack_text = StackText::default();
+        let n = emit(
+            e,
+            &mut buf,
+            &mut fmt,
+            &mut stack_text,
+            &mut self.image.stacks,
+            &mut stats,
+            &mut last,
+        );
+        self.image.stats.unknown_backtraces += stats.unknown_backtraces;
+        let mut items = std::collections::VecDeque::new();
+        match parse_lines(&buf[..n], self.line, &mut items, &mut self.warnings) {
+            Ok(line) => self.line = line,
+            Err(_) => self.line += 1,
+        }
+        let first = items.pop_front();
+        self.queue.extend(items);
+        first.unwrap_or_else(|| Item::Comment(String::new()))
+    }
+}
+
+/// Reads text lines as the [`Assembler`] does (after line `first_line`),
+/// appending their items to `out`; returns the last line's number.
+///
+/// [`Assembler`]: crate::reader::Assembler
+fn parse_lines(
+    text: &[u8],
+    first_line: u64,
+    out: &mut std::collections::VecDeque<Item>,
+    warnings: &mut Warnings,
+) -> Result<u64> {
+    let mut asm =
+        crate::reader::Assembler::new(crate::reader::Reader::starting_at(text, first_line));
+    while let Some(item) = asm.next_item()? {
+        out.push_back(item);
+    }
+    let w = std::mem::take(&mut asm.reader.warnings);
+    warnings.extend(w);
+    Ok(asm.reader.line())
+}
+
+impl crate::reader::Items for Events<'_> {
+    fn next_item(&mut self) -> Result<Option<Item>> {
+        loop {
+            if let Some(item) = self.queue.pop_front() {
+                return Ok(Some(item));
+            }
+            match self.state {
+                EventsState::Done => return Ok(None),
+                EventsState::Prologue => self.state = EventsState::Calls,
+                EventsState::Calls => {
+                    self.since_progress += 1;
+                    if self.since_progress >= 1 << 16 {
+                        self.since_progress = 0;
+                        self.image.report_progress();
+                    }
+                    let image = &mut self.image;
+                    let Some(rec) = image.merge.next(&mut image.stacks, &mut image.stats)? else {
+                        self.state = EventsState::Done;
+                        image.report_progress();
+                        let mut text = vec![0u8; 1024];
+                        let n = epilogue(&mut text, &image.info, &image.stats);
+                        self.line = parse_lines(
+                            &text[..n],
+                            self.line,
+                            &mut self.queue,
+                            &mut self.warnings,
+                        )?;
+                        continue;
+                    };
+                    if rec[0] == KIND_VOID {
+                        continue;
+                    }
+                    let ts = monotonic_ms(u32_at(rec, 4), &mut image.last_ts);
+                    // The record is copied out: the merge keeps it.
+                    let mut e = [0u8; ALLOC_LEN];
+                    let n = rec.len().min(ALLOC_LEN);
+                    e[..n].copy_from_slice(&rec[..n]);
+                    if let Some(item) = self.call(&e[..n], ts) {
+                        return Ok(Some(item));
+                    }
+                }
+            }
+        }
+    }
+
+    fn take_warnings(&mut self) -> Warnings {
+        std::mem::take(&mut self.warnings)
+    }
+}
+
 /// Writes the header line, the resource registry and the map lines into
 /// `out`; returns the resource tags call lines carry.
-fn prologue(
-    src: &dyn Source,
-    chunks: &[Chunk],
+fn write_prologue(
     info: &RecordingInfo,
+    maps: &[(String, u64, u64)],
     out: &mut Vec<u8>,
 ) -> Result<[Option<&'static str>; 3]> {
     let io = |e: std::io::Error| Error::io(None, e);
@@ -614,33 +1254,8 @@ fn prologue(
         }
         types.iter().find(|t| t.0 == res).map(|t| t.1)
     };
-
-    // Executable mappings: those of the last maps snapshot, then those
-    // only earlier snapshots had (objects unloaded before the end; the
-    // shim sends the maps whenever its unwinder finds a new object), each
-    // once, so every frame has its module.
-    let mut seen: HashSet<(String, u64, u64)> = HashSet::default();
-    for maps in chunks.iter().rev().filter(|c| c.tag == TAG_MAPS) {
-        for line in String::from_utf8_lossy(&maps.read(src)?).lines() {
-            let mut parts = line.split_whitespace();
-            let (Some(range), Some(perms)) = (parts.next(), parts.next()) else {
-                continue;
-            };
-            let path: Vec<&str> = parts.skip(3).collect();
-            if !perms.contains('x') || path.is_empty() {
-                continue;
-            }
-            let Some((a, b)) = range.split_once('-') else {
-                continue;
-            };
-            let (Ok(a), Ok(b)) = (u64::from_str_radix(a, 16), u64::from_str_radix(b, 16)) else {
-                continue;
-            };
-            let path = path.join(" ");
-            if seen.insert((path.clone(), a, b)) {
-                writeln!(out, ": {path} => 0x{a:x}-0x{b:x}").map_err(io)?;
-            }
-        }
+    for (path, a, b) in maps {
+        writeln!(out, ": {path} => 0x{a:x}-0x{b:x}").map_err(io)?;
     }
     Ok([RES_MEMORY, RES_FD, RES_FP].map(type_name))
 }
@@ -671,7 +1286,8 @@ fn emit(
     e: &[u8],
     out: &mut [u8],
     fmt: &mut CallFormatter,
-    bt: &Backtraces,
+    text: &mut StackText,
+    stacks: &mut Stacks,
     stats: &mut DecodeStats,
     last_ts: &mut Option<u32>,
 ) -> usize {
@@ -681,17 +1297,7 @@ fn emit(
     }
     let (res, func) = (e[1], e[2]);
     stats.events += 1;
-    let mut ts = u32_at(e, 4);
-    // Threads read the clock just after taking their number, so a later
-    // number can carry an earlier millisecond: keep time monotonic in
-    // number order (the text format orders calls by time, then index). A
-    // smaller value after the midnight-of-uptime wrap is kept.
-    if let Some(prev) = *last_ts {
-        if ts < prev && prev - ts < 60_000 {
-            ts = prev;
-        }
-    }
-    *last_ts = Some(ts);
+    let ts = monotonic_ms(u32_at(e, 4), last_ts);
     let index = u64_at(e, 8).wrapping_add(1);
     let mut n;
     if kind == KIND_ALLOC && e.len() >= ALLOC_LEN {
@@ -700,7 +1306,7 @@ fn emit(
         n = fmt.call(out, index, ts, func, res, Some(size), u64_at(e, 24));
         let stack = u32_at(e, 32);
         if stack != 0 {
-            match bt.text(stack) {
+            match text.get(stacks, stack) {
                 Some(frames) => {
                     out[n..n + frames.len()].copy_from_slice(frames);
                     n += frames.len();
@@ -753,60 +1359,6 @@ pub fn signal_name(n: i32) -> &'static str {
         25 => "SIGXFSZ",
         31 => "SIGSYS",
         _ => "a signal",
-    }
-}
-
-/// The backtraces of an image, by number, as the text of their frame
-/// lines: each is formatted once however many calls share it. Numbers
-/// come from one counter per process image, so most are small: those are
-/// found by index.
-#[derive(Default)]
-struct Backtraces {
-    /// The frame lines of every backtrace, one after another.
-    text: Vec<u8>,
-    /// Where backtrace `id`'s lines are in `text` (`start` u32::MAX: not
-    /// defined), for numbers below [`DENSE`].
-    dense: Vec<(u32, u32)>,
-    /// The others.
-    sparse: HashMap<u32, (usize, usize)>,
-}
-
-/// Backtrace numbers kept by index (8 bytes each, as far as the largest
-/// number seen).
-const DENSE: usize = 1 << 20;
-
-impl Backtraces {
-    /// Registers a `KIND_STACK` record (whole, as `record_len` says). A
-    /// number keeps its first definition.
-    fn define(&mut self, rec: &[u8]) {
-        let n = rec[1] as usize;
-        let id = u32_at(rec, 4);
-        if self.text(id).is_some() {
-            return;
-        }
-        let start = self.text.len();
-        for i in 0..n {
-            format_frame(&mut self.text, u64_at(rec, STACK_HEAD + 8 * i));
-        }
-        let end = self.text.len();
-        let k = id as usize;
-        if k < DENSE && end <= u32::MAX as usize {
-            if self.dense.len() <= k {
-                self.dense.resize(k + 1, (u32::MAX, 0));
-            }
-            self.dense[k] = (start as u32, end as u32);
-        } else {
-            self.sparse.insert(id, (start, end));
-        }
-    }
-
-    #[inline]
-    fn text(&self, id: u32) -> Option<&[u8]> {
-        match self.dense.get(id as usize) {
-            Some(&(s, e)) if s != u32::MAX => self.text.get(s as usize..e as usize),
-            _ if self.sparse.is_empty() => None,
-            _ => self.sparse.get(&id).and_then(|&(s, e)| self.text.get(s..e)),
-        }
     }
 }
 

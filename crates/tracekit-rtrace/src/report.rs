@@ -9,13 +9,12 @@
 //! Backtraces are symbolised once each, after the pass.
 
 use std::collections::HashMap;
-use std::io::BufRead;
 use std::path::PathBuf;
 
 use tracekit_core::{Result, Warnings};
 
 use crate::live::{resource_index, Allocated, Backtraces, Freed, LiveSet};
-use crate::reader::{Assembler, Item, Reader};
+use crate::reader::{IntoItems, Item, Items};
 use crate::record::{Header, MemoryMap, ResourceDef};
 use crate::resolve::{Resolver, Symbol};
 
@@ -315,7 +314,7 @@ struct ResourceState {
 
 /// Builds the report; `top` limits the ranked lists; `resolve` names
 /// frames through the module files (system debug directory).
-pub fn analyse<R: BufRead>(input: R, top: usize, resolve: bool) -> Result<Report> {
+pub fn analyse<R: IntoItems>(input: R, top: usize, resolve: bool) -> Result<Report> {
     let sym = if resolve {
         Symbolise::system()
     } else {
@@ -325,8 +324,8 @@ pub fn analyse<R: BufRead>(input: R, top: usize, resolve: bool) -> Result<Report
 }
 
 /// [`analyse`] with the symbolisation settings spelled out.
-pub fn analyse_with<R: BufRead>(input: R, top: usize, sym: &Symbolise) -> Result<Report> {
-    let mut asm = Assembler::new(Reader::new(input));
+pub fn analyse_with<R: IntoItems>(input: R, top: usize, sym: &Symbolise) -> Result<Report> {
+    let mut asm = input.into_items();
     let mut report = Report {
         top,
         ..Default::default()
@@ -518,9 +517,7 @@ pub fn analyse_with<R: BufRead>(input: R, top: usize, sym: &Symbolise) -> Result
             _ => {}
         }
     }
-    report
-        .warnings
-        .extend(std::mem::take(&mut asm.reader.warnings));
+    report.warnings.extend(asm.take_warnings());
     report.timeline = timeline;
     report.runtime_ms = clock.elapsed();
 

@@ -60,3 +60,37 @@ pub fn summarise<R: BufRead>(input: R) -> Result<Summary> {
     }
     Ok(c)
 }
+
+/// Counts a trace read as items (an image of a recording: the same counts
+/// as its text, which every frame, map and comment is a line of).
+pub fn summarise_items<I: crate::reader::Items>(mut items: I) -> Result<Summary> {
+    use crate::reader::Item;
+    let mut c = Summary::default();
+    while let Some(item) = items.next_item()? {
+        match item {
+            Item::Header(h) => c.header = h,
+            Item::Call(fc) => {
+                if fc.call.is_alloc() {
+                    c.allocs += 1;
+                } else {
+                    c.frees += 1;
+                }
+                if let Some(t) = fc.call.timestamp {
+                    c.first_ts.get_or_insert(t);
+                    c.last_ts = Some(t);
+                }
+                c.frames += fc.frames.len() as u64;
+                c.args += fc.args.len() as u64;
+            }
+            Item::Map(_) => c.maps += 1,
+            Item::Context(_) => c.contexts += 1,
+            Item::Resource(r) => {
+                c.resources += 1;
+                c.resource_names.push(r.name);
+            }
+            Item::Attachment(_) => c.attachments += 1,
+            Item::Comment(_) | Item::TempComment(_) => c.comments += 1,
+        }
+    }
+    Ok(c)
+}

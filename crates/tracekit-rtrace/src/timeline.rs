@@ -20,7 +20,7 @@
 //! needs) plus one value per resource; samples are written as the calls
 //! come.
 
-use std::io::{self, BufRead};
+use std::io;
 use std::rc::Rc;
 
 use rustc_hash::FxHashMap;
@@ -29,7 +29,7 @@ use tracekit_core::timeline::{
 };
 use tracekit_core::{Error, Result, Warnings};
 
-use crate::reader::{Assembler, Item, Reader};
+use crate::reader::{IntoItems, Item, Items};
 use crate::record::{Frame, ResourceDef};
 use crate::report::Clock as DayClock;
 
@@ -64,7 +64,7 @@ fn io(e: io::Error) -> Error {
 }
 
 /// Maps the trace read from `input` into `sink`.
-pub fn map_trace<R: BufRead, S: Sink + ?Sized>(
+pub fn map_trace<R: IntoItems, S: Sink + ?Sized>(
     input: R,
     source: &str,
     sink: &mut S,
@@ -79,7 +79,7 @@ pub fn map_trace<R: BufRead, S: Sink + ?Sized>(
 /// recording, which share the monotonic clock): a process track each,
 /// one sink start and finish. `traces` yields each trace's reader and
 /// name; the stats and warnings are per trace.
-pub fn map_traces<R: BufRead, S: Sink + ?Sized>(
+pub fn map_traces<R: IntoItems, S: Sink + ?Sized>(
     traces: impl IntoIterator<Item = Result<(R, String)>>,
     source: &str,
     sink: &mut S,
@@ -119,13 +119,13 @@ fn start_sink<S: Sink + ?Sized>(sink: &mut S, source: &str) -> Result<()> {
     .map_err(io)
 }
 
-fn map_one<R: BufRead, S: Sink + ?Sized>(
+fn map_one<R: IntoItems, S: Sink + ?Sized>(
     input: R,
     source: &str,
     sink: &mut S,
     tracks: &mut Tracks,
 ) -> Result<(MapStats, Warnings)> {
-    let mut asm = Assembler::new(Reader::new(input));
+    let mut asm = input.into_items();
     let mut stats = MapStats::default();
     let mut resources: Vec<Resource> = Vec::new();
     let mut live: FxHashMap<(usize, u64), Block> = FxHashMap::default();
@@ -294,7 +294,7 @@ fn map_one<R: BufRead, S: Sink + ?Sized>(
         )?;
     }
     tracks.next = next_track;
-    let warnings = std::mem::take(&mut asm.reader.warnings);
+    let warnings = asm.take_warnings();
     Ok((stats, warnings))
 }
 

@@ -430,3 +430,90 @@ fn a_crash_loses_nothing() {
         );
     }
 }
+
+/// Recorded once into both layouts from the same stream — the raw image
+/// files and the `.tkmem` file (`record mem`'s default) — real programs
+/// (threads, a signal handler, fork and exec, descriptors; a process
+/// killed with its last events in its spill file) read back the same:
+/// the sp-rtrace text byte for byte, and the items the reports take.
+#[test]
+fn a_tkmem_recording_reads_back_as_the_raw_one() {
+    use tracekit_rtrace::reader::{Assembler, Items, Reader};
+    use tracekit_rtrace::recording::capture::ImageEnd;
+    use tracekit_rtrace::recording::packed::{PackedFile, RecordingHead, Writer};
+    use tracekit_rtrace::recording::{Decoder, Events};
+    let tmp = tempfile::tempdir().unwrap();
+    let leaky = build(tmp.path(), "leaky", PROGRAM);
+    let storm = build(tmp.path(), "storm", STORM);
+    let so = shim(tmp.path());
+    for (name, exe, args, modules) in [
+        ("leaky", &leaky, &[][..], "memory,file"),
+        ("killed", &storm, &["kill"][..], "memory"),
+    ] {
+        let dir = tmp.path().join(format!("{name}.rec"));
+        std::fs::create_dir(&dir).unwrap();
+        let file = dir.join("rec.tkmem");
+        let out: Box<dyn std::io::Write + Send> = Box::new(std::fs::File::create(&file).unwrap());
+        let writer = Writer::new(out, &RecordingHead::default()).unwrap();
+        let mut capture = Capture::start_both(&dir, writer, 10, STREAM_SIZE).unwrap();
+        let child = Command::new(exe)
+            .args(args)
+            .env("LD_PRELOAD", &so)
+            .envs(capture.env(modules))
+            .spawn()
+            .unwrap();
+        let root = child.id() as i32;
+        let status = child.wait_with_output().unwrap().status;
+        let (images, stats) = capture.finish_mut_for_tests().unwrap();
+        let end = ImageEnd::from_status(status).unwrap();
+        if let Some(last) = images.iter().filter(|i| i.pid == root).max_by_key(|i| i.n) {
+            tracekit_rtrace::recording::capture::note_end(last, end).unwrap();
+        }
+        capture
+            .finish_packed(&images, &stats, root, Some(end))
+            .unwrap();
+        let packed = PackedFile::open(&file).unwrap();
+        assert!(packed.damage.is_none(), "{name}: {:?}", packed.damage);
+        assert_eq!(packed.images.len(), images.len(), "{name}");
+        let mut calls = 0;
+        for image in &images {
+            let k = image.index as usize;
+            let mut raw = Vec::new();
+            let (_, rs) = Decoder::open(&image.path)
+                .unwrap()
+                .write_to(&mut raw)
+                .unwrap();
+            let mut text = Vec::new();
+            let (_, ps) = Decoder::packed(&packed, k)
+                .unwrap()
+                .write_to(&mut text)
+                .unwrap();
+            assert!(
+                raw == text,
+                "{name}: image {k} ({:?}): the texts differ",
+                image.path
+            );
+            assert_eq!(
+                (rs.allocs, rs.frees, rs.lost),
+                (ps.allocs, ps.frees, ps.lost)
+            );
+            calls += rs.allocs + rs.frees;
+            let items = |mut i: Box<dyn Items>| {
+                let mut v = Vec::new();
+                while let Some(item) = i.next_item().unwrap() {
+                    v.push(format!("{item:?}"));
+                }
+                v
+            };
+            let from_text = items(Box::new(Assembler::new(Reader::new(&raw[..]))));
+            assert!(
+                from_text == items(Box::new(Events::packed(&packed, k).unwrap())),
+                "{name}: image {k}: the items differ"
+            );
+        }
+        assert!(calls >= 1000, "{name}: {calls}");
+        if name == "killed" {
+            assert!(stats.spilled_events > 0, "{stats:?}");
+        }
+    }
+}

@@ -21,6 +21,9 @@ pub struct Input {
     /// regular file in name order), for format detection.
     pub head: Vec<u8>,
     pub is_dir: bool,
+    /// One process image of a `.tkmem` recording, named `FILE#<pid>-<n>`
+    /// (the `<pid>-<n>`; `path` is the file).
+    pub part: Option<String>,
     /// Standard input's head is consumed; `reader` replays it.
     stdin_taken: std::cell::Cell<bool>,
 }
@@ -38,8 +41,12 @@ impl Input {
                 path: path.to_path_buf(),
                 head,
                 is_dir: false,
+                part: None,
                 stdin_taken: std::cell::Cell::new(false),
             });
+        }
+        if let Some(input) = Input::open_part(path)? {
+            return Ok(input);
         }
         let meta = std::fs::metadata(path).map_err(|e| tracekit_core::Error::io(Some(path), e))?;
         if meta.is_dir() {
@@ -51,6 +58,7 @@ impl Input {
                 path: path.to_path_buf(),
                 head,
                 is_dir: true,
+                part: None,
                 stdin_taken: std::cell::Cell::new(false),
             });
         }
@@ -58,8 +66,33 @@ impl Input {
             path: path.to_path_buf(),
             head: read_head(path)?,
             is_dir: false,
+            part: None,
             stdin_taken: std::cell::Cell::new(false),
         })
+    }
+
+    /// `FILE#<pid>-<n>` where no such file exists but FILE is a `.tkmem`
+    /// recording: that image of it.
+    fn open_part(path: &Path) -> Result<Option<Input>> {
+        let s = path.to_string_lossy();
+        let Some((file, part)) = s.rsplit_once('#') else {
+            return Ok(None);
+        };
+        let file = Path::new(file);
+        if path.exists() || !file.is_file() {
+            return Ok(None);
+        }
+        let head = read_head(file)?;
+        if !tracekit_rtrace::recording::packed::sniff(&head) {
+            return Ok(None);
+        }
+        Ok(Some(Input {
+            path: file.to_path_buf(),
+            head,
+            is_dir: false,
+            part: Some(part.to_string()),
+            stdin_taken: std::cell::Cell::new(false),
+        }))
     }
 
     pub fn is_stdin(&self) -> bool {
@@ -68,10 +101,10 @@ impl Input {
 
     /// The name to print in messages.
     pub fn display(&self) -> String {
-        if self.is_stdin() {
-            "<stdin>".to_string()
-        } else {
-            self.path.display().to_string()
+        match &self.part {
+            _ if self.is_stdin() => "<stdin>".to_string(),
+            Some(part) => format!("{}#{part}", self.path.display()),
+            None => self.path.display().to_string(),
         }
     }
 

@@ -1,6 +1,7 @@
 //! `tracekit record mem` on real programs (small C programs built here, a
-//! shell): a recording of several processes is one directory that
-//! `report`, `convert` and `rtrace postproc` take whole; a child's exit
+//! shell): a recording of several processes is one `.tkmem` file (or with
+//! `--format text` one directory) that `report`, `convert`, `info` and
+//! `rtrace postproc` take whole; a child's exit
 //! status is seen; `-q` is quiet; `free(NULL)` is not an unknown block;
 //! stacks are whole by default; and the counts agree with heaptrack's on
 //! the same program (when heaptrack is installed), but for what heaptrack
@@ -53,6 +54,22 @@ fn json(out: std::io::Result<Output>) -> Value {
     serde_json::from_slice(&ok(out).stdout).unwrap()
 }
 
+trait FirstLine {
+    /// The output, keeping only its first line (`info --json` writes one
+    /// JSON object per line: the file's first).
+    fn output_lines(&mut self) -> std::io::Result<Output>;
+}
+
+impl FirstLine for Command {
+    fn output_lines(&mut self) -> std::io::Result<Output> {
+        let mut out = self.output()?;
+        if let Some(nl) = out.stdout.iter().position(|&b| b == b'\n') {
+            out.stdout.truncate(nl);
+        }
+        Ok(out)
+    }
+}
+
 /// A parent that starts itself again as a child (fork + exec), which
 /// returns 7 from `main`; the parent checks that status and exits 0.
 const FAMILY: &str = r#"
@@ -76,18 +93,18 @@ int main(int argc, char **argv) {
 }
 "#;
 
-/// Everything `record mem` writes goes into one directory (nothing is
-/// scattered beside it), which the readers take as a whole; the child's
-/// trace says the status its parent saw.
+/// Everything `record mem` writes goes into one file, which the readers
+/// take as a whole, and whose images are named `FILE#<pid>-<n>`; the
+/// child's trace says the status its parent saw.
 #[test]
-fn a_recording_of_several_processes_is_one_directory() {
+fn a_recording_of_several_processes_is_one_file() {
     let tmp = tempfile::tempdir().unwrap();
     let exe = build(tmp.path(), "family", FAMILY, &["-O1", "-g"]);
     let work = tmp.path().join("work");
     std::fs::create_dir(&work).unwrap();
     let out = tracekit()
         .current_dir(&work)
-        .args(["record", "mem", "-o", "fam.mem", "--"])
+        .args(["record", "mem", "--"])
         .arg(&exe)
         .output()
         .unwrap();
@@ -97,35 +114,63 @@ fn a_recording_of_several_processes_is_one_directory() {
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    assert_eq!(left, ["fam.mem"], "{err}");
-    let dir = work.join("fam.mem");
-    assert!(dir.is_dir());
-    let manifest: Value =
-        serde_json::from_slice(&std::fs::read(dir.join("recording.json")).unwrap()).unwrap();
-    let images = manifest["images"].as_array().unwrap();
+    // Named after the command's pid, private.
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert!(
+        left[0].starts_with("tracekit-mem.") && left[0].ends_with(".tkmem"),
+        "{left:?}"
+    );
+    let file = work.join(&left[0]);
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    let info = json(
+        tracekit()
+            .args(["info", "--json"])
+            .arg(&file)
+            .output_lines(),
+    );
+    assert_eq!(info["format"], "tkmem", "{info}");
+    assert_eq!(info["images"], 3, "{info}");
+    assert_eq!(info["finished"], true, "{info}");
+    let root = info["pid"].as_i64().unwrap();
+    assert_eq!(left[0], format!("tracekit-mem.{root}.tkmem"));
+    let rep = json(
+        tracekit()
+            .args(["rtrace", "report", "--json", "--no-resolve"])
+            .arg(&file)
+            .output(),
+    );
+    let procs = rep["processes"].as_array().unwrap();
     // The command (pid P, its image 0), the fork child (pid C, image 0)
     // and the program it execs (pid C, image 1).
-    assert_eq!(images.len(), 3, "{manifest:#}");
-    let root = manifest["pid"].as_i64().unwrap();
-    assert_eq!(images[0]["pid"], root);
-    assert_eq!(images[0]["end"]["text"], "the process exited with status 0");
-    let child = images
+    assert_eq!(procs.len(), 3, "{rep:#}");
+    assert_eq!(procs[0]["pid"], root);
+    assert_eq!(procs[0]["end"], "the process exited with status 0");
+    let child = procs
         .iter()
         .find(|i| i["pid"] != root && i["image"] == 1)
-        .unwrap_or_else(|| panic!("{manifest:#}"));
+        .unwrap_or_else(|| panic!("{rep:#}"));
     assert_eq!(child["ppid"], root);
-    assert_eq!(child["end"]["kind"], "exit");
-    assert_eq!(child["end"]["status"], 7);
-    let trace = std::fs::read_to_string(dir.join(child["file"].as_str().unwrap())).unwrap();
+    assert_eq!(child["end"], "the process exited with status 7");
+    // One image: FILE#<pid>-<n>.
+    let name = format!("{}#{}-1", file.display(), child["pid"]);
+    let trace = String::from_utf8(ok(tracekit().args(["rtrace", "decode", &name]).output()).stdout)
+        .unwrap();
     assert!(trace.starts_with("version=2.0, arch="), "{trace}");
     assert!(
         trace.ends_with("## tracekit: the process exited with status 7\n"),
         "{trace}"
     );
-    for i in images {
-        assert!(dir.join(i["file"].as_str().unwrap()).is_file());
-    }
-
+    let one = json(
+        tracekit()
+            .args(["rtrace", "report", "--json", &name])
+            .output(),
+    );
+    assert_eq!(one["resources"][0]["allocations"], 1, "{one}");
+    let dir = file;
     // report: the processes, then each one's report.
     let text =
         String::from_utf8(ok(tracekit().args(["report"]).arg(&dir).output()).stdout).unwrap();
@@ -187,18 +232,94 @@ fn a_recording_of_several_processes_is_one_directory() {
     pids.sort();
     pids.dedup();
     assert!(pids.len() >= 2, "{pids:?}");
-    // info lists each trace.
+    // info says what the file is, then lists each trace.
     let info = String::from_utf8(ok(tracekit().arg("info").arg(&dir).output()).stdout).unwrap();
+    assert!(
+        info.contains("tracekit memory recording (.tkmem version 1), 3 process image(s)"),
+        "{info}"
+    );
     assert_eq!(
         info.matches(": sp-rtrace text, version 2.0").count(),
         3,
         "{info}"
     );
 
+    // Recording again into the same file replaces it.
+    let again = work.join("again.tkmem");
+    for _ in 0..2 {
+        ok(tracekit()
+            .args(["-q", "record", "mem", "-o"])
+            .arg(&again)
+            .arg("--")
+            .arg(&exe)
+            .output());
+        let info = json(
+            tracekit()
+                .args(["info", "--json"])
+                .arg(&again)
+                .output_lines(),
+        );
+        assert_eq!(info["images"], 3, "{info}");
+    }
+    // A directory is not a .tkmem file.
+    let out = tracekit()
+        .args(["record", "mem", "-o"])
+        .arg(&work)
+        .arg("--")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("a directory"));
+}
+
+/// `--format text`: everything goes into one directory of sp-rtrace text
+/// traces and a manifest (nothing is scattered beside it), which the
+/// readers take as a whole.
+#[test]
+fn a_text_recording_of_several_processes_is_one_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = build(tmp.path(), "family", FAMILY, &["-O1", "-g"]);
+    let work = tmp.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    let out = tracekit()
+        .current_dir(&work)
+        .args(["record", "mem", "--format", "text", "-o", "fam.mem", "--"])
+        .arg(&exe)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let left: Vec<String> = std::fs::read_dir(&work)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, ["fam.mem"], "{err}");
+    let dir = work.join("fam.mem");
+    assert!(dir.is_dir());
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("recording.json")).unwrap()).unwrap();
+    let images = manifest["images"].as_array().unwrap();
+    assert_eq!(images.len(), 3, "{manifest:#}");
+    let root = manifest["pid"].as_i64().unwrap();
+    assert_eq!(images[0]["pid"], root);
+    let child = images
+        .iter()
+        .find(|i| i["pid"] != root && i["image"] == 1)
+        .unwrap_or_else(|| panic!("{manifest:#}"));
+    assert_eq!(child["end"]["status"], 7);
+    let trace = std::fs::read_to_string(dir.join(child["file"].as_str().unwrap())).unwrap();
+    assert!(
+        trace.ends_with("## tracekit: the process exited with status 7\n"),
+        "{trace}"
+    );
+    let text =
+        String::from_utf8(ok(tracekit().args(["report"]).arg(&dir).output()).stdout).unwrap();
+    assert_eq!(text.matches("==== pid ").count(), 3, "{text}");
     // Recording again into the same directory replaces the traces.
     ok(tracekit()
         .current_dir(&work)
-        .args(["record", "mem", "-o", "fam.mem", "--"])
+        .args(["record", "mem", "--format", "text", "-o", "fam.mem", "--"])
         .arg(&exe)
         .output());
     let n = std::fs::read_dir(&dir).unwrap().count();
@@ -207,7 +328,7 @@ fn a_recording_of_several_processes_is_one_directory() {
     std::fs::write(work.join("notes"), "x").unwrap();
     let out = tracekit()
         .current_dir(&work)
-        .args(["record", "mem", "-o", "notes", "--"])
+        .args(["record", "mem", "--format", "text", "-o", "notes", "--"])
         .arg(&exe)
         .output()
         .unwrap();
@@ -228,12 +349,32 @@ fn quiet_recording_says_nothing() {
         .unwrap();
     assert!(out.status.success());
     assert_eq!(String::from_utf8_lossy(&out.stderr), "");
-    assert!(tmp.path().join("sh.mem/recording.json").is_file());
-    // `-o -`: the traces to standard output, one after another (the shell's
-    // and ls's), no directory.
+    assert!(tmp.path().join("sh.mem").is_file());
+    // `-o -`: the .tkmem file to standard output (a reader takes it from
+    // standard input), nothing else written.
     let out = ok(tracekit()
         .current_dir(tmp.path())
         .args(["-q", "record", "mem", "-o", "-", "--", "/bin/sh", "-c"])
+        .arg("ls / > /dev/null")
+        .output());
+    assert!(out.stdout.starts_with(b"TKMEM\r\n\x1a"));
+    let mut decode = tracekit()
+        .args(["rtrace", "decode", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    decode.stdin.take().unwrap().write_all(&out.stdout).unwrap();
+    let text = ok(decode.wait_with_output()).stdout;
+    let text = String::from_utf8_lossy(&text);
+    assert_eq!(text.matches("version=2.0, arch=").count(), 2, "{text}");
+    // With --format text, the traces one after another.
+    let out = ok(tracekit()
+        .current_dir(tmp.path())
+        .args([
+            "-q", "record", "mem", "--format", "text", "-o", "-", "--", "/bin/sh", "-c",
+        ])
         .arg("ls / > /dev/null")
         .output());
     let text = String::from_utf8_lossy(&out.stdout);
@@ -580,4 +721,185 @@ fn counts_agree_with_heaptrack_on_the_same_program() {
     // The peak is reached after the libraries' constructors ran: what
     // they allocated is live then (heaptrack frees it at exit).
     assert_eq!(ours("peak_bytes") + ht.init_peak, ht.peak, "{mem}");
+}
+
+/// Every reader takes the default `.tkmem` recording as it is: the
+/// conversions to heaptrack (which heaptrack_print reads: the same calls,
+/// leaks and temporaries as our report), to Chrome's and Perfetto's
+/// timelines, to Parquet and the flame graphs, `tracekit sql`, `rtrace
+/// postproc` and `info`, all with the counts of the report.
+#[test]
+fn every_reader_takes_a_tkmem_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    // -O0: gcc drops a malloc whose block is only freed.
+    let exe = build(tmp.path(), "counts", COUNTS, &["-O0", "-g"]);
+    let rec = tmp.path().join("counts.tkmem");
+    ok(tracekit()
+        .args(["-q", "record", "mem", "-o"])
+        .arg(&rec)
+        .arg("--")
+        .arg(&exe)
+        .output());
+    assert!(std::fs::read(&rec).unwrap().starts_with(b"TKMEM\r\n\x1a"));
+    let rep = json(
+        tracekit()
+            .args(["rtrace", "report", "--json", "--no-resolve"])
+            .arg(&rec)
+            .output(),
+    );
+    let mem = &rep["processes"][0]["report"]["resources"][0];
+    let ours = |k: &str| mem[k].as_i64().unwrap();
+    assert_eq!(ours("allocations"), 95, "{mem}");
+
+    // sql: one row per allocation call.
+    let rows = ok(tracekit()
+        .args([
+            "sql",
+            "--format",
+            "csv",
+            "SELECT count(*) AS n, sum(CASE WHEN leaked THEN size ELSE 0 END) AS leaked \
+             FROM rtrace_allocations WHERE resource = 'memory'",
+        ])
+        .arg(&rec)
+        .output())
+    .stdout;
+    let rows = String::from_utf8(rows).unwrap();
+    assert_eq!(
+        rows.lines().nth(1),
+        Some(format!("95,{}", ours("leaked_bytes")).as_str()),
+        "{rows}"
+    );
+
+    // postproc -l: the leaks, as the text trace's.
+    let leaks = String::from_utf8(
+        ok(tracekit()
+            .args(["rtrace", "postproc", "-l"])
+            .arg(&rec)
+            .output())
+        .stdout,
+    )
+    .unwrap();
+    assert!(
+        leaks.contains(&format!(
+            "with total size of {} bytes",
+            ours("leaked_bytes")
+        )),
+        "{leaks}"
+    );
+
+    // heaptrack's file, read by heaptrack_print where it is installed.
+    let ht = tmp.path().join("counts.heaptrack.zst");
+    ok(tracekit()
+        .arg("convert")
+        .arg(&rec)
+        .args(["--to", "heaptrack", "-o"])
+        .arg(&ht)
+        .output());
+    assert!(std::fs::metadata(&ht).unwrap().len() > 0);
+    if Command::new("heaptrack_print")
+        .arg("--version")
+        .output()
+        .is_ok()
+    {
+        let totals = heaptrack_totals(&ht, tmp.path());
+        assert_eq!(totals.calls, ours("allocations"));
+        assert_eq!(totals.leaked, ours("leaked_bytes"));
+        assert_eq!(totals.peak, ours("peak_bytes"));
+    }
+
+    // The timelines: the program's calls on its process track.
+    let chrome: Value = serde_json::from_slice(
+        &ok(tracekit()
+            .arg("convert")
+            .arg(&rec)
+            .args(["--to", "chrome"])
+            .output())
+        .stdout,
+    )
+    .unwrap();
+    let events = chrome
+        .as_array()
+        .or_else(|| chrome["traceEvents"].as_array())
+        .unwrap();
+    // Every block never freed is an instant of the leaks track.
+    let leaks = events.iter().filter(|e| e["cat"] == "leak").count();
+    assert_eq!(leaks as i64, ours("leaked_blocks"), "{chrome}");
+    assert!(leaks > 0);
+    // Perfetto's, byte for byte what the recording's sp-rtrace text gives.
+    let text = tmp.path().join("counts.rtrace");
+    ok(tracekit()
+        .arg("convert")
+        .arg(&rec)
+        .args(["--to", "sp-rtrace", "-o"])
+        .arg(&text)
+        .output());
+    let perfetto = |input: &Path| {
+        let out = tmp.path().join("out.pftrace");
+        ok(tracekit()
+            .arg("convert")
+            .arg(input)
+            .args(["--to", "perfetto", "-o"])
+            .arg(&out)
+            .output());
+        std::fs::read(&out).unwrap()
+    };
+    let pf = perfetto(&rec);
+    assert!(!pf.is_empty());
+    assert!(pf == perfetto(&text), "the timelines differ");
+    let pq = tmp.path().join("counts.parquet");
+    ok(tracekit()
+        .arg("convert")
+        .arg(&rec)
+        .args(["--to", "parquet", "-o"])
+        .arg(&pq)
+        .output());
+    let rows = ok(tracekit()
+        .args([
+            "sql",
+            "--format",
+            "csv",
+            "SELECT count(*) FROM rtrace_allocations WHERE resource = 'memory'",
+        ])
+        .arg(&pq)
+        .output())
+    .stdout;
+    assert_eq!(String::from_utf8_lossy(&rows).lines().nth(1), Some("95"));
+
+    // Flame graphs and folded stacks.
+    let folded = String::from_utf8(
+        ok(tracekit()
+            .arg("convert")
+            .arg(&rec)
+            .args(["--to", "folded-count"])
+            .output())
+        .stdout,
+    )
+    .unwrap();
+    let calls: i64 = folded
+        .lines()
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<i64>().ok())
+        .sum();
+    assert_eq!(calls, 95, "{folded}");
+    let svg = ok(tracekit()
+        .arg("convert")
+        .arg(&rec)
+        .args(["--to", "flamegraph-bytes"])
+        .output())
+    .stdout;
+    assert!(String::from_utf8_lossy(&svg).contains("<svg"));
+
+    // report --diff of its sp-rtrace text with the recording: nothing
+    // changed (the two read alike).
+    let diff = json(
+        tracekit()
+            .args(["report", "--json", "--diff"])
+            .arg(&text)
+            .arg(&rec)
+            .output(),
+    );
+    let totals = &diff["totals"][0];
+    assert_eq!(totals["resource"], "memory", "{diff}");
+    for k in ["allocations", "allocated", "leaked", "peak", "temporary"] {
+        assert_eq!(totals[k], 0, "{k}: {diff}");
+    }
 }

@@ -130,11 +130,13 @@ fn command_trace(dir: &Path) -> PathBuf {
     dir.join(m["images"][0]["file"].as_str().unwrap())
 }
 
-/// Records `exe args`; returns the trace of its (only) process.
+/// Records `exe args` as sp-rtrace text (`--format text`: a directory
+/// of text traces; the default `.tkmem` file is read by the same code,
+/// `cli_rtrace_record.rs`); returns the trace of its (only) process.
 fn record(exe: &Path, args: &[&str]) -> PathBuf {
     let dir = exe.with_extension("mem");
     run(tracekit()
-        .args(["record", "mem", "-o"])
+        .args(["record", "mem", "--format", "text", "-o"])
         .arg(&dir)
         .arg("--")
         .arg(exe)
@@ -601,7 +603,7 @@ fn main() {
         .arg(&exe));
     let rec = exe.with_extension("mem");
     let mut child = tracekit()
-        .args(["record", "mem", "-o"])
+        .args(["record", "mem", "--format", "text", "-o"])
         .arg(&rec)
         .arg("--")
         .arg(&exe)

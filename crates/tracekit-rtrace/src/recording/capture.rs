@@ -61,6 +61,12 @@ pub const STREAM_SIZE: u64 = 4 << 20;
 const FLUSH_BUDGET: usize = 4 << 20;
 const FLUSH_MIN: usize = 64 << 10;
 const FLUSH_MAX: usize = 256 << 10;
+/// The same for a `.tkmem` file: a block holds one flush, and larger
+/// blocks compress better (2 MiB of records, about 50,000 events, make
+/// blocks a quarter smaller than 256 KiB did for cc1,
+/// `docs/formats/tkmem.md`).
+const PACKED_FLUSH_BUDGET: usize = 16 << 20;
+const PACKED_FLUSH_MAX: usize = 2 << 20;
 /// A metadata record larger than this is refused as damaged (the maps
 /// snapshot the shim reads is at most 4 MiB).
 const MAX_META: usize = 8 << 20;
@@ -79,9 +85,13 @@ pub struct Image {
     pub pid: i32,
     /// Counts the images of one pid (exec starts the next).
     pub n: u32,
+    /// Its raw recording (a `.tkmem` capture: the file, which holds all).
     pub path: PathBuf,
     /// The nonce of its header (names its spill file).
     pub nonce: u64,
+    /// Its place in the order images started (its index in a `.tkmem`
+    /// file).
+    pub index: u32,
 }
 
 /// How a process image ended.
@@ -100,7 +110,8 @@ pub enum ImageEnd {
 }
 
 impl ImageEnd {
-    fn encode(self) -> [u8; 8] {
+    /// The payload of a [`TAG_END`] chunk.
+    pub fn encode(self) -> [u8; 8] {
         let (kind, status) = match self {
             ImageEnd::Unseen => (END_NONE, 0),
             ImageEnd::Exec => (END_EXEC, 0),
@@ -172,7 +183,16 @@ pub struct Capture {
     /// Where the image files are (see [`Capture::start_for`]); removed
     /// after the reader has stopped.
     scratch: Option<tempfile::TempDir>,
+    /// The `.tkmem` writer, once the reader has stopped (see
+    /// [`Capture::finish`]).
+    finished: Option<Box<PackedWriter>>,
+    /// The `.tkmem` file being written (see [`Capture::start_for`]).
+    packed_path: Option<PathBuf>,
 }
+
+/// The writer of a `.tkmem` file the capture writes into: a file, or
+/// standard output (`record mem -o -`).
+pub type PackedWriter = super::packed::Writer<Box<dyn Write + Send>>;
 
 impl Capture {
     /// Creates and starts the stream for backtraces of up to `depth`
@@ -184,6 +204,38 @@ impl Capture {
     /// [`Capture::start`] with a stream of `stream_size` bytes (per lane;
     /// tests use a tiny one to make the shim wait for room).
     pub fn start_sized(dir: &Path, depth: usize, stream_size: u64) -> io::Result<Capture> {
+        Capture::start_with(Store::files(dir), depth, stream_size)
+    }
+
+    /// Creates and starts the stream and a reader that writes everything
+    /// into one `.tkmem` file through `writer` as it goes ([`packed`]).
+    ///
+    /// [`packed`]: super::packed
+    pub fn start_packed(
+        writer: PackedWriter,
+        depth: usize,
+        stream_size: u64,
+    ) -> io::Result<Capture> {
+        Capture::start_with(Store::Packed(Box::new(writer)), depth, stream_size)
+    }
+
+    /// Both: the raw image files in `dir` and the `.tkmem` file, from the
+    /// same stream (what tests use to check that the two read back the
+    /// same). The images' paths are their raw files.
+    pub fn start_both(
+        dir: &Path,
+        writer: PackedWriter,
+        depth: usize,
+        stream_size: u64,
+    ) -> io::Result<Capture> {
+        let both = Store::Both(
+            Box::new(Store::files(dir)),
+            Box::new(Store::Packed(Box::new(writer))),
+        );
+        Capture::start_with(both, depth, stream_size)
+    }
+
+    fn start_with(store: Store, depth: usize, stream_size: u64) -> io::Result<Capture> {
         let mut attr = TraceAttr::default();
         attr.set_stream_policy(POSIX_TRACE_UNTIL_FULL);
         attr.set_max_data_size(STREAM_MAX_DATA as u64);
@@ -193,7 +245,7 @@ impl Capture {
             &[STREAM_EVENT, STREAM_META],
             "the recorder's trace stream",
         )?;
-        let demux = Demux::new(dir.to_path_buf(), ids[0], ids[1]);
+        let demux = Demux::new(store, ids[0], ids[1]);
         let done = Arc::new(AtomicBool::new(false));
         let events = stream.reader();
         let reader = {
@@ -210,7 +262,15 @@ impl Capture {
             done,
             reader: Some(reader),
             scratch: None,
+            finished: None,
+            packed_path: None,
         })
+    }
+
+    /// The `.tkmem` file being written, if any (see
+    /// [`Capture::start_for`]).
+    pub fn packed_path(&self) -> Option<PathBuf> {
+        self.packed_path.clone()
     }
 
     /// The variables the traced command needs (besides `LD_PRELOAD`).
@@ -227,6 +287,16 @@ impl Capture {
     /// buffered event and shuts the stream down. Returns the images (oldest
     /// process first, images in order) and the transport's counts.
     pub fn finish(mut self) -> io::Result<(Vec<Image>, CaptureStats)> {
+        self.finish_mut()
+    }
+
+    /// [`Capture::finish`] keeping the capture, for
+    /// [`Capture::finish_packed`] after it (what `finish_into` does).
+    pub fn finish_mut_for_tests(&mut self) -> io::Result<(Vec<Image>, CaptureStats)> {
+        self.finish_mut()
+    }
+
+    fn finish_mut(&mut self) -> io::Result<(Vec<Image>, CaptureStats)> {
         self.done.store(true, Ordering::Release);
         let demux = match self.reader.take().map(|r| r.join()) {
             Some(Ok(r)) => r?,
@@ -239,52 +309,161 @@ impl Capture {
         spilled?;
         let mut stats = demux.stats;
         stats.refused_writes = refused;
+        self.finished = demux.store.into_packed();
         let mut images = demux.images;
         images.sort_by_key(|i| (i.pid, i.n));
         Ok((images, stats))
     }
+
+    /// After [`Capture::finish`] of a capture started with
+    /// [`Capture::start_packed`]: notes how the command (`root`) ended in
+    /// its last image, writes the closing block and flushes. Returns the
+    /// per-image counts (and the writer's output).
+    pub fn finish_packed(
+        &mut self,
+        images: &[Image],
+        stats: &CaptureStats,
+        root: i32,
+        end: Option<ImageEnd>,
+    ) -> io::Result<(
+        Box<dyn Write + Send>,
+        Vec<super::packed::ImageCounts>,
+        super::packed::WriteStats,
+    )> {
+        let mut w = self
+            .finished
+            .take()
+            .ok_or_else(|| io::Error::other("not a .tkmem capture, or finished already"))?;
+        if let (Some(last), Some(end)) = (
+            images.iter().filter(|i| i.pid == root).max_by_key(|i| i.n),
+            end,
+        ) {
+            w.end(last.index, end)?;
+        }
+        let counts = w.image_counts();
+        let finish = super::packed::Finish {
+            pid: Some(i64::from(root)),
+            capture: stats.to_json(),
+        };
+        let mut written = w.stats();
+        let before = written.bytes;
+        let out = w.finish(&finish)?;
+        // The closing block: its header and payload.
+        written.bytes = before + finish_len(&finish);
+        written.blocks += 1;
+        Ok((out, counts, written))
+    }
 }
 
-/// Where `record mem` puts what it recorded: one directory per recording
-/// (default `tracekit-mem.<pid>` in the current directory), holding one
-/// trace per process image, `<pid>-<n>.rtrace` (`.tkrt` with `raw`), and
-/// the manifest [`super::set::MANIFEST`] that lists them (the command's
-/// own images first) with what the recorder knows of each (parent, program,
-/// how it ended). `report`, `convert` and `rtrace postproc` take the
-/// directory as a whole ([`super::set::Recording`]). With `stdout`, every
-/// image's text trace goes to standard output instead, one after another.
+/// The bytes of the closing block [`super::packed::Writer::finish`]
+/// writes for `finish`.
+fn finish_len(finish: &super::packed::Finish) -> u64 {
+    let json = serde_json::json!({ "pid": finish.pid, "capture": finish.capture });
+    super::packed::BLOCK_HEAD as u64 + serde_json::to_vec(&json).map_or(0, |v| v.len() as u64)
+}
+
+impl CaptureStats {
+    /// The counts by name (the `.tkmem` file's closing block).
+    pub fn to_json(&self) -> serde_json::Map<String, serde_json::Value> {
+        let mut m = serde_json::Map::new();
+        for (k, v) in [
+            ("events", self.events),
+            ("orphan_events", self.orphan_events),
+            ("damaged_events", self.damaged_events),
+            ("incomplete_meta", self.incomplete_meta),
+            ("spilled_events", self.spilled_events),
+            ("orphan_spills", self.orphan_spills),
+            ("refused_writes", self.refused_writes),
+        ] {
+            m.insert(k.to_string(), v.into());
+        }
+        m
+    }
+}
+
+/// What `record mem` writes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Format {
+    /// One `.tkmem` file holding every process image ([`super::packed`]),
+    /// written as the command runs.
+    #[default]
+    Tkmem,
+    /// A directory of sp-rtrace text traces, one per process image, and
+    /// a manifest.
+    Text,
+    /// A directory of raw recordings (`*.tkrt`), one per process image,
+    /// and a manifest.
+    Raw,
+}
+
+impl Format {
+    pub fn parse(s: &str) -> Option<Format> {
+        Some(match s {
+            "tkmem" => Format::Tkmem,
+            "text" | "rtrace" | "sp-rtrace" => Format::Text,
+            "raw" | "tkrt" => Format::Raw,
+            _ => return None,
+        })
+    }
+}
+
+/// Where `record mem` puts what it recorded. By default one `.tkmem`
+/// file (default `tracekit-mem.<pid>.tkmem` in the current directory)
+/// holding every process image, written while the command runs. With
+/// [`Format::Text`] or [`Format::Raw`], one directory per recording
+/// (default `tracekit-mem.<pid>`), holding one trace per process image,
+/// `<pid>-<n>.rtrace` (`.tkrt` raw), and the manifest
+/// [`super::set::MANIFEST`] that lists them (the command's own images
+/// first) with what the recorder knows of each (parent, program, how it
+/// ended). `report`, `convert` and `rtrace postproc` take a recording as a
+/// whole ([`super::set::Recording`]). With `stdout`, the `.tkmem` file (or
+/// every image's text trace, one after another) goes to standard output.
 #[derive(Debug, Clone, Default)]
 pub struct Outputs {
-    pub dir: Option<PathBuf>,
-    /// Keep the raw recordings (renamed into place) instead of decoding
-    /// them into text traces.
-    pub raw: bool,
-    /// Text traces to standard output, no directory (`-o -`).
+    /// The `.tkmem` file or the recording's directory (`None`: the
+    /// default name).
+    pub path: Option<PathBuf>,
+    pub format: Format,
+    /// To standard output (`-o -`).
     pub stdout: bool,
     /// The command line, for the manifest.
     pub command: Vec<String>,
 }
 
 impl Outputs {
-    /// The recording's directory (`None`: standard output).
+    /// The recording's file or directory (`None`: standard output).
     fn target(&self, root: i32) -> Option<PathBuf> {
         if self.stdout {
             return None;
         }
-        Some(match &self.dir {
-            Some(d) => d.clone(),
-            None => PathBuf::from(format!("tracekit-mem.{root}")),
+        Some(match (&self.path, self.format) {
+            (Some(d), _) => d.clone(),
+            (None, Format::Tkmem) => PathBuf::from(format!("tracekit-mem.{root}.tkmem")),
+            (None, _) => PathBuf::from(format!("tracekit-mem.{root}")),
         })
     }
 
     /// Makes the recording's directory (private, see
     /// `tracekit_core::files::dir_mode`). One that holds an earlier
     /// recording has its traces and manifest removed (as `-o` truncates a
-    /// file); anything else there is refused.
+    /// file); anything else there is refused. A `.tkmem` file must not be
+    /// a directory (it is made by [`Capture::start_for`]).
     pub fn prepare(&self, root: i32) -> io::Result<()> {
         let Some(dir) = self.target(root) else {
             return Ok(());
         };
+        if self.format == Format::Tkmem {
+            return match std::fs::metadata(&dir) {
+                Ok(m) if m.is_dir() => Err(io::Error::new(
+                    io::ErrorKind::AlreadyExists,
+                    format!(
+                        "{}: a directory (a .tkmem recording is one file; --format text or raw writes a directory)",
+                        dir.display()
+                    ),
+                )),
+                _ => Ok(()),
+            };
+        }
         match std::fs::symlink_metadata(&dir) {
             Ok(m) if m.is_dir() => {
                 let set = super::set::Recording::list_files(&dir)?;
@@ -305,7 +484,7 @@ impl Outputs {
             Ok(_) => Err(io::Error::new(
                 io::ErrorKind::AlreadyExists,
                 format!(
-                    "{}: exists and is not a directory (a recording is a directory)",
+                    "{}: exists and is not a directory (a recording in --format text or raw is a directory)",
                     dir.display()
                 ),
             )),
@@ -318,23 +497,24 @@ impl Outputs {
 
     /// A private directory (0700, removed when dropped) for the image
     /// files while recording: inside the recording's directory with
-    /// `raw`, so that they are renamed into place, not copied; else a
-    /// temporary directory.
+    /// [`Format::Raw`], so that they are renamed into place, not copied;
+    /// else a temporary directory.
     pub fn scratch_dir(&self) -> io::Result<tempfile::TempDir> {
         use std::os::unix::fs::PermissionsExt;
+        let raw = self.format == Format::Raw;
         // Trace content: for the user only.
         let b = tempfile::Builder::new()
             .permissions(std::fs::Permissions::from_mode(0o700))
-            .prefix(if self.raw {
+            .prefix(if raw {
                 ".tracekit-rtrace-"
             } else {
                 "tracekit-rtrace-"
             })
             .to_owned();
-        if !self.raw || self.stdout {
+        if !raw || self.stdout {
             return b.tempdir();
         }
-        match &self.dir {
+        match &self.path {
             Some(d) => b.tempdir_in(d),
             // The default directory is named after the command's pid: the
             // current directory, where it will be.
@@ -343,22 +523,28 @@ impl Outputs {
     }
 
     fn ext(&self) -> &'static str {
-        if self.raw {
-            "tkrt"
-        } else {
-            "rtrace"
+        match self.format {
+            Format::Raw => "tkrt",
+            _ => "rtrace",
         }
     }
 
     /// Each image with its output, the command's own images (`root`)
-    /// first: `<dir>/<pid>-<n>.<ext>` (with `stdout`, just the names).
+    /// first: `<dir>/<pid>-<n>.<ext>` (with `stdout`, just the names; a
+    /// `.tkmem` recording: its file).
     pub fn name(&self, mut images: Vec<Image>, root: i32) -> Vec<(PathBuf, Image)> {
         images.sort_by_key(|i| (i.pid != root, i.pid, i.n));
         let dir = self.target(root).unwrap_or_default();
         let ext = self.ext();
         images
             .into_iter()
-            .map(|image| (dir.join(format!("{}-{}.{ext}", image.pid, image.n)), image))
+            .map(|image| {
+                let out = match self.format {
+                    Format::Tkmem => dir.clone(),
+                    _ => dir.join(format!("{}-{}.{ext}", image.pid, image.n)),
+                };
+                (out, image)
+            })
             .collect()
     }
 }
@@ -377,16 +563,20 @@ impl ImageEnd {
 }
 
 /// A finished recording: each image's output and its recorder file (in
-/// the scratch directory, removed when this is dropped).
+/// the scratch directory, removed when this is dropped), or the `.tkmem`
+/// file and what was written of each image.
 pub struct Recorded {
     pub images: Vec<(PathBuf, Image)>,
     pub stats: CaptureStats,
-    /// The recording's directory (`None`: standard output).
-    pub dir: Option<PathBuf>,
-    raw: bool,
+    /// The recording's file or directory (`None`: standard output).
+    pub path: Option<PathBuf>,
+    pub format: Format,
     command: Vec<String>,
     root: i32,
     _scratch: Option<tempfile::TempDir>,
+    /// A `.tkmem` recording: each image's counts (by image index), and the
+    /// writer's totals.
+    packed: Option<(Vec<super::packed::ImageCounts>, super::packed::WriteStats)>,
 }
 
 /// What [`Recorded::write`] made of one image.
@@ -395,12 +585,16 @@ pub enum Written {
     Raw,
     /// The text trace, and what its recording said.
     Text(super::RecordingInfo, super::DecodeStats),
+    /// The image in the `.tkmem` file: what its header said, and the
+    /// counts (allocations, releases, events lost).
+    Packed(super::RecordingInfo, super::DecodeStats),
 }
 
 impl Recorded {
     /// Writes every image's output (renames the raw recordings into place,
     /// or decodes them into text traces), calling `done` after each, then
-    /// the manifest that makes the directory a recording.
+    /// the manifest that makes the directory a recording. A `.tkmem`
+    /// recording is written already: `done` is told what each image holds.
     pub fn write(&self, mut done: impl FnMut(&Path, Written)) -> tracekit_core::Result<()> {
         if self.images.is_empty() {
             return Err(tracekit_core::Error::Other(
@@ -408,14 +602,18 @@ impl Recorded {
             ));
         }
         let io_err = |p: &Path, e| tracekit_core::Error::io(Some(p), e);
+        if let Some((counts, _)) = &self.packed {
+            return self.report_packed(counts, done);
+        }
+        let raw = self.format == Format::Raw;
         let mut listed = Vec::new();
         for (out, image) in &self.images {
-            let info = if self.raw {
+            let info = if raw {
                 let info = super::read_info(&image.path)?;
                 std::fs::rename(&image.path, out).map_err(|e| io_err(out, e))?;
                 done(out, Written::Raw);
                 info
-            } else if self.dir.is_none() {
+            } else if self.path.is_none() {
                 let stdout = io::stdout();
                 let (info, stats) = super::decode_file(&image.path, stdout.lock())?;
                 done(out, Written::Text(info.clone(), stats));
@@ -430,7 +628,7 @@ impl Recorded {
             };
             listed.push((out, image, info));
         }
-        let Some(dir) = &self.dir else {
+        let Some(dir) = &self.path else {
             return Ok(());
         };
         let images: Vec<serde_json::Value> = listed
@@ -461,14 +659,93 @@ impl Recorded {
         f.write_all(&text).map_err(|e| io_err(&path, e))?;
         Ok(())
     }
+
+    /// What each image of the `.tkmem` file holds. Its counts come from
+    /// the writer; an image whose event numbers do not add up (events
+    /// lost, or delivered twice from a spill file) is read back to count
+    /// exactly what was lost (a file only: standard output cannot be read
+    /// back, its count is what the numbers say).
+    fn report_packed(
+        &self,
+        counts: &[super::packed::ImageCounts],
+        mut done: impl FnMut(&Path, Written),
+    ) -> tracekit_core::Result<()> {
+        let file = match &self.path {
+            Some(p) => Some(super::packed::PackedFile::open(p)?),
+            None => None,
+        };
+        for (out, image) in &self.images {
+            let c = counts
+                .get(image.index as usize)
+                .copied()
+                .unwrap_or_default();
+            let mut stats = super::DecodeStats {
+                allocs: c.allocs,
+                frees: c.frees,
+                events: c.allocs + c.frees,
+                lost: c.numbers.saturating_sub(c.allocs + c.frees + c.voids),
+                ..Default::default()
+            };
+            let info = match &file {
+                Some(f) => {
+                    let k = image.index as usize;
+                    if c.numbers != c.allocs + c.frees + c.voids {
+                        let (_, s) = super::Decoder::packed(f, k)?.write_to(io::sink())?;
+                        stats = s;
+                    }
+                    f.images.get(k).map(|i| i.info.clone()).unwrap_or_default()
+                }
+                None => super::RecordingInfo {
+                    pid: image.pid as u32,
+                    ..Default::default()
+                },
+            };
+            done(out, Written::Packed(info, stats));
+        }
+        Ok(())
+    }
+
+    /// The `.tkmem` writer's totals (bytes, blocks, events, ...).
+    pub fn packed_stats(&self) -> Option<super::packed::WriteStats> {
+        self.packed.as_ref().map(|p| p.1)
+    }
 }
 
 impl Capture {
     /// [`Capture::start`] for `record mem`: the image files go to a
-    /// scratch directory ([`Outputs::scratch_dir`]) the capture owns, then
-    /// the result of [`Capture::finish_into`].
+    /// scratch directory ([`Outputs::scratch_dir`]) the capture owns, or
+    /// (the default) everything into one `.tkmem` file, then the result of
+    /// [`Capture::finish_into`].
     pub fn start_for(outputs: &Outputs, depth: usize) -> io::Result<Capture> {
-        if outputs.dir.is_some() {
+        if outputs.format == Format::Tkmem {
+            let head = super::packed::RecordingHead {
+                command: outputs.command.clone(),
+                recorder_pid: Some(std::process::id()),
+                origin: Some(format!("tracekit {}", env!("CARGO_PKG_VERSION"))),
+            };
+            let (out, path): (Box<dyn Write + Send>, _) = if outputs.stdout {
+                (Box::new(io::stdout()), None)
+            } else {
+                // Named after the command's pid once it is known; while
+                // it runs, after the recorder's.
+                let path = match &outputs.path {
+                    Some(p) => p.clone(),
+                    None => PathBuf::from(format!(
+                        "tracekit-mem.recording-{}.tkmem",
+                        std::process::id()
+                    )),
+                };
+                outputs.prepare(0)?;
+                let f = tracekit_core::files::create(&path)
+                    .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+                (Box::new(f), Some(path))
+            };
+            let writer = super::packed::Writer::new(out, &head)?;
+            let mut capture = Capture::start_packed(writer, depth, STREAM_SIZE)?;
+            capture.packed_path = path;
+            return Ok(capture);
+        }
+        if outputs.path.is_some() {
             // Named: made (or emptied) before the command runs.
             outputs.prepare(0)?;
         }
@@ -479,8 +756,10 @@ impl Capture {
     }
 
     /// [`Capture::finish`] for `record mem`: the command (`root`) ended
-    /// with `status`, which its last image's file notes (the shim cannot
-    /// see a signal that kills it); the images are named after `outputs`.
+    /// with `status`, which its last image notes (the shim cannot see a
+    /// signal that kills it); the images are named after `outputs`. A
+    /// `.tkmem` file is finished (and, without `-o`, renamed after the
+    /// command's pid).
     pub fn finish_into(
         mut self,
         outputs: &Outputs,
@@ -488,25 +767,47 @@ impl Capture {
         status: std::process::ExitStatus,
     ) -> io::Result<Recorded> {
         let scratch = self.scratch.take();
-        let (images, stats) = self.finish()?;
-        if outputs.dir.is_none() && !images.is_empty() {
-            // The default directory, named after the command's pid.
-            outputs.prepare(root)?;
-        }
-        if let (Some(last), Some(end)) = (
-            images.iter().filter(|i| i.pid == root).max_by_key(|i| i.n),
-            ImageEnd::from_status(status),
-        ) {
-            note_end(last, end)?;
+        let packed_path = self.packed_path.take();
+        let (images, stats) = self.finish_mut()?;
+        let end = ImageEnd::from_status(status);
+        let mut packed = None;
+        let mut path = outputs.target(root);
+        if outputs.format == Format::Tkmem {
+            let (out, counts, written) = self.finish_packed(&images, &stats, root, end)?;
+            drop(out);
+            if let (Some(from), Some(to)) = (&packed_path, &path) {
+                if from != to {
+                    std::fs::rename(from, to)?;
+                }
+            }
+            if images.is_empty() {
+                // Nothing recorded (a static program): no empty file stays.
+                if let Some(p) = path.take() {
+                    let _ = std::fs::remove_file(p);
+                }
+            }
+            packed = Some((counts, written));
+        } else {
+            if outputs.path.is_none() && !images.is_empty() {
+                // The default directory, named after the command's pid.
+                outputs.prepare(root)?;
+            }
+            if let (Some(last), Some(end)) = (
+                images.iter().filter(|i| i.pid == root).max_by_key(|i| i.n),
+                end,
+            ) {
+                note_end(last, end)?;
+            }
         }
         Ok(Recorded {
             images: outputs.name(images, root),
             stats,
-            dir: outputs.target(root),
-            raw: outputs.raw,
+            path,
+            format: outputs.format,
             command: outputs.command.clone(),
             root,
             _scratch: scratch,
+            packed,
         })
     }
 }
@@ -570,14 +871,60 @@ pub fn split<'a>(
     meta_id: u32,
     events: impl IntoIterator<Item = (u32, i32, u64, &'a [u8])>,
 ) -> io::Result<(Vec<Image>, CaptureStats)> {
-    let mut d = Demux::new(dir.to_path_buf(), event_id, meta_id);
+    let (images, stats, _) = split_into(Store::files(dir), event_id, meta_id, events)?;
+    Ok((images, stats))
+}
+
+/// [`split`] into raw image files in `dir` and, from the same events, one
+/// `.tkmem` file through `writer` (returned, not finished).
+pub fn split_both<'a>(
+    dir: &Path,
+    writer: PackedWriter,
+    event_id: u32,
+    meta_id: u32,
+    events: impl IntoIterator<Item = (u32, i32, u64, &'a [u8])>,
+) -> io::Result<(Vec<Image>, CaptureStats, PackedWriter)> {
+    let both = Store::Both(
+        Box::new(Store::files(dir)),
+        Box::new(Store::Packed(Box::new(writer))),
+    );
+    let (images, stats, store) = split_into(both, event_id, meta_id, events)?;
+    match store.into_packed() {
+        Some(w) => Ok((images, stats, *w)),
+        None => Err(io::Error::other("not a .tkmem capture")),
+    }
+}
+
+/// [`split`] into one `.tkmem` file through `writer` (returned, not
+/// finished).
+pub fn split_packed<'a>(
+    writer: PackedWriter,
+    event_id: u32,
+    meta_id: u32,
+    events: impl IntoIterator<Item = (u32, i32, u64, &'a [u8])>,
+) -> io::Result<(Vec<Image>, CaptureStats, PackedWriter)> {
+    let (images, stats, store) =
+        split_into(Store::Packed(Box::new(writer)), event_id, meta_id, events)?;
+    match store.into_packed() {
+        Some(w) => Ok((images, stats, *w)),
+        None => Err(io::Error::other("not a .tkmem capture")),
+    }
+}
+
+fn split_into<'a>(
+    store: Store,
+    event_id: u32,
+    meta_id: u32,
+    events: impl IntoIterator<Item = (u32, i32, u64, &'a [u8])>,
+) -> io::Result<(Vec<Image>, CaptureStats, Store)> {
+    let mut d = Demux::new(store, event_id, meta_id);
     for (id, pid, thread, data) in events {
         d.take(id, pid, thread, data)?;
     }
     d.end_all()?;
     let mut images = d.images;
     images.sort_by_key(|i| (i.pid, i.n));
-    Ok((images, d.stats))
+    Ok((images, d.stats, d.store))
 }
 
 /// The image currently recorded for one pid.
@@ -598,21 +945,144 @@ struct Pending {
 }
 
 impl Pending {
-    fn write(&mut self, f: &mut File, scratch: &mut Vec<u8>) -> io::Result<()> {
-        if self.unsorted {
-            write_events(f, &self.buf, scratch)?;
+    fn write(
+        &mut self,
+        store: &mut Store,
+        images: &[Image],
+        k: usize,
+        thread: u64,
+        scratch: &mut Vec<u8>,
+    ) -> io::Result<()> {
+        let records = if self.unsorted {
+            sort_records(&self.buf, scratch)
         } else {
-            write_chunk(f, TAG_EVENTS, &self.buf)?;
-        }
+            &self.buf[..]
+        };
+        store.events(images, k, thread, records)?;
         self.buf.clear();
         self.unsorted = false;
         Ok(())
     }
 }
 
-/// Splits the stream into image files.
+/// Where the demultiplexed stream goes: one raw recording per image in a
+/// directory (`record mem --format text|raw`), or one `.tkmem` file.
+enum Store {
+    Files {
+        dir: PathBuf,
+        /// The image file written last, kept open (its index in `images`):
+        /// flushes of one image follow each other, and opening the file
+        /// for each 64 KiB written cost more than writing it. Every handle
+        /// appends, so writes through others interleave safely.
+        open: Option<(usize, File)>,
+    },
+    Packed(Box<PackedWriter>),
+    /// Both of the above, from the same stream (for checking that the two
+    /// layouts read back the same).
+    Both(Box<Store>, Box<Store>),
+}
+
+impl Store {
+    fn files(dir: &Path) -> Store {
+        Store::Files {
+            dir: dir.to_path_buf(),
+            open: None,
+        }
+    }
+
+    /// Starts image `n` of `pid` (its header record); returns where it goes.
+    fn start(&mut self, k: usize, pid: i32, n: u32, header: &[u8]) -> io::Result<PathBuf> {
+        match self {
+            Store::Files { dir, .. } => {
+                let path = dir.join(format!("{pid}-{n}.tkrt"));
+                // Trace content: private (tracekit_core::files).
+                let mut f = tracekit_core::files::create(&path)?;
+                // The file says what it is (`record mem --format raw`
+                // keeps it).
+                write_chunk(&mut f, TAG_FILE, &RAW_VERSION.to_le_bytes())?;
+                write_chunk(&mut f, TAG_HEADER, header)?;
+                Ok(path)
+            }
+            Store::Packed(w) => {
+                let index = w.image(n, header)?;
+                debug_assert_eq!(index as usize, k);
+                Ok(PathBuf::new())
+            }
+            Store::Both(a, b) => {
+                b.start(k, pid, n, header)?;
+                a.start(k, pid, n, header)
+            }
+        }
+    }
+
+    fn maps(&mut self, images: &[Image], k: usize, snapshot: &[u8]) -> io::Result<()> {
+        match self {
+            Store::Files { .. } => append_chunk(&images[k].path, TAG_MAPS, snapshot),
+            Store::Packed(w) => w.maps(images[k].index, snapshot),
+            Store::Both(a, b) => {
+                a.maps(images, k, snapshot)?;
+                b.maps(images, k, snapshot)
+            }
+        }
+    }
+
+    /// One thread's records, sorted by number.
+    fn events(
+        &mut self,
+        images: &[Image],
+        k: usize,
+        thread: u64,
+        records: &[u8],
+    ) -> io::Result<()> {
+        match self {
+            Store::Files { open, .. } => {
+                let f = image_file(open, images, k)?;
+                write_chunk(f, TAG_EVENTS, records)
+            }
+            Store::Packed(w) => w.events(images[k].index, thread, records),
+            Store::Both(a, b) => {
+                a.events(images, k, thread, records)?;
+                b.events(images, k, thread, records)
+            }
+        }
+    }
+
+    fn end(&mut self, images: &[Image], k: usize, end: ImageEnd) -> io::Result<()> {
+        match self {
+            Store::Files { .. } => append_chunk(&images[k].path, TAG_END, &end.encode()),
+            Store::Packed(w) => w.end(images[k].index, end),
+            Store::Both(a, b) => {
+                a.end(images, k, end)?;
+                b.end(images, k, end)
+            }
+        }
+    }
+
+    /// Nothing more goes into image `k` (its file is closed).
+    fn close(&mut self) {
+        match self {
+            Store::Files { open, .. } => *open = None,
+            Store::Packed(_) => {}
+            Store::Both(a, b) => {
+                a.close();
+                b.close();
+            }
+        }
+    }
+
+    /// The `.tkmem` writer in it, if any.
+    fn into_packed(self) -> Option<Box<PackedWriter>> {
+        match self {
+            Store::Files { .. } => None,
+            Store::Packed(w) => Some(w),
+            Store::Both(a, b) => a.into_packed().or(b.into_packed()),
+        }
+    }
+}
+
+/// Splits the stream into process images.
 struct Demux {
-    dir: PathBuf,
+    store: Store,
     event_id: u32,
     meta_id: u32,
     images: Vec<Image>,
@@ -625,11 +1095,6 @@ struct Demux {
     meta: Reassembler<(i32, u32)>,
     stats: CaptureStats,
     scratch: Vec<u8>,
-    /// The image file written last, kept open (its index in `images`):
-    /// flushes of one image follow each other, and opening the file for
-    /// each 64 KiB written cost more than writing it. Every handle
-    /// appends, so writes through others interleave safely.
-    open: Option<(usize, File)>,
 }
 
 /// The file of image `k`, opened for appending unless it is `open`.
@@ -646,9 +1111,9 @@ fn image_file<'a>(
 }
 
 impl Demux {
-    fn new(dir: PathBuf, event_id: u32, meta_id: u32) -> Demux {
+    fn new(store: Store, event_id: u32, meta_id: u32) -> Demux {
         Demux {
-            dir,
+            store,
             event_id,
             meta_id,
             images: Vec::new(),
@@ -656,7 +1121,6 @@ impl Demux {
             meta: Reassembler::new(MAX_META),
             stats: CaptureStats::default(),
             scratch: Vec::new(),
-            open: None,
         }
     }
 
@@ -737,7 +1201,11 @@ impl Demux {
             }
             return Ok(());
         };
-        let flush_at = (FLUSH_BUDGET / cur.threads.len().max(1)).clamp(FLUSH_MIN, FLUSH_MAX);
+        let (budget, max) = match self.store {
+            Store::Files { .. } => (FLUSH_BUDGET, FLUSH_MAX),
+            Store::Packed(_) | Store::Both(..) => (PACKED_FLUSH_BUDGET, PACKED_FLUSH_MAX),
+        };
+        let flush_at = (budget / cur.threads.len().max(1)).clamp(FLUSH_MIN, max);
         let p = cur.threads.entry(thread).or_default();
         // The whole records at the front; a damaged length ends the batch.
         // (Counted in locals, stored once: this loop runs for every record,
@@ -767,8 +1235,13 @@ impl Demux {
         }
         p.buf.extend_from_slice(&data[..whole]);
         if p.buf.len() >= flush_at {
-            let f = image_file(&mut self.open, &self.images, cur.image)?;
-            p.write(f, &mut self.scratch)?;
+            p.write(
+                &mut self.store,
+                &self.images,
+                cur.image,
+                thread,
+                &mut self.scratch,
+            )?;
         }
         Ok(())
     }
@@ -798,12 +1271,8 @@ impl Demux {
                     .get(&pid)
                     .map_or(0, |c| self.images[c.image].n + 1);
                 self.end_image(pid)?;
-                let path = self.dir.join(format!("{pid}-{n}.tkrt"));
-                // Trace content: private (tracekit_core::files).
-                let mut f = tracekit_core::files::create(&path)?;
-                // The file says what it is (`record mem --raw` keeps it).
-                write_chunk(&mut f, TAG_FILE, &RAW_VERSION.to_le_bytes())?;
-                write_chunk(&mut f, TAG_HEADER, record)?;
+                let k = self.images.len();
+                let path = self.store.start(k, pid, n, record)?;
                 let nonce = record
                     .get(32..40)
                     .filter(|_| record.len() >= HEADER_FIXED)
@@ -813,6 +1282,7 @@ impl Demux {
                     n,
                     path,
                     nonce,
+                    index: k as u32,
                 });
                 self.current.insert(
                     pid,
@@ -824,7 +1294,7 @@ impl Demux {
                 Ok(())
             }
             META_MAPS => match self.current.get(&pid) {
-                Some(cur) => append_chunk(&self.images[cur.image].path, TAG_MAPS, record),
+                Some(cur) => self.store.maps(&self.images, cur.image, record),
                 None => {
                     self.stats.incomplete_meta += 1;
                     Ok(())
@@ -896,12 +1366,14 @@ impl Demux {
                         .extend_from_slice(&data[..whole]);
                 }
             }
-            let image = &self.images[k];
-            let mut out = OpenOptions::new().append(true).open(&image.path)?;
-            for buf in threads.values() {
-                write_events(&mut out, buf, &mut self.scratch)?;
+            let mut owners: Vec<_> = threads.into_iter().collect();
+            owners.sort_by_key(|(owner, _)| *owner);
+            for (owner, buf) in &owners {
+                let records = sort_records(buf, &mut self.scratch);
+                self.store.events(&self.images, k, *owner, records)?;
             }
-            write_chunk(&mut out, TAG_END, &end.encode())?;
+            self.store.end(&self.images, k, end)?;
+            self.store.close();
         }
         Ok(())
     }
@@ -912,23 +1384,34 @@ impl Demux {
         let Some(mut cur) = self.current.remove(&pid) else {
             return Ok(());
         };
-        let f = image_file(&mut self.open, &self.images, cur.image)?;
-        for p in cur.threads.values_mut().filter(|p| !p.buf.is_empty()) {
-            p.write(f, &mut self.scratch)?;
+        let mut threads: Vec<_> = cur
+            .threads
+            .iter_mut()
+            .filter(|(_, p)| !p.buf.is_empty())
+            .collect();
+        threads.sort_by_key(|(t, _)| **t);
+        for (&thread, p) in threads {
+            p.write(
+                &mut self.store,
+                &self.images,
+                cur.image,
+                thread,
+                &mut self.scratch,
+            )?;
         }
         // Nothing more goes into this image.
-        self.open = None;
+        self.store.close();
         Ok(())
     }
 }
 
-/// Writes one thread's records as a chunk in the order of their numbers.
-/// A thread records them almost in that order, but not quite: a release
-/// takes its number before the real call and is written after it, so the
-/// events of calls made inside (fclose freeing its buffers) come first.
-/// A backtrace definition stays just before the record that follows it
-/// (its first use).
-fn write_events(f: &mut File, buf: &[u8], scratch: &mut Vec<u8>) -> io::Result<()> {
+/// One thread's records in the order of their numbers (`buf` itself if
+/// they are, else sorted into `scratch`). A thread records them almost in
+/// that order, but not quite: a release takes its number before the real
+/// call and is written after it, so the events of calls made inside
+/// (fclose freeing its buffers) come first. A backtrace definition stays
+/// just before the record that follows it (its first use).
+fn sort_records<'b>(buf: &'b [u8], scratch: &'b mut Vec<u8>) -> &'b [u8] {
     // (number, definition first, offset, length)
     let mut index: Vec<(u64, bool, usize, usize)> = Vec::with_capacity(buf.len() / FREE_LEN);
     let mut at = 0;
@@ -956,14 +1439,14 @@ fn write_events(f: &mut File, buf: &[u8], scratch: &mut Vec<u8>) -> io::Result<(
         at += len;
     }
     if sorted {
-        return write_chunk(f, TAG_EVENTS, &buf[..at]);
+        return &buf[..at];
     }
     index.sort_by_key(|e| (e.0, e.1));
     scratch.clear();
     for (_, _, at, len) in index {
         scratch.extend_from_slice(&buf[at..at + len]);
     }
-    write_chunk(f, TAG_EVENTS, scratch)
+    scratch
 }
 
 fn write_chunk(f: &mut File, tag: [u8; 4], payload: &[u8]) -> io::Result<()> {
@@ -1042,7 +1525,7 @@ mod tests {
     #[test]
     fn demux_splits_images_and_keeps_order() {
         let dir = tempfile::tempdir().unwrap();
-        let mut d = Demux::new(dir.path().to_path_buf(), 1024, 1025);
+        let mut d = Demux::new(Store::files(dir.path()), 1024, 1025);
         let h = header(7);
         d.take(1025, 7, 1, &meta(META_HEADER, 0, 0, h.len(), &h[..10]))
             .unwrap();
@@ -1108,8 +1591,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let rec = dir.path().join("app.raw");
         let outputs = Outputs {
-            dir: Some(rec.clone()),
-            raw: true,
+            path: Some(rec.clone()),
+            format: Format::Raw,
             stdout: false,
             command: vec!["app".into()],
         };
@@ -1120,7 +1603,7 @@ mod tests {
         assert_eq!(mode(scratch.path()), 0o700);
         assert_eq!(mode(&rec), 0o700);
         // A child (pid 5) and the command (pid 9), which execs once.
-        let mut d = Demux::new(scratch.path().to_path_buf(), 1024, 1025);
+        let mut d = Demux::new(Store::files(scratch.path()), 1024, 1025);
         for pid in [9, 5, 9] {
             let h = header(pid as u32);
             d.take(1025, pid, 1, &meta(META_HEADER, 0, 0, h.len(), &h))
@@ -1140,9 +1623,17 @@ mod tests {
         };
         assert_eq!(names(&outputs, 9), ["9-0.tkrt", "9-1.tkrt", "5-0.tkrt"]);
         // No -o: named after the command's pid.
-        let text = Outputs::default();
+        let text = Outputs {
+            format: Format::Text,
+            ..Outputs::default()
+        };
         let named = text.name(images.clone(), 9);
         assert_eq!(named[0].0, Path::new("tracekit-mem.9/9-0.rtrace"));
+        // The default: one .tkmem file holds them all.
+        let named = Outputs::default().name(images.clone(), 9);
+        assert!(named
+            .iter()
+            .all(|(p, _)| p == Path::new("tracekit-mem.9.tkmem")));
         assert!(outputs.name(Vec::new(), 9).is_empty());
 
         assert_eq!(
@@ -1158,11 +1649,12 @@ mod tests {
         let recorded = Recorded {
             images: outputs.name(images, 9),
             stats: CaptureStats::default(),
-            dir: Some(rec.clone()),
-            raw: true,
+            path: Some(rec.clone()),
+            format: Format::Raw,
             command: outputs.command.clone(),
             root: 9,
             _scratch: Some(scratch),
+            packed: None,
         };
         let mut written = Vec::new();
         recorded

@@ -1,20 +1,37 @@
-//! A whole recording of `record mem`: a directory holding one trace per
-//! process image (`<pid>-<n>.rtrace`, sp-rtrace text; `<pid>-<n>.tkrt`, raw
-//! recordings) and the manifest [`MANIFEST`] listing them, the command's
-//! own images first, with what the recorder knew of each: parent pid,
-//! executable, how it ended.
+//! A whole recording of `record mem`: one `.tkmem` file holding every
+//! process image ([`super::packed`], the default), or a directory holding
+//! one trace per process image (`<pid>-<n>.rtrace`, sp-rtrace text;
+//! `<pid>-<n>.tkrt`, raw recordings) and the manifest [`MANIFEST`]
+//! listing them (`record mem --format text|raw`); either way the
+//! command's own images first, with what the recorder knew of each:
+//! parent pid, executable, how it ended.
 //!
 //! This is the unit `report`, `convert` and `rtrace postproc` take: they
-//! read every image through [`Recording::images`]. The per-image files
-//! stay plain sp-rtrace traces (each readable on its own, by sp-rtrace's
-//! tools too). A directory without a manifest (an older recording, files
-//! gathered by hand) is read by its file names.
+//! read every image through [`Recording::images`] ([`RecordedImage::items`]
+//! gives its items, [`RecordedImage::text`] its sp-rtrace text, whatever
+//! holds it). The per-image files of a directory stay plain sp-rtrace
+//! traces (each readable on its own, by sp-rtrace's tools too). A
+//! directory without a manifest (an older recording, files gathered by
+//! hand) is read by its file names.
 
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use tracekit_core::{Error, Position, Result};
 
 use super::capture::ImageEnd;
+use super::packed::PackedFile;
+use crate::reader::{Assembler, ItemStream, Reader};
+
+/// Where an image's trace is.
+#[derive(Debug, Clone)]
+pub enum ImageSource {
+    /// A file of its own: sp-rtrace text, or a raw recording (`*.tkrt`).
+    File(PathBuf),
+    /// Image `index` of a `.tkmem` file.
+    Packed(Arc<PackedFile>, usize),
+}
 
 /// The manifest's file name in a recording's directory.
 pub const MANIFEST: &str = "recording.json";
@@ -23,9 +40,11 @@ pub const FORMAT: &str = "tracekit memory recording";
 pub const VERSION: u32 = 1;
 
 /// One process image of a recording.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct RecordedImage {
+    /// Its file (of a `.tkmem` recording: the recording's file).
     pub path: PathBuf,
+    pub source: ImageSource,
     pub pid: i64,
     /// Counts the images of one pid (exec starts the next).
     pub n: u32,
@@ -47,12 +66,61 @@ impl RecordedImage {
         }
         s
     }
+
+    /// What messages call it: its file, or `FILE#<pid>-<n>` in a
+    /// `.tkmem` file.
+    pub fn name(&self) -> String {
+        match &self.source {
+            ImageSource::File(p) => p.display().to_string(),
+            ImageSource::Packed(..) => format!("{}#{}-{}", self.path.display(), self.pid, self.n),
+        }
+    }
+
+    /// Its trace as items (what the analyses read): a text trace through
+    /// the [`Assembler`], a raw recording or a `.tkmem` image decoded
+    /// straight into the same items.
+    pub fn items(&self) -> Result<ItemStream<'static>> {
+        Ok(ItemStream(match &self.source {
+            ImageSource::File(p) => {
+                let f = std::fs::File::open(p).map_err(|e| Error::io(Some(p), e))?;
+                let mut r = std::io::BufReader::with_capacity(1 << 20, f);
+                let head = r.fill_buf().map_err(|e| Error::io(Some(p), e))?;
+                if super::sniff(head) {
+                    Box::new(super::Events::open(p)?)
+                } else {
+                    Box::new(Assembler::new(Reader::new(r)))
+                }
+            }
+            ImageSource::Packed(file, k) => Box::new(super::Events::packed(file, *k)?),
+        }))
+    }
+
+    /// Its sp-rtrace text (a raw recording or a `.tkmem` image: what
+    /// `record mem --format text` writes for it).
+    pub fn text(&self) -> Result<Box<dyn BufRead>> {
+        Ok(match &self.source {
+            ImageSource::File(p) => {
+                let f = std::fs::File::open(p).map_err(|e| Error::io(Some(p), e))?;
+                let mut r = std::io::BufReader::with_capacity(1 << 20, f);
+                let head = r.fill_buf().map_err(|e| Error::io(Some(p), e))?;
+                if super::sniff(head) {
+                    Box::new(super::Decoder::open(p)?)
+                } else {
+                    Box::new(r)
+                }
+            }
+            ImageSource::Packed(file, k) => Box::new(super::Decoder::packed(file, *k)?),
+        })
+    }
 }
 
-/// A recording's directory, read.
+/// A recording, read.
 #[derive(Debug, Clone)]
 pub struct Recording {
-    pub dir: PathBuf,
+    /// Its `.tkmem` file or directory.
+    pub path: PathBuf,
+    /// The `.tkmem` file, read.
+    pub packed: Option<Arc<PackedFile>>,
     /// The command line (from the manifest).
     pub command: Vec<String>,
     /// The command's pid (from the manifest).
@@ -122,17 +190,56 @@ impl Recording {
         Ok(files)
     }
 
-    /// Is `dir` a recording (a manifest, or only traces named as
-    /// `record mem` names them)?
-    pub fn is_recording(dir: &Path) -> bool {
-        match Recording::list_files(dir) {
+    /// Is `path` a recording: a `.tkmem` file, or a directory with a
+    /// manifest or only traces named as `record mem` names them?
+    pub fn is_recording(path: &Path) -> bool {
+        if !path.is_dir() {
+            let mut head = [0u8; 8];
+            return std::fs::File::open(path)
+                .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
+                .is_ok_and(|_| super::packed::sniff(&head));
+        }
+        match Recording::list_files(path) {
             Ok(f) => f.manifest.is_some() || (!f.traces.is_empty() && f.others == 0),
             Err(_) => false,
         }
     }
 
-    /// Reads the recording in `dir`.
-    pub fn open(dir: &Path) -> Result<Recording> {
+    /// The recording of a `.tkmem` file, read: its images, the command's
+    /// own first (then by pid and image).
+    pub fn from_packed(path: &Path, file: PackedFile) -> Recording {
+        let file = Arc::new(file);
+        let root = file.root_pid();
+        let mut images: Vec<RecordedImage> = file
+            .images
+            .iter()
+            .enumerate()
+            .map(|(k, i)| RecordedImage {
+                path: path.to_path_buf(),
+                source: ImageSource::Packed(file.clone(), k),
+                pid: i64::from(i.info.pid),
+                n: i.n,
+                ppid: Some(i64::from(i.info.ppid)),
+                executable: Some(i.info.executable.clone()),
+                end: i.info.end.map(super::describe_end),
+            })
+            .collect();
+        images.sort_by_key(|i| (Some(i.pid) != root, i.pid, i.n));
+        Recording {
+            path: path.to_path_buf(),
+            command: file.head.command.clone(),
+            pid: root,
+            images,
+            packed: Some(file),
+        }
+    }
+
+    /// Reads the recording at `path`: a `.tkmem` file or a directory.
+    pub fn open(path: &Path) -> Result<Recording> {
+        if !path.is_dir() {
+            return Ok(Recording::from_packed(path, PackedFile::open(path)?));
+        }
+        let dir = path;
         let files = Recording::list_files(dir).map_err(|e| Error::io(Some(dir), e))?;
         let Some(manifest) = files.manifest else {
             let mut images: Vec<RecordedImage> = files
@@ -142,6 +249,7 @@ impl Recording {
                     let (pid, n) = parse_name(&p.file_name()?.to_string_lossy())?;
                     Some(RecordedImage {
                         path: p.clone(),
+                        source: ImageSource::File(p.clone()),
                         pid,
                         n,
                         ppid: None,
@@ -158,7 +266,8 @@ impl Recording {
             }
             images.sort_by_key(|i| (i.pid, i.n));
             return Ok(Recording {
-                dir: dir.to_path_buf(),
+                path: dir.to_path_buf(),
+                packed: None,
                 command: Vec::new(),
                 pid: None,
                 images,
@@ -215,6 +324,7 @@ impl Recording {
                 .ok_or_else(|| bad(format!("image {k}: no \"pid\"")))?;
             images.push(RecordedImage {
                 path: dir.join(file),
+                source: ImageSource::File(dir.join(file)),
                 pid,
                 n: im["image"].as_u64().unwrap_or(0) as u32,
                 ppid: im["ppid"].as_i64(),
@@ -223,7 +333,8 @@ impl Recording {
             });
         }
         Ok(Recording {
-            dir: dir.to_path_buf(),
+            path: dir.to_path_buf(),
+            packed: None,
             command,
             pid: v["pid"].as_i64(),
             images,

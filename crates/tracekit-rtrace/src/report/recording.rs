@@ -25,7 +25,7 @@ impl RecordingReport<'_> {
         writeln!(
             out,
             "tracekit memory recording {}: {} process image(s)",
-            rec.dir.display(),
+            rec.path.display(),
             rec.images.len()
         )?;
         if !rec.command.is_empty() {
@@ -76,7 +76,7 @@ impl RecordingReport<'_> {
             })
             .collect();
         json!({
-            "recording": rec.dir.display().to_string(),
+            "recording": rec.path.display().to_string(),
             "format": crate::recording::set::FORMAT,
             "command": rec.command,
             "pid": rec.pid,

@@ -10,8 +10,10 @@ use anyhow::{bail, Context, Result};
 use tracekit_core::timeline::Sink;
 use tracekit_rtrace::heaptrack;
 use tracekit_rtrace::postproc::{self, CallAddress, Options, SortOrder};
-use tracekit_rtrace::recording::set::Recording;
+use tracekit_rtrace::recording::capture::Format;
+use tracekit_rtrace::recording::set::{ImageSource, RecordedImage, Recording};
 use tracekit_rtrace::report::{self, Metric, Symbolise};
+use tracekit_rtrace::ItemStream;
 
 use crate::cmd::{convert, info, output};
 use crate::formats::{Dialect, Target, Writer};
@@ -24,70 +26,86 @@ pub enum Command {
     Postproc(PostprocArgs),
     /// Leak, peak and allocation-site report, with SVG plots.
     Report(ReportArgs),
-    /// Run a command under the memory/fd recorder and write an sp-rtrace
-    /// text trace (the same as `tracekit record mem`).
+    /// Run a command under the memory/fd recorder (the same as `tracekit
+    /// record mem`).
     Record(RecordArgs),
-    /// Turn a raw recording (`record mem --raw`) into the sp-rtrace text
-    /// trace `record mem` would have written.
+    /// Turn a recording (`.tkmem`, or a raw recording of `record mem
+    /// --format raw`) into the sp-rtrace text traces of its processes.
     Decode(DecodeArgs),
 }
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
-A raw recording (`tracekit record mem --raw`) holds one process image's
-events as the recorder received them (binary, docs/formats/rtrace.md §14):
-decoding restores the global order of the threads' events and writes each
-backtrace as text, which is most of the work `record mem` does after the
-command ends. `tracekit rtrace postproc` and `tracekit rtrace report` read
-raw recordings too (decoding them as they go).
+A recording holds each process image's events as the recorder received them
+(binary: a .tkmem file, docs/formats/tkmem.md; or a raw recording of
+`record mem --format raw`, docs/formats/rtrace.md §14): decoding restores
+the global order of the threads' events and writes the sp-rtrace text
+trace of each process, byte for byte what `record mem --format text`
+writes. A recording of one process goes to OUT (or standard output); of
+several, to standard output one after another, or with -o into the
+directory OUT, <pid>-<n>.rtrace each. The readers (report, convert,
+postproc, sql) take recordings as they are: decoding is for sp-rtrace's
+own tools.
 
 Examples:
-  tracekit record mem --raw -o app.tkrt -- ./app
-  tracekit rtrace decode app.tkrt -o app.rtrace
-  tracekit rtrace report app.tkrt")]
+  tracekit record mem -o app.tkmem -- ./app
+  tracekit rtrace decode app.tkmem -o app.rtrace
+  tracekit rtrace decode app.tkmem -o app.traces/     # every process
+  tracekit rtrace decode app.raw/1234-0.tkrt")]
 pub struct DecodeArgs {
-    /// The raw recording.
+    /// The recording (`-`: standard input).
     #[arg(value_name = "IN")]
     pub input: PathBuf,
-    /// Write the text trace here (default, or `-`: standard output).
+    /// Write the text here (default, or `-`: standard output).
     #[arg(short = 'o', long, value_name = "OUT")]
     pub output: Option<PathBuf>,
+}
+
+/// `record mem --format`.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordFormat {
+    Tkmem,
+    Text,
+    Raw,
 }
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
 Preloads tracekit's recorder (built into this executable, or the library
-named by $TRACEKIT_PRELOAD_LIB) into CMD and its children. The recording is
-one directory, OUT (default tracekit-mem.<pid>): one sp-rtrace text trace
-per process image (<pid>-<n>.rtrace: fork children are new pids, exec
-starts image n+1) and recording.json, which lists them, the command's own
-first, with parent, program and how each ended. `tracekit report OUT`,
-`tracekit convert OUT` and `tracekit rtrace postproc OUT` take the whole
-recording; each trace is also a plain sp-rtrace file. `-o -` writes the
-traces to standard output instead, one after another. Recording again into
-the same OUT replaces its traces. The exit status is the command's.
+named by $TRACEKIT_PRELOAD_LIB) into CMD and its children, and writes one
+file, OUT (default tracekit-mem.<pid>.tkmem), holding every process image
+(fork children are new pids, exec starts image n+1 of the same pid): each
+distinct backtrace and code address once, events as small deltas,
+compressed as they are written (docs/formats/tkmem.md). The file is valid
+up to its last written block if tracekit is killed. `tracekit report OUT`,
+`tracekit convert OUT`, `tracekit sql OUT` and `tracekit rtrace postproc
+OUT` read it as it is; `tracekit rtrace decode OUT` writes the sp-rtrace
+text traces. `-o -` writes it to standard output (a pipe or a file). The
+exit status is the command's.
+
+--format text writes a directory instead, OUT (default tracekit-mem.<pid>):
+one sp-rtrace text trace per process image (<pid>-<n>.rtrace, plain
+sp-rtrace files for sp-rtrace's own tools) and recording.json listing them;
+`-o -` then writes the text traces to standard output one after another.
+--format raw keeps each image's events as the recorder received them
+(<pid>-<n>.tkrt in the directory), like heaptrack -r.
 
 Events travel through a POSIX trace stream in /dev/shm that tracekit reads
 while CMD runs (a full stream makes CMD wait, nothing is dropped silently).
 Backtraces are unwound from the programs' DWARF call-frame information
 (.eh_frame), so code built without frame pointers (-O2, Debian packages)
 gets complete stacks: whole stacks by default, up to 64 frames (heaptrack's
-limit too); each trace's header says the depth. A process killed by a
-signal or a crash keeps every event it recorded, and each trace ends with a
-'## tracekit:' line saying how the process ended (exit status or signal).
-
-With --raw, the text is not made: each process image's recording is kept as
-tracekit received it (OUT/<pid>-<n>.tkrt), like heaptrack -r; `tracekit
-rtrace decode` turns one into its text trace later, and the readers take
-the directory or a file as they are.
+limit too). A process killed by a signal or a crash keeps every event it
+recorded, and the recording says how each process ended (exit status or
+signal).
 
 Examples:
-  tracekit record mem -o app.mem -- ./app --flag
-  tracekit report app.mem
+  tracekit record mem -o app.tkmem -- ./app --flag
+  tracekit report app.tkmem
   tracekit record mem --modules memory,file --backtrace-depth 16 -- make check
-  tracekit rtrace postproc app.mem -lcr            # leaks by backtrace, resolved
-  tracekit record mem --raw -o app.raw -- ./app    # decode later
-  tracekit rtrace decode app.raw/<pid>-0.tkrt -o app.rtrace")]
+  tracekit rtrace postproc app.tkmem -lcr            # leaks by backtrace, resolved
+  tracekit record mem -o - -- ./app | tracekit report -
+  tracekit record mem --format text -o app.mem -- ./app   # sp-rtrace text traces")]
 pub struct RecordArgs {
     /// What to record: memory (malloc family), file (descriptors and
     /// FILE streams), comma-separated.
@@ -102,13 +120,17 @@ pub struct RecordArgs {
         value_name = "N"
     )]
     pub backtrace_depth: usize,
-    /// The recording's directory (default: tracekit-mem.<pid> in the
-    /// current directory; `-`: the text traces to standard output).
+    /// The recording: a .tkmem file (default tracekit-mem.<pid>.tkmem in
+    /// the current directory), or with --format text or raw a directory
+    /// (default tracekit-mem.<pid>); `-`: standard output.
     #[arg(short = 'o', long, value_name = "OUT")]
     pub output: Option<PathBuf>,
-    /// Keep the binary recordings instead of writing text traces (decode
-    /// them later with `tracekit rtrace decode`).
-    #[arg(long)]
+    /// What to write: tkmem (one compact file), text (a directory of
+    /// sp-rtrace text traces), raw (a directory of raw recordings).
+    #[arg(long, value_enum, value_name = "FORMAT", default_value = "tkmem")]
+    pub format: RecordFormat,
+    /// The same as --format raw.
+    #[arg(long, hide = true)]
     pub raw: bool,
     /// The command and its arguments.
     #[arg(
@@ -263,6 +285,16 @@ pub fn run(command: Command) -> Result<ExitCode> {
     }
 }
 
+impl RecordArgs {
+    fn format(&self) -> Format {
+        match (self.raw, self.format) {
+            (true, _) | (_, RecordFormat::Raw) => Format::Raw,
+            (_, RecordFormat::Text) => Format::Text,
+            (_, RecordFormat::Tkmem) => Format::Tkmem,
+        }
+    }
+}
+
 /// The recorder library: `$TRACEKIT_PRELOAD_LIB`, or the copy built into
 /// this executable written to `dir`.
 fn preload_library(dir: &Path) -> Result<PathBuf> {
@@ -286,8 +318,14 @@ pub fn record_mem(a: RecordArgs) -> Result<ExitCode> {
             bail!("--modules: unknown module {m} (memory, file)");
         }
     }
-    if a.raw && a.output.as_deref() == Some(Path::new("-")) {
-        bail!("--raw writes files: give -o a directory");
+    if a.format() == Format::Raw && a.output.as_deref() == Some(Path::new("-")) {
+        bail!("--format raw writes files: give -o a directory");
+    }
+    if a.format() == Format::Tkmem
+        && a.output.as_deref() == Some(Path::new("-"))
+        && std::io::IsTerminal::is_terminal(&std::io::stdout())
+    {
+        bail!("-o -: a .tkmem recording is binary; send standard output to a file or a pipe (or use --format text)");
     }
     if a.backtrace_depth > tracekit_rtrace_preload::wire::MAX_DEPTH {
         bail!(
@@ -324,8 +362,8 @@ fn record_into(preload: std::ffi::OsString, a: &RecordArgs) -> Result<ExitCode> 
     use tracekit_rtrace::recording::capture::{Capture, Outputs, Written};
     let stdout = a.output.as_deref() == Some(Path::new("-"));
     let outputs = Outputs {
-        dir: a.output.clone().filter(|_| !stdout),
-        raw: a.raw,
+        path: a.output.clone().filter(|_| !stdout),
+        format: a.format(),
         stdout,
         command: a
             .command
@@ -333,7 +371,7 @@ fn record_into(preload: std::ffi::OsString, a: &RecordArgs) -> Result<ExitCode> 
             .map(|c| c.to_string_lossy().into_owned())
             .collect(),
     };
-    if let Some(dir) = &outputs.dir {
+    if let Some(dir) = &outputs.path {
         // Made (or an earlier recording's traces removed) before the
         // command runs: a bad -o fails now, saying why.
         outputs
@@ -351,8 +389,11 @@ fn record_into(preload: std::ffi::OsString, a: &RecordArgs) -> Result<ExitCode> 
         Ok(c) => c,
         Err(e) => {
             // Nothing was recorded: no empty recording is left behind.
+            let packed = capture.packed_path();
             drop(capture);
-            if let Some(dir) = &outputs.dir {
+            if let Some(p) = packed {
+                let _ = std::fs::remove_file(p);
+            } else if let Some(dir) = &outputs.path {
                 let _ = std::fs::remove_dir(dir);
             }
             return Err(anyhow::Error::new(e)
@@ -402,24 +443,49 @@ fn record_into(preload: std::ffi::OsString, a: &RecordArgs) -> Result<ExitCode> 
                 )
             }
         }
+        Written::Packed(info, stats) => {
+            if !quiet || stats.lost > 0 {
+                let name = if out.as_os_str().is_empty() {
+                    "<stdout>".to_string()
+                } else {
+                    out.display().to_string()
+                };
+                eprintln!(
+                    "tracekit: {name}: pid {}: {}",
+                    info.pid,
+                    describe_image(&info, &stats)
+                )
+            }
+        }
     });
     if let Err(e) = wrote {
         // Nothing recorded (a static program): no empty directory stays
         // (the scratch directory inside goes with `recorded`).
-        let dir = recorded.dir.clone();
+        let dir = recorded.path.clone();
+        let packed = recorded.format == Format::Tkmem;
         drop(recorded);
-        if let Some(dir) = dir {
+        if let (Some(dir), false) = (dir, packed) {
             let _ = std::fs::remove_dir(dir);
         }
         return Err(e.into());
     }
-    if let (Some(dir), false) = (&recorded.dir, quiet) {
-        eprintln!(
-            "tracekit: {}: the recording, {} process image(s) (tracekit report {})",
-            dir.display(),
-            recorded.images.len(),
-            dir.display()
-        );
+    if let (Some(path), false) = (&recorded.path, quiet) {
+        match recorded.packed_stats() {
+            Some(w) => eprintln!(
+                "tracekit: {}: the recording, {} process image(s), {} events in {} bytes (tracekit report {})",
+                path.display(),
+                recorded.images.len(),
+                w.events,
+                w.bytes,
+                path.display()
+            ),
+            None => eprintln!(
+                "tracekit: {}: the recording, {} process image(s) (tracekit report {})",
+                path.display(),
+                recorded.images.len(),
+                path.display()
+            ),
+        }
     }
     use std::os::unix::process::ExitStatusExt;
     Ok(match (status.code(), status.signal()) {
@@ -429,18 +495,60 @@ fn record_into(preload: std::ffi::OsString, a: &RecordArgs) -> Result<ExitCode> 
     })
 }
 
-/// The text trace of a raw recording.
+/// The text traces of a recording: a raw recording's one, or each image
+/// of a `.tkmem` file.
 fn run_decode(a: DecodeArgs) -> Result<ExitCode> {
-    let out = output(a.output.as_deref())?;
-    let (info, stats) = tracekit_rtrace::recording::decode_file(&a.input, out)?;
-    if !crate::progress::quiet() {
-        eprintln!(
-            "tracekit: {}: {}",
-            a.input.display(),
-            describe_image(&info, &stats)
+    let input = Input::open(&a.input)?;
+    let quiet = crate::progress::quiet();
+    if tracekit_rtrace::recording::sniff(&input.head) && !input.is_stdin() {
+        let out = output(a.output.as_deref())?;
+        let (info, stats) = tracekit_rtrace::recording::decode_file(&a.input, out)?;
+        if !quiet || stats.lost > 0 || stats.truncated_bytes > 0 {
+            eprintln!(
+                "tracekit: {}: {}",
+                a.input.display(),
+                describe_image(&info, &stats)
+            );
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let Some(rec) = recording_of(&input)? else {
+        bail!(
+            "{}: not a recording (a .tkmem file, or a raw recording of record mem --format raw)",
+            input.display()
         );
+    };
+    let outs = image_outputs(&rec, a.output.as_deref(), "rtrace", true)?;
+    for (image, out) in rec.images.iter().zip(outs) {
+        let mut w = output(out.as_deref())?;
+        copy_text(&mut *image.text()?, &mut *w, &image.name(), out.as_deref())?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Copies a trace's text to `out` (`path`, or standard output): a failed
+/// read names the trace, a failed write the output.
+fn copy_text(
+    text: &mut dyn BufRead,
+    out: &mut dyn Write,
+    name: &str,
+    path: Option<&Path>,
+) -> Result<()> {
+    let path = path.filter(|p| p.as_os_str() != "-");
+    loop {
+        let buf = text
+            .fill_buf()
+            .map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+        if buf.is_empty() {
+            break;
+        }
+        let n = buf.len();
+        out.write_all(buf)
+            .map_err(|e| tracekit_core::Error::io(path, e))?;
+        text.consume(n);
+    }
+    out.flush().map_err(|e| tracekit_core::Error::io(path, e))?;
+    Ok(())
 }
 
 /// `executable (N allocations, M releases; how it ended, losses)`.
@@ -536,39 +644,157 @@ fn run_postproc(a: PostprocArgs) -> Result<ExitCode> {
     let path = a.input.as_deref().or(a.input_file.as_deref());
     let (input, _) = open_input(path)?;
     // A recording: each process image's trace, post-processed on its own.
-    let images = match recording_of(&input)? {
+    let traces = match recording_of(&input)? {
         Some(rec) => {
             let outs = image_outputs(&rec, a.output.as_deref(), "rtrace", true)?;
-            rec.images
-                .iter()
-                .map(|i| i.path.clone())
-                .map(Some)
-                .zip(outs)
-                .collect()
+            rec.images.into_iter().map(Trace::Image).zip(outs).collect()
         }
-        None => vec![(None, a.output.clone())],
+        None => vec![(Trace::Input(&input), a.output.clone())],
     };
-    for (image, out_path) in images {
-        let input = match &image {
-            Some(p) => Input::open(p)?,
-            None => Input::open(path.unwrap_or(Path::new("-")))?,
-        };
+    for (trace, out_path) in traces {
         let out = output(out_path.as_deref())?;
-        let stats =
-            postproc::run(Rtrace::text(&input)?, &opts, out).map_err(|e| with_name(e, &input))?;
+        let stats = postproc::run(trace.items()?, &opts, out).map_err(|e| trace.error(e))?;
         if !crate::progress::quiet() {
-            super::print_warnings(input.display(), &stats.warnings);
+            super::print_warnings(trace.name(), &stats.warnings);
         }
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// The recording `record mem` wrote, if `input` is its directory.
+/// One trace to read: an input named on the command line, or an image
+/// of a recording.
+enum Trace<'a> {
+    Input(&'a Input),
+    Image(RecordedImage),
+}
+
+impl Trace<'_> {
+    /// What messages call it.
+    fn name(&self) -> String {
+        match self {
+            Trace::Input(i) => i.display(),
+            Trace::Image(i) => i.name(),
+        }
+    }
+
+    /// Its items, what the analyses read.
+    fn items(&self) -> Result<ItemStream<'static>> {
+        match self {
+            Trace::Input(i) => Rtrace::items(i),
+            Trace::Image(i) => image_items(i),
+        }
+    }
+
+    /// An error of reading it, with its name.
+    fn error(&self, e: tracekit_core::Error) -> anyhow::Error {
+        match self {
+            Trace::Input(i) => with_name(e, i),
+            Trace::Image(i) => match &i.source {
+                ImageSource::File(p) => e.in_file(p).into(),
+                ImageSource::Packed(..) => e.in_file(Path::new(&i.name())).into(),
+            },
+        }
+    }
+
+    /// Whether it is a recorder's recording (raw or `.tkmem`), whose text
+    /// is the decoder's.
+    fn is_recording(&self) -> bool {
+        match self {
+            Trace::Input(i) => tracekit_rtrace::recording::sniff(&i.head),
+            Trace::Image(i) => match &i.source {
+                ImageSource::Packed(..) => true,
+                ImageSource::File(p) => {
+                    let mut head = [0u8; 4];
+                    std::fs::File::open(p)
+                        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
+                        .is_ok_and(|_| tracekit_rtrace::recording::sniff(&head))
+                }
+            },
+        }
+    }
+
+    /// Its sp-rtrace text.
+    fn text(&self) -> Result<Box<dyn BufRead>> {
+        match self {
+            Trace::Input(i) if tracekit_rtrace::recording::sniff(&i.head) && !i.is_stdin() => Ok(
+                Box::new(tracekit_rtrace::recording::Decoder::open(&i.path)?),
+            ),
+            Trace::Input(i) => i.reader(),
+            Trace::Image(i) => Ok(i.text()?),
+        }
+    }
+}
+
+/// An image's items, with a progress bar over its part of the file.
+fn image_items(image: &RecordedImage) -> Result<ItemStream<'static>> {
+    match &image.source {
+        ImageSource::File(p) => Rtrace::items(&Input::open(p)?),
+        ImageSource::Packed(file, k) => {
+            let events = tracekit_rtrace::recording::Events::packed(file, *k)?;
+            let progress = crate::progress::Progress::bytes(events.bytes(), &image.name());
+            Ok(ItemStream(Box::new(
+                events.on_progress(move |n| progress.inc(n)),
+            )))
+        }
+    }
+}
+
+/// The recording `record mem` wrote, if `input` is one: its directory,
+/// or its `.tkmem` file (from standard input: copied to a temporary file
+/// first, which a reader of its blocks needs). Says where a `.tkmem` file
+/// was cut short or damaged.
 fn recording_of(input: &Input) -> Result<Option<Recording>> {
-    if !input.is_dir {
+    if input.is_dir {
+        return Ok(Some(Recording::open(&input.path)?));
+    }
+    if !tracekit_rtrace::recording::packed::sniff(&input.head) {
         return Ok(None);
     }
-    Ok(Some(Recording::open(&input.path)?))
+    let file = if input.is_stdin() {
+        let mut tmp = tempfile::tempfile().context("cannot create a temporary file")?;
+        std::io::copy(&mut input.reader()?, &mut tmp).context("<stdin>: cannot read")?;
+        tracekit_rtrace::recording::packed::PackedFile::from_file(tmp)
+            .map_err(|e| e.in_file(Path::new("<stdin>")))?
+    } else {
+        tracekit_rtrace::recording::packed::PackedFile::open(&input.path)?
+    };
+    if let Some(d) = &file.damage {
+        let cut = match d
+            .cut_events
+            .and_then(|(k, n)| Some((file.images.get(k as usize)?, n)))
+        {
+            Some((image, n)) => format!(
+                "; {n} events of pid {} in the block cut short",
+                image.info.pid
+            ),
+            None => String::new(),
+        };
+        eprintln!(
+            "tracekit: {}: warning: read up to byte offset {}: {}; the {} bytes after it are not read (a recording cut short: events missing before the last ones read show as lost{cut})",
+            input.display(),
+            d.offset,
+            d.reason,
+            d.bytes
+        );
+    } else if file.finish.is_none() {
+        eprintln!(
+            "tracekit: {}: warning: the recording was not finished (its recorder was stopped): what it holds is read",
+            input.display()
+        );
+    }
+    let mut rec = Recording::from_packed(&input.path, file);
+    if let Some(part) = &input.part {
+        // One image of it, `FILE#<pid>-<n>`.
+        rec.images.retain(|i| format!("{}-{}", i.pid, i.n) == *part);
+        if rec.images.is_empty() {
+            bail!(
+                "{}: no process image {part} in the recording (its images are named FILE#<pid>-<n>: tracekit info {})",
+                input.display(),
+                input.path.display()
+            );
+        }
+    }
+    Ok(Some(rec))
 }
 
 /// Where the output for each image of `rec` goes (`None`: standard
@@ -586,7 +812,7 @@ fn image_outputs(
         None if text || n == 1 => Ok(vec![None; n]),
         None => bail!(
             "{}: a recording of {n} process images: give -o a directory for their {ext} files",
-            rec.dir.display()
+            rec.path.display()
         ),
         Some(p) if n == 1 => Ok(vec![Some(p.to_path_buf())]),
         Some(dir) => {
@@ -632,8 +858,8 @@ fn symbolise(resolve: bool, debug_dirs: &[PathBuf], root: Option<&Path>) -> Symb
     sym
 }
 
-fn analyse(input: &Input, top: usize, sym: &Symbolise) -> Result<report::Report> {
-    report::analyse_with(Rtrace::text(input)?, top, sym).map_err(|e| with_name(e, input))
+fn analyse(trace: &Trace, top: usize, sym: &Symbolise) -> Result<report::Report> {
+    report::analyse_with(trace.items()?, top, sym).map_err(|e| trace.error(e))
 }
 
 fn write_svg(path: &Path, f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<()> {
@@ -645,8 +871,8 @@ fn write_svg(path: &Path, f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>)
 }
 
 fn write_diff(
-    base: &Input,
-    new: &Input,
+    base: &Trace,
+    new: &Trace,
     top: usize,
     sym: &Symbolise,
     json: bool,
@@ -656,10 +882,10 @@ fn write_diff(
     let b = analyse(new, usize::MAX, sym)?;
     let d = report::diff(&a, &b, top);
     if json {
-        serde_json::to_writer_pretty(&mut *out, &d.to_json(&base.display(), &new.display()))?;
+        serde_json::to_writer_pretty(&mut *out, &d.to_json(&base.name(), &new.name()))?;
         writeln!(out)?;
     } else {
-        d.write_text(&mut *out, &base.display(), &new.display())?;
+        d.write_text(&mut *out, &base.name(), &new.name())?;
     }
     Ok(())
 }
@@ -676,8 +902,8 @@ fn write_recording_report(
 ) -> Result<()> {
     let mut reports = Vec::with_capacity(rec.images.len());
     for image in &rec.images {
-        let input = Input::open(&image.path)?;
-        reports.push((input.display(), analyse(&input, top, sym)?));
+        let trace = Trace::Image(image.clone());
+        reports.push((trace.name(), analyse(&trace, top, sym)?));
     }
     let whole = report::RecordingReport {
         recording: rec,
@@ -715,19 +941,17 @@ pub(crate) fn diff_report(
 
 /// The one trace of `input`: itself, or the only image of a recording
 /// (a diff compares one process with one process).
-fn single_trace(input: Input) -> Result<Input> {
-    let Some(rec) = recording_of(&input)? else {
-        return Ok(input);
+fn single_trace(input: &Input) -> Result<Trace<'_>> {
+    let Some(rec) = recording_of(input)? else {
+        return Ok(Trace::Input(input));
     };
     match rec.images.as_slice() {
-        [one] => Input::open(&one.path),
+        [one] => Ok(Trace::Image(one.clone())),
         images => bail!(
             "{}: a recording of {} process images; --diff compares two traces: name one, e.g. {}",
-            rec.dir.display(),
+            rec.path.display(),
             images.len(),
-            images
-                .first()
-                .map_or(String::new(), |i| i.path.display().to_string())
+            images.first().map_or(String::new(), |i| i.name())
         ),
     }
 }
@@ -737,34 +961,53 @@ fn run_report(a: ReportArgs) -> Result<ExitCode> {
     let sym = symbolise(!a.no_resolve, &a.debug_dirs, a.root.as_deref());
     let mut out = output(a.output.as_deref())?;
     if let Some(base) = &a.diff {
-        let base = single_trace(Input::open(base)?)?;
-        let input = single_trace(input)?;
+        let base = Input::open(base)?;
+        let base = single_trace(&base)?;
+        let input = single_trace(&input)?;
         write_diff(&base, &input, a.top, &sym, a.json, &mut out)?;
         out.flush()?;
         return Ok(ExitCode::SUCCESS);
     }
     if let Some(rec) = recording_of(&input)? {
-        if a.timeline_svg.is_some()
+        let plots = a.timeline_svg.is_some()
             || a.flame_svg.is_some()
             || a.flame_bytes_svg.is_some()
-            || a.flame_count_svg.is_some()
-        {
-            bail!(
+            || a.flame_count_svg.is_some();
+        match rec.images.as_slice() {
+            [one] if plots || input.part.is_some() => {
+                // One process (a .tkmem file of one, or FILE#<pid>-<n>):
+                // its report and plots.
+                let trace = Trace::Image(one.clone());
+                return report_one(&trace, &trace.name(), &a, &sym, &mut out);
+            }
+            _ if plots => bail!(
                 "{}: the SVG plots are made per process: name one trace of the recording (tracekit convert {} --to flamegraph -o DIR makes them all)",
-                rec.dir.display(),
-                rec.dir.display()
-            );
+                rec.path.display(),
+                rec.path.display()
+            ),
+            _ => {}
         }
         write_recording_report(&rec, a.top, &sym, a.json, &mut out)?;
         out.flush()?;
         return Ok(ExitCode::SUCCESS);
     }
-    let rep = analyse(&input, a.top, &sym)?;
+    report_one(&Trace::Input(&input), &name, &a, &sym, &mut out)
+}
+
+/// The report of one trace, and its SVG plots.
+fn report_one(
+    trace: &Trace,
+    name: &str,
+    a: &ReportArgs,
+    sym: &Symbolise,
+    out: &mut Box<dyn Write>,
+) -> Result<ExitCode> {
+    let rep = analyse(trace, a.top, sym)?;
     if a.json {
-        serde_json::to_writer_pretty(&mut out, &rep.to_json(&name))?;
+        serde_json::to_writer_pretty(&mut *out, &rep.to_json(name))?;
         writeln!(out)?;
     } else {
-        rep.write_text(&mut out, &name)?;
+        rep.write_text(&mut *out, name)?;
     }
     out.flush()?;
     if let Some(p) = &a.timeline_svg {
@@ -785,36 +1028,37 @@ fn run_report(a: ReportArgs) -> Result<ExitCode> {
 pub struct Rtrace;
 
 impl Rtrace {
-    /// The text of an input, what every reader here takes: a raw recording
-    /// (`record mem --raw`) is decoded as it is read; anything else is read
-    /// as it is. Both show a progress bar over the file's size.
-    fn text(input: &Input) -> Result<Box<dyn BufRead>> {
+    /// The items of an input, what every reader here takes: a text trace
+    /// through the assembler, a raw recording (`record mem --format raw`)
+    /// decoded straight into items. Both show a progress bar over the
+    /// file's size.
+    fn items(input: &Input) -> Result<ItemStream<'static>> {
         if !tracekit_rtrace::recording::sniff(&input.head) {
-            return input.reader();
+            let text = input.reader()?;
+            return Ok(ItemStream(Box::new(tracekit_rtrace::Assembler::new(
+                tracekit_rtrace::Reader::new(text),
+            ))));
         }
         if input.is_stdin() {
-            bail!("a raw recording (record mem --raw) is read from a file, not standard input");
+            bail!(
+                "a raw recording (record mem --format raw) is read from a file, not standard input"
+            );
         }
         let size = std::fs::metadata(&input.path).map_or(0, |m| m.len());
         let progress = crate::progress::Progress::bytes(size, &input.display());
-        let decoder = tracekit_rtrace::recording::Decoder::open(&input.path)?
+        let events = tracekit_rtrace::recording::Events::open(&input.path)?
             .on_progress(move |n| progress.inc(n));
-        Ok(Box::new(decoder))
+        Ok(ItemStream(Box::new(events)))
     }
 
-    fn map_timeline(
-        text: Box<dyn BufRead>,
-        input: &Input,
-        sink: &mut dyn Sink,
-    ) -> Result<ExitCode> {
-        let (stats, warnings) =
-            tracekit_rtrace::timeline::map_trace(text, &input.display().to_string(), sink)
-                .map_err(|e| with_name(e, input))?;
-        super::print_warnings(input.display(), &warnings);
+    fn map_timeline(trace: &Trace, sink: &mut dyn Sink) -> Result<ExitCode> {
+        let name = trace.name();
+        let (stats, warnings) = tracekit_rtrace::timeline::map_trace(trace.items()?, &name, sink)
+            .map_err(|e| trace.error(e))?;
+        super::print_warnings(&name, &warnings);
         if stats.untimed > 0 {
             eprintln!(
-                "tracekit: {}: {} calls have no timestamp: they count in what is in use but are not placed on the timeline",
-                input.display(),
+                "tracekit: {name}: {} calls have no timestamp: they count in what is in use but are not placed on the timeline",
                 stats.untimed
             );
         }
@@ -824,13 +1068,9 @@ impl Rtrace {
     /// A recording's images in one timeline (a process track each; they
     /// share the recorder's monotonic clock).
     fn map_recording(rec: &Recording, input: &Input, sink: &mut dyn Sink) -> Result<ExitCode> {
-        let mut inputs = Vec::with_capacity(rec.images.len());
-        for i in &rec.images {
-            inputs.push(Input::open(&i.path)?);
-        }
-        let traces = inputs.iter().map(|i| {
-            Rtrace::text(i)
-                .map(|t| (t, i.display()))
+        let traces = rec.images.iter().map(|i| {
+            image_items(i)
+                .map(|t| (t, i.name()))
                 .map_err(|e| tracekit_core::Error::Other(format!("{e:#}")))
         });
         let per = tracekit_rtrace::timeline::map_traces(traces, &input.display(), sink)?;
@@ -845,35 +1085,172 @@ impl Rtrace {
         }
         Ok(ExitCode::SUCCESS)
     }
-}
 
-/// A raw recording decoded once into an anonymous scratch file, for
-/// [`Rtrace::tables`]' two passes (the generic tables through
-/// [`Dialect::timeline`], then the allocation rows): everything else is
-/// [`Rtrace`]'s.
-struct Decoded(std::fs::File);
-
-impl Decoded {
-    fn decode(input: &Input) -> Result<Decoded> {
-        let mut file = tempfile::tempfile().context("cannot create a temporary file")?;
-        let mut out = std::io::BufWriter::with_capacity(1 << 16, &mut file);
-        std::io::copy(&mut Rtrace::text(input)?, &mut out)
-            .and_then(|_| out.flush())
-            .map_err(|e| tracekit_core::Error::io(Some(&input.path), e))?;
-        drop(out);
-        Ok(Decoded(file))
+    /// What `info` says of one trace.
+    fn info_one(trace: &Trace, json: bool, out: &mut dyn Write) -> Result<()> {
+        let counts = match trace {
+            // A text file: its lines counted as they are.
+            Trace::Input(i) if !trace.is_recording() => {
+                tracekit_rtrace::summary::summarise(i.reader()?).map_err(|e| trace.error(e))?
+            }
+            Trace::Image(RecordedImage {
+                source: ImageSource::File(p),
+                ..
+            }) if !trace.is_recording() => {
+                let f = std::fs::File::open(p).map_err(|e| tracekit_core::Error::io(Some(p), e))?;
+                tracekit_rtrace::summary::summarise(std::io::BufReader::with_capacity(1 << 20, f))
+                    .map_err(|e| trace.error(e))?
+            }
+            _ => tracekit_rtrace::summary::summarise_items(trace.items()?)
+                .map_err(|e| trace.error(e))?,
+        };
+        let name = trace.name();
+        if json {
+            let v = serde_json::json!({
+                "file": name,
+                "format": "sp-rtrace",
+                "version": counts.header.get("version"),
+                "arch": counts.header.get("arch"),
+                "process": counts.header.get("process"),
+                "pid": counts.header.get("pid"),
+                "timestamp": counts.header.timestamp(),
+                "origin": counts.header.get("origin"),
+                "filter": counts.header.get("filter"),
+                "backtrace_depth": counts.header.get("backtrace depth"),
+                "allocations": counts.allocs,
+                "frees": counts.frees,
+                "frames": counts.frames,
+                "arguments": counts.args,
+                "maps": counts.maps,
+                "contexts": counts.contexts,
+                "resources": counts.resources,
+                "attachments": counts.attachments,
+                "comments": counts.comments,
+                "first_timestamp_ms": counts.first_ts,
+                "last_timestamp_ms": counts.last_ts,
+            });
+            serde_json::to_writer(&mut *out, &v)?;
+            writeln!(out)?;
+            return Ok(());
+        }
+        let h = &counts.header;
+        writeln!(
+            out,
+            "{name}: sp-rtrace text, version {}",
+            h.get("version").unwrap_or("?")
+        )?;
+        writeln!(
+            out,
+            "  process {} (pid {}), arch {}, recorded {}, origin {}",
+            h.get("process").unwrap_or("?"),
+            h.get("pid").unwrap_or("?"),
+            h.get("arch").unwrap_or("?"),
+            h.timestamp().unwrap_or("?"),
+            h.get("origin").unwrap_or("?")
+        )?;
+        if let Some(f) = h.get("filter") {
+            writeln!(out, "  post-processed: {f}")?;
+        }
+        writeln!(
+            out,
+            "  {} allocations, {} frees, {} frames, {} arguments",
+            counts.allocs, counts.frees, counts.frames, counts.args
+        )?;
+        writeln!(
+            out,
+            "  {} maps, {} contexts, {} resource types ({}), {} attachments, {} comments",
+            counts.maps,
+            counts.contexts,
+            counts.resources,
+            counts.resource_names.join(", "),
+            counts.attachments,
+            counts.comments
+        )?;
+        if let (Some(a), Some(b)) = (counts.first_ts, counts.last_ts) {
+            writeln!(
+                out,
+                "  time span {:.3} s (monotonic clock)",
+                (b as f64 - a as f64) / 1000.0
+            )?;
+        }
+        Ok(())
     }
 
-    /// The text, from its start.
-    fn text(&self) -> Result<Box<dyn BufRead>> {
-        use std::io::{Seek, SeekFrom};
-        let mut f = self.0.try_clone()?;
-        f.seek(SeekFrom::Start(0))?;
-        Ok(Box::new(std::io::BufReader::with_capacity(1 << 20, f)))
+    /// What `info` says of a `.tkmem` file as a whole (before its images).
+    fn info_packed(rec: &Recording, name: &str, json: bool, out: &mut dyn Write) -> Result<()> {
+        let Some(f) = &rec.packed else {
+            return Ok(());
+        };
+        let (ips, nodes) = f.dict_size();
+        let events: u64 = f.images.iter().map(|i| i.events).sum();
+        use tracekit_rtrace::recording::packed as p;
+        let kind = |k: u8| f.bytes_by_kind[k as usize];
+        if json {
+            let v = serde_json::json!({
+                "file": name,
+                "format": "tkmem",
+                "version": p::VERSION,
+                "command": f.head.command,
+                "pid": f.root_pid(),
+                "origin": f.head.origin,
+                "images": f.images.len(),
+                "events": events,
+                "bytes": f.size,
+                "blocks": f.blocks,
+                "event_bytes": kind(p::KIND_EVENTS),
+                "dictionary_bytes": kind(p::KIND_DICT),
+                "map_bytes": kind(p::KIND_MAPS),
+                "addresses": ips,
+                "trace_nodes": nodes,
+                "finished": f.finish.is_some(),
+                "damage": f.damage.as_ref().map(|d| serde_json::json!({
+                    "offset": d.offset, "bytes": d.bytes, "reason": d.reason,
+                })),
+            });
+            serde_json::to_writer(&mut *out, &v)?;
+            writeln!(out)?;
+            return Ok(());
+        }
+        writeln!(
+            out,
+            "{name}: tracekit memory recording (.tkmem version {}), {} process image(s), {} events",
+            p::VERSION,
+            f.images.len(),
+            events
+        )?;
+        if !f.head.command.is_empty() {
+            writeln!(out, "  command: {}", f.head.command.join(" "))?;
+        }
+        writeln!(
+            out,
+            "  {} bytes in {} blocks: events {}, dictionary {} ({} addresses, {} trace-tree nodes), maps {}; {:.2} bytes per event",
+            f.size,
+            f.blocks,
+            kind(p::KIND_EVENTS),
+            kind(p::KIND_DICT),
+            ips,
+            nodes,
+            kind(p::KIND_MAPS),
+            f.size as f64 / events.max(1) as f64
+        )?;
+        match (&f.damage, &f.finish) {
+            (Some(d), _) => writeln!(
+                out,
+                "  cut short: read up to byte offset {} ({}), {} bytes not read",
+                d.offset, d.reason, d.bytes
+            )?,
+            (None, None) => writeln!(out, "  not finished (its recorder was stopped)")?,
+            _ => {}
+        }
+        Ok(())
     }
 }
 
-impl Dialect for Decoded {
+/// One image of a recording as a dialect, for [`Rtrace::tables`]' generic
+/// tables (its own timeline); everything else is [`Rtrace`]'s.
+struct OneImage(RecordedImage);
+
+impl Dialect for OneImage {
     fn name(&self) -> &'static str {
         Rtrace.name()
     }
@@ -891,11 +1268,11 @@ impl Dialect for Decoded {
     }
     fn timeline(
         &self,
-        input: &Input,
+        _input: &Input,
         _args: &convert::Args,
         sink: &mut dyn Sink,
     ) -> Result<ExitCode> {
-        Rtrace::map_timeline(self.text()?, input, sink)
+        Rtrace::map_timeline(&Trace::Image(self.0.clone()), sink)
     }
 }
 
@@ -905,101 +1282,27 @@ impl Dialect for Rtrace {
     }
 
     fn sniff(&self, input: &Input) -> bool {
-        // Text, or a raw recording (`record mem --raw`), read as its text.
+        // Text, a raw recording (`record mem --format raw`) or a .tkmem
+        // file, read as their items.
         if input.is_dir {
             return Recording::is_recording(&input.path);
         }
-        tracekit_rtrace::sniff(&input.head) || tracekit_rtrace::recording::sniff(&input.head)
+        tracekit_rtrace::sniff(&input.head)
+            || tracekit_rtrace::recording::sniff(&input.head)
+            || tracekit_rtrace::recording::packed::sniff(&input.head)
     }
 
     fn info(&self, inputs: &[Input], args: &info::Args) -> Result<ExitCode> {
         let mut out = output(None)?;
-        // A recording: each of its traces.
-        let mut images: Vec<Input> = Vec::new();
-        let mut order: Vec<(usize, bool)> = Vec::new();
-        for (k, input) in inputs.iter().enumerate() {
+        for input in inputs {
             match recording_of(input)? {
                 Some(rec) => {
+                    Rtrace::info_packed(&rec, &input.display(), args.json, &mut out)?;
                     for i in &rec.images {
-                        order.push((images.len(), true));
-                        images.push(Input::open(&i.path)?);
+                        Rtrace::info_one(&Trace::Image(i.clone()), args.json, &mut out)?;
                     }
                 }
-                None => order.push((k, false)),
-            }
-        }
-        for (k, image) in order {
-            let input = if image { &images[k] } else { &inputs[k] };
-            let counts = tracekit_rtrace::summary::summarise(Rtrace::text(input)?)
-                .map_err(|e| with_name(e, input))?;
-            let name = input.display();
-            if args.json {
-                let v = serde_json::json!({
-                    "file": name,
-                    "format": "sp-rtrace",
-                    "version": counts.header.get("version"),
-                    "arch": counts.header.get("arch"),
-                    "process": counts.header.get("process"),
-                    "pid": counts.header.get("pid"),
-                    "timestamp": counts.header.timestamp(),
-                    "origin": counts.header.get("origin"),
-                    "filter": counts.header.get("filter"),
-                    "backtrace_depth": counts.header.get("backtrace depth"),
-                    "allocations": counts.allocs,
-                    "frees": counts.frees,
-                    "frames": counts.frames,
-                    "arguments": counts.args,
-                    "maps": counts.maps,
-                    "contexts": counts.contexts,
-                    "resources": counts.resources,
-                    "attachments": counts.attachments,
-                    "comments": counts.comments,
-                    "first_timestamp_ms": counts.first_ts,
-                    "last_timestamp_ms": counts.last_ts,
-                });
-                serde_json::to_writer(&mut out, &v)?;
-                writeln!(out)?;
-            } else {
-                let h = &counts.header;
-                writeln!(
-                    out,
-                    "{name}: sp-rtrace text, version {}",
-                    h.get("version").unwrap_or("?")
-                )?;
-                writeln!(
-                    out,
-                    "  process {} (pid {}), arch {}, recorded {}, origin {}",
-                    h.get("process").unwrap_or("?"),
-                    h.get("pid").unwrap_or("?"),
-                    h.get("arch").unwrap_or("?"),
-                    h.timestamp().unwrap_or("?"),
-                    h.get("origin").unwrap_or("?")
-                )?;
-                if let Some(f) = h.get("filter") {
-                    writeln!(out, "  post-processed: {f}")?;
-                }
-                writeln!(
-                    out,
-                    "  {} allocations, {} frees, {} frames, {} arguments",
-                    counts.allocs, counts.frees, counts.frames, counts.args
-                )?;
-                writeln!(
-                    out,
-                    "  {} maps, {} contexts, {} resource types ({}), {} attachments, {} comments",
-                    counts.maps,
-                    counts.contexts,
-                    counts.resources,
-                    counts.resource_names.join(", "),
-                    counts.attachments,
-                    counts.comments
-                )?;
-                if let (Some(a), Some(b)) = (counts.first_ts, counts.last_ts) {
-                    writeln!(
-                        out,
-                        "  time span {:.3} s (monotonic clock)",
-                        (b as f64 - a as f64) / 1000.0
-                    )?;
-                }
+                None => Rtrace::info_one(&Trace::Input(input), args.json, &mut out)?,
             }
         }
         out.flush()?;
@@ -1010,16 +1313,20 @@ impl Dialect for Rtrace {
         let mut out = output(args.output.as_deref())?;
         let sym = symbolise(true, &[], None);
         for input in inputs {
-            if let Some(rec) = recording_of(input)? {
-                write_recording_report(&rec, args.top, &sym, args.json, &mut out)?;
-                continue;
-            }
-            let rep = analyse(input, args.top, &sym)?;
+            let trace = match recording_of(input)? {
+                Some(rec) if input.part.is_none() => {
+                    write_recording_report(&rec, args.top, &sym, args.json, &mut out)?;
+                    continue;
+                }
+                Some(rec) => Trace::Image(rec.images[0].clone()),
+                None => Trace::Input(input),
+            };
+            let rep = analyse(&trace, args.top, &sym)?;
             if args.json {
-                serde_json::to_writer_pretty(&mut out, &rep.to_json(&input.display()))?;
+                serde_json::to_writer_pretty(&mut out, &rep.to_json(&trace.name()))?;
                 writeln!(out)?;
             } else {
-                rep.write_text(&mut out, &input.display())?;
+                rep.write_text(&mut out, &trace.name())?;
             }
         }
         out.flush()?;
@@ -1028,8 +1335,8 @@ impl Dialect for Rtrace {
 
     fn diff(&self, base: &Input, new: &Input, args: &crate::cmd::report::Args) -> Result<ExitCode> {
         let mut out = output(args.output.as_deref())?;
-        let base = &single_trace(Input::open(&base.path)?)?;
-        let new = &single_trace(Input::open(&new.path)?)?;
+        let base = &single_trace(base)?;
+        let new = &single_trace(new)?;
         write_diff(
             base,
             new,
@@ -1051,7 +1358,7 @@ impl Dialect for Rtrace {
         if let Some(rec) = recording_of(input)? {
             return Rtrace::map_recording(&rec, input, sink);
         }
-        Rtrace::map_timeline(Rtrace::text(input)?, input, sink)
+        Rtrace::map_timeline(&Trace::Input(input), sink)
     }
 
     fn tables(
@@ -1060,41 +1367,34 @@ impl Dialect for Rtrace {
         args: &convert::Args,
         tables: &mut tracekit_parquet::Tables<'_>,
     ) -> Result<ExitCode> {
-        if let Some(rec) = recording_of(input)? {
+        let traces = match recording_of(input)? {
             // Every image's rows, one after another.
-            for i in &rec.images {
-                self.tables(&Input::open(&i.path)?, args, tables)?;
-            }
-            return Ok(ExitCode::SUCCESS);
-        }
+            Some(rec) => rec.images.into_iter().map(Trace::Image).collect(),
+            None => vec![Trace::Input(input)],
+        };
         use tracekit_parquet::Table;
         let rows = tables.wants(Table::RtraceAllocations) || tables.wants(Table::RtraceBacktraces);
-        let generic = Table::ALL
-            .iter()
-            .any(|t| t.is_generic() && tables.wants(*t));
-        // A raw recording both passes read is decoded once.
-        let decoded = if rows && generic && tracekit_rtrace::recording::sniff(&input.head) {
-            Some(Decoded::decode(input)?)
-        } else {
-            None
-        };
-        let timeline = match &decoded {
-            Some(d) => crate::formats::timeline_tables(d, input, args, tables)?,
-            None => crate::formats::timeline_tables(self, input, args, tables)?,
-        };
-        if rows {
-            let text = match &decoded {
-                Some(d) => d.text()?,
-                None => Rtrace::text(input)?,
+        let mut code = ExitCode::SUCCESS;
+        for trace in traces {
+            let timeline = match &trace {
+                Trace::Image(i) => {
+                    crate::formats::timeline_tables(&OneImage(i.clone()), input, args, tables)?
+                }
+                Trace::Input(_) => crate::formats::timeline_tables(self, input, args, tables)?,
             };
-            let (_, w) =
-                tracekit_parquet::dialects::rtrace(text, &input.display().to_string(), tables)
-                    .map_err(|e| with_name(e, input))?;
-            if timeline.is_none() {
-                super::print_warnings(input.display(), &w);
+            if rows {
+                let (_, w) =
+                    tracekit_parquet::dialects::rtrace(trace.items()?, &trace.name(), tables)
+                        .map_err(|e| trace.error(e))?;
+                if timeline.is_none() {
+                    super::print_warnings(trace.name(), &w);
+                }
+            }
+            if let Some(c) = timeline {
+                code = c;
             }
         }
-        Ok(timeline.unwrap_or(ExitCode::SUCCESS))
+        Ok(code)
     }
 
     fn targets(&self) -> &'static [Target] {
@@ -1156,15 +1456,17 @@ static TARGETS: &[Target] = &[
     },
 ];
 
-/// A recording directory is converted one process image at a time, each
-/// into its own output named after it (`image_outputs`).
+/// A recording (a directory or a `.tkmem` file) is converted one process
+/// image at a time, each into its own output named after it
+/// (`image_outputs`); any other input as itself.
 fn each_image(
     input: &Input,
     args: &convert::Args,
-    write: &dyn Fn(&Input, &convert::Args) -> Result<ExitCode>,
-) -> Result<Option<ExitCode>> {
+    write: &dyn Fn(&Trace, &convert::Args) -> Result<()>,
+) -> Result<ExitCode> {
     let Some(rec) = recording_of(input)? else {
-        return Ok(None);
+        write(&Trace::Input(input), args)?;
+        return Ok(ExitCode::SUCCESS);
     };
     let (ext, text) = match args.to.as_str() {
         "sp-rtrace" | "rtrace" => ("rtrace", true),
@@ -1177,83 +1479,87 @@ fn each_image(
     for (image, out) in rec.images.iter().zip(outs) {
         let mut a = args.clone();
         a.output = out;
-        write(&Input::open(&image.path)?, &a)?;
+        write(&Trace::Image(image.clone()), &a)?;
     }
-    Ok(Some(ExitCode::SUCCESS))
+    Ok(ExitCode::SUCCESS)
 }
 
 fn to_rtrace(input: &Input, args: &convert::Args) -> Result<ExitCode> {
-    if let Some(code) = each_image(input, args, &to_rtrace)? {
-        return Ok(code);
-    }
-    let out = output(args.output.as_deref())?;
-    postproc::run(Rtrace::text(input)?, &Options::default(), out)
-        .map_err(|e| with_name(e, input))?;
-    Ok(ExitCode::SUCCESS)
+    each_image(input, args, &|trace, args| {
+        let mut out = output(args.output.as_deref())?;
+        if trace.is_recording() {
+            // A recording's text, as `record mem --format text` writes it.
+            copy_text(
+                &mut *trace.text()?,
+                &mut *out,
+                &trace.name(),
+                args.output.as_deref(),
+            )?;
+        } else {
+            postproc::run(trace.items()?, &Options::default(), out).map_err(|e| trace.error(e))?;
+        }
+        Ok(())
+    })
 }
 
 fn to_heaptrack(input: &Input, args: &convert::Args, zstd: bool) -> Result<ExitCode> {
-    if let Some(code) = each_image(input, args, &|i, a| to_heaptrack(i, a, zstd))? {
-        return Ok(code);
-    }
-    let sym = symbolise(true, &[], None);
-    let out = output(args.output.as_deref())?;
-    let stats = if zstd {
-        if let Some(p) = &args.output {
-            if p.extension().is_none_or(|e| e != "zst") {
-                eprintln!(
-                    "tracekit: note: heaptrack_print and heaptrack_gui read a compressed file only when its name ends in .zst"
-                );
+    each_image(input, args, &|trace, args| {
+        let sym = symbolise(true, &[], None);
+        let out = output(args.output.as_deref())?;
+        let name = trace.name();
+        let stats = if zstd {
+            if let Some(p) = &args.output {
+                if p.extension().is_none_or(|e| e != "zst") {
+                    eprintln!(
+                        "tracekit: note: heaptrack_print and heaptrack_gui read a compressed file only when its name ends in .zst"
+                    );
+                }
             }
+            heaptrack::write_zst(trace.items()?, out, &sym)
+        } else {
+            heaptrack::convert(trace.items()?, out, &sym)
         }
-        heaptrack::write_zst(Rtrace::text(input)?, out, &sym)
-    } else {
-        heaptrack::convert(Rtrace::text(input)?, out, &sym)
-    }
-    .map_err(|e| with_name(e, input))?;
-    if stats.other_resources > 0 || stats.unmatched_frees > 0 {
-        eprintln!(
-            "tracekit: {}: not in the heaptrack file: {} call(s) of other resource types (heaptrack records memory only), {} free(s) of blocks never seen allocated",
-            input.display(),
-            stats.other_resources,
-            stats.unmatched_frees
-        );
-    }
-    super::print_warnings(input.display(), &stats.warnings);
-    Ok(ExitCode::SUCCESS)
+        .map_err(|e| trace.error(e))?;
+        if stats.other_resources > 0 || stats.unmatched_frees > 0 {
+            eprintln!(
+                "tracekit: {name}: not in the heaptrack file: {} call(s) of other resource types (heaptrack records memory only), {} free(s) of blocks never seen allocated",
+                stats.other_resources,
+                stats.unmatched_frees
+            );
+        }
+        super::print_warnings(&name, &stats.warnings);
+        Ok(())
+    })
 }
 
 fn flame(input: &Input, args: &convert::Args, metric: Metric) -> Result<ExitCode> {
-    if let Some(code) = each_image(input, args, &|i, a| flame(i, a, metric))? {
-        return Ok(code);
-    }
-    let rep = analyse(input, 0, &symbolise(true, &[], None))?;
-    let mut out = output(args.output.as_deref())?;
-    rep.write_flamegraph(metric, &mut out)?;
-    out.flush()?;
-    Ok(ExitCode::SUCCESS)
+    each_image(input, args, &|trace, args| {
+        let rep = analyse(trace, 0, &symbolise(true, &[], None))?;
+        let mut out = output(args.output.as_deref())?;
+        rep.write_flamegraph(metric, &mut out)?;
+        out.flush()?;
+        Ok(())
+    })
 }
 
 fn folded(input: &Input, args: &convert::Args, metric: Metric) -> Result<ExitCode> {
-    if let Some(code) = each_image(input, args, &|i, a| folded(i, a, metric))? {
-        return Ok(code);
-    }
-    let rep = analyse(input, 0, &symbolise(true, &[], None))?;
-    let mut out = output(args.output.as_deref())?;
-    out.write_all(&rep.folded(metric))?;
-    out.flush()?;
-    Ok(ExitCode::SUCCESS)
+    each_image(input, args, &|trace, args| {
+        let rep = analyse(trace, 0, &symbolise(true, &[], None))?;
+        let mut out = output(args.output.as_deref())?;
+        out.write_all(&rep.folded(metric))?;
+        out.flush()?;
+        Ok(())
+    })
 }
 
 fn timeline_svg(input: &Input, args: &convert::Args) -> Result<ExitCode> {
-    if let Some(code) = each_image(input, args, &|i, a| timeline_svg(i, a))? {
-        return Ok(code);
-    }
-    let rep = analyse(input, 0, &Symbolise::none())?;
-    let mut out = output(args.output.as_deref())?;
-    rep.write_timeline_svg(&mut out)?;
-    out.flush()?;
-    Ok(ExitCode::SUCCESS)
+    each_image(input, args, &|trace, args| {
+        let rep = analyse(trace, 0, &Symbolise::none())?;
+        let mut out = output(args.output.as_deref())?;
+        rep.write_timeline_svg(&mut out)?;
+        out.flush()?;
+        Ok(())
+    })
 }
 
 #[cfg(all(test, target_arch = "x86_64", target_os = "linux"))]
@@ -1262,12 +1568,13 @@ mod tests {
 
     /// `record mem` of a shell that runs a child (`ls`, which allocates)
     /// and exits with 3.
-    fn record_args(modules: &str, output: Option<&Path>, raw: bool) -> RecordArgs {
+    fn record_args(modules: &str, output: Option<&Path>, format: RecordFormat) -> RecordArgs {
         RecordArgs {
             modules: modules.into(),
             backtrace_depth: 4,
             output: output.map(Path::to_path_buf),
-            raw,
+            format,
+            raw: false,
             command: ["/bin/sh", "-c", "ls / >/dev/null; exit 3"]
                 .iter()
                 .map(Into::into)
@@ -1289,7 +1596,7 @@ mod tests {
     fn record_mem_writes_traces_and_keeps_the_exit_status() {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("sh.mem");
-        let code = record_mem(record_args("memory,file", Some(&out), false)).unwrap();
+        let code = record_mem(record_args("memory,file", Some(&out), RecordFormat::Text)).unwrap();
         assert_eq!(code, ExitCode::from(3));
         let all = traces(&out);
         let text = std::fs::read_to_string(&all[0]).unwrap();
@@ -1311,7 +1618,7 @@ mod tests {
     fn record_mem_raw_keeps_every_image() {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("sh.raw");
-        let args = record_args("memory", Some(&out), true);
+        let args = record_args("memory", Some(&out), RecordFormat::Raw);
         assert_eq!(record_mem(args).unwrap(), ExitCode::from(3));
         let names: Vec<String> = std::fs::read_dir(&out)
             .unwrap()
@@ -1341,7 +1648,7 @@ mod tests {
 
     #[test]
     fn record_mem_rejects_unknown_modules() {
-        let e = record_mem(record_args("memory,gpu", None, false))
+        let e = record_mem(record_args("memory,gpu", None, RecordFormat::Tkmem))
             .unwrap_err()
             .to_string();
         assert!(e.contains("gpu"), "{e}");

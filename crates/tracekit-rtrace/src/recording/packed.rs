@@ -1,0 +1,1815 @@
+//! tracekit's memory recording file, `*.tkmem` (`docs/formats/tkmem.md`
+//! is the full description): every process image of a `record mem` run in
+//! one compact binary file, written by the recorder while the command runs.
+//!
+//! A file is a 16-byte head (magic, version) and a sequence of blocks, each
+//! a 32-byte header (kind, codec, lengths, CRC-32, image, count, first
+//! event number) and a payload, usually one zstd frame. Code addresses and
+//! backtraces are stored once: a *dictionary* of instruction pointers and
+//! the nodes of a trace tree (`(parent node, instruction pointer)`, the
+//! root 0 is the empty backtrace), as heaptrack's file has them; an event
+//! names its backtrace by its innermost node. Events are small deltas
+//! (event number, milliseconds, address: a hit in the last seven
+//! addresses, else the difference to the previous one), one thread's
+//! events per block, in the order of their numbers. Memory maps are kept
+//! per image (the executable mappings of every snapshot the shim sent),
+//! and how each image ended.
+//!
+//! The writer ([`Writer`]) keeps the interning tables (distinct addresses,
+//! nodes and the shim's backtrace numbers) and one block; it writes each
+//! block with one `write`, so after a crash the file is valid up to its
+//! last whole block. The reader ([`PackedFile`]) checks every block's CRC
+//! and stops at the first incomplete or damaged one, saying where and how
+//! many bytes it could not read; the event numbers missing then are counted
+//! as lost per image, as for any gap.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap as HashMap;
+use tracekit_core::{Error, Position, Result};
+
+use super::capture::ImageEnd;
+use super::wire::*;
+use super::{RecordingInfo, Source};
+
+/// The first 8 bytes of a file (`TKMEM`, then CR LF and ^Z, which a
+/// text-mode transfer or `type` would mangle or stop at).
+pub const MAGIC: [u8; 8] = *b"TKMEM\r\n\x1a";
+/// The layout's version (the u32 after the magic).
+pub const VERSION: u32 = 1;
+/// The file's head: magic, version u32, flags u32 (0).
+pub const FILE_HEAD: usize = 16;
+/// A block's header: see [`BlockHeader`].
+pub const BLOCK_HEAD: usize = 32;
+/// Every block header starts with these two bytes.
+pub const BLOCK_TAG: [u8; 2] = *b"TB";
+/// `image` of the blocks that belong to no image.
+pub const NO_IMAGE: u32 = u32::MAX;
+/// The largest payload a reader accepts, stored or decompressed.
+pub const MAX_PAYLOAD: usize = 64 << 20;
+/// The node of a backtrace the recorder never saw defined.
+pub const UNKNOWN_NODE: u32 = u32::MAX;
+
+/// Block kinds.
+pub const KIND_RECORDING: u8 = 1;
+pub const KIND_IMAGE: u8 = 2;
+pub const KIND_DICT: u8 = 3;
+pub const KIND_MAPS: u8 = 4;
+pub const KIND_EVENTS: u8 = 5;
+pub const KIND_END: u8 = 6;
+pub const KIND_FINISH: u8 = 7;
+/// Payload codecs.
+pub const CODEC_STORED: u8 = 0;
+pub const CODEC_ZSTD: u8 = 1;
+
+/// The zstd level blocks are compressed with (9: 6% smaller than 3 for
+/// a fifth more time, `docs/formats/tkmem.md`).
+const LEVEL: i32 = 9;
+
+/// Does `head` (a file's first bytes) start a `.tkmem` recording?
+pub fn sniff(head: &[u8]) -> bool {
+    head.starts_with(&MAGIC)
+}
+
+// ---------------------------------------------------------------------
+// Varints.
+
+#[inline]
+fn put_uv(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+#[inline]
+fn put_sv(out: &mut Vec<u8>, v: i64) {
+    put_uv(out, ((v << 1) ^ (v >> 63)) as u64);
+}
+
+/// Reads a payload front to back; every read says `None` past the end or
+/// on an over-long varint.
+struct Cur<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Cur<'a> {
+    fn new(b: &'a [u8]) -> Cur<'a> {
+        Cur { b, at: 0 }
+    }
+
+    #[inline]
+    fn u8(&mut self) -> Option<u8> {
+        let v = *self.b.get(self.at)?;
+        self.at += 1;
+        Some(v)
+    }
+
+    #[inline]
+    fn uv(&mut self) -> Option<u64> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = self.u8()?;
+            v |= u64::from(b & 0x7f) << shift;
+            if b < 0x80 {
+                return Some(v);
+            }
+        }
+        None
+    }
+
+    #[inline]
+    fn sv(&mut self) -> Option<i64> {
+        let u = self.uv()?;
+        Some((u >> 1) as i64 ^ -((u & 1) as i64))
+    }
+
+    fn bytes(&mut self, n: usize) -> Option<&'a [u8]> {
+        let s = self.b.get(self.at..self.at.checked_add(n)?)?;
+        self.at += n;
+        Some(s)
+    }
+
+    fn done(&self) -> bool {
+        self.at >= self.b.len()
+    }
+}
+
+// ---------------------------------------------------------------------
+// Block headers.
+
+/// A block's 32-byte header, little-endian:
+/// `"TB"`, kind u8, codec u8, stored length u32, raw length u32, CRC-32
+/// u32 (of the other 28 header bytes and the stored payload), image u32,
+/// count u32, first u64.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockHeader {
+    pub kind: u8,
+    pub codec: u8,
+    pub stored: u32,
+    pub raw: u32,
+    pub crc: u32,
+    pub image: u32,
+    pub count: u32,
+    pub first: u64,
+}
+
+impl BlockHeader {
+    fn encode(&self) -> [u8; BLOCK_HEAD] {
+        let mut h = [0u8; BLOCK_HEAD];
+        h[0..2].copy_from_slice(&BLOCK_TAG);
+        h[2] = self.kind;
+        h[3] = self.codec;
+        h[4..8].copy_from_slice(&self.stored.to_le_bytes());
+        h[8..12].copy_from_slice(&self.raw.to_le_bytes());
+        h[12..16].copy_from_slice(&self.crc.to_le_bytes());
+        h[16..20].copy_from_slice(&self.image.to_le_bytes());
+        h[20..24].copy_from_slice(&self.count.to_le_bytes());
+        h[24..32].copy_from_slice(&self.first.to_le_bytes());
+        h
+    }
+
+    fn decode(h: &[u8; BLOCK_HEAD]) -> Option<BlockHeader> {
+        if h[0..2] != BLOCK_TAG {
+            return None;
+        }
+        let u32_at = |i: usize| u32::from_le_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]);
+        Some(BlockHeader {
+            kind: h[2],
+            codec: h[3],
+            stored: u32_at(4),
+            raw: u32_at(8),
+            crc: u32_at(12),
+            image: u32_at(16),
+            count: u32_at(20),
+            first: u64::from_le_bytes(h[24..32].try_into().ok()?),
+        })
+    }
+
+    /// The CRC-32 of the header (without its CRC field) and `payload`.
+    fn checksum(&self, payload: &[u8]) -> u32 {
+        let h = self.encode();
+        let mut c = crc32fast::Hasher::new();
+        c.update(&h[0..12]);
+        c.update(&h[16..32]);
+        c.update(payload);
+        c.finalize()
+    }
+}
+
+/// One block of any kind and payload (stored, not compressed) with its
+/// header and checksum: what a writer of another tool, a test or a fuzzer
+/// needs to make a file whose blocks pass the reader's checks.
+pub fn stored_block(kind: u8, image: u32, count: u32, first: u64, payload: &[u8]) -> Vec<u8> {
+    let mut h = BlockHeader {
+        kind,
+        codec: CODEC_STORED,
+        stored: payload.len() as u32,
+        raw: payload.len() as u32,
+        crc: 0,
+        image,
+        count,
+        first,
+    };
+    h.crc = h.checksum(payload);
+    let mut out = h.encode().to_vec();
+    out.extend_from_slice(payload);
+    out
+}
+
+// ---------------------------------------------------------------------
+// Events.
+
+/// One event record of the recorder (the wire layout's fields), with the
+/// backtrace as a trace-tree node (0: none, [`UNKNOWN_NODE`]: a number
+/// never defined).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Ev {
+    kind: u8,
+    res: u8,
+    func: u8,
+    ts: u32,
+    seq: u64,
+    size: u64,
+    id: u64,
+    node: u32,
+}
+
+impl Ev {
+    /// The fields of a whole allocation, release or void record.
+    fn from_wire(r: &[u8]) -> Ev {
+        let u32_at = |i: usize| u32::from_le_bytes([r[i], r[i + 1], r[i + 2], r[i + 3]]);
+        let u64_at = |i: usize| {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(&r[i..i + 8]);
+            u64::from_le_bytes(a)
+        };
+        let mut e = Ev {
+            kind: r[0],
+            ts: u32_at(4),
+            seq: u64_at(8),
+            ..Ev::default()
+        };
+        match r[0] {
+            KIND_ALLOC => {
+                e.res = r[1];
+                e.func = r[2];
+                e.size = u64_at(16);
+                e.id = u64_at(24);
+                e.node = u32_at(32);
+            }
+            KIND_FREE => {
+                e.res = r[1];
+                e.func = r[2];
+                e.id = u64_at(16);
+            }
+            _ => {}
+        }
+        e
+    }
+
+    /// Appends the record in the wire layout (the stack field holds the
+    /// node).
+    fn write_wire(&self, out: &mut Vec<u8>) {
+        let start = out.len();
+        let len = match self.kind {
+            KIND_ALLOC => ALLOC_LEN,
+            KIND_FREE => FREE_LEN,
+            _ => VOID_LEN,
+        };
+        out.resize(start + len, 0);
+        let r = &mut out[start..];
+        r[0] = self.kind;
+        r[4..8].copy_from_slice(&self.ts.to_le_bytes());
+        r[8..16].copy_from_slice(&self.seq.to_le_bytes());
+        match self.kind {
+            KIND_ALLOC => {
+                r[1] = self.res;
+                r[2] = self.func;
+                r[16..24].copy_from_slice(&self.size.to_le_bytes());
+                r[24..32].copy_from_slice(&self.id.to_le_bytes());
+                r[32..36].copy_from_slice(&self.node.to_le_bytes());
+            }
+            KIND_FREE => {
+                r[1] = self.res;
+                r[2] = self.func;
+                r[16..24].copy_from_slice(&self.id.to_le_bytes());
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The streams of an events block, in the order they are stored (see
+/// `docs/formats/tkmem.md`): each is compressed well by zstd on its own
+/// terms (the calls' pattern, the sites, the addresses).
+const S_CODE: usize = 0;
+const S_RES: usize = 1;
+const S_FUNC: usize = 2;
+const S_SEQ: usize = 3;
+const S_MS: usize = 4;
+const S_INFO: usize = 5;
+const S_SIZE: usize = 6;
+const S_NODE: usize = 7;
+const S_APTR: usize = 8;
+const S_APTRX: usize = 9;
+const S_FREF: usize = 10;
+const S_FPTR: usize = 11;
+const STREAMS: usize = 12;
+
+/// `kind` in the low bits of a code byte (the function, up to 62, above;
+/// 63: the function byte is in `S_FUNC`).
+const EV_ALLOC: u8 = 0;
+const EV_FREE: u8 = 1;
+const EV_VOID: u8 = 2;
+const FUNC_ESCAPE: u8 = 63;
+
+/// Recent (size, node) pairs an allocation can name by position.
+const RECENT_INFO: usize = 254;
+/// `S_INFO` values: the pair that followed the previous allocation's last
+/// time; a position (1 + index) among the recent ones; a new pair (size
+/// and node follow in their streams).
+const INFO_NEXT: u8 = 0;
+const INFO_NEW: u8 = 255;
+/// How deep the lists of released addresses are searched.
+const CLASS_TOP: usize = 8;
+const DEEP: usize = 256;
+/// `S_APTR` codes of an allocation's address (0..8: the position from the
+/// top among the released addresses of its size class).
+const APTR_CLASS_DEEP: u8 = 8;
+const APTR_NEXT: u8 = 9;
+const APTR_FREED: u8 = 10;
+const APTR_DELTA: u8 = 11;
+
+/// glibc's chunk size for a request of `size` bytes (64-bit): what its
+/// bins are keyed by, so a released block of the same class is what the
+/// next allocation of that class usually gets back.
+#[inline]
+fn class_of(size: u64) -> u64 {
+    (size.saturating_add(8 + 15) & !15).max(32)
+}
+
+/// What both ends of an events block know while going through it (each
+/// block starts afresh, so it decodes on its own): the last number and
+/// millisecond, the recent and successive (size, node) pairs, the block's
+/// live allocations and released addresses.
+#[derive(Default)]
+struct Model {
+    seq: u64,
+    ts: u32,
+    /// The recent pairs, the most recent last (position 0 of the format).
+    recent: std::collections::VecDeque<(u64, u32)>,
+    next: HashMap<(u64, u32), (u64, u32)>,
+    prev_info: (u64, u32),
+    /// Live allocations of the block, in allocation order.
+    live: Live,
+    /// The encoder's index of `live` by address: the allocation's ordinal.
+    live_at: HashMap<u64, usize>,
+    /// Released addresses by class, and all of them, the latest last.
+    classes: HashMap<u64, Vec<u64>>,
+    freed: Vec<u64>,
+    /// The last allocation's address and class.
+    last: (u64, u64),
+}
+
+impl Model {
+    fn new(first: u64) -> Model {
+        Model {
+            seq: first.wrapping_sub(1),
+            ..Model::default()
+        }
+    }
+
+    /// The allocation info came: the successor table learns it.
+    fn info_seen(&mut self, info: (u64, u32)) {
+        self.next.insert(self.prev_info, info);
+        self.prev_info = info;
+    }
+
+    /// The position (0: the most recent) of `info` among the recent pairs.
+    fn recent_find(&self, info: (u64, u32)) -> Option<usize> {
+        self.recent.iter().rev().position(|&r| r == info)
+    }
+
+    /// The pair at position `k`, moved to the front.
+    fn recent_front(&mut self, k: usize) -> Option<(u64, u32)> {
+        let i = self.recent.len().checked_sub(k + 1)?;
+        let v = self.recent.remove(i)?;
+        self.recent.push_back(v);
+        Some(v)
+    }
+
+    fn recent_push(&mut self, info: (u64, u32)) {
+        if self.recent.len() == RECENT_INFO {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(info);
+    }
+
+    fn allocated(&mut self, addr: u64, class: u64, encoder: bool) {
+        self.last = (addr, class);
+        let ordinal = self.live.push(addr, class);
+        if encoder {
+            self.live_at.insert(addr, ordinal);
+        }
+    }
+
+    fn released(&mut self, addr: u64, class: Option<u64>) {
+        if let Some(c) = class {
+            self.classes.entry(c).or_default().push(addr);
+        }
+        self.freed.push(addr);
+    }
+
+    /// Where `addr` is among the last `DEEP` entries of `list` (0: the
+    /// latest); it is taken out.
+    fn take_from(list: &mut Vec<u64>, addr: u64, skip: usize) -> Option<usize> {
+        let d = list
+            .iter()
+            .rev()
+            .skip(skip)
+            .take(DEEP)
+            .position(|&a| a == addr)?
+            + skip;
+        list.remove(list.len() - 1 - d);
+        Some(d)
+    }
+
+    /// The `d`-th latest entry of `list`, taken out.
+    fn take_at(list: &mut Vec<u64>, d: usize) -> Option<u64> {
+        let i = list.len().checked_sub(d + 1)?;
+        Some(list.remove(i))
+    }
+}
+
+/// The live allocations of a block, in allocation order, each named by
+/// its rank from the latest (1: the latest still live): every allocation
+/// by its ordinal, and a Fenwick tree of which are still live, so that
+/// ranking and taking out are O(log n) (a list would move the entries
+/// after it at every release).
+#[derive(Default)]
+struct Live {
+    /// (address, class) by ordinal.
+    slots: Vec<(u64, u64)>,
+    /// The Fenwick tree over `slots` (1-based: `tree[j - 1]` counts the
+    /// live ones among ordinals `j - lowbit(j) .. j`).
+    tree: Vec<u32>,
+    count: usize,
+}
+
+impl Live {
+    /// Live ones among the first `i` ordinals.
+    fn prefix(&self, mut i: usize) -> usize {
+        let mut n = 0;
+        while i > 0 {
+            n += self.tree[i - 1] as usize;
+            i &= i - 1;
+        }
+        n
+    }
+
+    /// Appends a live allocation; returns its ordinal.
+    fn push(&mut self, addr: u64, class: u64) -> usize {
+        let j = self.slots.len() + 1;
+        let low = j & j.wrapping_neg();
+        let below = self.prefix(j - 1) - self.prefix(j - low);
+        self.slots.push((addr, class));
+        self.tree.push(below as u32 + 1);
+        self.count += 1;
+        j - 1
+    }
+
+    fn is_live(&self, ordinal: usize) -> bool {
+        ordinal < self.slots.len() && self.prefix(ordinal + 1) > self.prefix(ordinal)
+    }
+
+    /// The rank of live allocation `ordinal` (1: the latest).
+    fn rank(&self, ordinal: usize) -> usize {
+        self.count - self.prefix(ordinal + 1) + 1
+    }
+
+    /// Takes allocation `ordinal` out (it must be live).
+    fn take(&mut self, ordinal: usize) -> (u64, u64) {
+        let mut j = ordinal + 1;
+        while j <= self.tree.len() {
+            self.tree[j - 1] -= 1;
+            j += j & j.wrapping_neg();
+        }
+        self.count -= 1;
+        self.slots[ordinal]
+    }
+
+    /// The allocation of rank `r` (1: the latest live one), taken out.
+    fn take_rank(&mut self, r: usize) -> Option<(u64, u64)> {
+        if r == 0 || r > self.count {
+            return None;
+        }
+        // The k-th live one from the first.
+        let mut k = self.count - r + 1;
+        let n = self.tree.len();
+        let mut pos = 0;
+        let mut step = if n == 0 {
+            0
+        } else {
+            1 << (usize::BITS - 1 - n.leading_zeros())
+        };
+        while step > 0 {
+            if pos + step <= n && (self.tree[pos + step - 1] as usize) < k {
+                pos += step;
+                k -= self.tree[pos - 1] as usize;
+            }
+            step >>= 1;
+        }
+        Some(self.take(pos))
+    }
+}
+
+/// Encodes one events block: its events in the order of their numbers.
+struct BlockEncoder {
+    streams: [Vec<u8>; STREAMS],
+    m: Model,
+    count: u32,
+    first: u64,
+}
+
+impl BlockEncoder {
+    fn new(first: u64) -> BlockEncoder {
+        BlockEncoder {
+            streams: Default::default(),
+            m: Model::new(first),
+            count: 0,
+            first,
+        }
+    }
+
+    fn push(&mut self, e: &Ev) {
+        let s = &mut self.streams;
+        let m = &mut self.m;
+        self.count += 1;
+        let kind = match e.kind {
+            KIND_ALLOC => EV_ALLOC,
+            KIND_FREE => EV_FREE,
+            _ => EV_VOID,
+        };
+        let func = if kind == EV_VOID { 0 } else { e.func };
+        s[S_CODE].push(func.min(FUNC_ESCAPE) << 2 | kind);
+        if func >= FUNC_ESCAPE {
+            s[S_FUNC].push(func);
+        }
+        put_sv(
+            &mut s[S_SEQ],
+            e.seq.wrapping_sub(m.seq).wrapping_sub(1) as i64,
+        );
+        m.seq = e.seq;
+        put_sv(&mut s[S_MS], i64::from(e.ts.wrapping_sub(m.ts) as i32));
+        m.ts = e.ts;
+        if kind == EV_VOID {
+            return;
+        }
+        s[S_RES].push(e.res);
+        if kind == EV_ALLOC {
+            let info = (e.size, e.node);
+            if m.next.get(&m.prev_info) == Some(&info) {
+                s[S_INFO].push(INFO_NEXT);
+            } else if let Some(k) = m.recent_find(info) {
+                s[S_INFO].push(k as u8 + 1);
+                m.recent_front(k);
+            } else {
+                s[S_INFO].push(INFO_NEW);
+                put_uv(&mut s[S_SIZE], e.size);
+                put_uv(&mut s[S_NODE], u64::from(e.node));
+                m.recent_push(info);
+            }
+            m.info_seen(info);
+            let class = class_of(e.size);
+            let addr = e.id;
+            let list = m.classes.entry(class).or_default();
+            let predicted = m.last.0.wrapping_add(m.last.1);
+            if let Some(d) = list.iter().rev().take(CLASS_TOP).position(|&a| a == addr) {
+                list.remove(list.len() - 1 - d);
+                s[S_APTR].push(d as u8);
+            } else if let Some(d) = Model::take_from(list, addr, CLASS_TOP) {
+                s[S_APTR].push(APTR_CLASS_DEEP);
+                put_uv(&mut s[S_APTRX], (d - CLASS_TOP) as u64);
+            } else if addr == predicted {
+                s[S_APTR].push(APTR_NEXT);
+            } else if let Some(d) = Model::take_from(&mut m.freed, addr, 0) {
+                s[S_APTR].push(APTR_FREED);
+                put_uv(&mut s[S_APTRX], d as u64);
+            } else {
+                s[S_APTR].push(APTR_DELTA);
+                put_sv(&mut s[S_APTRX], addr.wrapping_sub(predicted) as i64);
+            }
+            m.allocated(addr, class, true);
+        } else {
+            let addr = e.id;
+            match m.live_at.remove(&addr).filter(|&o| m.live.is_live(o)) {
+                Some(ordinal) => {
+                    put_uv(&mut s[S_FREF], m.live.rank(ordinal) as u64);
+                    let (_, class) = m.live.take(ordinal);
+                    m.released(addr, Some(class));
+                }
+                None => {
+                    put_uv(&mut s[S_FREF], 0);
+                    put_sv(&mut s[S_FPTR], addr.wrapping_sub(m.last.0) as i64);
+                    m.released(addr, None);
+                }
+            }
+        }
+    }
+
+    /// The block's payload (thread, stream lengths, streams) into `out`.
+    fn finish(&self, thread: u64, out: &mut Vec<u8>) {
+        out.clear();
+        put_uv(out, thread);
+        put_uv(out, STREAMS as u64);
+        for s in &self.streams {
+            put_uv(out, s.len() as u64);
+        }
+        for s in &self.streams {
+            out.extend_from_slice(s);
+        }
+    }
+}
+
+/// Decodes an events block's payload (`count` events from number
+/// `first`) into wire records appended to `out` (the stack field holds
+/// the node); `None` at the first thing that does not decode (the records
+/// before it are kept).
+fn decode_block(p: &[u8], first: u64, count: u32, out: &mut Vec<u8>) -> Option<()> {
+    let mut c = Cur::new(p);
+    let _thread = c.uv()?;
+    let n = usize::try_from(c.uv()?).ok()?;
+    // Every stream has its length; every event at least three bytes.
+    if n < STREAMS || n > p.len() || count as usize > p.len() {
+        return None;
+    }
+    let mut lens = Vec::with_capacity(n);
+    for _ in 0..n {
+        lens.push(usize::try_from(c.uv()?).ok()?);
+    }
+    let mut s: Vec<Cur<'_>> = Vec::with_capacity(n);
+    for len in lens {
+        s.push(Cur::new(c.bytes(len)?));
+    }
+    let mut m = Model::new(first);
+    let mut e = Ev::default();
+    for _ in 0..count {
+        let code = s[S_CODE].u8()?;
+        let kind = code & 3;
+        let mut func = code >> 2;
+        if func == FUNC_ESCAPE {
+            func = s[S_FUNC].u8()?;
+        }
+        m.seq = m.seq.wrapping_add(s[S_SEQ].sv()? as u64).wrapping_add(1);
+        m.ts = m.ts.wrapping_add(i32::try_from(s[S_MS].sv()?).ok()? as u32);
+        e.seq = m.seq;
+        e.ts = m.ts;
+        e.func = func;
+        match kind {
+            EV_VOID => {
+                if func != 0 {
+                    return None;
+                }
+                e.kind = KIND_VOID;
+                e.res = 0;
+            }
+            EV_ALLOC => {
+                e.kind = KIND_ALLOC;
+                e.res = s[S_RES].u8()?;
+                let info = match s[S_INFO].u8()? {
+                    INFO_NEXT => *m.next.get(&m.prev_info)?,
+                    INFO_NEW => {
+                        let info = (s[S_SIZE].uv()?, u32::try_from(s[S_NODE].uv()?).ok()?);
+                        m.recent_push(info);
+                        info
+                    }
+                    k => m.recent_front(k as usize - 1)?,
+                };
+                m.info_seen(info);
+                (e.size, e.node) = info;
+                let class = class_of(e.size);
+                let predicted = m.last.0.wrapping_add(m.last.1);
+                let list = m.classes.entry(class).or_default();
+                e.id = match s[S_APTR].u8()? {
+                    d @ 0..=7 => Model::take_at(list, d as usize)?,
+                    APTR_CLASS_DEEP => {
+                        let d = usize::try_from(s[S_APTRX].uv()?)
+                            .ok()?
+                            .checked_add(CLASS_TOP)?;
+                        Model::take_at(list, d)?
+                    }
+                    APTR_NEXT => predicted,
+                    APTR_FREED => {
+                        let d = usize::try_from(s[S_APTRX].uv()?).ok()?;
+                        Model::take_at(&mut m.freed, d)?
+                    }
+                    APTR_DELTA => predicted.wrapping_add(s[S_APTRX].sv()? as u64),
+                    _ => return None,
+                };
+                m.allocated(e.id, class, false);
+            }
+            EV_FREE => {
+                e.kind = KIND_FREE;
+                e.res = s[S_RES].u8()?;
+                match usize::try_from(s[S_FREF].uv()?).ok()? {
+                    0 => {
+                        e.id = m.last.0.wrapping_add(s[S_FPTR].sv()? as u64);
+                        m.released(e.id, None);
+                    }
+                    r => {
+                        let (addr, class) = m.live.take_rank(r)?;
+                        e.id = addr;
+                        m.released(addr, Some(class));
+                    }
+                }
+            }
+            _ => return None,
+        }
+        e.write_wire(out);
+    }
+    Some(())
+}
+
+// ---------------------------------------------------------------------
+// Memory maps.
+
+/// The executable mappings of a `/proc/<pid>/maps` snapshot, in its order:
+/// `(path, start, end)` (what the text's `: path => 0xstart-0xend` lines
+/// are made of).
+pub(crate) fn exec_mappings(text: &str) -> impl Iterator<Item = (String, u64, u64)> + '_ {
+    text.lines().filter_map(|line| {
+        let mut parts = line.split_whitespace();
+        let (range, perms) = (parts.next()?, parts.next()?);
+        let path: Vec<&str> = parts.skip(3).collect();
+        if !perms.contains('x') || path.is_empty() {
+            return None;
+        }
+        let (a, b) = range.split_once('-')?;
+        let (a, b) = (
+            u64::from_str_radix(a, 16).ok()?,
+            u64::from_str_radix(b, 16).ok()?,
+        );
+        Some((path.join(" "), a, b))
+    })
+}
+
+// ---------------------------------------------------------------------
+// Writing.
+
+/// What the file says about the recording as a whole (its first block).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RecordingHead {
+    /// The command line.
+    pub command: Vec<String>,
+    /// The recorder's pid: the command's first process is its child.
+    pub recorder_pid: Option<u32>,
+    /// The recorder (`tracekit 0.x`).
+    pub origin: Option<String>,
+}
+
+/// What the recorder knew at the end (the last block; a file without it
+/// was not finished: the recorder was killed).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Finish {
+    /// The command's pid.
+    pub pid: Option<i64>,
+    /// The transport's counts (`capture::CaptureStats`) by name.
+    pub capture: serde_json::Map<String, serde_json::Value>,
+}
+
+/// How much a [`Writer`] wrote.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WriteStats {
+    pub bytes: u64,
+    pub blocks: u64,
+    pub events: u64,
+    pub ips: u64,
+    pub nodes: u64,
+    /// Payload bytes before compression.
+    pub raw_bytes: u64,
+}
+
+/// What a [`Writer`] wrote of one image.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ImageCounts {
+    pub allocs: u64,
+    pub frees: u64,
+    /// Numbers taken that produced no call (a failed `realloc`).
+    pub voids: u64,
+    /// One more than the largest event number (0: none): with no
+    /// duplicates, `allocs + frees + voids` short of it is what was lost.
+    pub numbers: u64,
+}
+
+/// The shim's backtrace numbers of one image and their nodes.
+#[derive(Default)]
+struct StackMap {
+    dense: Vec<u32>,
+    sparse: HashMap<u32, u32>,
+}
+
+/// Backtrace numbers below this are kept by index.
+const DENSE: usize = 1 << 22;
+
+impl StackMap {
+    fn get(&self, id: u32) -> u32 {
+        if id == 0 {
+            return 0;
+        }
+        match self.dense.get(id as usize) {
+            Some(&n) => n,
+            None => self.sparse.get(&id).copied().unwrap_or(UNKNOWN_NODE),
+        }
+    }
+
+    /// Keeps the first definition of a number (as the text decoder does).
+    fn define(&mut self, id: u32, node: u32) {
+        if id == 0 || self.get(id) != UNKNOWN_NODE {
+            return;
+        }
+        let k = id as usize;
+        if k < DENSE {
+            if self.dense.len() <= k {
+                self.dense.resize(k + 1, UNKNOWN_NODE);
+            }
+            self.dense[k] = node;
+        } else {
+            self.sparse.insert(id, node);
+        }
+    }
+}
+
+/// A backtrace's hash (the writer's index of known backtraces).
+fn stack_hash(frames: &[u64]) -> u64 {
+    let mut h = frames.len() as u64 ^ 0x9e37_79b9_7f4a_7c15;
+    for &f in frames {
+        h = (h.rotate_left(5) ^ f).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+    h
+}
+
+/// Writes a `.tkmem` file as the recording goes: [`Writer::image`] when a
+/// process image starts, [`Writer::maps`] for each maps snapshot,
+/// [`Writer::events`] for each thread's events (in number order), and
+/// [`Writer::end`]; [`Writer::finish`] last. Memory: the interning tables
+/// and one block.
+pub struct Writer<W: Write> {
+    out: W,
+    zstd: zstd::bulk::Compressor<'static>,
+    ips: HashMap<u64, u32>,
+    nodes: HashMap<(u32, u32), u32>,
+    /// Nodes so far, the root included.
+    node_count: u32,
+    /// The addresses and nodes by index, and whole backtraces by hash.
+    ip_list: Vec<u64>,
+    node_list: Vec<(u32, u32)>,
+    by_hash: HashMap<u64, u32>,
+    frames: Vec<u64>,
+    strings: HashMap<String, u32>,
+    pending_strings: Vec<String>,
+    pending_ips: Vec<u64>,
+    pending_nodes: Vec<(u32, u32)>,
+    images: Vec<StackMap>,
+    counts: Vec<ImageCounts>,
+    payload: Vec<u8>,
+    block: Vec<u8>,
+    stats: WriteStats,
+}
+
+impl<W: Write> Writer<W> {
+    /// Starts a file: its head and the recording block.
+    pub fn new(out: W, head: &RecordingHead) -> io::Result<Writer<W>> {
+        let mut w = Writer {
+            out,
+            zstd: zstd::bulk::Compressor::new(LEVEL)?,
+            ips: HashMap::default(),
+            nodes: HashMap::default(),
+            node_count: 1,
+            ip_list: Vec::new(),
+            node_list: Vec::new(),
+            by_hash: HashMap::default(),
+            frames: Vec::new(),
+            strings: HashMap::default(),
+            pending_strings: Vec::new(),
+            pending_ips: Vec::new(),
+            pending_nodes: Vec::new(),
+            images: Vec::new(),
+            counts: Vec::new(),
+            payload: Vec::new(),
+            block: Vec::new(),
+            stats: WriteStats::default(),
+        };
+        let mut h = [0u8; FILE_HEAD];
+        h[..8].copy_from_slice(&MAGIC);
+        h[8..12].copy_from_slice(&VERSION.to_le_bytes());
+        w.out.write_all(&h)?;
+        w.stats.bytes += FILE_HEAD as u64;
+        let json = serde_json::json!({
+            "command": head.command,
+            "recorder_pid": head.recorder_pid,
+            "origin": head.origin,
+        });
+        let payload = serde_json::to_vec(&json).map_err(io::Error::other)?;
+        w.write_block(KIND_RECORDING, NO_IMAGE, 0, 0, &payload, false)?;
+        Ok(w)
+    }
+
+    /// What has been written so far.
+    pub fn stats(&self) -> WriteStats {
+        self.stats
+    }
+
+    /// What has been written of each image, in the order they started.
+    pub fn image_counts(&self) -> Vec<ImageCounts> {
+        self.counts.clone()
+    }
+
+    /// Starts image `n` of its pid with the shim's header record (the
+    /// `TKHD` chunk's payload: pid, ppid, times, depth, modules, nonce,
+    /// executable); returns the image's index in the file.
+    pub fn image(&mut self, n: u32, header: &[u8]) -> io::Result<u32> {
+        let k = self.images.len() as u32;
+        self.images.push(StackMap::default());
+        self.counts.push(ImageCounts::default());
+        self.write_block(KIND_IMAGE, k, n, 0, header, false)?;
+        Ok(k)
+    }
+
+    /// A `/proc/<pid>/maps` snapshot of image `image`: its executable
+    /// mappings are kept.
+    pub fn maps(&mut self, image: u32, snapshot: &[u8]) -> io::Result<()> {
+        let text = String::from_utf8_lossy(snapshot);
+        let mut entries = Vec::new();
+        for (path, a, b) in exec_mappings(&text) {
+            let s = self.string(path);
+            entries.push((s, a, b));
+        }
+        self.flush_dict()?;
+        let mut p = std::mem::take(&mut self.payload);
+        p.clear();
+        put_uv(&mut p, entries.len() as u64);
+        let mut prev = 0u64;
+        for (s, a, b) in &entries {
+            put_uv(&mut p, u64::from(*s));
+            put_sv(&mut p, a.wrapping_sub(prev) as i64);
+            put_uv(&mut p, b.wrapping_sub(*a));
+            prev = *b;
+        }
+        let r = self.write_block(KIND_MAPS, image, entries.len() as u32, 0, &p, true);
+        self.payload = p;
+        r
+    }
+
+    /// One thread's records of image `image` (whole records of the wire
+    /// layout, in the order of their numbers, each backtrace definition
+    /// before the record that uses it first): definitions become trace-tree
+    /// nodes, the other records one events block.
+    pub fn events(&mut self, image: u32, thread: u64, records: &[u8]) -> io::Result<()> {
+        let k = image as usize;
+        if k >= self.images.len() {
+            return Err(io::Error::other(format!(
+                "events of image {image}, never started"
+            )));
+        }
+        let mut enc: Option<BlockEncoder> = None;
+        let mut at = 0;
+        while let Some(len) = record_len(&records[at..]).filter(|&l| at + l <= records.len()) {
+            let r = &records[at..at + len];
+            at += len;
+            if r[0] == KIND_STACK {
+                let n = r[1] as usize;
+                let id = u32::from_le_bytes([r[4], r[5], r[6], r[7]]);
+                if self.images[k].get(id) == UNKNOWN_NODE {
+                    let mut frames = std::mem::take(&mut self.frames);
+                    frames.clear();
+                    frames.extend((0..n).map(|i| {
+                        let at = STACK_HEAD + 8 * i;
+                        u64::from_le_bytes(r[at..at + 8].try_into().unwrap_or_default())
+                    }));
+                    let node = self.intern_stack(&frames);
+                    self.frames = frames;
+                    self.images[k].define(id, node);
+                }
+                continue;
+            }
+            let mut e = Ev::from_wire(r);
+            let c = &mut self.counts[k];
+            match e.kind {
+                KIND_ALLOC => {
+                    e.node = self.images[k].get(e.node);
+                    c.allocs += 1;
+                }
+                KIND_FREE => c.frees += 1,
+                _ => c.voids += 1,
+            }
+            c.numbers = c.numbers.max(e.seq.saturating_add(1));
+            let b = enc.get_or_insert_with(|| BlockEncoder::new(e.seq));
+            b.push(&e);
+            if b.count == u32::MAX
+                || b.streams.iter().map(Vec::len).sum::<usize>() >= MAX_PAYLOAD / 2
+            {
+                // Very long input (not what the recorder sends): one
+                // block per part.
+                if let Some(b) = enc.take() {
+                    self.events_block(image, thread, &b)?;
+                }
+            }
+        }
+        match enc {
+            Some(b) => self.events_block(image, thread, &b),
+            None => Ok(()),
+        }
+    }
+
+    fn events_block(&mut self, image: u32, thread: u64, b: &BlockEncoder) -> io::Result<()> {
+        self.flush_dict()?;
+        self.stats.events += u64::from(b.count);
+        let mut p = std::mem::take(&mut self.payload);
+        b.finish(thread, &mut p);
+        let r = self.write_block(KIND_EVENTS, image, b.count, b.first, &p, true);
+        self.payload = p;
+        r
+    }
+
+    /// How image `image` ended (a later one replaces an earlier one).
+    pub fn end(&mut self, image: u32, end: ImageEnd) -> io::Result<()> {
+        self.write_block(KIND_END, image, 0, 0, &end.encode(), false)
+    }
+
+    /// Writes the closing block and flushes; returns the output (what was
+    /// written in all: [`Writer::stats`] before).
+    pub fn finish(mut self, finish: &Finish) -> io::Result<W> {
+        let json = serde_json::json!({ "pid": finish.pid, "capture": finish.capture });
+        let payload = serde_json::to_vec(&json).map_err(io::Error::other)?;
+        self.write_block(KIND_FINISH, NO_IMAGE, 0, 0, &payload, false)?;
+        self.out.flush()?;
+        Ok(self.out)
+    }
+
+    /// Flushes what was written (blocks are written whole).
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+
+    fn string(&mut self, s: String) -> u32 {
+        if let Some(&k) = self.strings.get(&s) {
+            return k;
+        }
+        let k = self.strings.len() as u32;
+        self.pending_strings.push(s.clone());
+        self.strings.insert(s, k);
+        k
+    }
+
+    /// The node of a backtrace (innermost frame first): the path from the
+    /// outermost frame down, each (parent, address) once.
+    fn intern_stack(&mut self, frames: &[u64]) -> u32 {
+        // The shim defines a backtrace again whenever its per-thread table
+        // starts over, and per thread: most definitions are of a known
+        // backtrace, found by its hash (checked along the tree).
+        let h = stack_hash(frames);
+        if let Some(&node) = self.by_hash.get(&h) {
+            if self.path_is(node, frames) {
+                return node;
+            }
+        }
+        let node = self.intern_path(frames);
+        self.by_hash.insert(h, node);
+        node
+    }
+
+    /// Whether node `node`'s path is `frames` (innermost first).
+    fn path_is(&self, node: u32, frames: &[u64]) -> bool {
+        let mut n = node;
+        for &addr in frames {
+            let Some(&(parent, ip)) = n
+                .checked_sub(1)
+                .and_then(|k| self.node_list.get(k as usize))
+            else {
+                return false;
+            };
+            if self.ip_list.get(ip as usize) != Some(&addr) {
+                return false;
+            }
+            n = parent;
+        }
+        n == 0
+    }
+
+    fn intern_path(&mut self, frames: &[u64]) -> u32 {
+        let mut node = 0u32;
+        for &addr in frames.iter().rev() {
+            let next_ip = self.ips.len() as u32;
+            let ip = *self.ips.entry(addr).or_insert_with(|| {
+                self.pending_ips.push(addr);
+                self.ip_list.push(addr);
+                next_ip
+            });
+            let next = self.node_count;
+            node = *self.nodes.entry((node, ip)).or_insert_with(|| {
+                self.pending_nodes.push((node, ip));
+                self.node_list.push((node, ip));
+                next
+            });
+            if node == next {
+                self.node_count += 1;
+            }
+        }
+        node
+    }
+
+    /// Writes the strings, addresses and nodes defined since the last
+    /// dictionary block, if any.
+    fn flush_dict(&mut self) -> io::Result<()> {
+        if self.pending_strings.is_empty()
+            && self.pending_ips.is_empty()
+            && self.pending_nodes.is_empty()
+        {
+            return Ok(());
+        }
+        let mut p =
+            Vec::with_capacity(self.pending_ips.len() * 4 + self.pending_nodes.len() * 3 + 64);
+        put_uv(&mut p, self.pending_strings.len() as u64);
+        for s in self.pending_strings.drain(..) {
+            put_uv(&mut p, s.len() as u64);
+            p.extend_from_slice(s.as_bytes());
+        }
+        put_uv(&mut p, self.pending_ips.len() as u64);
+        let mut prev = 0u64;
+        for a in self.pending_ips.drain(..) {
+            put_sv(&mut p, a.wrapping_sub(prev) as i64);
+            prev = a;
+        }
+        put_uv(&mut p, self.pending_nodes.len() as u64);
+        let first = self.node_count - self.pending_nodes.len() as u32;
+        let mut prev_ip = 0u32;
+        for (i, (parent, ip)) in self.pending_nodes.drain(..).enumerate() {
+            // Nodes are made from the outermost frame in: the parent is
+            // usually the node just before.
+            put_uv(&mut p, u64::from(first + i as u32 - parent));
+            put_sv(&mut p, i64::from(ip) - i64::from(prev_ip));
+            prev_ip = ip;
+        }
+        self.stats.ips = self.ips.len() as u64;
+        self.stats.nodes = u64::from(self.node_count);
+        self.write_block(KIND_DICT, NO_IMAGE, 0, u64::from(first), &p, true)
+    }
+
+    /// One block, written with one `write` (compressed when that makes it
+    /// smaller).
+    fn write_block(
+        &mut self,
+        kind: u8,
+        image: u32,
+        count: u32,
+        first: u64,
+        payload: &[u8],
+        compress: bool,
+    ) -> io::Result<()> {
+        let mut block = std::mem::take(&mut self.block);
+        block.clear();
+        block.resize(BLOCK_HEAD, 0);
+        let mut codec = CODEC_STORED;
+        if compress && payload.len() > 64 {
+            let bound = zstd::zstd_safe::compress_bound(payload.len());
+            block.reserve(bound);
+            let mut z = std::mem::take(&mut block);
+            let n = {
+                let spare = z.spare_capacity_mut();
+                // SAFETY: the compressor writes at most `bound` bytes into
+                // the spare capacity; only those it reports are kept.
+                let dst = unsafe {
+                    std::slice::from_raw_parts_mut(spare.as_mut_ptr().cast::<u8>(), spare.len())
+                };
+                self.zstd.compress_to_buffer(payload, dst)
+            };
+            block = z;
+            match n {
+                Ok(n) if n < payload.len() => {
+                    // SAFETY: the compressor initialised these n bytes.
+                    unsafe { block.set_len(BLOCK_HEAD + n) };
+                    codec = CODEC_ZSTD;
+                }
+                _ => {}
+            }
+        }
+        if codec == CODEC_STORED {
+            block.extend_from_slice(payload);
+        }
+        let mut h = BlockHeader {
+            kind,
+            codec,
+            stored: (block.len() - BLOCK_HEAD) as u32,
+            raw: payload.len() as u32,
+            crc: 0,
+            image,
+            count,
+            first,
+        };
+        h.crc = h.checksum(&block[BLOCK_HEAD..]);
+        block[..BLOCK_HEAD].copy_from_slice(&h.encode());
+        let r = self.out.write_all(&block);
+        self.stats.bytes += block.len() as u64;
+        self.stats.blocks += 1;
+        self.stats.raw_bytes += payload.len() as u64;
+        self.block = block;
+        r
+    }
+}
+
+// ---------------------------------------------------------------------
+// Reading.
+
+/// Addresses and trace-tree nodes of a file.
+#[derive(Debug, Default)]
+pub struct Dict {
+    pub strings: Vec<String>,
+    pub ips: Vec<u64>,
+    /// `(parent, ip index)` of node `k + 1` (node 0 is the root).
+    pub nodes: Vec<(u32, u32)>,
+}
+
+impl Dict {
+    /// The return addresses of node `node`'s backtrace, innermost first
+    /// (`None`: no such node).
+    pub fn frames(&self, node: u32, out: &mut Vec<u64>) -> Option<()> {
+        out.clear();
+        let mut n = node;
+        while n != 0 {
+            let &(parent, ip) = self.nodes.get(n as usize - 1)?;
+            out.push(*self.ips.get(ip as usize)?);
+            if parent >= n || out.len() > 256 {
+                return None;
+            }
+            n = parent;
+        }
+        Some(())
+    }
+
+    /// Nodes so far, the root included.
+    pub fn node_count(&self) -> u32 {
+        self.nodes.len() as u32 + 1
+    }
+}
+
+/// An events block of an image.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct EventsRef {
+    /// Where its payload starts.
+    pub offset: u64,
+    pub header: BlockHeader,
+    /// The nodes defined before it (a reference to a later one is damage).
+    pub nodes: u32,
+}
+
+/// One process image of a file.
+#[derive(Debug, Clone)]
+pub struct PackedImage {
+    /// Its header (and how it ended, from its last end block).
+    pub info: RecordingInfo,
+    /// Counts the images of one pid (exec starts the next).
+    pub n: u32,
+    /// Events in its blocks (duplicates included).
+    pub events: u64,
+    /// The executable mappings of each maps snapshot, in file order.
+    pub(crate) maps: Vec<Vec<(u32, u64, u64)>>,
+    pub(crate) blocks: Vec<EventsRef>,
+}
+
+/// Where and why a reader stopped before the end of the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Damage {
+    /// The offset of the first block not read.
+    pub offset: u64,
+    /// Bytes from there to the end of the file.
+    pub bytes: u64,
+    pub reason: String,
+    /// The events of the block cut short there, when its header says:
+    /// (image index, events).
+    pub cut_events: Option<(u32, u32)>,
+}
+
+/// A `.tkmem` file, read: its blocks' headers, the dictionary, the images
+/// (headers, maps, where their events are) and how it ended. Events are
+/// read an image at a time ([`PackedFile::decoder`],
+/// [`PackedFile::events`]).
+pub struct PackedFile {
+    pub path: Option<PathBuf>,
+    pub(crate) src: Arc<dyn Source + Send + Sync>,
+    pub head: RecordingHead,
+    pub finish: Option<Finish>,
+    pub images: Vec<PackedImage>,
+    pub(crate) dict: Arc<Dict>,
+    /// Set when reading stopped before the end of the file.
+    pub damage: Option<Damage>,
+    pub size: u64,
+    pub blocks: u64,
+    /// Bytes of the blocks of each kind (headers included), by kind.
+    pub bytes_by_kind: [u64; 8],
+}
+
+impl std::fmt::Debug for PackedFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PackedFile")
+            .field("path", &self.path)
+            .field("head", &self.head)
+            .field("images", &self.images.len())
+            .field("damage", &self.damage)
+            .finish()
+    }
+}
+
+/// An owned copy of a file's bytes.
+struct Owned(Vec<u8>);
+
+impl Source for Owned {
+    fn size(&self) -> u64 {
+        self.0.len() as u64
+    }
+    fn read_at(&self, off: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        let off = usize::try_from(off).map_err(|_| io::ErrorKind::UnexpectedEof)?;
+        let src = off
+            .checked_add(buf.len())
+            .and_then(|end| self.0.get(off..end))
+            .ok_or_else(|| io::Error::from(io::ErrorKind::UnexpectedEof))?;
+        buf.copy_from_slice(src);
+        Ok(())
+    }
+}
+
+impl PackedFile {
+    /// Reads the file at `path` (with `pread`: only the dictionary, the
+    /// maps and the block headers stay in memory).
+    pub fn open(path: &Path) -> Result<PackedFile> {
+        let f = std::fs::File::open(path).map_err(|e| Error::io(Some(path), e))?;
+        let mut p = PackedFile::read(Arc::new(f)).map_err(|e| e.in_file(path))?;
+        p.path = Some(path.to_path_buf());
+        Ok(p)
+    }
+
+    /// Reads an open file (a temporary copy of standard input).
+    pub fn from_file(f: std::fs::File) -> Result<PackedFile> {
+        PackedFile::read(Arc::new(f))
+    }
+
+    /// Reads a file held in memory.
+    pub fn from_bytes(data: Vec<u8>) -> Result<PackedFile> {
+        PackedFile::read(Arc::new(Owned(data)))
+    }
+
+    fn read(src: Arc<dyn Source + Send + Sync>) -> Result<PackedFile> {
+        let size = src.size();
+        let io = |e| Error::io(None, e);
+        let mut head = [0u8; FILE_HEAD];
+        if size < FILE_HEAD as u64 {
+            return Err(Error::malformed(
+                Position::Offset(0),
+                format!(
+                    "a .tkmem file starts with a {FILE_HEAD}-byte head; this one has {size} bytes"
+                ),
+            ));
+        }
+        src.read_at(0, &mut head).map_err(io)?;
+        if head[..8] != MAGIC {
+            return Err(Error::malformed(
+                Position::Offset(0),
+                "not a tracekit memory recording (.tkmem)",
+            ));
+        }
+        let version = u32::from_le_bytes([head[8], head[9], head[10], head[11]]);
+        if version != VERSION {
+            return Err(Error::malformed(
+                Position::Offset(8),
+                format!("tracekit memory recording version {version}: this tracekit reads version {VERSION}"),
+            ));
+        }
+        let mut file = PackedFile {
+            path: None,
+            src: src.clone(),
+            head: RecordingHead::default(),
+            finish: None,
+            images: Vec::new(),
+            dict: Arc::new(Dict::default()),
+            damage: None,
+            size,
+            blocks: 0,
+            bytes_by_kind: [0; 8],
+        };
+        let mut dict = Dict::default();
+        let mut off = FILE_HEAD as u64;
+        let mut payload = Vec::new();
+        let mut raw = Vec::new();
+        let stop = |off: u64, reason: String| Damage {
+            offset: off,
+            bytes: size - off,
+            reason,
+            cut_events: None,
+        };
+        while off < size {
+            if size - off < BLOCK_HEAD as u64 {
+                file.damage = Some(stop(off, "an incomplete block header".into()));
+                break;
+            }
+            let mut hb = [0u8; BLOCK_HEAD];
+            src.read_at(off, &mut hb).map_err(io)?;
+            let Some(h) = BlockHeader::decode(&hb) else {
+                file.damage = Some(stop(off, "not a block header".into()));
+                break;
+            };
+            let body = off + BLOCK_HEAD as u64;
+            if h.stored as usize > MAX_PAYLOAD || h.raw as usize > MAX_PAYLOAD {
+                file.damage = Some(stop(
+                    off,
+                    format!(
+                        "a block of {} bytes (at most {MAX_PAYLOAD})",
+                        h.stored.max(h.raw)
+                    ),
+                ));
+                break;
+            }
+            if size - body < u64::from(h.stored) {
+                let mut d = stop(
+                    off,
+                    format!(
+                        "a block cut short ({} of its {} bytes)",
+                        size - body,
+                        h.stored
+                    ),
+                );
+                if h.kind == KIND_EVENTS && (h.image as usize) < file.images.len() {
+                    d.cut_events = Some((h.image, h.count));
+                }
+                file.damage = Some(d);
+                break;
+            }
+            payload.resize(h.stored as usize, 0);
+            src.read_at(body, &mut payload).map_err(io)?;
+            if h.checksum(&payload) != h.crc {
+                file.damage = Some(stop(
+                    off,
+                    "a block whose checksum does not match (damaged)".into(),
+                ));
+                break;
+            }
+            if let Err(why) = file.take_block(&h, body, &payload, &mut raw, &mut dict) {
+                file.damage = Some(stop(off, why));
+                break;
+            }
+            file.blocks += 1;
+            file.bytes_by_kind[(h.kind as usize).min(7)] += BLOCK_HEAD as u64 + u64::from(h.stored);
+            off = body + u64::from(h.stored);
+        }
+        file.dict = Arc::new(dict);
+        Ok(file)
+    }
+
+    /// Takes in one checked block.
+    fn take_block(
+        &mut self,
+        h: &BlockHeader,
+        body: u64,
+        payload: &[u8],
+        raw: &mut Vec<u8>,
+        dict: &mut Dict,
+    ) -> std::result::Result<(), String> {
+        if h.kind == KIND_EVENTS {
+            // Read when its image is: only checked here.
+            let image = self
+                .images
+                .get_mut(h.image as usize)
+                .ok_or_else(|| format!("events of image {}, never started", h.image))?;
+            if h.codec != CODEC_STORED && h.codec != CODEC_ZSTD {
+                return Err(format!("unknown codec {}", h.codec));
+            }
+            image.events += u64::from(h.count);
+            image.blocks.push(EventsRef {
+                offset: body,
+                header: *h,
+                nodes: dict.node_count(),
+            });
+            return Ok(());
+        }
+        let p = unpack(h, payload, raw)?;
+        let bad = |what: &str| format!("a damaged {what} block");
+        match h.kind {
+            KIND_RECORDING => {
+                let v: serde_json::Value =
+                    serde_json::from_slice(p).map_err(|e| format!("recording block: {e}"))?;
+                self.head = RecordingHead {
+                    command: v["command"]
+                        .as_array()
+                        .map(|a| {
+                            a.iter()
+                                .filter_map(|s| s.as_str().map(str::to_string))
+                                .collect()
+                        })
+                        .unwrap_or_default(),
+                    recorder_pid: v["recorder_pid"]
+                        .as_u64()
+                        .and_then(|p| u32::try_from(p).ok()),
+                    origin: v["origin"].as_str().map(str::to_string),
+                };
+            }
+            KIND_IMAGE => {
+                if h.image as usize != self.images.len() {
+                    return Err(format!(
+                        "image {} where image {} was due",
+                        h.image,
+                        self.images.len()
+                    ));
+                }
+                let info = super::parse_header(p).ok_or_else(|| bad("image"))?;
+                self.images.push(PackedImage {
+                    info,
+                    n: h.count,
+                    events: 0,
+                    maps: Vec::new(),
+                    blocks: Vec::new(),
+                });
+            }
+            KIND_DICT => {
+                if h.first != u64::from(dict.node_count()) {
+                    return Err(format!(
+                        "a dictionary starting at node {} where node {} was due",
+                        h.first,
+                        dict.node_count()
+                    ));
+                }
+                read_dict(p, dict).ok_or_else(|| bad("dictionary"))?;
+            }
+            KIND_MAPS => {
+                let n_strings = dict.strings.len() as u64;
+                let image = self
+                    .images
+                    .get_mut(h.image as usize)
+                    .ok_or_else(|| format!("maps of image {}, never started", h.image))?;
+                let mut c = Cur::new(p);
+                let n = c.uv().ok_or_else(|| bad("maps"))?;
+                let mut entries = Vec::new();
+                let mut prev = 0u64;
+                for _ in 0..n {
+                    let s = c
+                        .uv()
+                        .filter(|&s| s < n_strings)
+                        .ok_or_else(|| bad("maps"))?;
+                    let a = prev.wrapping_add(c.sv().ok_or_else(|| bad("maps"))? as u64);
+                    let b = a.wrapping_add(c.uv().ok_or_else(|| bad("maps"))?);
+                    entries.push((s as u32, a, b));
+                    prev = b;
+                }
+                image.maps.push(entries);
+            }
+            KIND_END => {
+                let image = self
+                    .images
+                    .get_mut(h.image as usize)
+                    .ok_or_else(|| format!("the end of image {}, never started", h.image))?;
+                image.info.end = Some(ImageEnd::decode(p).ok_or_else(|| bad("end"))?);
+            }
+            KIND_FINISH => {
+                let v: serde_json::Value =
+                    serde_json::from_slice(p).map_err(|e| format!("finish block: {e}"))?;
+                self.finish = Some(Finish {
+                    pid: v["pid"].as_i64(),
+                    capture: v["capture"].as_object().cloned().unwrap_or_default(),
+                });
+            }
+            // A later version's block: what this version knows stays
+            // readable.
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The command's pid: from the closing block, else the image whose
+    /// parent was the recorder.
+    pub fn root_pid(&self) -> Option<i64> {
+        if let Some(pid) = self.finish.as_ref().and_then(|f| f.pid) {
+            return Some(pid);
+        }
+        let recorder = self.head.recorder_pid?;
+        self.images
+            .iter()
+            .find(|i| i.info.ppid == recorder)
+            .map(|i| i64::from(i.info.pid))
+    }
+
+    /// The executable mappings of image `k`, as the text trace lists them:
+    /// those of its last snapshot, then those only earlier ones had, each
+    /// once.
+    pub fn image_maps(&self, k: usize) -> Vec<(String, u64, u64)> {
+        let mut seen = rustc_hash::FxHashSet::default();
+        let mut out = Vec::new();
+        let Some(image) = self.images.get(k) else {
+            return out;
+        };
+        for snapshot in image.maps.iter().rev() {
+            for &(s, a, b) in snapshot {
+                if seen.insert((s, a, b)) {
+                    let path = self
+                        .dict
+                        .strings
+                        .get(s as usize)
+                        .cloned()
+                        .unwrap_or_default();
+                    out.push((path, a, b));
+                }
+            }
+        }
+        out
+    }
+
+    /// The dictionary's size: (addresses, trace-tree nodes).
+    pub fn dict_size(&self) -> (usize, usize) {
+        (self.dict.ips.len(), self.dict.nodes.len())
+    }
+}
+
+/// The payload of a block, decompressed if it was compressed.
+fn unpack<'a>(
+    h: &BlockHeader,
+    payload: &'a [u8],
+    raw: &'a mut Vec<u8>,
+) -> std::result::Result<&'a [u8], String> {
+    match h.codec {
+        CODEC_STORED => Ok(payload),
+        CODEC_ZSTD => {
+            raw.clear();
+            raw.reserve(h.raw as usize);
+            let n = zstd::bulk::Decompressor::new()
+                .and_then(|mut d| d.decompress_to_buffer(payload, raw))
+                .map_err(|e| format!("a block that does not decompress: {e}"))?;
+            if n != h.raw as usize {
+                return Err(format!(
+                    "a block of {n} bytes where its header says {}",
+                    h.raw
+                ));
+            }
+            Ok(&raw[..n])
+        }
+        c => Err(format!("unknown codec {c}")),
+    }
+}
+
+fn read_dict(p: &[u8], dict: &mut Dict) -> Option<()> {
+    let mut c = Cur::new(p);
+    let n = c.uv()?;
+    for _ in 0..n {
+        let len = usize::try_from(c.uv()?).ok()?;
+        dict.strings
+            .push(String::from_utf8_lossy(c.bytes(len)?).into_owned());
+    }
+    let n = c.uv()?;
+    let mut prev = 0u64;
+    for _ in 0..n {
+        prev = prev.wrapping_add(c.sv()? as u64);
+        dict.ips.push(prev);
+    }
+    let n = c.uv()?;
+    let mut prev_ip = 0i64;
+    for _ in 0..n {
+        let k = dict.node_count();
+        let back = u32::try_from(c.uv()?).ok().filter(|&b| b >= 1 && b <= k)?;
+        prev_ip += c.sv()?;
+        let ip = u32::try_from(prev_ip)
+            .ok()
+            .filter(|&i| (i as usize) < dict.ips.len())?;
+        dict.nodes.push((k - back, ip));
+    }
+    c.done().then_some(())
+}
+
+/// Decodes an events block into wire records (the stack field holding
+/// the node) appended to `out`; returns how many bytes of its payload could
+/// not be decoded (damage: the records before it are kept).
+pub(crate) fn decode_events(
+    src: &dyn Source,
+    block: &EventsRef,
+    out: &mut Vec<u8>,
+    scratch: &mut (Vec<u8>, Vec<u8>),
+) -> Result<u64> {
+    let h = &block.header;
+    let (payload, raw) = scratch;
+    payload.resize(h.stored as usize, 0);
+    src.read_at(block.offset, payload)
+        .map_err(|e| Error::io(None, e))?;
+    let p = match unpack(h, payload, raw) {
+        Ok(p) => p,
+        Err(why) => {
+            return Err(Error::malformed(Position::Offset(block.offset), why));
+        }
+    };
+    let start = out.len();
+    out.reserve((h.count as usize).min(p.len()) * ALLOC_LEN);
+    let whole = decode_block(p, h.first, h.count, out).is_some();
+    // Nodes not defined before the block are damage: no backtrace.
+    let mut at = start;
+    while at < out.len() {
+        let len = record_len(&out[at..]).unwrap_or(out.len() - at);
+        if out[at] == KIND_ALLOC {
+            let node = u32::from_le_bytes(out[at + 32..at + 36].try_into().unwrap_or_default());
+            if node != UNKNOWN_NODE && node >= block.nodes {
+                out[at + 32..at + 36].copy_from_slice(&UNKNOWN_NODE.to_le_bytes());
+            }
+        }
+        at += len.max(1);
+    }
+    Ok(if whole { 0 } else { p.len() as u64 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varints_round_trip() {
+        let mut b = Vec::new();
+        let vals = [0u64, 1, 127, 128, 300, u32::MAX as u64, u64::MAX];
+        for v in vals {
+            put_uv(&mut b, v);
+        }
+        let svals = [0i64, -1, 1, -64, 64, i64::MIN, i64::MAX];
+        for v in svals {
+            put_sv(&mut b, v);
+        }
+        let mut c = Cur::new(&b);
+        for v in vals {
+            assert_eq!(c.uv(), Some(v));
+        }
+        for v in svals {
+            assert_eq!(c.sv(), Some(v));
+        }
+        assert!(c.done());
+        assert_eq!(Cur::new(&[0xff; 11]).uv(), None);
+    }
+
+    /// Every field of every kind of event comes back, whatever its value.
+    #[test]
+    fn events_round_trip() {
+        let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut events = Vec::new();
+        let mut seq = 1000u64;
+        for i in 0..5000u64 {
+            let r = next();
+            seq = match r % 5 {
+                0 => seq.wrapping_add(r >> 40),
+                1 => seq.wrapping_sub(3),
+                _ => seq + 1,
+            };
+            let kind = [KIND_ALLOC, KIND_FREE, KIND_VOID][(r >> 8) as usize % 3];
+            let id = if i % 3 == 0 {
+                0x5555_0000 + (r >> 50) % 4 * 16
+            } else {
+                next()
+            };
+            let mut e = Ev {
+                kind,
+                ts: if i % 4 == 0 { next() as u32 } else { 100 },
+                seq,
+                ..Ev::default()
+            };
+            if kind != KIND_VOID {
+                e.res = (r >> 16) as u8 % 3;
+                e.func = (r >> 24) as u8;
+                e.id = id;
+            }
+            if kind == KIND_ALLOC {
+                e.size = next() >> (r % 64);
+                e.node = [0, 7, UNKNOWN_NODE, next() as u32][(r >> 30) as usize % 4];
+            }
+            events.push(e);
+        }
+        let mut enc = BlockEncoder::new(events[0].seq);
+        for e in &events {
+            enc.push(e);
+        }
+        let mut p = Vec::new();
+        enc.finish(9, &mut p);
+        let mut wire = Vec::new();
+        assert!(decode_block(&p, events[0].seq, events.len() as u32, &mut wire).is_some());
+        let mut at = 0;
+        for e in &events {
+            let len = record_len(&wire[at..]).unwrap();
+            assert_eq!(Ev::from_wire(&wire[at..at + len]), *e);
+            at += len;
+        }
+        assert_eq!(at, wire.len());
+        // Cut anywhere: never a panic, a prefix of the events.
+        for cut in (0..p.len()).step_by(97) {
+            let mut w = Vec::new();
+            let _ = decode_block(&p[..cut], events[0].seq, events.len() as u32, &mut w);
+            assert!(wire.starts_with(&w));
+        }
+    }
+}

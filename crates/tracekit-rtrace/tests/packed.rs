@@ -1,0 +1,560 @@
+//! The `.tkmem` recording file (`docs/formats/tkmem.md`) against the raw
+//! recordings it replaces: the same stream events split both ways read
+//! back as the same sp-rtrace text, byte for byte, and as the same items;
+//! a file cut short at any block boundary or inside a block, or damaged
+//! anywhere, reads up to the damage with the place said, never a panic.
+
+use std::io::Write;
+use std::path::Path;
+
+use tracekit_rtrace::reader::{Assembler, Item, Items, Reader};
+use tracekit_rtrace::recording::capture::{self, ImageEnd, PackedWriter};
+use tracekit_rtrace::recording::packed::{self, Finish, PackedFile, RecordingHead, Writer};
+use tracekit_rtrace::recording::set::Recording;
+use tracekit_rtrace::recording::wire::*;
+use tracekit_rtrace::recording::{Decoder, Events};
+
+const EVENT: u32 = 1024;
+const META: u32 = 1025;
+
+/// A deterministic generator (xorshift).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+fn meta(kind: u32, serial: u32, piece: &[u8]) -> Vec<u8> {
+    let mut v = Vec::new();
+    for w in [kind, serial, 0, piece.len() as u32] {
+        v.extend_from_slice(&w.to_ne_bytes());
+    }
+    v.extend_from_slice(piece);
+    v
+}
+
+fn header(pid: u32, modules: u32, exe: &str) -> Vec<u8> {
+    let mut h = vec![0u8; HEADER_FIXED];
+    h[0..4].copy_from_slice(&pid.to_le_bytes());
+    h[4..8].copy_from_slice(&1u32.to_le_bytes());
+    h[8..16].copy_from_slice(&1_700_000_000u64.to_le_bytes());
+    h[24..28].copy_from_slice(&64u32.to_le_bytes());
+    h[28..32].copy_from_slice(&modules.to_le_bytes());
+    h[32..40].copy_from_slice(&u64::from(pid).to_le_bytes());
+    h.extend_from_slice(exe.as_bytes());
+    h
+}
+
+/// One process image's stream events as the shim would send them: three
+/// threads allocating and freeing (also each other's blocks) from a dozen
+/// call sites, backtraces defined per thread before their first use and
+/// again when a thread's table "starts over", descriptor calls, void
+/// numbers, a release numbered before the calls made inside it, a number
+/// never sent (lost), a batch sent twice, a backtrace number never
+/// defined, and the maps twice.
+fn image_events(
+    rng: &mut Rng,
+    pid: i32,
+    exe: &str,
+    n: usize,
+    out: &mut Vec<(u32, i32, u64, Vec<u8>)>,
+) {
+    let modules = MODULE_MEMORY | if pid % 2 == 0 { MODULE_FILE } else { 0 };
+    out.push((
+        META,
+        pid,
+        1,
+        meta(META_HEADER, 0, &header(pid as u32, modules, exe)),
+    ));
+    let maps = format!(
+        "55d000000000-55d000010000 r-xp 00000000 08:01 1 {exe}\n\
+         7f0000000000-7f0000200000 r-xp 00000000 08:01 2 /lib/x86_64-linux-gnu/libc.so.6\n\
+         7ffd00000000-7ffd00001000 r-xp 00000000 00:00 0 [vdso]\n\
+         55d000100000-55d000200000 rw-p 00000000 00:00 0 [heap]\n"
+    );
+    out.push((META, pid, 1, meta(META_MAPS, 1, maps.as_bytes())));
+    let sites: Vec<Vec<u64>> = (0..12)
+        .map(|s| {
+            let depth = 1 + s % 7;
+            (0..depth)
+                .map(|d| 0x55d0_0000_1000 + (s as u64 * 0x40 + d as u64) * 0x13)
+                .collect()
+        })
+        .collect();
+    let mut seq = 0u64;
+    let mut next_stack = 1u32;
+    let mut live: Vec<u64> = Vec::new();
+    // Per thread: its batch, the stacks it defined (site -> number).
+    let mut threads: Vec<(Vec<u8>, Vec<Option<u32>>)> = vec![(Vec::new(), vec![None; 12]); 3];
+    let mut heap = 0x55d0_0010_0000u64;
+    for i in 0..n {
+        let t = rng.below(3) as usize;
+        let batch_full = threads[t].0.len() > 3000;
+        if batch_full || i == n - 1 {
+            for (k, (b, _)) in threads.iter_mut().enumerate() {
+                if !b.is_empty() && (k == t || i == n - 1) {
+                    out.push((EVENT, pid, k as u64 + 10, std::mem::take(b)));
+                }
+            }
+        }
+        let r = rng.below(100);
+        let (batch, stacks) = &mut threads[t];
+        let ms = (1000 + seq / 7) as u32;
+        if r < 3 {
+            // A thread's table starts over: its backtraces get new numbers.
+            stacks.iter_mut().for_each(|s| *s = None);
+        }
+        if r == 5 {
+            seq += 1; // a number never sent: lost
+        }
+        if r < 50 || live.is_empty() {
+            let site = rng.below(12) as usize;
+            let id = if r == 7 {
+                999_999 // never defined
+            } else {
+                match stacks[site] {
+                    Some(id) => id,
+                    None => {
+                        let id = next_stack;
+                        next_stack += 1;
+                        batch.extend_from_slice(&[KIND_STACK, sites[site].len() as u8, 0, 0]);
+                        batch.extend_from_slice(&id.to_le_bytes());
+                        for f in &sites[site] {
+                            batch.extend_from_slice(&f.to_le_bytes());
+                        }
+                        stacks[site] = Some(id);
+                        id
+                    }
+                }
+            };
+            let size = [16u64, 24, 100, 4096, 1 + rng.below(300)][rng.below(5) as usize];
+            let addr = if rng.below(3) == 0 && !live.is_empty() {
+                // A block reused (allocated again without a free).
+                live[rng.below(live.len() as u64) as usize]
+            } else {
+                heap += (size + 31) & !15;
+                heap
+            };
+            let (res, func) = if modules & MODULE_FILE != 0 && r.is_multiple_of(9) {
+                (RES_FD, 10)
+            } else {
+                (RES_MEMORY, [0u8, 1, 2, 5][rng.below(4) as usize])
+            };
+            let mut rec = vec![0u8; ALLOC_LEN];
+            rec[0] = KIND_ALLOC;
+            rec[1] = res;
+            rec[2] = func;
+            rec[4..8].copy_from_slice(&ms.to_le_bytes());
+            rec[8..16].copy_from_slice(&seq.to_le_bytes());
+            rec[16..24].copy_from_slice(&size.to_le_bytes());
+            rec[24..32].copy_from_slice(
+                &(if res == RES_FD {
+                    3 + rng.below(20)
+                } else {
+                    addr
+                })
+                .to_le_bytes(),
+            );
+            rec[32..36].copy_from_slice(&(if site_zero(r) { 0 } else { id }).to_le_bytes());
+            batch.extend_from_slice(&rec);
+            live.push(addr);
+        } else if r < 95 {
+            // A release, sometimes of the block just allocated; one in
+            // twenty numbered before three allocations made inside it.
+            let k = if r < 60 {
+                live.len() - 1
+            } else {
+                rng.below(live.len() as u64) as usize
+            };
+            let addr = live.swap_remove(k);
+            let inner = r.is_multiple_of(20);
+            let number = seq;
+            if inner {
+                seq += 1;
+                for _ in 0..3 {
+                    let mut rec = vec![0u8; ALLOC_LEN];
+                    rec[0] = KIND_ALLOC;
+                    rec[2] = 0;
+                    rec[4..8].copy_from_slice(&ms.to_le_bytes());
+                    rec[8..16].copy_from_slice(&seq.to_le_bytes());
+                    rec[16..24].copy_from_slice(&40u64.to_le_bytes());
+                    heap += 64;
+                    rec[24..32].copy_from_slice(&heap.to_le_bytes());
+                    batch.extend_from_slice(&rec);
+                    live.push(heap);
+                    seq += 1;
+                }
+                seq -= 1;
+            }
+            let mut rec = vec![0u8; FREE_LEN];
+            rec[0] = KIND_FREE;
+            rec[2] = 4;
+            rec[4..8].copy_from_slice(&ms.to_le_bytes());
+            rec[8..16].copy_from_slice(&number.to_le_bytes());
+            rec[16..24].copy_from_slice(&(if r == 90 { 0 } else { addr }).to_le_bytes());
+            batch.extend_from_slice(&rec);
+        } else {
+            // A number taken for nothing (a failed realloc).
+            let mut rec = vec![0u8; VOID_LEN];
+            rec[0] = KIND_VOID;
+            rec[4..8].copy_from_slice(&ms.to_le_bytes());
+            rec[8..16].copy_from_slice(&seq.to_le_bytes());
+            batch.extend_from_slice(&rec);
+        }
+        seq += 1;
+        if r == 11 {
+            // A batch delivered twice (the stream, then a spill file).
+            let b = batch.clone();
+            if !b.is_empty() {
+                out.push((EVENT, pid, t as u64 + 10, b.clone()));
+                out.push((EVENT, pid, t as u64 + 10, b));
+                batch.clear();
+            }
+        }
+    }
+    out.push((META, pid, 1, meta(META_MAPS, 2, maps.as_bytes())));
+}
+
+fn site_zero(r: u64) -> bool {
+    r == 13
+}
+
+/// Three process images: a parent (pid 100) with descriptors, which execs
+/// itself (image 1), and a child (pid 101).
+fn stream(seed: u64, n: usize) -> Vec<(u32, i32, u64, Vec<u8>)> {
+    let mut rng = Rng(seed);
+    let mut out = Vec::new();
+    image_events(&mut rng, 100, "/usr/bin/parent", n, &mut out);
+    image_events(&mut rng, 101, "/usr/bin/child with space", n, &mut out);
+    image_events(&mut rng, 100, "/usr/bin/parent-after-exec", n, &mut out);
+    out
+}
+
+fn writer() -> PackedWriter {
+    let out: Box<dyn Write + Send> = Box::new(Vec::<u8>::new());
+    Writer::new(
+        out,
+        &RecordingHead {
+            command: vec!["parent".into(), "--flag".into()],
+            recorder_pid: Some(1),
+            origin: Some("test".into()),
+        },
+    )
+    .unwrap()
+}
+
+/// Splits `events` both ways: the raw image files in `dir`, and the
+/// `.tkmem` file's bytes.
+fn split_both(dir: &Path, events: &[(u32, i32, u64, Vec<u8>)]) -> (Vec<capture::Image>, Vec<u8>) {
+    let path = dir.join("rec.tkmem");
+    let file = std::fs::File::create(&path).unwrap();
+    let out: Box<dyn Write + Send> = Box::new(file);
+    let w = Writer::new(
+        out,
+        &RecordingHead {
+            command: vec!["parent".into()],
+            recorder_pid: Some(1),
+            origin: None,
+        },
+    )
+    .unwrap();
+    let (images, _, mut w) = capture::split_both(
+        dir,
+        w,
+        EVENT,
+        META,
+        events.iter().map(|(id, pid, t, d)| (*id, *pid, *t, &d[..])),
+    )
+    .unwrap();
+    // How the command ended, in both.
+    let root = images
+        .iter()
+        .filter(|i| i.pid == 100)
+        .max_by_key(|i| i.n)
+        .unwrap();
+    capture::note_end(root, ImageEnd::Exit(3)).unwrap();
+    w.end(root.index, ImageEnd::Exit(3)).unwrap();
+    w.finish(&Finish {
+        pid: Some(100),
+        ..Finish::default()
+    })
+    .unwrap();
+    (images, std::fs::read(&path).unwrap())
+}
+
+fn text_of(d: Decoder<'_>) -> (Vec<u8>, tracekit_rtrace::recording::DecodeStats) {
+    let mut text = Vec::new();
+    let (_, stats) = d.write_to(&mut text).unwrap();
+    (text, stats)
+}
+
+/// Every item with its line, as the readers see it.
+fn items_of(mut items: impl Items) -> Vec<String> {
+    let mut v = Vec::new();
+    while let Some(item) = items.next_item().unwrap() {
+        v.push(match item {
+            Item::Call(c) => format!("{c:?}"),
+            other => format!("{other:?}"),
+        });
+    }
+    v
+}
+
+/// The same stream split both ways reads back the same: text byte for
+/// byte, items with their line numbers, and the decode's counts.
+#[test]
+fn a_tkmem_file_reads_back_as_its_raw_recordings() {
+    for seed in [1u64, 0x9e37_79b9] {
+        let tmp = tempfile::tempdir().unwrap();
+        let events = stream(seed, 4000);
+        let (images, bytes) = split_both(tmp.path(), &events);
+        assert_eq!(images.len(), 3);
+        let file = PackedFile::from_bytes(bytes.clone()).unwrap();
+        assert!(file.damage.is_none(), "{:?}", file.damage);
+        assert_eq!(file.images.len(), 3);
+        assert_eq!(file.root_pid(), Some(100));
+        let mut saw = (0, 0, 0, 0);
+        for image in &images {
+            let k = image.index as usize;
+            assert_eq!(file.images[k].info.pid, image.pid as u32);
+            assert_eq!(file.images[k].n, image.n);
+            let (raw, raw_stats) = text_of(Decoder::open(&image.path).unwrap());
+            let (packed, packed_stats) = text_of(Decoder::packed(&file, k).unwrap());
+            assert!(
+                raw == packed,
+                "image {k}: the texts differ:\n{}",
+                first_difference(&raw, &packed)
+            );
+            let s = |s: &tracekit_rtrace::recording::DecodeStats| {
+                (
+                    s.events,
+                    s.allocs,
+                    s.frees,
+                    s.lost,
+                    s.duplicates,
+                    s.unknown_backtraces,
+                )
+            };
+            assert_eq!(s(&raw_stats), s(&packed_stats), "image {k}");
+            saw.0 += raw_stats.lost;
+            saw.1 += raw_stats.duplicates;
+            saw.2 += raw_stats.unknown_backtraces;
+            saw.3 += raw_stats.allocs;
+            // Items: from the text, from the raw file, from the .tkmem file.
+            let from_text = items_of(Assembler::new(Reader::new(&raw[..])));
+            assert_eq!(
+                from_text,
+                items_of(Events::open(&image.path).unwrap()),
+                "image {k}"
+            );
+            assert_eq!(
+                from_text,
+                items_of(Events::packed(&file, k).unwrap()),
+                "image {k}"
+            );
+        }
+        // The stream had every case the comparison is about.
+        assert!(
+            saw.0 > 0 && saw.1 > 0 && saw.2 > 0 && saw.3 > 1000,
+            "{saw:?}"
+        );
+        // How the command ended, and the recording as a whole.
+        let rec = Recording::from_packed(Path::new("rec.tkmem"), file);
+        assert_eq!(rec.pid, Some(100));
+        assert_eq!((rec.images[0].pid, rec.images[0].n), (100, 0));
+        assert_eq!(
+            rec.images[1].end.as_deref(),
+            Some("the process exited with status 3")
+        );
+        assert_eq!(
+            rec.images[2].executable.as_deref(),
+            Some("/usr/bin/child with space")
+        );
+        assert_eq!(rec.images[1].name(), "rec.tkmem#100-1");
+        // Far smaller than the raw files.
+        let raw_size: u64 = images
+            .iter()
+            .map(|i| std::fs::metadata(&i.path).unwrap().len())
+            .sum();
+        assert!(
+            (bytes.len() as u64) * 4 < raw_size,
+            "{} vs {raw_size}",
+            bytes.len()
+        );
+    }
+}
+
+fn first_difference(a: &[u8], b: &[u8]) -> String {
+    let at = a
+        .iter()
+        .zip(b)
+        .position(|(x, y)| x != y)
+        .unwrap_or(a.len().min(b.len()));
+    let from = at.saturating_sub(200);
+    format!(
+        "raw:    {}\npacked: {}",
+        String::from_utf8_lossy(&a[from..(at + 200).min(a.len())]),
+        String::from_utf8_lossy(&b[from..(at + 200).min(b.len())])
+    )
+}
+
+/// Where each block starts (after the file's head).
+fn block_starts(bytes: &[u8]) -> Vec<usize> {
+    let mut at = packed::FILE_HEAD;
+    let mut out = Vec::new();
+    while at + packed::BLOCK_HEAD <= bytes.len() {
+        out.push(at);
+        let stored = u32::from_le_bytes(bytes[at + 4..at + 8].try_into().unwrap()) as usize;
+        at += packed::BLOCK_HEAD + stored;
+    }
+    out
+}
+
+/// Reads every image of a (damaged) file, as text and (`report`) through
+/// the report: never a panic; returns the calls read.
+fn read_all(file: &PackedFile, report: bool) -> u64 {
+    let mut calls = 0;
+    for k in 0..file.images.len() {
+        let (text, stats) = match Decoder::packed(file, k) {
+            Ok(d) => {
+                let mut text = Vec::new();
+                match d.write_to(&mut text) {
+                    Ok((_, s)) => (text, s),
+                    Err(_) => continue,
+                }
+            }
+            Err(_) => continue,
+        };
+        assert_eq!(
+            stats.allocs + stats.frees,
+            text.split(|&b| b == b'\n')
+                .filter(|l| l.windows(2).any(|w| w == b". "))
+                .count() as u64
+        );
+        calls += stats.allocs + stats.frees;
+        if !report {
+            continue;
+        }
+        if let Ok(events) = Events::packed(file, k) {
+            let _ = tracekit_rtrace::report::analyse(
+                tracekit_rtrace::ItemStream(Box::new(events)),
+                5,
+                false,
+            );
+        }
+    }
+    calls
+}
+
+/// A recording cut short — where a killed recorder leaves it, at a block
+/// boundary, or inside a block — reads up to its last whole block: the
+/// blocks before are all there, the place and the bytes not read are
+/// said, and the events of a block cut inside are counted.
+#[test]
+fn a_cut_recording_reads_up_to_its_last_whole_block() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (_, bytes) = split_both(tmp.path(), &stream(5, 1500));
+    let full = read_all(&PackedFile::from_bytes(bytes.clone()).unwrap(), true);
+    let starts = block_starts(&bytes);
+    assert!(starts.len() > 12, "{}", starts.len());
+    let mut last = 0;
+    for (i, &at) in starts.iter().enumerate() {
+        // At the boundary: whole blocks, nothing damaged (but not finished).
+        let file = PackedFile::from_bytes(bytes[..at].to_vec()).unwrap();
+        assert!(file.damage.is_none(), "cut at {at}: {:?}", file.damage);
+        assert_eq!(file.blocks, i as u64);
+        assert!(file.finish.is_none());
+        let calls = read_all(&file, i.is_multiple_of(8));
+        assert!(calls >= last && calls <= full, "cut at {at}: {calls}");
+        last = calls;
+        // Inside the block: the same, and the damage said.
+        for cut in [at + 1, at + packed::BLOCK_HEAD, at + packed::BLOCK_HEAD + 7] {
+            if cut >= bytes.len() {
+                continue;
+            }
+            let file = PackedFile::from_bytes(bytes[..cut].to_vec()).unwrap();
+            let d = file
+                .damage
+                .clone()
+                .unwrap_or_else(|| panic!("cut at {cut}"));
+            assert_eq!((d.offset, d.bytes), (at as u64, (cut - at) as u64), "{d:?}");
+            assert_eq!(file.blocks, i as u64);
+            assert_eq!(read_all(&file, false), calls, "cut at {cut}");
+            let kind = bytes[at + 2];
+            if cut >= at + packed::BLOCK_HEAD && kind == packed::KIND_EVENTS {
+                let count = u32::from_le_bytes(bytes[at + 20..at + 24].try_into().unwrap());
+                assert_eq!(d.cut_events.map(|c| c.1), Some(count), "{d:?}");
+            }
+        }
+    }
+    assert_eq!(last, full);
+    // Too short for the head: an error that says so, not a panic.
+    for n in [0, 5, packed::FILE_HEAD - 1] {
+        let e = PackedFile::from_bytes(bytes[..n].to_vec())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("byte offset 0"), "{e}");
+    }
+}
+
+/// A damaged byte anywhere: the file reads up to the block holding it
+/// (checksums), never a panic.
+#[test]
+fn a_damaged_recording_reads_up_to_the_damage() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (_, bytes) = split_both(tmp.path(), &stream(9, 1500));
+    let starts = block_starts(&bytes);
+    // About 150 places, in every kind of block.
+    for at in (0..bytes.len()).step_by(bytes.len() / 150) {
+        let mut b = bytes.clone();
+        b[at] ^= 0x5a;
+        match PackedFile::from_bytes(b) {
+            Ok(file) => {
+                if at >= packed::FILE_HEAD {
+                    let block = starts.iter().rev().find(|&&s| s <= at).copied().unwrap();
+                    let d = file.damage.clone().unwrap_or_else(|| panic!("byte {at}"));
+                    assert!(d.offset <= block as u64, "byte {at}: {d:?}");
+                }
+                read_all(&file, at.is_multiple_of(10));
+            }
+            Err(e) => assert!(at < packed::FILE_HEAD, "byte {at}: {e}"),
+        }
+    }
+}
+
+/// The writer alone: an empty recording, a recording of one image without
+/// events, and events of an image never started refused.
+#[test]
+fn small_recordings() {
+    let w = writer();
+    let out = w.finish(&Finish::default()).unwrap();
+    drop(out);
+    let mut w = writer();
+    let k = w.image(0, &header(7, MODULE_MEMORY, "/bin/true")).unwrap();
+    assert!(w.events(k + 1, 0, &[]).is_err());
+    w.maps(k, b"00400000-00401000 r-xp 00000000 08:01 1 /bin/true\n")
+        .unwrap();
+    let mut bytes = Vec::new();
+    // Through the set reader: its text is a header and a map line.
+    let mut w2 = Writer::new(&mut bytes, &RecordingHead::default()).unwrap();
+    let k2 = w2.image(0, &header(7, MODULE_MEMORY, "/bin/true")).unwrap();
+    w2.maps(k2, b"00400000-00401000 r-xp 00000000 08:01 1 /bin/true\n")
+        .unwrap();
+    w2.finish(&Finish::default()).unwrap();
+    let file = PackedFile::from_bytes(bytes).unwrap();
+    let (text, _) = text_of(Decoder::packed(&file, 0).unwrap());
+    let text = String::from_utf8(text).unwrap();
+    assert!(
+        text.ends_with(": /bin/true => 0x400000-0x401000\n"),
+        "{text}"
+    );
+    assert!(Decoder::packed(&file, 1).is_err());
+}
