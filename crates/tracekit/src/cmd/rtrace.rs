@@ -926,15 +926,16 @@ pub(crate) fn diff_report(
     top: usize,
 ) -> Result<tracekit_report::Report> {
     let sym = symbolise(true, &[], None);
-    let before = single_trace(Input::open(&before.path)?)?;
-    let after = single_trace(Input::open(&after.path)?)?;
+    let (before, after) = (Input::open(&before.path)?, Input::open(&after.path)?);
+    let before = single_trace(&before)?;
+    let after = single_trace(&after)?;
     let a = analyse(&before, usize::MAX, &sym)?;
     let b = analyse(&after, usize::MAX, &sym)?;
     Ok(report::diff_report(
         &a,
         &b,
-        &before.display(),
-        &after.display(),
+        &before.name(),
+        &after.name(),
         top,
     ))
 }
