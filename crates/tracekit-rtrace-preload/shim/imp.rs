@@ -253,9 +253,16 @@ unsafe fn resolve(slot: &AtomicUsize, name: &CStr) -> usize {
     if p != 0 {
         return p;
     }
+    // Loaded late by `record mem -p` (see `attach`), the shim is no
+    // interposer: the global scope's definition is the real one.
+    let handle = if crate::attach::attached() {
+        core::ptr::null_mut()
+    } else {
+        libc::RTLD_NEXT
+    };
     // SAFETY: dlsym with a NUL-terminated name; RTLD_NEXT finds the
     // definition after ours (libc's).
-    let p = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) } as usize;
+    let p = unsafe { libc::dlsym(handle, name.as_ptr()) } as usize;
     slot.store(p, Ordering::Release);
     p
 }
@@ -373,6 +380,10 @@ fn init_slow() -> bool {
 }
 
 unsafe fn getenv(name: &CStr) -> Option<&'static [u8]> {
+    if crate::attach::attached() {
+        // Attached: the recorder's settings came with the attach call.
+        return crate::attach::setting(name);
+    }
     // SAFETY: getenv with a NUL-terminated name; the result lives as long
     // as the environment entry (we copy what we keep).
     let p = unsafe { libc::getenv(name.as_ptr()) };
@@ -413,6 +424,7 @@ unsafe fn initialise() -> bool {
             match part {
                 b"memory" => mask |= MODULE_MEMORY,
                 b"file" => mask |= MODULE_FILE,
+                b"attached" => mask |= MODULE_ATTACHED,
                 _ => {}
             }
         }
@@ -1179,6 +1191,12 @@ extern "C" fn exit_status(status: c_int, _arg: *mut c_void) {
 }
 
 extern "C" fn at_load() {
+    // Loaded by `dlopen` from `record mem -p` (no stream in the
+    // environment): the attach call starts recording (see `attach`).
+    // SAFETY: reading the environment.
+    if !crate::attach::attached() && unsafe { getenv(STREAM_ENV_C) }.is_none() {
+        return;
+    }
     // Start eagerly so that an image that never allocates still gets its
     // (empty) trace; hooks called earlier have initialised already.
     if STATE.load(Ordering::Acquire) == UNINIT {
@@ -1198,6 +1216,25 @@ extern "C" fn at_load() {
 #[used]
 #[unsafe(link_section = ".init_array")]
 static INIT: extern "C" fn() = at_load;
+
+/// Attached (`attach`): starts recording as the constructor does when
+/// preloaded. True if recording.
+pub(crate) fn start_late() -> bool {
+    at_load();
+    STATE.load(Ordering::Acquire) == READY
+}
+
+/// Attached, on the recorder's detach: every batch written, then nothing
+/// more is recorded (the shim stays loaded, inert).
+pub(crate) fn stop_late() {
+    // SAFETY: sending our events and metadata, as at exit.
+    unsafe { finish(false) };
+    STATE.store(DISABLED, Ordering::Release);
+    set_guard(true);
+    // SAFETY: what threads appended meanwhile.
+    unsafe { flush_all(false) };
+    set_guard(false);
+}
 // ---------------------------------------------------------------------
 // Events
 

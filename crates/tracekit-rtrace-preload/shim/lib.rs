@@ -25,6 +25,8 @@ mod libc;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod arena;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+mod attach;
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod imp;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod stacks;

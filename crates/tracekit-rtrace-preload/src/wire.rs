@@ -103,11 +103,15 @@ pub const FUNCTIONS: &[&str] = &[
 ];
 /// Header chunk payload: pid u32, ppid u32, start time (seconds since
 /// the epoch) u64, start monotonic ms u64, backtrace depth u32,
-/// modules u32 (bit 0 memory, bit 1 file), the image's nonce u64 (names
+/// modules u32 (bit 0 memory, bit 1 file, bit 31 attached), the image's nonce u64 (names
 /// its spill file), then the executable path.
 pub const HEADER_FIXED: usize = 40;
 pub const MODULE_MEMORY: u32 = 1;
 pub const MODULE_FILE: u32 = 2;
+/// Header flag (with the modules): the shim was loaded into a running
+/// process (`record mem -p`), so blocks allocated before it are unknown
+/// and their frees are frees of blocks allocated before recording.
+pub const MODULE_ATTACHED: u32 = 1 << 31;
 
 use core::ffi::CStr;
 
