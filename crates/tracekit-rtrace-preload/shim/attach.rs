@@ -69,63 +69,66 @@ const NO_PATCH: Patch = Patch {
 static PATCHES: [Patch; PATCHES_N] = [NO_PATCH; PATCHES_N];
 static PATCHED: AtomicUsize = AtomicUsize::new(0);
 
-/// The functions the shim defines, by name: what a rewritten slot points
-/// to.
-fn hooks() -> [(&'static [u8], usize); 43] {
-    [
-        (b"malloc", imp::malloc as *const () as usize),
-        (b"calloc", imp::calloc as *const () as usize),
-        (b"realloc", imp::realloc as *const () as usize),
-        (b"reallocarray", imp::reallocarray as *const () as usize),
-        (b"free", imp::free as *const () as usize),
-        (b"posix_memalign", imp::posix_memalign as *const () as usize),
-        (b"aligned_alloc", imp::aligned_alloc as *const () as usize),
-        (b"memalign", imp::memalign as *const () as usize),
-        (b"valloc", imp::valloc as *const () as usize),
-        (b"pvalloc", imp::pvalloc as *const () as usize),
-        (b"open", imp::open as *const () as usize),
-        (b"open64", imp::open64 as *const () as usize),
-        (b"openat", imp::openat as *const () as usize),
-        (b"openat64", imp::openat64 as *const () as usize),
-        (b"creat", imp::creat as *const () as usize),
-        (b"creat64", imp::creat64 as *const () as usize),
-        (b"close", imp::close as *const () as usize),
-        (b"dup", imp::dup as *const () as usize),
-        (b"dup2", imp::dup2 as *const () as usize),
-        (b"dup3", imp::dup3 as *const () as usize),
-        (b"pipe", imp::pipe as *const () as usize),
-        (b"pipe2", imp::pipe2 as *const () as usize),
-        (b"socket", imp::socket as *const () as usize),
-        (b"accept", imp::accept as *const () as usize),
-        (b"accept4", imp::accept4 as *const () as usize),
-        (b"fopen", imp::fopen as *const () as usize),
-        (b"fopen64", imp::fopen64 as *const () as usize),
-        (b"fdopen", imp::fdopen as *const () as usize),
-        (b"fclose", imp::fclose as *const () as usize),
-        (b"eventfd", imp::eventfd as *const () as usize),
-        (b"timerfd_create", imp::timerfd_create as *const () as usize),
-        (b"memfd_create", imp::memfd_create as *const () as usize),
-        (b"execve", imp::execve as *const () as usize),
-        (b"execvpe", imp::execvpe as *const () as usize),
-        (b"execv", imp::execv as *const () as usize),
-        (b"execvp", imp::execvp as *const () as usize),
-        (b"execl", imp::execl as *const () as usize),
-        (b"execle", imp::execle as *const () as usize),
-        (b"execlp", imp::execlp as *const () as usize),
-        (b"dlclose", imp::dlclose as *const () as usize),
-        (b"_exit", imp::_exit as *const () as usize),
-        (b"_Exit", imp::_Exit as *const () as usize),
-        (b"exit", imp::exit as *const () as usize),
-    ]
-}
+/// The functions the shim defines: a rewritten slot points to ours (the
+/// shim's own references to these names lead to the global definitions,
+/// so ours are looked up in the shim's handle).
+const HOOKS: [&CStr; 43] = [
+    c"malloc",
+    c"calloc",
+    c"realloc",
+    c"reallocarray",
+    c"free",
+    c"posix_memalign",
+    c"aligned_alloc",
+    c"memalign",
+    c"valloc",
+    c"pvalloc",
+    c"open",
+    c"open64",
+    c"openat",
+    c"openat64",
+    c"creat",
+    c"creat64",
+    c"close",
+    c"dup",
+    c"dup2",
+    c"dup3",
+    c"pipe",
+    c"pipe2",
+    c"socket",
+    c"accept",
+    c"accept4",
+    c"fopen",
+    c"fopen64",
+    c"fdopen",
+    c"fclose",
+    c"eventfd",
+    c"timerfd_create",
+    c"memfd_create",
+    c"execve",
+    c"execvpe",
+    c"execv",
+    c"execvp",
+    c"execl",
+    c"execle",
+    c"execlp",
+    c"dlclose",
+    c"_exit",
+    c"_Exit",
+    c"exit",
+];
 
 /// Called by the recorder in the target (see the module documentation)
-/// with its settings, `NAME=VALUE` lines. Returns the number of GOT slots
+/// with its settings, `NAME=VALUE` lines, and the handle `dlopen` gave
+/// for this library. Returns the number of GOT slots
 /// rewritten, or -1 if already attached (or the settings too long), -2 if
 /// recording could not start (the stream is not there).
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn tracekit_rtrace_attach(config: *const c_char) -> c_int {
-    if config.is_null() || attached() {
+pub unsafe extern "C" fn tracekit_rtrace_attach(
+    config: *const c_char,
+    handle: *mut c_void,
+) -> c_int {
+    if config.is_null() || handle.is_null() || attached() {
         return -1;
     }
     // SAFETY: the recorder passes a NUL-terminated string.
@@ -149,8 +152,13 @@ pub unsafe extern "C" fn tracekit_rtrace_attach(config: *const c_char) -> c_int 
     }
     let mut walk = Walk {
         own: tracekit_rtrace_attach as *const () as usize,
-        hooks: hooks(),
+        hooks: [(b"", 0); HOOKS.len()],
     };
+    for (name, hook) in HOOKS.iter().zip(walk.hooks.iter_mut()) {
+        // SAFETY: dlsym in the library's own handle finds its definitions.
+        let p = unsafe { libc::dlsym(handle, name.as_ptr()) } as usize;
+        *hook = (name.to_bytes(), p);
+    }
     // SAFETY: the callback reads the loaded objects' program headers and
     // dynamic sections, as the loader laid them out.
     unsafe { dl_iterate_phdr(patch_object, (&mut walk as *mut Walk).cast()) };
@@ -183,7 +191,7 @@ pub unsafe extern "C" fn tracekit_rtrace_detach() -> c_int {
 
 struct Walk {
     own: usize,
-    hooks: [(&'static [u8], usize); 43],
+    hooks: [(&'static [u8], usize); HOOKS.len()],
 }
 
 #[repr(C)]
@@ -335,7 +343,7 @@ unsafe extern "C" fn patch_object(info: *mut DlPhdrInfo, _size: usize, data: *mu
             // SAFETY: a NUL-terminated name in the string table.
             let name =
                 unsafe { CStr::from_ptr((strtab + sym.name as usize) as *const c_char) }.to_bytes();
-            let Some(&(_, hook)) = walk.hooks.iter().find(|(n, _)| *n == name) else {
+            let Some(&(_, hook)) = walk.hooks.iter().find(|(n, h)| *n == name && *h != 0) else {
                 continue;
             };
             let slot = base + r.offset as usize;

@@ -29,6 +29,7 @@ pub use tracekit_rtrace_preload::wire;
 
 use wire::*;
 
+pub mod attach;
 pub mod capture;
 pub mod packed;
 pub mod set;

@@ -105,6 +105,7 @@ Examples:
   tracekit record mem --modules memory,file --backtrace-depth 16 -- make check
   tracekit rtrace postproc app.tkmem -lcr            # leaks by backtrace, resolved
   tracekit record mem -o - -- ./app | tracekit report -
+  tracekit record mem -p 4242 -o server.tkmem        # a running process; Ctrl-C detaches
   tracekit record mem --format text -o app.mem -- ./app   # sp-rtrace text traces")]
 pub struct RecordArgs {
     /// What to record: memory (malloc family), file (descriptors and
@@ -132,9 +133,13 @@ pub struct RecordArgs {
     /// The same as --format raw.
     #[arg(long, hide = true)]
     pub raw: bool,
+    /// Record the running process PID instead of a command, until it
+    /// exits or tracekit gets SIGINT (Ctrl-C), which leaves it running.
+    #[arg(short = 'p', long = "pid", value_name = "PID", conflicts_with = "command")]
+    pub pid: Option<i32>,
     /// The command and its arguments.
     #[arg(
-        required = true,
+        required_unless_present = "pid",
         trailing_var_arg = true,
         allow_hyphen_values = true,
         value_name = "CMD"
@@ -286,7 +291,7 @@ pub fn run(command: Command) -> Result<ExitCode> {
 }
 
 impl RecordArgs {
-    fn format(&self) -> Format {
+    pub(crate) fn format(&self) -> Format {
         match (self.raw, self.format) {
             (true, _) | (_, RecordFormat::Raw) => Format::Raw,
             (_, RecordFormat::Text) => Format::Text,
@@ -297,7 +302,7 @@ impl RecordArgs {
 
 /// The recorder library: `$TRACEKIT_PRELOAD_LIB`, or the copy built into
 /// this executable written to `dir`.
-fn preload_library(dir: &Path) -> Result<PathBuf> {
+pub(crate) fn preload_library(dir: &Path) -> Result<PathBuf> {
     if let Some(p) = std::env::var_os("TRACEKIT_PRELOAD_LIB") {
         return Ok(PathBuf::from(p));
     }
@@ -333,6 +338,9 @@ pub fn record_mem(a: RecordArgs) -> Result<ExitCode> {
             tracekit_rtrace_preload::wire::MAX_DEPTH
         );
     }
+    if let Some(pid) = a.pid {
+        return crate::cmd::rtrace_attach::record_attached(&a, pid);
+    }
     // The recorder library goes to a private temporary directory (removed
     // when `lib_dir` is dropped).
     let lib_dir = tempfile::Builder::new()
@@ -359,7 +367,7 @@ pub fn record_mem(a: RecordArgs) -> Result<ExitCode> {
 ///
 /// [`Outputs`]: tracekit_rtrace::recording::capture::Outputs
 fn record_into(preload: std::ffi::OsString, a: &RecordArgs) -> Result<ExitCode> {
-    use tracekit_rtrace::recording::capture::{Capture, Outputs, Written};
+    use tracekit_rtrace::recording::capture::{Capture, Outputs};
     let stdout = a.output.as_deref() == Some(Path::new("-"));
     let outputs = Outputs {
         path: a.output.clone().filter(|_| !stdout),
@@ -407,7 +415,21 @@ fn record_into(preload: std::ffi::OsString, a: &RecordArgs) -> Result<ExitCode> 
     let recorded = capture
         .finish_into(&outputs, root, status)
         .with_context(|| "reading the recorder's trace stream".to_string())?;
+    write_recorded(recorded)?;
+    use std::os::unix::process::ExitStatusExt;
+    Ok(match (status.code(), status.signal()) {
+        (Some(c), _) => ExitCode::from(c.clamp(0, 255) as u8),
+        (None, Some(sig)) => ExitCode::from((128 + sig).clamp(0, 255) as u8),
+        _ => ExitCode::from(1),
+    })
+}
 
+/// Writes a finished recording's outputs and says on stderr what they
+/// hold (and what was lost).
+pub(crate) fn write_recorded(
+    recorded: tracekit_rtrace::recording::capture::Recorded,
+) -> Result<()> {
+    use tracekit_rtrace::recording::capture::Written;
     let stats = &recorded.stats;
     // -q: no summary lines; what was lost is still said.
     let quiet = crate::progress::quiet();
@@ -487,12 +509,7 @@ fn record_into(preload: std::ffi::OsString, a: &RecordArgs) -> Result<ExitCode> 
             ),
         }
     }
-    use std::os::unix::process::ExitStatusExt;
-    Ok(match (status.code(), status.signal()) {
-        (Some(c), _) => ExitCode::from(c.clamp(0, 255) as u8),
-        (None, Some(sig)) => ExitCode::from((128 + sig).clamp(0, 255) as u8),
-        _ => ExitCode::from(1),
-    })
+    Ok(())
 }
 
 /// The text traces of a recording: a raw recording's one, or each image
@@ -1491,6 +1508,7 @@ mod tests {
             output: output.map(Path::to_path_buf),
             format,
             raw: false,
+            pid: None,
             command: ["/bin/sh", "-c", "ls / >/dev/null; exit 3"]
                 .iter()
                 .map(Into::into)
