@@ -1265,8 +1265,15 @@ fn write_prologue(
 /// `out` (at least 1 KiB); returns their length.
 fn epilogue(out: &mut [u8], info: &RecordingInfo, stats: &DecodeStats) -> usize {
     let mut s = String::new();
-    if let Some(end) = info.end {
-        s.push_str(&format!("## tracekit: {}\n", describe_end(end)));
+    let attached = info.modules & MODULE_ATTACHED != 0;
+    if attached {
+        s.push_str(&format!(
+            "## tracekit: {}: blocks allocated before recording are not in this trace; their frees are counted apart\n",
+            crate::report::ATTACHED_NOTE
+        ));
+    }
+    if let Some(end) = describe_image_end(info) {
+        s.push_str(&format!("## tracekit: {end}\n"));
     }
     if stats.lost > 0 {
         // Never silently: the trace says it is incomplete.
@@ -1321,6 +1328,20 @@ fn emit(
     }
     out[n] = b'\n';
     n + 1
+}
+
+/// How an image ended, in words, as its header and end chunk say (see
+/// [`describe_end`]).
+pub fn describe_image_end(info: &RecordingInfo) -> Option<String> {
+    match info.end? {
+        // Attached to (`record mem -p`): the recorder may have stopped
+        // first and left the process running.
+        capture::ImageEnd::Unseen if info.modules & MODULE_ATTACHED != 0 => Some(
+            "the recording stopped before the process ended (tracekit detached), or the process was killed"
+                .into(),
+        ),
+        end => Some(describe_end(end)),
+    }
 }
 
 /// How an image ended, in words (the trace's closing comment and the

@@ -248,6 +248,11 @@ pub struct Report {
 
 pub const PLOT_POINTS: usize = 1000;
 
+/// How the recorder's note on a trace of a process it attached to
+/// (`record mem -p`) begins: blocks allocated before the recording are
+/// not in it, and frees of unknown blocks are frees of those.
+pub const ATTACHED_NOTE: &str = "attached to a running process";
+
 /// How to name frames.
 #[derive(Debug, Clone, Default)]
 pub struct Symbolise {
@@ -720,6 +725,12 @@ impl Clock {
 }
 
 impl Report {
+    /// Whether the trace is of a process the recorder attached to (see
+    /// [`ATTACHED_NOTE`]).
+    pub fn attached(&self) -> bool {
+        self.notes.iter().any(|n| n.starts_with(ATTACHED_NOTE))
+    }
+
     /// The locations of resource `ri` ranked by `m` (non-zero only), at
     /// most `top`; each with its backtraces ranked the same way.
     pub fn view(&self, ri: usize, m: Metric, top: usize) -> Vec<(&Location, Vec<&Trace>)> {

@@ -45,11 +45,16 @@ impl Report {
             writeln!(out, "{} ({}):", r.name, r.description)?;
             write!(
                 out,
-                "  allocations {}  ({} total), frees {} ({} of unknown blocks",
+                "  allocations {}  ({} total), frees {} ({} of {}",
                 r.allocs,
                 human_bytes(r.allocated_bytes),
                 r.frees,
-                r.unmatched_frees
+                r.unmatched_frees,
+                if self.attached() {
+                    "blocks allocated before recording"
+                } else {
+                    "unknown blocks"
+                }
             )?;
             if r.null_frees > 0 {
                 // Not an error: counted apart (heaptrack records none).
@@ -134,6 +139,7 @@ impl Report {
             "format": "sp-rtrace",
             "header": header,
             "notes": self.notes,
+            "attached": self.attached(),
             "calls": self.calls,
             "runtime_ms": self.runtime_ms,
             "resources": self.resources.iter().map(|r| json!({

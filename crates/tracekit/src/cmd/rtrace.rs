@@ -578,8 +578,8 @@ fn describe_image(
         info.executable,
         stats.allocs,
         stats.frees,
-        match info.end {
-            Some(end) => format!("; {}", tracekit_rtrace::recording::describe_end(end)),
+        match tracekit_rtrace::recording::describe_image_end(info) {
+            Some(end) => format!("; {end}"),
             None => String::new(),
         },
         if stats.lost > 0 {
