@@ -274,20 +274,24 @@ unsafe extern "C" fn patch_object(info: *mut DlPhdrInfo, _size: usize, data: *mu
             && (base + p.p_vaddr as usize..base + (p.p_vaddr + p.p_memsz) as usize)
                 .contains(&walk.own)
     });
-    // SAFETY: the loader's names are NUL-terminated (or null).
-    let name = (!info.name.is_null())
-        .then(|| unsafe { CStr::from_ptr(info.name) }.to_bytes())
-        .unwrap_or(b"");
+    let name: &[u8] = if info.name.is_null() {
+        b""
+    } else {
+        // SAFETY: the loader's names are NUL-terminated.
+        unsafe { CStr::from_ptr(info.name) }.to_bytes()
+    };
     if own || name.windows(6).any(|w| w == b"/ld-li") || name.starts_with(b"linux-vdso") {
         return 0;
     }
     let Some(dynamic) = phdrs.iter().find(|p| p.p_type == PT_DYNAMIC) else {
         return 0;
     };
-    let relro = phdrs
-        .iter()
-        .find(|p| p.p_type == PT_GNU_RELRO)
-        .map(|p| (base + p.p_vaddr as usize, base + (p.p_vaddr + p.p_memsz) as usize));
+    let relro = phdrs.iter().find(|p| p.p_type == PT_GNU_RELRO).map(|p| {
+        (
+            base + p.p_vaddr as usize,
+            base + (p.p_vaddr + p.p_memsz) as usize,
+        )
+    });
     // The loader relocates the dynamic section's addresses in place, except
     // where it is read-only: an address below the base is not relocated.
     let at = |v: u64| -> usize {

@@ -141,7 +141,8 @@ impl Drop for Running {
 }
 
 /// Starts `record mem -p` and waits until it says it records; its
-/// stderr lines so far.
+/// stderr lines so far. (The caller waits for it: [`finish`].)
+#[allow(clippy::zombie_processes)]
 fn attach(pid: u32, out: &Path) -> (Child, BufReader<ChildStderr>, String) {
     let mut tk = tracekit()
         .args(["record", "mem", "-p", &pid.to_string(), "-o"])
@@ -194,9 +195,7 @@ fn image_report(v: &Value) -> &Value {
 
 fn find<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
     match v {
-        Value::Object(m) => m
-            .get(key)
-            .or_else(|| m.values().find_map(|x| find(x, key))),
+        Value::Object(m) => m.get(key).or_else(|| m.values().find_map(|x| find(x, key))),
         Value::Array(a) => a.iter().find_map(|x| find(x, key)),
         _ => None,
     }
@@ -291,7 +290,10 @@ fn a_static_program_is_refused() {
     let pid = prog.pid().to_string();
     let (code, err) = refused(&["record", "mem", "-p", &pid, "-o", out.to_str().unwrap()]);
     assert_eq!(code, Some(1), "{err}");
-    assert!(err.contains("no C library loaded (statically linked?)"), "{err}");
+    assert!(
+        err.contains("no C library loaded (statically linked?)"),
+        "{err}"
+    );
     assert!(!out.exists());
 }
 

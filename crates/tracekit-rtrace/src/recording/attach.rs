@@ -148,8 +148,8 @@ fn find_libc(maps: &str) -> Option<(PathBuf, u64)> {
         let _inode = f.next()?;
         let path = f.next()?;
         let name = Path::new(path).file_name()?.to_str()?;
-        let is_libc = name.starts_with("libc.so.")
-            || (name.starts_with("libc-") && name.ends_with(".so"));
+        let is_libc =
+            name.starts_with("libc.so.") || (name.starts_with("libc-") && name.ends_with(".so"));
         if !is_libc || offset != 0 {
             return None;
         }
@@ -570,15 +570,50 @@ mod tests {
         let (path, base) = find_libc(maps).unwrap();
         assert_eq!(path, Path::new("/usr/lib/x86_64-linux-gnu/libc.so.6"));
         assert_eq!(base, 0x7f1e2a000000);
-        assert!(find_libc("7f1e2b000000-7f1e2b001000 r--p 00000000 08:01 789 /usr/lib/libcap.so.2\n").is_none());
+        assert!(find_libc(
+            "7f1e2b000000-7f1e2b001000 r--p 00000000 08:01 789 /usr/lib/libcap.so.2\n"
+        )
+        .is_none());
         let old = "7f00-7f10 r-xp 00000000 08:01 1 /lib/x86_64-linux-gnu/libc-2.31.so\n";
         assert_eq!(find_libc(old).unwrap().1, 0x7f00);
     }
 
     #[test]
+    fn a_refused_trace_says_why() {
+        let e = errno_text(
+            "cannot trace",
+            42,
+            io::Error::from_raw_os_error(libc::EPERM),
+        )
+        .to_string();
+        assert!(
+            e.starts_with("cannot trace process 42: not permitted ("),
+            "{e}"
+        );
+        // Which reason depends on this machine's Yama setting; each names
+        // what to do.
+        assert!(
+            e.contains("ptrace_scope") || e.contains("CAP_SYS_PTRACE"),
+            "{e}"
+        );
+        let e = errno_text(
+            "cannot trace",
+            42,
+            io::Error::from_raw_os_error(libc::ESRCH),
+        );
+        assert!(e.to_string().contains("No such process"), "{e}");
+    }
+
+    #[test]
     fn refuses_what_is_not_a_process() {
-        assert!(check(0).unwrap_err().to_string().contains("not a process id"));
+        assert!(check(0)
+            .unwrap_err()
+            .to_string()
+            .contains("not a process id"));
         let me = std::process::id() as i32;
-        assert!(check(me).unwrap_err().to_string().contains("tracekit itself"));
+        assert!(check(me)
+            .unwrap_err()
+            .to_string()
+            .contains("tracekit itself"));
     }
 }

@@ -99,6 +99,14 @@ limit too). A process killed by a signal or a crash keeps every event it
 recorded, and the recording says how each process ended (exit status or
 signal).
 
+-p PID records a running process instead (loaded into it with ptrace, as
+heaptrack -p does through gdb) until it exits or tracekit gets Ctrl-C,
+which stops recording and leaves the process running; tracekit then exits
+0. Blocks allocated before are not in the recording: their frees are
+counted apart (frees of blocks allocated before recording). Needs
+permission to trace it (kernel.yama.ptrace_scope, CAP_SYS_PTRACE); a
+process in a container or statically linked is refused with the reason.
+
 Examples:
   tracekit record mem -o app.tkmem -- ./app --flag
   tracekit report app.tkmem
@@ -135,7 +143,12 @@ pub struct RecordArgs {
     pub raw: bool,
     /// Record the running process PID instead of a command, until it
     /// exits or tracekit gets SIGINT (Ctrl-C), which leaves it running.
-    #[arg(short = 'p', long = "pid", value_name = "PID", conflicts_with = "command")]
+    #[arg(
+        short = 'p',
+        long = "pid",
+        value_name = "PID",
+        conflicts_with = "command"
+    )]
     pub pid: Option<i32>,
     /// The command and its arguments.
     #[arg(
