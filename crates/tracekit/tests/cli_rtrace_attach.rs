@@ -260,6 +260,11 @@ fn sigint_detaches_and_leaves_the_program_running() {
     assert_eq!(unsafe { libc::kill(tk.id() as i32, libc::SIGINT) }, 0);
     let said = finish(tk, err, seen);
     assert!(said.contains("it runs on"), "{said}");
+    // The inert recorder stays loaded: a second attach is refused.
+    let pid = prog.pid().to_string();
+    let (code, err) = refused(&["record", "mem", "-p", &pid, "--format", "text", "-o", "-"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("being recorded already"), "{err}");
     // Detached: the program goes on as before and ends as it would.
     prog.go();
     assert_eq!(prog.line(), "phase 2");
