@@ -23,6 +23,8 @@ extern crate alloc;
 mod libc;
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+mod apis;
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod arena;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod imp;

@@ -14,6 +14,28 @@ pub struct timespec {
     pub tv_nsec: c_long,
 }
 
+/// glibc's `struct sigaction` on x86_64.
+#[repr(C)]
+pub struct sigaction_t {
+    pub sa_handler: usize,
+    pub sa_mask: [u64; 16],
+    pub sa_flags: c_int,
+    pub sa_restorer: usize,
+}
+
+impl Default for sigaction_t {
+    fn default() -> Self {
+        sigaction_t {
+            sa_handler: 0,
+            sa_mask: [0; 16],
+            sa_flags: 0,
+            sa_restorer: 0,
+        }
+    }
+}
+
+pub const SIG_DFL: usize = 0;
+pub const SA_RESTART: c_int = 0x1000_0000;
 pub const AT_FDCWD: c_int = -100;
 pub const CLOCK_REALTIME: c_int = 0;
 pub const CLOCK_MONOTONIC: c_int = 1;
@@ -69,6 +91,7 @@ unsafe extern "C" {
     pub fn pthread_self() -> pthread_t;
     pub fn read(fd: c_int, buf: *mut c_void, n: usize) -> isize;
     pub fn readlink(path: *const c_char, buf: *mut c_char, n: usize) -> isize;
+    pub fn sigaction(sig: c_int, act: *const sigaction_t, old: *mut sigaction_t) -> c_int;
     pub fn syscall(num: c_long, ...) -> c_long;
     pub fn write(fd: c_int, buf: *const c_void, n: usize) -> isize;
 }

@@ -29,6 +29,7 @@ pub use tracekit_rtrace_preload::wire;
 
 use wire::*;
 
+pub mod allocators;
 pub mod capture;
 pub mod packed;
 pub mod set;
@@ -1260,12 +1261,38 @@ fn write_prologue(
     Ok([RES_MEMORY, RES_FD, RES_FP].map(type_name))
 }
 
+/// The note (after `## tracekit: `) of a recording turned on and off by a
+/// signal (`record mem --toggle-signal`), followed by the signal's number.
+pub const TOGGLE_NOTE: &str = "recording turned on and off by signal";
+
+/// The note of an image whose executable defines allocator functions
+/// itself (see [`allocators`]).
+pub const HIDDEN_ALLOCATOR_NOTE: &str = "## tracekit: warning: the executable defines allocator functions itself (a statically linked allocator): its calls to them do not go through LD_PRELOAD, those allocations are missing\n";
+
 /// The closing comments (how the image ended, losses) at the start of
 /// `out` (at least 1 KiB); returns their length.
 fn epilogue(out: &mut [u8], info: &RecordingInfo, stats: &DecodeStats) -> usize {
     let mut s = String::new();
     if let Some(end) = info.end {
         s.push_str(&format!("## tracekit: {}\n", describe_end(end)));
+    }
+    if info.modules & MODULE_HIDDEN_ALLOCATOR != 0 {
+        s.push_str(HIDDEN_ALLOCATOR_NOTE);
+    }
+    let toggle = (info.modules & MODULE_TOGGLE_MASK) >> MODULE_TOGGLE_SHIFT;
+    if toggle != 0 && info.modules & MODULE_TOGGLE_REFUSED != 0 {
+        s.push_str(&format!(
+            "## tracekit: warning: signal {toggle} already had a handler (or was ignored) when the process started: it did not turn recording on and off here\n"
+        ));
+    } else if toggle != 0 {
+        s.push_str(&format!(
+            "## tracekit: {TOGGLE_NOTE} {toggle}{}: allocations made while paused are not recorded, releases are; releases of blocks allocated while paused are counted apart\n",
+            if info.modules & MODULE_STARTED_PAUSED != 0 {
+                ", started paused"
+            } else {
+                ""
+            }
+        ));
     }
     if stats.lost > 0 {
         // Never silently: the trace says it is incomplete.
