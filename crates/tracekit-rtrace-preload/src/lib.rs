@@ -25,7 +25,10 @@
 //! unchanged:
 //! * interposes the malloc family and the descriptor functions
 //!   (open/openat/creat/close/dup*/pipe*/socket/accept*/fopen/fdopen/
-//!   fclose/eventfd/timerfd_create/memfd_create), and for allocations takes
+//!   fclose/eventfd/timerfd_create/memfd_create), allocators' own entry
+//!   points (`shim/apis.rs`: mimalloc's `mi_malloc`..., jemalloc's
+//!   `_rjem_malloc`...; the allocator runs with the guard set, so its
+//!   nested calls are not recorded twice), and for allocations takes
 //!   a backtrace by unwinding the DWARF call-frame information
 //!   (`.eh_frame_hdr`/`.eh_frame`) of the loaded objects (`shim/unwind.rs`:
 //!   framehop with a per-thread rule cache; module tables from
@@ -88,7 +91,12 @@
 //! * timestamps: CLOCK_MONOTONIC milliseconds; where the stream's clock is
 //!   the TSC, a thread reads the clock every ~50 ms and extrapolates with
 //!   the TSC in between;
-//! * `errno` is preserved around everything the shim does.
+//! * `errno` is preserved around everything the shim does;
+//! * with a toggle signal (`toggle=N` in `$TRACEKIT_RTRACE_MODULES`, and
+//!   `paused` to start paused), a handler that only flips an atomic turns
+//!   the recording of allocations off and on; releases are recorded
+//!   throughout. It is installed only if the signal has the default
+//!   disposition when the image starts; the header says which.
 //!
 //! x86_64 Linux only (the trampolines pass the caller's stack and frame
 //! pointer registers in assembly); elsewhere [`SHIM`] is empty.
