@@ -46,7 +46,29 @@ const F_RJEM_SDALLOCX: u8 = 52;
 const F_RJEM_DALLOCX: u8 = 53;
 const F_RJEM_POSIX_MEMALIGN: u8 = 54;
 const F_RJEM_ALIGNED_ALLOC: u8 = 55;
-const _: () = assert!(FUNCTIONS.len() == 56 && F_MI_MALLOC as usize == FUNCTIONS.len() - 24);
+const _: () = assert!(
+    is(F_MI_MALLOC, "mi_malloc")
+        && is(F_MI_FREE_SIZE, "mi_free_size")
+        && is(F_RJEM_MALLOC, "_rjem_malloc")
+        && is(F_RJEM_ALIGNED_ALLOC, "_rjem_aligned_alloc")
+);
+
+/// Whether function id `f` is `name` in `wire::FUNCTIONS` (checked when
+/// compiling).
+pub(crate) const fn is(f: u8, name: &str) -> bool {
+    let (a, b) = (FUNCTIONS[f as usize].as_bytes(), name.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut k = 0;
+    while k < a.len() {
+        if a[k] != b[k] {
+            return false;
+        }
+        k += 1;
+    }
+    true
+}
 
 type P = *mut c_void;
 

@@ -465,6 +465,7 @@ unsafe fn initialise() -> bool {
             match part {
                 b"memory" => mask |= MODULE_MEMORY,
                 b"file" => mask |= MODULE_FILE,
+                b"pages" => mask |= MODULE_PAGES,
                 b"paused" => paused = true,
                 _ => {
                     if let Some(n) = part.strip_prefix(b"toggle=").and_then(parse_usize) {

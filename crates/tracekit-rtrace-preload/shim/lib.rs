@@ -29,6 +29,8 @@ mod arena;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod imp;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+mod pages;
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod stacks;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod unwind;

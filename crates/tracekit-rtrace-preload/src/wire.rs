@@ -44,6 +44,10 @@ pub const STACK_HEAD: usize = 8;
 pub const RES_MEMORY: u8 = 0;
 pub const RES_FD: u8 = 1;
 pub const RES_FP: u8 = 2;
+/// Anonymous memory mappings (`mmap`, `munmap`, `mremap`), in bytes.
+pub const RES_PAGES: u8 = 3;
+/// How many resource types there are.
+pub const RES_TYPES: usize = 4;
 
 /// The length of the record at the start of `b`, from its first bytes
 /// (`None`: an unknown kind, or too few bytes to tell).
@@ -126,6 +130,11 @@ pub const FUNCTIONS: &[&str] = &[
     "_rjem_dallocx",
     "_rjem_posix_memalign",
     "_rjem_aligned_alloc",
+    // Anonymous mappings (the `pages` module).
+    "mmap",
+    "mmap64",
+    "munmap",
+    "mremap",
 ];
 /// Header chunk payload: pid u32, ppid u32, start time (seconds since
 /// the epoch) u64, start monotonic ms u64, backtrace depth u32,
@@ -134,6 +143,8 @@ pub const FUNCTIONS: &[&str] = &[
 pub const HEADER_FIXED: usize = 40;
 pub const MODULE_MEMORY: u32 = 1;
 pub const MODULE_FILE: u32 = 2;
+/// Anonymous memory mappings made by the program (`pages`).
+pub const MODULE_PAGES: u32 = 4;
 /// Bits 8-15 of the header's modules word: the signal that turns
 /// recording on and off in this image (`record mem --toggle-signal`; 0:
 /// none). While recording is paused, allocations are not recorded and

@@ -657,7 +657,7 @@ struct Image<'a> {
     /// The text before the first call (header, registry, map lines).
     prologue: Vec<u8>,
     /// The resource tags call lines carry.
-    tags: [Option<&'static str>; 3],
+    tags: [Option<&'static str>; RES_TYPES],
     merge: Merge<'a>,
     stacks: Stacks,
     stats: DecodeStats,
@@ -981,7 +981,7 @@ impl<'a> Events<'a> {
         let mut queue = std::collections::VecDeque::new();
         let mut warnings = Warnings::default();
         let line = parse_lines(&image.prologue, 0, &mut queue, &mut warnings)?;
-        let mut names = Vec::with_capacity((FUNCTIONS.len() + 1) * 4);
+        let mut names = Vec::with_capacity((FUNCTIONS.len() + 1) * (RES_TYPES + 1));
         for name in FUNCTIONS.iter().copied().chain(["unknown"]) {
             for tag in image.tags.into_iter().chain([None]) {
                 names.push((
@@ -1088,7 +1088,8 @@ impl<'a> Events<'a> {
         } else {
             self.empty.clone()
         };
-        let (name, tag) = &self.names[func.min(FUNCTIONS.len()) * 4 + res.min(3)];
+        let (name, tag) =
+            &self.names[func.min(FUNCTIONS.len()) * (RES_TYPES + 1) + res.min(RES_TYPES)];
         let line = self.line + 1;
         self.line += 2 + frames.len() as u64;
         Some(Item::Call(FullCall {
@@ -1216,7 +1217,7 @@ fn write_prologue(
     info: &RecordingInfo,
     maps: &[(String, u64, u64)],
     out: &mut Vec<u8>,
-) -> Result<[Option<&'static str>; 3]> {
+) -> Result<[Option<&'static str>; RES_TYPES]> {
     let io = |e: std::io::Error| Error::io(None, e);
     let field = |k: &str, v: String| HeaderField {
         key: k.to_string(),
@@ -1245,6 +1246,9 @@ fn write_prologue(
         types.push((RES_FD, "fd", "file descriptor"));
         types.push((RES_FP, "fp", "file pointer"));
     }
+    if info.modules & MODULE_PAGES != 0 {
+        types.push((RES_PAGES, "pages", "anonymous memory mappings in bytes"));
+    }
     for (i, (_, name, desc)) in types.iter().enumerate() {
         writeln!(out, "<{:x}> : {name} ({desc})", 1u32 << i).map_err(io)?;
     }
@@ -1258,7 +1262,7 @@ fn write_prologue(
     for (path, a, b) in maps {
         writeln!(out, ": {path} => 0x{a:x}-0x{b:x}").map_err(io)?;
     }
-    Ok([RES_MEMORY, RES_FD, RES_FP].map(type_name))
+    Ok([RES_MEMORY, RES_FD, RES_FP, RES_PAGES].map(type_name))
 }
 
 /// The note (after `## tracekit: `) of a recording turned on and off by a
@@ -1407,8 +1411,8 @@ struct CallFormatter {
     /// fourth without a tag (unknown types); the last function: unknown
     /// names.
     heads: Vec<([u8; HEAD_MAX], usize)>,
-    /// The resource tags by resource (the fourth: unknown types, none).
-    tags: [Option<&'static str>; 4],
+    /// The resource tags by resource (the last: unknown types, none).
+    tags: [Option<&'static str>; RES_TYPES + 1],
 }
 
 /// Where the line's start ends in [`CallFormatter::prefix`], and how many
@@ -1480,8 +1484,8 @@ fn block<const N: usize>(b: &mut [u8; CALL_MAX], at: usize) -> &mut [u8; N] {
 }
 
 impl CallFormatter {
-    fn new(tags: [Option<&'static str>; 3]) -> CallFormatter {
-        let mut heads = Vec::with_capacity((FUNCTIONS.len() + 1) * 4);
+    fn new(tags: [Option<&'static str>; RES_TYPES]) -> CallFormatter {
+        let mut heads = Vec::with_capacity((FUNCTIONS.len() + 1) * (RES_TYPES + 1));
         for name in FUNCTIONS.iter().copied().chain(["unknown"]) {
             for tag in tags.into_iter().chain([None]) {
                 let mut h = name.as_bytes().to_vec();
@@ -1506,7 +1510,7 @@ impl CallFormatter {
             index: 0,
             last_ms: None,
             heads,
-            tags: [tags[0], tags[1], tags[2], None],
+            tags: [tags[0], tags[1], tags[2], tags[3], None],
         }
     }
 
@@ -1598,7 +1602,7 @@ impl CallFormatter {
             .unwrap_or_else(|_| unreachable!());
         let mut n = PREFIX_END - at;
         let f = (func as usize).min(FUNCTIONS.len());
-        let (head, len) = &self.heads[f * 4 + (res as usize).min(3)];
+        let (head, len) = &self.heads[f * (RES_TYPES + 1) + (res as usize).min(RES_TYPES)];
         *block::<HEAD_MAX>(b, n) = *head;
         n += len;
         match size {
@@ -1657,7 +1661,7 @@ impl CallFormatter {
             0,
             Some(ms),
             FUNCTIONS.get(f).copied().unwrap_or("unknown"),
-            self.tags[(res as usize).min(3)],
+            self.tags[(res as usize).min(RES_TYPES)],
             kind,
             id,
         );

@@ -4,8 +4,9 @@
 //! mimalloc's own `mi_` API, and jemalloc with the `_rjem_` prefix (Rust's
 //! tikv-jemallocator's naming; made here from Debian's libjemalloc_pic.a
 //! with its public symbols renamed); an executable that links its
-//! allocator statically is said to hide its allocations; and
-//! `--toggle-signal`/`--paused` turn recording on and off.
+//! allocator statically is said to hide its allocations;
+//! `--toggle-signal`/`--paused` turn recording on and off; and
+//! `--modules pages` records anonymous mappings apart from the heap.
 //!
 //! Needs `cc`, `objcopy` and the Debian packages libjemalloc-dev,
 //! libgoogle-perftools-dev and libmimalloc-dev (CI installs them; without
@@ -649,4 +650,75 @@ fn toggle_options_are_checked() {
             .unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");
     }
+}
+
+/// Anonymous mappings: three made, one unmapped, one moved by `mremap`
+/// (2 to 16 pages); a file mapping, and malloc's own large block (made
+/// inside the C library), are not pages.
+const PAGES: &str = r#"
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+int main(void) {
+    size_t pg = 4096;
+    char *a = mmap(0, 4 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    char *b = mmap(0, 2 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    char *c = mmap(0, 8 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    memset(a, 1, pg);
+    munmap(a, 4 * pg);
+    b = mremap(b, 2 * pg, 16 * pg, MREMAP_MAYMOVE);
+    int fd = open("/proc/self/exe", O_RDONLY);
+    char *f = mmap(0, pg, PROT_READ, MAP_PRIVATE, fd, 0);
+    munmap(f, pg);
+    close(fd);
+    void *big = malloc(1 << 20);
+    free(big);
+    (void)b; (void)c;
+    return 0;
+}
+"#;
+
+#[test]
+fn anonymous_mappings_are_pages() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = build(tmp.path(), "pages", PAGES, &[]);
+    let (rep, _) = record_report(tmp.path(), &exe, &["--modules", "memory,pages"]);
+    let res = rep["resources"].as_array().unwrap();
+    let pages = res
+        .iter()
+        .find(|r| r["name"] == "pages")
+        .unwrap_or_else(|| panic!("{rep:#}"));
+    assert_eq!(pages["allocations"], 4, "{pages}");
+    assert_eq!(pages["allocated_bytes"], 4096 * (4 + 2 + 8 + 16), "{pages}");
+    assert_eq!(pages["frees"], 2, "{pages}");
+    assert_eq!(pages["unmatched_frees"], 0, "{pages}");
+    assert_eq!(pages["leaked_blocks"], 2, "{pages}");
+    assert_eq!(pages["leaked_bytes"], 4096 * (8 + 16), "{pages}");
+    // malloc's 1 MiB block is the heap's, not pages.
+    let mem = res.iter().find(|r| r["name"] == "memory").unwrap();
+    assert_eq!(mem["largest"], 1 << 20, "{mem}");
+    // Whole stacks through the spilling trampoline: main made them.
+    let pages_leaks: Vec<&Value> = rep["leaks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["resource"] == "pages")
+        .collect();
+    assert_eq!(pages_leaks.len(), 2, "{rep:#}");
+    for l in pages_leaks {
+        assert_eq!(l["frames"][0]["function"], "main", "{l}");
+    }
+
+    // Not asked for: no pages.
+    let (rep, _) = record_report(tmp.path(), &exe, &[]);
+    let names: Vec<&str> = rep["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["memory"]);
 }

@@ -110,7 +110,7 @@ Examples:
   kill -USR2 <pid of ./server>     # recording on; again: off")]
 pub struct RecordArgs {
     /// What to record: memory (malloc family), file (descriptors and
-    /// FILE streams), comma-separated.
+    /// FILE streams), pages (anonymous mmap/munmap/mremap), comma-separated.
     #[arg(long, default_value = "memory", value_name = "LIST")]
     pub modules: String,
     /// Return addresses kept per allocation (0 = none; default and most:
@@ -366,8 +366,8 @@ fn preload_library(dir: &Path) -> Result<PathBuf> {
 /// each recorded process image into an sp-rtrace text trace.
 pub fn record_mem(a: RecordArgs) -> Result<ExitCode> {
     for m in a.modules.split(',') {
-        if m != "memory" && m != "file" {
-            bail!("--modules: unknown module {m} (memory, file)");
+        if m != "memory" && m != "file" && m != "pages" {
+            bail!("--modules: unknown module {m} (memory, file, pages)");
         }
     }
     if a.format() == Format::Raw && a.output.as_deref() == Some(Path::new("-")) {
