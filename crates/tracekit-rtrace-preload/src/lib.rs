@@ -91,6 +91,9 @@
 //! * timestamps: CLOCK_MONOTONIC milliseconds; where the stream's clock is
 //!   the TSC, a thread reads the clock every ~50 ms and extrapolates with
 //!   the TSC in between;
+//! * with the `pages` module, anonymous `mmap`/`mmap64`, `munmap` and
+//!   `mremap` are recorded as resource type `RES_PAGES` (`shim/pages.rs`);
+//!   the shim's own mappings are raw system calls;
 //! * `errno` is preserved around everything the shim does;
 //! * with a toggle signal (`toggle=N` in `$TRACEKIT_RTRACE_MODULES`, and
 //!   `paused` to start paused), a handler that only flips an atomic turns
