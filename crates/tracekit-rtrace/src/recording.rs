@@ -1711,7 +1711,7 @@ mod tests {
 
     #[test]
     fn call_lines_equal_the_writers() {
-        let mut fast = CallFormatter::new([Some("memory"), Some("fd"), None]);
+        let mut fast = CallFormatter::new([Some("memory"), Some("fd"), None, Some("pages")]);
         let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
         let mut next = || {
             state ^= state << 13;
@@ -1743,7 +1743,7 @@ mod tests {
                 (next() % 86_400_000) as u32
             };
             let func = (next() % FUNCTIONS.len() as u64) as u8;
-            let res = (next() % 4) as u8;
+            let res = (next() % 5) as u8;
             let id = pick(next());
             let size = (i % 2 == 0).then(|| pick(next()).min(i64::MAX as u64));
             let mut w = [0u8; CALL_MAX];
@@ -1754,7 +1754,7 @@ mod tests {
                 Some(s) => CallKind::Alloc { size: s as i64 },
                 None => CallKind::Free,
             };
-            let tag = [Some("memory"), Some("fd"), None, None][res as usize];
+            let tag = [Some("memory"), Some("fd"), None, Some("pages"), None][res as usize];
             format_call(
                 &mut b,
                 index as i64,
