@@ -17,7 +17,7 @@ use core::ffi::{c_char, c_int, c_void, CStr};
 use core::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::imp::{
-    die, real, record_in, recording_slot, release_slot, resolve, take_seq, trampoline, Slot,
+    die, inside, real, record_in, recording_slot, release_slot, resolve, take_seq, trampoline, Slot,
 };
 use crate::wire::*;
 
@@ -71,21 +71,6 @@ pub(crate) const fn is(f: u8, name: &str) -> bool {
 }
 
 type P = *mut c_void;
-
-/// Runs the allocator's function with the guard of `slot` set (when
-/// recording: otherwise the guard is left as it is, it may be an outer
-/// one).
-#[inline(always)]
-fn inside<T>(slot: Option<&Slot>, f: impl FnOnce() -> T) -> T {
-    if let Some(s) = slot {
-        s.guard.store(true, Ordering::Relaxed);
-    }
-    let r = f();
-    if let Some(s) = slot {
-        s.guard.store(false, Ordering::Relaxed);
-    }
-    r
-}
 
 #[inline(always)]
 fn alloc(slot: Option<&'static Slot>, func: u8, size: usize, p: P, sp: usize, fp: usize) {

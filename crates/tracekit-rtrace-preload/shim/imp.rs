@@ -367,6 +367,25 @@ fn release_enabled(module: u32) -> bool {
     release_slot(module).is_some()
 }
 
+/// Runs the allocator (the real function a hook calls) with this thread's
+/// guard set when recording (`slot`; otherwise the guard is left as it
+/// is: it may be an outer one), so that what the allocator calls through
+/// the PLT passes through: an override layer's `malloc` calling
+/// `mi_malloc`, `mi_realloc` freeing with `mi_free`, glibc's
+/// `reallocarray` calling `realloc`, an allocator's own `open` or `mmap`.
+/// One call of the program is one record, under the function it called.
+#[inline(always)]
+pub(crate) fn inside<T>(slot: Option<&Slot>, f: impl FnOnce() -> T) -> T {
+    if let Some(s) = slot {
+        s.guard.store(true, Ordering::Relaxed);
+    }
+    let r = f();
+    if let Some(s) = slot {
+        s.guard.store(false, Ordering::Relaxed);
+    }
+    r
+}
+
 /// The toggle signal's handler: flips [`PAUSED`], nothing else.
 extern "C" fn on_toggle(_sig: c_int) {
     PAUSED.fetch_xor(true, Ordering::Relaxed);
@@ -1589,7 +1608,7 @@ fn real_malloc_or_arena(size: usize) -> *mut c_void {
 
 unsafe extern "C" fn h_malloc(size: usize, sp: usize, fp: usize) -> *mut c_void {
     let on = recording_slot(MODULE_MEMORY);
-    let p = real_malloc_or_arena(size);
+    let p = inside(on, || real_malloc_or_arena(size));
     if let (Some(slot), false) = (on, p.is_null()) {
         record_in(
             slot,
@@ -1615,7 +1634,7 @@ unsafe extern "C" fn h_calloc(n: usize, size: usize, sp: usize, fp: usize) -> *m
     let on = recording_slot(MODULE_MEMORY);
     let f = real!(R_CALLOC, c"calloc", CallocFn);
     // SAFETY: the real calloc.
-    let p = unsafe { f(n, size) };
+    let p = inside(on, || unsafe { f(n, size) });
     if let (Some(slot), false) = (on, p.is_null()) {
         let total = n.wrapping_mul(size) as u64;
         record_in(
@@ -1643,8 +1662,9 @@ pub(crate) fn realloc_common(
     call: impl FnOnce() -> *mut c_void,
 ) -> *mut c_void {
     let on = enabled(MODULE_MEMORY);
-    let free_seq = (release_enabled(MODULE_MEMORY) && !p.is_null()).then(take_seq);
-    let q = call();
+    let rel = release_slot(MODULE_MEMORY);
+    let free_seq = (rel.is_some() && !p.is_null()).then(take_seq);
+    let q = inside(rel, call);
     if let Some(seq) = free_seq {
         if !q.is_null() || size == 0 {
             record(KIND_FREE, RES_MEMORY, func, 0, p as u64, seq, 0, 0, false);
@@ -1694,19 +1714,12 @@ unsafe extern "C" fn h_reallocarray(
 ) -> *mut c_void {
     // glibc's reallocarray calls realloc through the PLT, that is our
     // hook: that inner call is the C library's, not the program's, and
-    // passes through (guarded) so that the block is recorded once.
-    let on = enabled(MODULE_MEMORY);
+    // passes through (`realloc_common` runs it guarded) so that the block
+    // is recorded once.
     realloc_common(p, n.wrapping_mul(size), F_REALLOCARRAY, sp, fp, || {
         let f = real!(R_REALLOCARRAY, c"reallocarray", ReallocarrayFn);
-        if on {
-            set_guard(true);
-        }
         // SAFETY: the real reallocarray.
-        let q = unsafe { f(p, n, size) };
-        if on {
-            set_guard(false);
-        }
-        q
+        unsafe { f(p, n, size) }
     })
 }
 
@@ -1719,7 +1732,7 @@ pub unsafe extern "C" fn free(p: *mut c_void) {
     let seq = if on.is_some() { take_seq() } else { 0 };
     let f = real!(R_FREE, c"free", FreeFn);
     // SAFETY: the real free.
-    unsafe { f(p) };
+    inside(on, || unsafe { f(p) });
     if let Some(slot) = on {
         record_in(
             slot, KIND_FREE, RES_MEMORY, F_FREE, 0, p as u64, seq, 0, 0, false,
@@ -1734,10 +1747,11 @@ unsafe extern "C" fn h_posix_memalign(
     sp: usize,
     fp: usize,
 ) -> c_int {
-    let on = enabled(MODULE_MEMORY);
+    let slot = recording_slot(MODULE_MEMORY);
+    let on = slot.is_some();
     let f = real!(R_POSIX_MEMALIGN, c"posix_memalign", PosixMemalignFn);
     // SAFETY: the real posix_memalign.
-    let rc = unsafe { f(out, align, size) };
+    let rc = inside(slot, || unsafe { f(out, align, size) });
     if on && rc == 0 && !out.is_null() {
         // SAFETY: on success the real function stored the pointer.
         let p = unsafe { *out };
@@ -1759,10 +1773,11 @@ unsafe extern "C" fn h_posix_memalign(
 macro_rules! aligned_hook {
     ($hook:ident, $slot:ident, $name:literal, $func:expr) => {
         unsafe extern "C" fn $hook(align: usize, size: usize, sp: usize, fp: usize) -> *mut c_void {
-            let on = enabled(MODULE_MEMORY);
+            let slot = recording_slot(MODULE_MEMORY);
+            let on = slot.is_some();
             let f = real!($slot, $name, AlignedFn);
             // SAFETY: the real function.
-            let p = unsafe { f(align, size) };
+            let p = inside(slot, || unsafe { f(align, size) });
             if on && !p.is_null() {
                 record(
                     KIND_ALLOC,
@@ -1791,10 +1806,11 @@ aligned_hook!(h_memalign, R_MEMALIGN, c"memalign", F_MEMALIGN);
 macro_rules! page_hook {
     ($hook:ident, $slot:ident, $name:literal, $func:expr) => {
         unsafe extern "C" fn $hook(size: usize, sp: usize, fp: usize) -> *mut c_void {
-            let on = enabled(MODULE_MEMORY);
+            let slot = recording_slot(MODULE_MEMORY);
+            let on = slot.is_some();
             let f = real!($slot, $name, MallocFn);
             // SAFETY: the real function.
-            let p = unsafe { f(size) };
+            let p = inside(slot, || unsafe { f(size) });
             if on && !p.is_null() {
                 record(
                     KIND_ALLOC,

@@ -298,6 +298,77 @@ fn mimalloc_api_is_recorded_once() {
     assert_eq!(leaks_from_main(&rep), (8, 5340), "{rep:#}");
 }
 
+/// A `malloc` layer over mimalloc's API, as an allocator built without
+/// symbol aliases provides it: its `malloc` calls `mi_malloc` through the
+/// PLT, that is the recorder's `mi_malloc` hook.
+const WRAP: &str = r#"
+#include <mimalloc.h>
+#include <stddef.h>
+void *malloc(size_t n) { return mi_malloc(n); }
+void free(void *p) { mi_free(p); }
+void *calloc(size_t a, size_t b) { return mi_calloc(a, b); }
+void *realloc(void *p, size_t n) { return mi_realloc(p, n); }
+size_t malloc_usable_size(void *p) { return mi_usable_size(p); }
+void *memalign(size_t a, size_t n) { return mi_malloc_aligned(n, a); }
+void *aligned_alloc(size_t a, size_t n) { return mi_malloc_aligned(n, a); }
+int posix_memalign(void **out, size_t a, size_t n) { return mi_posix_memalign(out, a, n); }
+"#;
+
+const WRAPPED: &str = r#"
+#include <stdlib.h>
+void *keep[4];
+int main(void) {
+    for (int i = 0; i < 10; i++) { void *p = malloc(100 + i); free(p); }
+    keep[0] = malloc(1000);
+    void *c = calloc(3, 8); c = realloc(c, 4000); free(c);
+    return 0;
+}
+"#;
+
+/// Calls the program makes to `malloc` are recorded once, as `malloc`:
+/// the allocator runs with the recorder's guard set, so the `mi_` calls
+/// inside it pass through (they used to be recorded as well: every block
+/// twice, and its free twice).
+#[test]
+fn an_allocator_layer_is_recorded_once() {
+    if !have("/usr/include/mimalloc.h", "libmimalloc-dev") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let lib = tmp.path().join("libwrap.so");
+    let src = tmp.path().join("wrap.c");
+    std::fs::write(&src, WRAP).unwrap();
+    ok(Command::new("cc")
+        .args(["-O1", "-fPIC", "-shared", "-o"])
+        .arg(&lib)
+        .arg(&src)
+        .arg("-lmimalloc")
+        .output());
+    let exe = build(
+        tmp.path(),
+        "wrapped",
+        WRAPPED,
+        &[
+            &format!("-L{}", tmp.path().display()),
+            "-lwrap",
+            &format!("-Wl,-rpath,{}", tmp.path().display()),
+        ],
+    );
+    let (trace, _) = record_text(tmp.path(), &exe, &[]);
+    let n = calls(&trace);
+    assert!(n.keys().all(|k| !k.starts_with("mi_")), "{n:?}");
+    assert_eq!(n.get("free(P)"), Some(&11), "{n:?}");
+    assert_eq!(
+        n.keys().filter(|k| k.starts_with("malloc(")).count(),
+        11,
+        "{n:?}"
+    );
+    assert_eq!(n.get("realloc(P)"), Some(&1), "{n:?}");
+    let (rep, _) = record_report(tmp.path(), &exe, &[]);
+    assert_eq!(rep["resources"][0]["unmatched_frees"], 0, "{rep:#}");
+    assert_eq!(leaks_from_main(&rep), (1, 1000), "{rep:#}");
+}
+
 /// Declarations of jemalloc's API with the `_rjem_` prefix.
 const RJEM: &str = r#"
 #include <stddef.h>
