@@ -4,8 +4,8 @@
 //! library's own mappings (malloc's large blocks and arenas, thread
 //! stacks, the dynamic loader's) are made through its internal `__mmap`
 //! and are not seen; an allocator that calls `mmap` through the PLT is,
-//! except while it serves one of the allocator entry points of
-//! `apis.rs` (the guard is set then).
+//! except while it serves a call the shim hooks (`malloc`, `mi_malloc`,
+//! ...: the guard is set then).
 //!
 //! A mapping is a block named by its start address. The shim keeps the
 //! starts of the anonymous mappings it recorded in a fixed table, so that
