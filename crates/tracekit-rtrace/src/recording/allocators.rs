@@ -43,19 +43,29 @@ pub fn defined_entry_points(exe: &Path) -> Vec<&'static str> {
     let Ok(file) = std::fs::File::open(exe) else {
         return Vec::new();
     };
-    let cache = object::ReadCache::new(file);
-    let Ok(obj) = object::File::parse(&cache) else {
+    // Mapped, not read piecewise: the names of a large executable's symbol
+    // table (640,000 in a debug build of tracekit) are slices of it, and
+    // the recorder's reader thread is not held up (it was 10 s with a read
+    // per name).
+    // SAFETY: a read-only private mapping; a file changed while mapped
+    // gives wrong answers, never unsafety in the parser (it bounds-checks
+    // every read of the slice).
+    let Ok(data) = (unsafe { memmap2::Mmap::map(&file) }) else {
+        return Vec::new();
+    };
+    let Ok(obj) = object::File::parse(&*data) else {
         return Vec::new();
     };
     let mut found = vec![false; ENTRY_POINTS.len()];
     for sym in obj.symbols().chain(obj.dynamic_symbols()) {
-        if !sym.is_definition() || sym.kind() != SymbolKind::Text {
+        let Ok(name) = sym.name_bytes() else {
             continue;
-        }
-        if let Ok(name) = sym.name() {
-            if let Some(i) = ENTRY_POINTS.iter().position(|n| *n == name) {
-                found[i] = true;
-            }
+        };
+        let Some(i) = ENTRY_POINTS.iter().position(|n| n.as_bytes() == name) else {
+            continue;
+        };
+        if sym.is_definition() && sym.kind() == SymbolKind::Text {
+            found[i] = true;
         }
     }
     ENTRY_POINTS
