@@ -979,6 +979,14 @@ extern "C" fn after_fork_child() {
     }
     // SAFETY: getpid cannot fail.
     PID.store(unsafe { libc::getpid() }, Ordering::Relaxed);
+    // The child starts in its parent's toggle state: its header says so.
+    if MODULES.load(Ordering::Relaxed) & MODULE_TOGGLE_MASK != 0 {
+        if PAUSED.load(Ordering::Relaxed) {
+            MODULES.fetch_or(MODULE_STARTED_PAUSED, Ordering::Relaxed);
+        } else {
+            MODULES.fetch_and(!MODULE_STARTED_PAUSED, Ordering::Relaxed);
+        }
+    }
     set_guard(true);
     // SAFETY: metadata of the new process.
     unsafe {

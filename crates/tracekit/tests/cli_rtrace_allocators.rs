@@ -793,3 +793,78 @@ fn anonymous_mappings_are_pages() {
         .collect();
     assert_eq!(names, ["memory"]);
 }
+
+/// Started paused, turned on, then forks: the child records from its
+/// start (its parent's state) and its trace does not say it started
+/// paused; a child forked while paused records nothing of its own.
+const FORKS: &str = r#"
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+void *volatile keep[4];
+static void child(size_t n) {
+    if (fork() == 0) { keep[0] = malloc(n); _exit(0); }
+    wait(0);
+}
+int main(void) {
+    child(555);            /* paused: not recorded */
+    raise(SIGUSR2);
+    child(666);            /* recorded */
+    return 0;
+}
+"#;
+
+#[test]
+fn a_fork_child_starts_in_its_parents_state() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = build(tmp.path(), "forks", FORKS, &[]);
+    let rec = tmp.path().join("forks.tkmem");
+    ok(tracekit()
+        .args([
+            "-q",
+            "record",
+            "mem",
+            "--toggle-signal",
+            "SIGUSR2",
+            "--paused",
+            "-o",
+        ])
+        .arg(&rec)
+        .arg("--")
+        .arg(&exe)
+        .output());
+    let v: Value = serde_json::from_slice(
+        &ok(tracekit().args(["report", "--json"]).arg(&rec).output()).stdout,
+    )
+    .unwrap();
+    let procs = v["processes"].as_array().unwrap();
+    assert_eq!(procs.len(), 3, "{v:#}");
+    let notes: Vec<String> = procs
+        .iter()
+        .map(|p| p["report"]["notes"].to_string())
+        .collect();
+    // The parent and the first child started paused, the second did not.
+    assert!(notes[0].contains("signal 12, started paused"), "{notes:?}");
+    let leaked: Vec<(u64, u64)> = procs[1..]
+        .iter()
+        .map(|p| {
+            let r = &p["report"]["resources"][0];
+            (
+                r["leaked_blocks"].as_u64().unwrap(),
+                r["leaked_bytes"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let first = leaked
+        .iter()
+        .position(|l| *l == (0, 0))
+        .unwrap_or_else(|| panic!("{leaked:?}"));
+    let second = 1 - first;
+    assert_eq!(leaked[second], (1, 666), "{leaked:?}");
+    assert!(notes[1 + first].contains("started paused"), "{notes:?}");
+    assert!(
+        notes[1 + second].contains("signal 12:") && !notes[1 + second].contains("started paused"),
+        "{notes:?}"
+    );
+}
