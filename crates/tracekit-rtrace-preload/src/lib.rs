@@ -74,7 +74,11 @@
 //! * a per-thread guard turns every call made while recording (by us, by
 //!   libc on our behalf, by a signal handler interrupting us) into a plain
 //!   pass-through, so no lock of the shim is ever taken twice on a thread;
-//!   a fork child resets what threads that do not exist there may have held;
+//!   a fork child resets what threads that do not exist there may have held.
+//!   The memory hooks also hold it while the allocator runs, so what the
+//!   allocator calls through the PLT (another hooked entry point, `open`,
+//!   `mmap`; a signal handler that allocates meanwhile) passes through: one
+//!   call of the program is one record;
 //! * until `dlsym` has found the real functions, allocations come from a
 //!   static bootstrap arena (dlsym itself may call calloc);
 //! * it starts from an ELF constructor, so every process image gets a
