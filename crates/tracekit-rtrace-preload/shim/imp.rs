@@ -158,7 +158,7 @@ pub fn each_thread(f: &mut dyn FnMut(&unwind::ThreadUnwind)) {
     }
 }
 
-pub(crate) fn set_guard(on: bool) {
+fn set_guard(on: bool) {
     if let Some(s) = slot() {
         s.guard.store(on, Ordering::Relaxed);
     }
@@ -1661,7 +1661,7 @@ unsafe extern "C" fn h_calloc(n: usize, size: usize, sp: usize, fp: usize) -> *m
     p
 }
 
-pub(crate) fn realloc_common(
+fn realloc_common(
     p: *mut c_void,
     size: usize,
     func: u8,
