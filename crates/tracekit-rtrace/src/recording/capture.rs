@@ -1283,6 +1283,8 @@ impl Demux {
                     .map_or(0, |c| self.images[c.image].n + 1);
                 self.end_image(pid)?;
                 let k = self.images.len();
+                // An allocator LD_PRELOAD cannot see is said in the header.
+                let record = &*super::allocators::mark_header(record);
                 let path = self.store.start(k, pid, n, record)?;
                 let nonce = record
                     .get(32..40)

@@ -60,6 +60,9 @@ impl Report {
                 // Not an error: counted apart (heaptrack records none).
                 write!(out, ", {} free(NULL)", r.null_frees)?;
             }
+            if r.paused_frees > 0 {
+                write!(out, ", {} of blocks allocated while paused", r.paused_frees)?;
+            }
             writeln!(out, ")")?;
             writeln!(
                 out,
@@ -146,7 +149,7 @@ impl Report {
                 "name": r.name, "description": r.description,
                 "allocations": r.allocs, "allocated_bytes": r.allocated_bytes,
                 "frees": r.frees, "unmatched_frees": r.unmatched_frees,
-                "null_frees": r.null_frees,
+                "null_frees": r.null_frees, "paused_frees": r.paused_frees,
                 "peak_bytes": r.peak_bytes, "peak_blocks": r.peak_blocks,
                 "peak_at_index": r.peak_at_index,
                 "leaked_blocks": r.leaked_blocks, "leaked_bytes": r.leaked_bytes,

@@ -114,10 +114,12 @@ Examples:
   tracekit rtrace postproc app.tkmem -lcr            # leaks by backtrace, resolved
   tracekit record mem -o - -- ./app | tracekit report -
   tracekit record mem -p 4242 -o server.tkmem        # a running process; Ctrl-C detaches
-  tracekit record mem --format text -o app.mem -- ./app   # sp-rtrace text traces")]
+  tracekit record mem --format text -o app.mem -- ./app   # sp-rtrace text traces
+  tracekit record mem --toggle-signal SIGUSR2 --paused -- ./server &
+  kill -USR2 <pid of ./server>     # recording on; again: off")]
 pub struct RecordArgs {
     /// What to record: memory (malloc family), file (descriptors and
-    /// FILE streams), comma-separated.
+    /// FILE streams), pages (anonymous mmap/munmap/mremap), comma-separated.
     #[arg(long, default_value = "memory", value_name = "LIST")]
     pub modules: String,
     /// Return addresses kept per allocation (0 = none; default and most:
@@ -147,9 +149,20 @@ pub struct RecordArgs {
         short = 'p',
         long = "pid",
         value_name = "PID",
-        conflicts_with = "command"
+        conflicts_with_all = ["command", "toggle_signal", "paused"]
     )]
     pub pid: Option<i32>,
+    /// A signal that turns recording on and off in each process it is sent
+    /// to (`kill -USR2 PID`): SIGUSR2, USR2 or a number. While paused,
+    /// allocations are not recorded (releases are). Give a signal the
+    /// program does not use: the recorder installs its handler only if the
+    /// signal has none when the process starts, and a handler the program
+    /// installs later replaces it.
+    #[arg(long, value_name = "SIGNAL", value_parser = parse_signal)]
+    pub toggle_signal: Option<i32>,
+    /// Start with recording paused (needs --toggle-signal).
+    #[arg(long, requires = "toggle_signal")]
+    pub paused: bool,
     /// The command and its arguments.
     #[arg(
         required_unless_present = "pid",
@@ -313,6 +326,45 @@ impl RecordArgs {
     }
 }
 
+/// `--toggle-signal`: a signal's name (`SIGUSR2`, `USR2`) or number.
+fn parse_signal(s: &str) -> std::result::Result<i32, String> {
+    const NAMES: &[(&str, i32)] = &[
+        ("HUP", libc::SIGHUP),
+        ("INT", libc::SIGINT),
+        ("QUIT", libc::SIGQUIT),
+        ("USR1", libc::SIGUSR1),
+        ("USR2", libc::SIGUSR2),
+        ("PIPE", libc::SIGPIPE),
+        ("ALRM", libc::SIGALRM),
+        ("TERM", libc::SIGTERM),
+        ("WINCH", libc::SIGWINCH),
+        ("URG", libc::SIGURG),
+        ("PROF", libc::SIGPROF),
+        ("VTALRM", libc::SIGVTALRM),
+    ];
+    let name = s.trim_start_matches("SIG");
+    let n = match s.parse::<i32>() {
+        Ok(n) => n,
+        Err(_) => match NAMES.iter().find(|(k, _)| *k == name) {
+            Some((_, n)) => *n,
+            None => {
+                let rt = name
+                    .strip_prefix("RTMIN+")
+                    .and_then(|k| k.parse::<i32>().ok());
+                match rt {
+                    Some(k) => libc::SIGRTMIN() + k,
+                    None => return Err(format!("unknown signal {s} (e.g. SIGUSR2, USR2, 12)")),
+                }
+            }
+        },
+    };
+    // SIGKILL and SIGSTOP cannot be caught.
+    if n <= 0 || n > libc::SIGRTMAX() || n == libc::SIGKILL || n == libc::SIGSTOP {
+        return Err(format!("{s}: not a signal that a handler can catch"));
+    }
+    Ok(n)
+}
+
 /// The recorder library: `$TRACEKIT_PRELOAD_LIB`, or the copy built into
 /// this executable written to `dir`.
 pub(crate) fn preload_library(dir: &Path) -> Result<PathBuf> {
@@ -332,8 +384,8 @@ pub(crate) fn preload_library(dir: &Path) -> Result<PathBuf> {
 /// each recorded process image into an sp-rtrace text trace.
 pub fn record_mem(a: RecordArgs) -> Result<ExitCode> {
     for m in a.modules.split(',') {
-        if m != "memory" && m != "file" {
-            bail!("--modules: unknown module {m} (memory, file)");
+        if m != "memory" && m != "file" && m != "pages" {
+            bail!("--modules: unknown module {m} (memory, file, pages)");
         }
     }
     if a.format() == Format::Raw && a.output.as_deref() == Some(Path::new("-")) {
@@ -374,6 +426,19 @@ pub fn record_mem(a: RecordArgs) -> Result<ExitCode> {
     record_into(preload, &a)
 }
 
+/// What the shim is told to record: the modules, and the toggle signal
+/// (`toggle=N`, `paused`) in the same variable.
+fn modules_env(a: &RecordArgs) -> String {
+    let mut m = a.modules.clone();
+    if let Some(sig) = a.toggle_signal {
+        m.push_str(&format!(",toggle={sig}"));
+        if a.paused {
+            m.push_str(",paused");
+        }
+    }
+    m
+}
+
 /// Runs the command with the shim writing into a POSIX trace stream that
 /// a reader thread splits into per-image files, then writes them as the
 /// library's [`Outputs`] says (text traces, or with `--raw` the recordings).
@@ -404,7 +469,7 @@ fn record_into(preload: std::ffi::OsString, a: &RecordArgs) -> Result<ExitCode> 
     let spawned = std::process::Command::new(&a.command[0])
         .args(&a.command[1..])
         .env("LD_PRELOAD", preload)
-        .envs(capture.env(&a.modules))
+        .envs(capture.env(&modules_env(a)))
         .spawn();
     let mut child = match spawned {
         Ok(c) => c,
@@ -470,6 +535,7 @@ pub(crate) fn write_recorded(
         Written::Raw if !quiet => eprintln!("tracekit: {}: raw recording", out.display()),
         Written::Raw => {}
         Written::Text(info, stats) => {
+            warn_hidden_allocator(&info);
             if !quiet || stats.lost > 0 || stats.truncated_bytes > 0 {
                 eprintln!(
                     "tracekit: {}: {}",
@@ -479,6 +545,7 @@ pub(crate) fn write_recorded(
             }
         }
         Written::Packed(info, stats) => {
+            warn_hidden_allocator(&info);
             if !quiet || stats.lost > 0 {
                 let name = if out.as_os_str().is_empty() {
                     "<stdout>".to_string()
@@ -582,6 +649,25 @@ fn copy_text(
 }
 
 /// `executable (N allocations, M releases; how it ended, losses)`.
+/// Says (even with -q) that an image's executable defines allocator
+/// functions itself: those allocations are missing from the recording.
+fn warn_hidden_allocator(info: &tracekit_rtrace::recording::RecordingInfo) {
+    use tracekit_rtrace::recording::allocators;
+    if info.modules & tracekit_rtrace_preload::wire::MODULE_HIDDEN_ALLOCATOR != 0 {
+        let names = allocators::defined_entry_points(Path::new(&info.executable));
+        eprintln!(
+            "tracekit: warning: pid {}: {} defines {} itself (a statically linked allocator): LD_PRELOAD cannot see its calls to them, those allocations are missing from the recording",
+            info.pid,
+            info.executable,
+            if names.is_empty() {
+                "allocator functions".to_string()
+            } else {
+                names.join(", ")
+            }
+        );
+    }
+}
+
 fn describe_image(
     info: &tracekit_rtrace::recording::RecordingInfo,
     stats: &tracekit_rtrace::recording::DecodeStats,
@@ -1522,6 +1608,8 @@ mod tests {
             format,
             raw: false,
             pid: None,
+            toggle_signal: None,
+            paused: false,
             command: ["/bin/sh", "-c", "ls / >/dev/null; exit 3"]
                 .iter()
                 .map(Into::into)
