@@ -22,6 +22,10 @@ static STATE: AtomicU8 = AtomicU8::new(UNINIT);
 static SEQ: AtomicU64 = AtomicU64::new(0);
 static DEPTH: AtomicUsize = AtomicUsize::new(10);
 static MODULES: AtomicU32 = AtomicU32::new(MODULE_MEMORY);
+/// Recording paused (`record mem --toggle-signal`): allocations are not
+/// recorded, releases still are. Flipped by the toggle signal's handler
+/// (an atomic store is all it does: async-signal-safe).
+static PAUSED: AtomicBool = AtomicBool::new(false);
 /// The mapped stream (set once at initialisation, kept across fork; a new
 /// image maps it again) and our two event types in it.
 static STREAM: AtomicPtr<OpaqueHeader> = AtomicPtr::new(null_mut());
@@ -64,9 +68,9 @@ static TSC_REANCHOR: AtomicU64 = AtomicU64::new(0);
 /// program makes) and so change what it allocates. Threads are told apart
 /// by `pthread_self()`, the address of their descriptor; a reused
 /// descriptor is a reused stack, so the cached bounds stay right.
-struct Slot {
+pub(crate) struct Slot {
     key: AtomicUsize,
-    guard: AtomicBool,
+    pub(crate) guard: AtomicBool,
     batch: AtomicPtr<Batch>,
     /// The thread's last clock reading and the TSC then (see `now_ms`).
     anchor_tsc: AtomicU64,
@@ -248,14 +252,21 @@ type ExecvFn = unsafe extern "C" fn(*const c_char, *const *const c_char) -> c_in
 type ExitFn = unsafe extern "C" fn(c_int) -> !;
 type DlcloseFn = unsafe extern "C" fn(*mut c_void) -> c_int;
 
-unsafe fn resolve(slot: &AtomicUsize, name: &CStr) -> usize {
+pub(crate) unsafe fn resolve(slot: &AtomicUsize, name: &CStr) -> usize {
     let p = slot.load(Ordering::Acquire);
     if p != 0 {
         return p;
     }
+    // Loaded late by `record mem -p` (see `attach`), the shim is no
+    // interposer: the global scope's definition is the real one.
+    let handle = if crate::attach::attached() {
+        core::ptr::null_mut()
+    } else {
+        libc::RTLD_NEXT
+    };
     // SAFETY: dlsym with a NUL-terminated name; RTLD_NEXT finds the
     // definition after ours (libc's).
-    let p = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) } as usize;
+    let p = unsafe { libc::dlsym(handle, name.as_ptr()) } as usize;
     slot.store(p, Ordering::Release);
     p
 }
@@ -282,7 +293,9 @@ macro_rules! real {
     }};
 }
 
-fn die(msg: &str) -> ! {
+pub(crate) use real;
+
+pub(crate) fn die(msg: &str) -> ! {
     // SAFETY: write(2) of a valid buffer, then abort.
     unsafe {
         libc::write(2, msg.as_ptr().cast(), msg.len());
@@ -330,7 +343,20 @@ fn enabled(module: u32) -> bool {
 /// that the event's record does not look it up a second time
 /// ([`record_in`]).
 #[inline(always)]
-fn recording_slot(module: u32) -> Option<&'static Slot> {
+pub(crate) fn recording_slot(module: u32) -> Option<&'static Slot> {
+    if PAUSED.load(Ordering::Relaxed) {
+        // Still initialise: the image gets its header.
+        let _ = STATE.load(Ordering::Acquire) == READY || init_slow();
+        return None;
+    }
+    release_slot(module)
+}
+
+/// [`recording_slot`] for a release: releases are recorded while
+/// recording is paused too (a block allocated while recording and freed
+/// while paused is not a leak).
+#[inline(always)]
+pub(crate) fn release_slot(module: u32) -> Option<&'static Slot> {
     let state = STATE.load(Ordering::Acquire);
     if state != READY && !init_slow() {
         return None;
@@ -340,6 +366,56 @@ fn recording_slot(module: u32) -> Option<&'static Slot> {
     }
     let s = slot()?;
     (!s.guard.load(Ordering::Relaxed)).then_some(s)
+}
+
+/// Whether a release of `module` is recorded (see [`release_slot`]).
+#[inline(always)]
+fn release_enabled(module: u32) -> bool {
+    release_slot(module).is_some()
+}
+
+/// Runs the allocator (the real function a hook calls) with this thread's
+/// guard set when recording (`slot`; otherwise the guard is left as it
+/// is: it may be an outer one), so that what the allocator calls through
+/// the PLT passes through: an override layer's `malloc` calling
+/// `mi_malloc`, `mi_realloc` freeing with `mi_free`, glibc's
+/// `reallocarray` calling `realloc`, an allocator's own `open` or `mmap`.
+/// One call of the program is one record, under the function it called.
+#[inline(always)]
+pub(crate) fn inside<T>(slot: Option<&Slot>, f: impl FnOnce() -> T) -> T {
+    if let Some(s) = slot {
+        s.guard.store(true, Ordering::Relaxed);
+    }
+    let r = f();
+    if let Some(s) = slot {
+        s.guard.store(false, Ordering::Relaxed);
+    }
+    r
+}
+
+/// The toggle signal's handler: flips [`PAUSED`], nothing else.
+extern "C" fn on_toggle(_sig: c_int) {
+    PAUSED.fetch_xor(true, Ordering::Relaxed);
+}
+
+/// Installs the toggle signal's handler unless the signal already has a
+/// disposition (a handler, or ignored): the program's own use of the
+/// signal wins. Returns whether it was installed.
+unsafe fn install_toggle(sig: c_int) -> bool {
+    let mut old = libc::sigaction_t::default();
+    // SAFETY: querying the current disposition into our own struct.
+    if unsafe { libc::sigaction(sig, ptr::null(), &mut old) } != 0
+        || old.sa_handler != libc::SIG_DFL
+    {
+        return false;
+    }
+    let act = libc::sigaction_t {
+        sa_handler: on_toggle as extern "C" fn(c_int) as usize,
+        sa_flags: libc::SA_RESTART,
+        ..Default::default()
+    };
+    // SAFETY: a valid struct; the handler only flips an atomic.
+    unsafe { libc::sigaction(sig, &act, ptr::null_mut()) == 0 }
 }
 
 #[cold]
@@ -373,6 +449,10 @@ fn init_slow() -> bool {
 }
 
 unsafe fn getenv(name: &CStr) -> Option<&'static [u8]> {
+    if crate::attach::attached() {
+        // Attached: the recorder's settings came with the attach call.
+        return crate::attach::setting(name);
+    }
     // SAFETY: getenv with a NUL-terminated name; the result lives as long
     // as the environment entry (we copy what we keep).
     let p = unsafe { libc::getenv(name.as_ptr()) };
@@ -409,11 +489,32 @@ unsafe fn initialise() -> bool {
     // SAFETY: reading the environment.
     if let Some(m) = unsafe { getenv(MODULES_ENV_C) } {
         let mut mask = 0;
+        let mut toggle = 0;
+        let mut paused = false;
         for part in m.split(|&b| b == b',') {
             match part {
                 b"memory" => mask |= MODULE_MEMORY,
                 b"file" => mask |= MODULE_FILE,
-                _ => {}
+                b"pages" => mask |= MODULE_PAGES,
+                b"attached" => mask |= MODULE_ATTACHED,
+                b"paused" => paused = true,
+                _ => {
+                    if let Some(n) = part.strip_prefix(b"toggle=").and_then(parse_usize) {
+                        toggle = n.min(255) as u32;
+                    }
+                }
+            }
+        }
+        if toggle > 0 {
+            mask |= toggle << MODULE_TOGGLE_SHIFT;
+            // SAFETY: sigaction with our own structs.
+            if unsafe { install_toggle(toggle as c_int) } {
+                if paused {
+                    mask |= MODULE_STARTED_PAUSED;
+                    PAUSED.store(true, Ordering::Relaxed);
+                }
+            } else {
+                mask |= MODULE_TOGGLE_REFUSED;
             }
         }
         MODULES.store(mask, Ordering::Relaxed);
@@ -890,6 +991,14 @@ extern "C" fn after_fork_child() {
     }
     // SAFETY: getpid cannot fail.
     PID.store(unsafe { libc::getpid() }, Ordering::Relaxed);
+    // The child starts in its parent's toggle state: its header says so.
+    if MODULES.load(Ordering::Relaxed) & MODULE_TOGGLE_MASK != 0 {
+        if PAUSED.load(Ordering::Relaxed) {
+            MODULES.fetch_or(MODULE_STARTED_PAUSED, Ordering::Relaxed);
+        } else {
+            MODULES.fetch_and(!MODULE_STARTED_PAUSED, Ordering::Relaxed);
+        }
+    }
     set_guard(true);
     // SAFETY: metadata of the new process.
     unsafe {
@@ -1179,6 +1288,12 @@ extern "C" fn exit_status(status: c_int, _arg: *mut c_void) {
 }
 
 extern "C" fn at_load() {
+    // Loaded by `dlopen` from `record mem -p` (no stream in the
+    // environment): the attach call starts recording (see `attach`).
+    // SAFETY: reading the environment.
+    if !crate::attach::attached() && unsafe { getenv(STREAM_ENV_C) }.is_none() {
+        return;
+    }
     // Start eagerly so that an image that never allocates still gets its
     // (empty) trace; hooks called earlier have initialised already.
     if STATE.load(Ordering::Acquire) == UNINIT {
@@ -1198,6 +1313,25 @@ extern "C" fn at_load() {
 #[used]
 #[unsafe(link_section = ".init_array")]
 static INIT: extern "C" fn() = at_load;
+
+/// Attached (`attach`): starts recording as the constructor does when
+/// preloaded. True if recording.
+pub(crate) fn start_late() -> bool {
+    at_load();
+    STATE.load(Ordering::Acquire) == READY
+}
+
+/// Attached, on the recorder's detach: every batch written, then nothing
+/// more is recorded (the shim stays loaded, inert).
+pub(crate) fn stop_late() {
+    // SAFETY: sending our events and metadata, as at exit.
+    unsafe { finish(false) };
+    STATE.store(DISABLED, Ordering::Release);
+    set_guard(true);
+    // SAFETY: what threads appended meanwhile.
+    unsafe { flush_all(false) };
+    set_guard(false);
+}
 // ---------------------------------------------------------------------
 // Events
 
@@ -1274,7 +1408,7 @@ fn now_ms_slow() -> u32 {
 }
 
 #[inline(always)]
-fn take_seq() -> u64 {
+pub(crate) fn take_seq() -> u64 {
     SEQ.fetch_add(1, Ordering::Relaxed)
 }
 
@@ -1339,7 +1473,7 @@ fn record(
 /// [`record`] into the thread's slot `slot`.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn record_in(
+pub(crate) fn record_in(
     slot: &Slot,
     kind: u8,
     res: u8,
@@ -1471,6 +1605,8 @@ macro_rules! trampoline {
     };
 }
 
+pub(crate) use trampoline;
+
 trampoline!(malloc => h_malloc, "rsi", "rdx", (size: usize) -> *mut c_void);
 trampoline!(calloc => h_calloc, "rdx", "rcx", (n: usize, size: usize) -> *mut c_void);
 trampoline!(realloc => h_realloc, "rdx", "rcx", (p: *mut c_void, size: usize) -> *mut c_void);
@@ -1517,7 +1653,7 @@ fn real_malloc_or_arena(size: usize) -> *mut c_void {
 
 unsafe extern "C" fn h_malloc(size: usize, sp: usize, fp: usize) -> *mut c_void {
     let on = recording_slot(MODULE_MEMORY);
-    let p = real_malloc_or_arena(size);
+    let p = inside(on, || real_malloc_or_arena(size));
     if let (Some(slot), false) = (on, p.is_null()) {
         record_in(
             slot,
@@ -1543,7 +1679,7 @@ unsafe extern "C" fn h_calloc(n: usize, size: usize, sp: usize, fp: usize) -> *m
     let on = recording_slot(MODULE_MEMORY);
     let f = real!(R_CALLOC, c"calloc", CallocFn);
     // SAFETY: the real calloc.
-    let p = unsafe { f(n, size) };
+    let p = inside(on, || unsafe { f(n, size) });
     if let (Some(slot), false) = (on, p.is_null()) {
         let total = n.wrapping_mul(size) as u64;
         record_in(
@@ -1571,8 +1707,9 @@ fn realloc_common(
     call: impl FnOnce() -> *mut c_void,
 ) -> *mut c_void {
     let on = enabled(MODULE_MEMORY);
-    let free_seq = (on && !p.is_null()).then(take_seq);
-    let q = call();
+    let rel = release_slot(MODULE_MEMORY);
+    let free_seq = (rel.is_some() && !p.is_null()).then(take_seq);
+    let q = inside(rel, call);
     if let Some(seq) = free_seq {
         if !q.is_null() || size == 0 {
             record(KIND_FREE, RES_MEMORY, func, 0, p as u64, seq, 0, 0, false);
@@ -1622,19 +1759,12 @@ unsafe extern "C" fn h_reallocarray(
 ) -> *mut c_void {
     // glibc's reallocarray calls realloc through the PLT, that is our
     // hook: that inner call is the C library's, not the program's, and
-    // passes through (guarded) so that the block is recorded once.
-    let on = enabled(MODULE_MEMORY);
+    // passes through (`realloc_common` runs it guarded) so that the block
+    // is recorded once.
     realloc_common(p, n.wrapping_mul(size), F_REALLOCARRAY, sp, fp, || {
         let f = real!(R_REALLOCARRAY, c"reallocarray", ReallocarrayFn);
-        if on {
-            set_guard(true);
-        }
         // SAFETY: the real reallocarray.
-        let q = unsafe { f(p, n, size) };
-        if on {
-            set_guard(false);
-        }
-        q
+        unsafe { f(p, n, size) }
     })
 }
 
@@ -1643,11 +1773,11 @@ pub unsafe extern "C" fn free(p: *mut c_void) {
     if in_arena(p) {
         return;
     }
-    let on = recording_slot(MODULE_MEMORY);
+    let on = release_slot(MODULE_MEMORY);
     let seq = if on.is_some() { take_seq() } else { 0 };
     let f = real!(R_FREE, c"free", FreeFn);
     // SAFETY: the real free.
-    unsafe { f(p) };
+    inside(on, || unsafe { f(p) });
     if let Some(slot) = on {
         record_in(
             slot, KIND_FREE, RES_MEMORY, F_FREE, 0, p as u64, seq, 0, 0, false,
@@ -1662,10 +1792,11 @@ unsafe extern "C" fn h_posix_memalign(
     sp: usize,
     fp: usize,
 ) -> c_int {
-    let on = enabled(MODULE_MEMORY);
+    let slot = recording_slot(MODULE_MEMORY);
+    let on = slot.is_some();
     let f = real!(R_POSIX_MEMALIGN, c"posix_memalign", PosixMemalignFn);
     // SAFETY: the real posix_memalign.
-    let rc = unsafe { f(out, align, size) };
+    let rc = inside(slot, || unsafe { f(out, align, size) });
     if on && rc == 0 && !out.is_null() {
         // SAFETY: on success the real function stored the pointer.
         let p = unsafe { *out };
@@ -1687,10 +1818,11 @@ unsafe extern "C" fn h_posix_memalign(
 macro_rules! aligned_hook {
     ($hook:ident, $slot:ident, $name:literal, $func:expr) => {
         unsafe extern "C" fn $hook(align: usize, size: usize, sp: usize, fp: usize) -> *mut c_void {
-            let on = enabled(MODULE_MEMORY);
+            let slot = recording_slot(MODULE_MEMORY);
+            let on = slot.is_some();
             let f = real!($slot, $name, AlignedFn);
             // SAFETY: the real function.
-            let p = unsafe { f(align, size) };
+            let p = inside(slot, || unsafe { f(align, size) });
             if on && !p.is_null() {
                 record(
                     KIND_ALLOC,
@@ -1719,10 +1851,11 @@ aligned_hook!(h_memalign, R_MEMALIGN, c"memalign", F_MEMALIGN);
 macro_rules! page_hook {
     ($hook:ident, $slot:ident, $name:literal, $func:expr) => {
         unsafe extern "C" fn $hook(size: usize, sp: usize, fp: usize) -> *mut c_void {
-            let on = enabled(MODULE_MEMORY);
+            let slot = recording_slot(MODULE_MEMORY);
+            let on = slot.is_some();
             let f = real!($slot, $name, MallocFn);
             // SAFETY: the real function.
-            let p = unsafe { f(size) };
+            let p = inside(slot, || unsafe { f(size) });
             if on && !p.is_null() {
                 record(
                     KIND_ALLOC,
@@ -1795,7 +1928,7 @@ fd_hook!(h_memfd, R_MEMFD, c"memfd_create", MemfdFn, F_MEMFD, (name: *const c_ch
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn close(fd: c_int) -> c_int {
     let f = real!(R_CLOSE, c"close", IntFn);
-    let on = enabled(MODULE_FILE);
+    let on = release_enabled(MODULE_FILE);
     let seq = if on { take_seq() } else { 0 };
     // SAFETY: the real close.
     let rc = unsafe { f(fd) };
@@ -1822,14 +1955,16 @@ fn dup_common(
     fp: usize,
     call: impl FnOnce() -> c_int,
 ) -> c_int {
-    let on = enabled(MODULE_FILE) && old != new;
+    let on = release_enabled(MODULE_FILE) && old != new;
     let seq = if on { take_seq() } else { 0 };
     let rc = call();
     if on {
         if rc >= 0 {
             // The target was implicitly closed (if it was open).
             record(KIND_FREE, RES_FD, func, 0, new as u64, seq, 0, 0, false);
-            fd_alloc(rc, func, sp, fp);
+            if enabled(MODULE_FILE) {
+                fd_alloc(rc, func, sp, fp);
+            }
         } else {
             void(seq);
         }
@@ -1914,7 +2049,7 @@ fopen_hook!(h_fopen, R_FOPEN, c"fopen", F_FOPEN);
 fopen_hook!(h_fopen64, R_FOPEN64, c"fopen64", F_FOPEN64);
 
 unsafe extern "C" fn h_fdopen(fd: c_int, mode: *const c_char, sp: usize, fp: usize) -> *mut c_void {
-    let on = enabled(MODULE_FILE);
+    let on = release_enabled(MODULE_FILE);
     let seq = if on { take_seq() } else { 0 };
     let f = real!(R_FDOPEN, c"fdopen", FdopenFn);
     // SAFETY: the real fdopen.
@@ -1925,25 +2060,27 @@ unsafe extern "C" fn h_fdopen(fd: c_int, mode: *const c_char, sp: usize, fp: usi
         } else {
             // Ownership of the descriptor moves to the stream.
             record(KIND_FREE, RES_FD, F_FDOPEN, 0, fd as u64, seq, 0, 0, false);
-            record(
-                KIND_ALLOC,
-                RES_FP,
-                F_FDOPEN,
-                1,
-                stream as u64,
-                take_seq(),
-                sp,
-                fp,
-                true,
-            );
         }
+    }
+    if on && !stream.is_null() && enabled(MODULE_FILE) {
+        record(
+            KIND_ALLOC,
+            RES_FP,
+            F_FDOPEN,
+            1,
+            stream as u64,
+            take_seq(),
+            sp,
+            fp,
+            true,
+        );
     }
     stream
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fclose(stream: *mut c_void) -> c_int {
-    let on = enabled(MODULE_FILE);
+    let on = release_enabled(MODULE_FILE);
     let seq = if on { take_seq() } else { 0 };
     let f = real!(R_FCLOSE, c"fclose", FcloseFn);
     // SAFETY: the real fclose.

@@ -23,9 +23,15 @@ extern crate alloc;
 mod libc;
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+mod apis;
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod arena;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+mod attach;
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod imp;
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+mod pages;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod stacks;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]

@@ -25,7 +25,10 @@
 //! unchanged:
 //! * interposes the malloc family and the descriptor functions
 //!   (open/openat/creat/close/dup*/pipe*/socket/accept*/fopen/fdopen/
-//!   fclose/eventfd/timerfd_create/memfd_create), and for allocations takes
+//!   fclose/eventfd/timerfd_create/memfd_create), allocators' own entry
+//!   points (`shim/apis.rs`: mimalloc's `mi_malloc`..., jemalloc's
+//!   `_rjem_malloc`...; the allocator runs with the guard set, so its
+//!   nested calls are not recorded twice), and for allocations takes
 //!   a backtrace by unwinding the DWARF call-frame information
 //!   (`.eh_frame_hdr`/`.eh_frame`) of the loaded objects (`shim/unwind.rs`:
 //!   framehop with a per-thread rule cache; module tables from
@@ -71,7 +74,11 @@
 //! * a per-thread guard turns every call made while recording (by us, by
 //!   libc on our behalf, by a signal handler interrupting us) into a plain
 //!   pass-through, so no lock of the shim is ever taken twice on a thread;
-//!   a fork child resets what threads that do not exist there may have held;
+//!   a fork child resets what threads that do not exist there may have held.
+//!   The memory hooks also hold it while the allocator runs, so what the
+//!   allocator calls through the PLT (another hooked entry point, `open`,
+//!   `mmap`; a signal handler that allocates meanwhile) passes through: one
+//!   call of the program is one record;
 //! * until `dlsym` has found the real functions, allocations come from a
 //!   static bootstrap arena (dlsym itself may call calloc);
 //! * it starts from an ELF constructor, so every process image gets a
@@ -88,7 +95,15 @@
 //! * timestamps: CLOCK_MONOTONIC milliseconds; where the stream's clock is
 //!   the TSC, a thread reads the clock every ~50 ms and extrapolates with
 //!   the TSC in between;
-//! * `errno` is preserved around everything the shim does.
+//! * with the `pages` module, anonymous `mmap`/`mmap64`, `munmap` and
+//!   `mremap` are recorded as resource type `RES_PAGES` (`shim/pages.rs`);
+//!   the shim's own mappings are raw system calls;
+//! * `errno` is preserved around everything the shim does;
+//! * with a toggle signal (`toggle=N` in `$TRACEKIT_RTRACE_MODULES`, and
+//!   `paused` to start paused), a handler that only flips an atomic turns
+//!   the recording of allocations off and on; releases are recorded
+//!   throughout. It is installed only if the signal has the default
+//!   disposition when the image starts; the header says which.
 //!
 //! x86_64 Linux only (the trampolines pass the caller's stack and frame
 //! pointer registers in assembly); elsewhere [`SHIM`] is empty.

@@ -44,6 +44,10 @@ pub const STACK_HEAD: usize = 8;
 pub const RES_MEMORY: u8 = 0;
 pub const RES_FD: u8 = 1;
 pub const RES_FP: u8 = 2;
+/// Anonymous memory mappings (`mmap`, `munmap`, `mremap`), in bytes.
+pub const RES_PAGES: u8 = 3;
+/// How many resource types there are.
+pub const RES_TYPES: usize = 4;
 
 /// The length of the record at the start of `b`, from its first bytes
 /// (`None`: an unknown kind, or too few bytes to tell).
@@ -100,14 +104,71 @@ pub const FUNCTIONS: &[&str] = &[
     "openat64",
     "creat64",
     "fopen64",
+    // Allocators' own entry points (mimalloc's `mi_` API; jemalloc built
+    // with the `_rjem_` prefix, as Rust's tikv-jemallocator does).
+    "mi_malloc",
+    "mi_calloc",
+    "mi_zalloc",
+    "mi_realloc",
+    "mi_reallocf",
+    "mi_free",
+    "mi_malloc_aligned",
+    "mi_zalloc_aligned",
+    "mi_calloc_aligned",
+    "mi_strdup",
+    "mi_strndup",
+    "mi_mallocn",
+    "mi_reallocn",
+    "mi_free_size",
+    "_rjem_malloc",
+    "_rjem_calloc",
+    "_rjem_realloc",
+    "_rjem_free",
+    "_rjem_mallocx",
+    "_rjem_rallocx",
+    "_rjem_sdallocx",
+    "_rjem_dallocx",
+    "_rjem_posix_memalign",
+    "_rjem_aligned_alloc",
+    // Anonymous mappings (the `pages` module).
+    "mmap",
+    "mmap64",
+    "munmap",
+    "mremap",
 ];
 /// Header chunk payload: pid u32, ppid u32, start time (seconds since
 /// the epoch) u64, start monotonic ms u64, backtrace depth u32,
-/// modules u32 (bit 0 memory, bit 1 file), the image's nonce u64 (names
+/// modules u32 (bit 0 memory, bit 1 file, and the `MODULE_*` flags below), the image's nonce u64 (names
 /// its spill file), then the executable path.
 pub const HEADER_FIXED: usize = 40;
 pub const MODULE_MEMORY: u32 = 1;
 pub const MODULE_FILE: u32 = 2;
+/// Anonymous memory mappings made by the program (`pages`).
+pub const MODULE_PAGES: u32 = 4;
+/// Bits 8-15 of the header's modules word: the signal that turns
+/// recording on and off in this image (`record mem --toggle-signal`; 0:
+/// none). While recording is paused, allocations are not recorded and
+/// releases still are, so a block allocated while recording and freed
+/// while paused is not a leak; a release of a block the recording never
+/// saw allocated is one allocated while paused.
+pub const MODULE_TOGGLE_SHIFT: u32 = 8;
+pub const MODULE_TOGGLE_MASK: u32 = 0xff << MODULE_TOGGLE_SHIFT;
+/// Header modules bit: the toggle signal already had a handler or was
+/// ignored when the image started, so the shim installed none (the
+/// signal does not toggle this image).
+pub const MODULE_TOGGLE_REFUSED: u32 = 1 << 16;
+/// Header modules bit: the image started paused (`--paused`).
+pub const MODULE_STARTED_PAUSED: u32 = 1 << 17;
+/// Header modules bit, set by the recorder (never the shim): the image's
+/// executable defines allocator functions itself (a statically linked
+/// allocator: `malloc`, `_rjem_malloc`, `mi_malloc`, ...). Its calls to
+/// them do not go through the dynamic linker, so LD_PRELOAD cannot see
+/// them: those allocations are missing from the recording.
+pub const MODULE_HIDDEN_ALLOCATOR: u32 = 1 << 31;
+/// Header flag (with the modules): the shim was loaded into a running
+/// process (`record mem -p`), so blocks allocated before it are unknown
+/// and their frees are frees of blocks allocated before recording.
+pub const MODULE_ATTACHED: u32 = 1 << 18;
 
 use core::ffi::CStr;
 

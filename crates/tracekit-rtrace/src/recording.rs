@@ -29,6 +29,8 @@ pub use tracekit_rtrace_preload::wire;
 
 use wire::*;
 
+pub mod allocators;
+pub mod attach;
 pub mod capture;
 pub mod packed;
 pub mod set;
@@ -656,7 +658,7 @@ struct Image<'a> {
     /// The text before the first call (header, registry, map lines).
     prologue: Vec<u8>,
     /// The resource tags call lines carry.
-    tags: [Option<&'static str>; 3],
+    tags: [Option<&'static str>; RES_TYPES],
     merge: Merge<'a>,
     stacks: Stacks,
     stats: DecodeStats,
@@ -980,7 +982,7 @@ impl<'a> Events<'a> {
         let mut queue = std::collections::VecDeque::new();
         let mut warnings = Warnings::default();
         let line = parse_lines(&image.prologue, 0, &mut queue, &mut warnings)?;
-        let mut names = Vec::with_capacity((FUNCTIONS.len() + 1) * 4);
+        let mut names = Vec::with_capacity((FUNCTIONS.len() + 1) * (RES_TYPES + 1));
         for name in FUNCTIONS.iter().copied().chain(["unknown"]) {
             for tag in image.tags.into_iter().chain([None]) {
                 names.push((
@@ -1087,7 +1089,8 @@ impl<'a> Events<'a> {
         } else {
             self.empty.clone()
         };
-        let (name, tag) = &self.names[func.min(FUNCTIONS.len()) * 4 + res.min(3)];
+        let (name, tag) =
+            &self.names[func.min(FUNCTIONS.len()) * (RES_TYPES + 1) + res.min(RES_TYPES)];
         let line = self.line + 1;
         self.line += 2 + frames.len() as u64;
         Some(Item::Call(FullCall {
@@ -1215,7 +1218,7 @@ fn write_prologue(
     info: &RecordingInfo,
     maps: &[(String, u64, u64)],
     out: &mut Vec<u8>,
-) -> Result<[Option<&'static str>; 3]> {
+) -> Result<[Option<&'static str>; RES_TYPES]> {
     let io = |e: std::io::Error| Error::io(None, e);
     let field = |k: &str, v: String| HeaderField {
         key: k.to_string(),
@@ -1244,6 +1247,9 @@ fn write_prologue(
         types.push((RES_FD, "fd", "file descriptor"));
         types.push((RES_FP, "fp", "file pointer"));
     }
+    if info.modules & MODULE_PAGES != 0 {
+        types.push((RES_PAGES, "pages", "anonymous memory mappings in bytes"));
+    }
     for (i, (_, name, desc)) in types.iter().enumerate() {
         writeln!(out, "<{:x}> : {name} ({desc})", 1u32 << i).map_err(io)?;
     }
@@ -1257,15 +1263,48 @@ fn write_prologue(
     for (path, a, b) in maps {
         writeln!(out, ": {path} => 0x{a:x}-0x{b:x}").map_err(io)?;
     }
-    Ok([RES_MEMORY, RES_FD, RES_FP].map(type_name))
+    Ok([RES_MEMORY, RES_FD, RES_FP, RES_PAGES].map(type_name))
 }
+
+/// The note (after `## tracekit: `) of a recording turned on and off by a
+/// signal (`record mem --toggle-signal`), followed by the signal's number.
+pub const TOGGLE_NOTE: &str = "recording turned on and off by signal";
+
+/// The note of an image whose executable defines allocator functions
+/// itself (see [`allocators`]).
+pub const HIDDEN_ALLOCATOR_NOTE: &str = "## tracekit: warning: the executable defines allocator functions itself (a statically linked allocator): its calls to them do not go through LD_PRELOAD, those allocations are missing\n";
 
 /// The closing comments (how the image ended, losses) at the start of
 /// `out` (at least 1 KiB); returns their length.
 fn epilogue(out: &mut [u8], info: &RecordingInfo, stats: &DecodeStats) -> usize {
     let mut s = String::new();
-    if let Some(end) = info.end {
-        s.push_str(&format!("## tracekit: {}\n", describe_end(end)));
+    let attached = info.modules & MODULE_ATTACHED != 0;
+    if attached {
+        s.push_str(&format!(
+            "## tracekit: {}: blocks allocated before recording are not in this trace; their frees are counted apart\n",
+            crate::report::ATTACHED_NOTE
+        ));
+    }
+    if let Some(end) = describe_image_end(info) {
+        s.push_str(&format!("## tracekit: {end}\n"));
+    }
+    if info.modules & MODULE_HIDDEN_ALLOCATOR != 0 {
+        s.push_str(HIDDEN_ALLOCATOR_NOTE);
+    }
+    let toggle = (info.modules & MODULE_TOGGLE_MASK) >> MODULE_TOGGLE_SHIFT;
+    if toggle != 0 && info.modules & MODULE_TOGGLE_REFUSED != 0 {
+        s.push_str(&format!(
+            "## tracekit: warning: signal {toggle} already had a handler (or was ignored) when the process started: it did not turn recording on and off here\n"
+        ));
+    } else if toggle != 0 {
+        s.push_str(&format!(
+            "## tracekit: {TOGGLE_NOTE} {toggle}{}: allocations made while paused are not recorded, releases are; releases of blocks allocated while paused are counted apart\n",
+            if info.modules & MODULE_STARTED_PAUSED != 0 {
+                ", started paused"
+            } else {
+                ""
+            }
+        ));
     }
     if stats.lost > 0 {
         // Never silently: the trace says it is incomplete.
@@ -1320,6 +1359,20 @@ fn emit(
     }
     out[n] = b'\n';
     n + 1
+}
+
+/// How an image ended, in words, as its header and end chunk say (see
+/// [`describe_end`]).
+pub fn describe_image_end(info: &RecordingInfo) -> Option<String> {
+    match info.end? {
+        // Attached to (`record mem -p`): the recorder may have stopped
+        // first and left the process running.
+        capture::ImageEnd::Unseen if info.modules & MODULE_ATTACHED != 0 => Some(
+            "the recording stopped before the process ended (tracekit detached), or the process was killed"
+                .into(),
+        ),
+        end => Some(describe_end(end)),
+    }
 }
 
 /// How an image ended, in words (the trace's closing comment and the
@@ -1380,8 +1433,8 @@ struct CallFormatter {
     /// fourth without a tag (unknown types); the last function: unknown
     /// names.
     heads: Vec<([u8; HEAD_MAX], usize)>,
-    /// The resource tags by resource (the fourth: unknown types, none).
-    tags: [Option<&'static str>; 4],
+    /// The resource tags by resource (the last: unknown types, none).
+    tags: [Option<&'static str>; RES_TYPES + 1],
 }
 
 /// Where the line's start ends in [`CallFormatter::prefix`], and how many
@@ -1453,8 +1506,8 @@ fn block<const N: usize>(b: &mut [u8; CALL_MAX], at: usize) -> &mut [u8; N] {
 }
 
 impl CallFormatter {
-    fn new(tags: [Option<&'static str>; 3]) -> CallFormatter {
-        let mut heads = Vec::with_capacity((FUNCTIONS.len() + 1) * 4);
+    fn new(tags: [Option<&'static str>; RES_TYPES]) -> CallFormatter {
+        let mut heads = Vec::with_capacity((FUNCTIONS.len() + 1) * (RES_TYPES + 1));
         for name in FUNCTIONS.iter().copied().chain(["unknown"]) {
             for tag in tags.into_iter().chain([None]) {
                 let mut h = name.as_bytes().to_vec();
@@ -1479,7 +1532,7 @@ impl CallFormatter {
             index: 0,
             last_ms: None,
             heads,
-            tags: [tags[0], tags[1], tags[2], None],
+            tags: [tags[0], tags[1], tags[2], tags[3], None],
         }
     }
 
@@ -1571,7 +1624,7 @@ impl CallFormatter {
             .unwrap_or_else(|_| unreachable!());
         let mut n = PREFIX_END - at;
         let f = (func as usize).min(FUNCTIONS.len());
-        let (head, len) = &self.heads[f * 4 + (res as usize).min(3)];
+        let (head, len) = &self.heads[f * (RES_TYPES + 1) + (res as usize).min(RES_TYPES)];
         *block::<HEAD_MAX>(b, n) = *head;
         n += len;
         match size {
@@ -1630,7 +1683,7 @@ impl CallFormatter {
             0,
             Some(ms),
             FUNCTIONS.get(f).copied().unwrap_or("unknown"),
-            self.tags[(res as usize).min(3)],
+            self.tags[(res as usize).min(RES_TYPES)],
             kind,
             id,
         );
@@ -1680,7 +1733,7 @@ mod tests {
 
     #[test]
     fn call_lines_equal_the_writers() {
-        let mut fast = CallFormatter::new([Some("memory"), Some("fd"), None]);
+        let mut fast = CallFormatter::new([Some("memory"), Some("fd"), None, Some("pages")]);
         let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
         let mut next = || {
             state ^= state << 13;
@@ -1712,7 +1765,7 @@ mod tests {
                 (next() % 86_400_000) as u32
             };
             let func = (next() % FUNCTIONS.len() as u64) as u8;
-            let res = (next() % 4) as u8;
+            let res = (next() % 5) as u8;
             let id = pick(next());
             let size = (i % 2 == 0).then(|| pick(next()).min(i64::MAX as u64));
             let mut w = [0u8; CALL_MAX];
@@ -1723,7 +1776,7 @@ mod tests {
                 Some(s) => CallKind::Alloc { size: s as i64 },
                 None => CallKind::Free,
             };
-            let tag = [Some("memory"), Some("fd"), None, None][res as usize];
+            let tag = [Some("memory"), Some("fd"), None, Some("pages"), None][res as usize];
             format_call(
                 &mut b,
                 index as i64,

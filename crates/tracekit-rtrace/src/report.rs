@@ -43,6 +43,11 @@ pub struct ResourceStats {
     /// so neither an unmatched free nor a call that ends a temporary
     /// allocation; heaptrack does not record them at all.
     pub null_frees: u64,
+    /// In a recording turned on and off by a signal (`record mem
+    /// --toggle-signal`, see [`crate::recording::TOGGLE_NOTE`]): releases of
+    /// blocks the recording did not see allocated, that is allocated while
+    /// recording was paused. Counted here, not in `unmatched_frees`.
+    pub paused_frees: u64,
     pub peak_bytes: i64,
     pub peak_blocks: u64,
     /// Index of the call at which the peak was reached.
@@ -247,6 +252,11 @@ pub struct Report {
 }
 
 pub const PLOT_POINTS: usize = 1000;
+
+/// How the recorder's note on a trace of a process it attached to
+/// (`record mem -p`) begins: blocks allocated before the recording are
+/// not in it, and frees of unknown blocks are frees of those.
+pub const ATTACHED_NOTE: &str = "attached to a running process";
 
 /// How to name frames.
 #[derive(Debug, Clone, Default)]
@@ -608,6 +618,17 @@ pub fn analyse_with<R: IntoItems>(input: R, top: usize, sym: &Symbolise) -> Resu
         .take(top)
         .map(|t| site(t, t.cost.allocations as u64, t.cost.allocated))
         .collect();
+    if report
+        .notes
+        .iter()
+        .any(|n| n.starts_with(crate::recording::TOGGLE_NOTE))
+    {
+        // Paused recording: what it did not see allocated was allocated
+        // while paused (the note says so), not an unknown block.
+        for r in &mut report.resources {
+            r.paused_frees += std::mem::take(&mut r.unmatched_frees);
+        }
+    }
     Ok(report)
 }
 
@@ -720,6 +741,12 @@ impl Clock {
 }
 
 impl Report {
+    /// Whether the trace is of a process the recorder attached to (see
+    /// [`ATTACHED_NOTE`]).
+    pub fn attached(&self) -> bool {
+        self.notes.iter().any(|n| n.starts_with(ATTACHED_NOTE))
+    }
+
     /// The locations of resource `ri` ranked by `m` (non-zero only), at
     /// most `top`; each with its backtraces ranked the same way.
     pub fn view(&self, ri: usize, m: Metric, top: usize) -> Vec<(&Location, Vec<&Trace>)> {

@@ -761,15 +761,26 @@ impl Capture {
     /// `.tkmem` file is finished (and, without `-o`, renamed after the
     /// command's pid).
     pub fn finish_into(
-        mut self,
+        self,
         outputs: &Outputs,
         root: i32,
         status: std::process::ExitStatus,
     ) -> io::Result<Recorded> {
+        self.finish_with_end(outputs, root, ImageEnd::from_status(status))
+    }
+
+    /// [`Capture::finish_into`] for a process that is not our child
+    /// (`record mem -p`): how it ended is what its shim noted (`end`
+    /// `None`), or what the caller knows.
+    pub fn finish_with_end(
+        mut self,
+        outputs: &Outputs,
+        root: i32,
+        end: Option<ImageEnd>,
+    ) -> io::Result<Recorded> {
         let scratch = self.scratch.take();
         let packed_path = self.packed_path.take();
         let (images, stats) = self.finish_mut()?;
-        let end = ImageEnd::from_status(status);
         let mut packed = None;
         let mut path = outputs.target(root);
         if outputs.format == Format::Tkmem {
@@ -1272,6 +1283,8 @@ impl Demux {
                     .map_or(0, |c| self.images[c.image].n + 1);
                 self.end_image(pid)?;
                 let k = self.images.len();
+                // An allocator LD_PRELOAD cannot see is said in the header.
+                let record = &*super::allocators::mark_header(record);
                 let path = self.store.start(k, pid, n, record)?;
                 let nonce = record
                     .get(32..40)

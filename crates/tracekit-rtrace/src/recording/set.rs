@@ -221,7 +221,7 @@ impl Recording {
                 n: i.n,
                 ppid: Some(i64::from(i.info.ppid)),
                 executable: Some(i.info.executable.clone()),
-                end: i.info.end.map(super::describe_end),
+                end: super::describe_image_end(&i.info),
             })
             .collect();
         images.sort_by_key(|i| (Some(i.pid) != root, i.pid, i.n));

@@ -45,15 +45,23 @@ impl Report {
             writeln!(out, "{} ({}):", r.name, r.description)?;
             write!(
                 out,
-                "  allocations {}  ({} total), frees {} ({} of unknown blocks",
+                "  allocations {}  ({} total), frees {} ({} of {}",
                 r.allocs,
                 human_bytes(r.allocated_bytes),
                 r.frees,
-                r.unmatched_frees
+                r.unmatched_frees,
+                if self.attached() {
+                    "blocks allocated before recording"
+                } else {
+                    "unknown blocks"
+                }
             )?;
             if r.null_frees > 0 {
                 // Not an error: counted apart (heaptrack records none).
                 write!(out, ", {} free(NULL)", r.null_frees)?;
+            }
+            if r.paused_frees > 0 {
+                write!(out, ", {} of blocks allocated while paused", r.paused_frees)?;
             }
             writeln!(out, ")")?;
             writeln!(
@@ -134,13 +142,14 @@ impl Report {
             "format": "sp-rtrace",
             "header": header,
             "notes": self.notes,
+            "attached": self.attached(),
             "calls": self.calls,
             "runtime_ms": self.runtime_ms,
             "resources": self.resources.iter().map(|r| json!({
                 "name": r.name, "description": r.description,
                 "allocations": r.allocs, "allocated_bytes": r.allocated_bytes,
                 "frees": r.frees, "unmatched_frees": r.unmatched_frees,
-                "null_frees": r.null_frees,
+                "null_frees": r.null_frees, "paused_frees": r.paused_frees,
                 "peak_bytes": r.peak_bytes, "peak_blocks": r.peak_blocks,
                 "peak_at_index": r.peak_at_index,
                 "leaked_blocks": r.leaked_blocks, "leaked_bytes": r.leaked_bytes,

@@ -11,6 +11,7 @@ pub mod posix;
 pub mod record;
 pub mod report;
 pub mod rtrace;
+pub mod rtrace_attach;
 pub mod sql;
 pub mod trace2;
 pub mod trace2_listen;

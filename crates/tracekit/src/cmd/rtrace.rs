@@ -99,16 +99,27 @@ limit too). A process killed by a signal or a crash keeps every event it
 recorded, and the recording says how each process ended (exit status or
 signal).
 
+-p PID records a running process instead (loaded into it with ptrace, as
+heaptrack -p does through gdb) until it exits or tracekit gets Ctrl-C,
+which stops recording and leaves the process running; tracekit then exits
+0. Blocks allocated before are not in the recording: their frees are
+counted apart (frees of blocks allocated before recording). Needs
+permission to trace it (kernel.yama.ptrace_scope, CAP_SYS_PTRACE); a
+process in a container or statically linked is refused with the reason.
+
 Examples:
   tracekit record mem -o app.tkmem -- ./app --flag
   tracekit report app.tkmem
   tracekit record mem --modules memory,file --backtrace-depth 16 -- make check
   tracekit rtrace postproc app.tkmem -lcr            # leaks by backtrace, resolved
   tracekit record mem -o - -- ./app | tracekit report -
-  tracekit record mem --format text -o app.mem -- ./app   # sp-rtrace text traces")]
+  tracekit record mem -p 4242 -o server.tkmem        # a running process; Ctrl-C detaches
+  tracekit record mem --format text -o app.mem -- ./app   # sp-rtrace text traces
+  tracekit record mem --toggle-signal SIGUSR2 --paused -- ./server &
+  kill -USR2 <pid of ./server>     # recording on; again: off")]
 pub struct RecordArgs {
     /// What to record: memory (malloc family), file (descriptors and
-    /// FILE streams), comma-separated.
+    /// FILE streams), pages (anonymous mmap/munmap/mremap), comma-separated.
     #[arg(long, default_value = "memory", value_name = "LIST")]
     pub modules: String,
     /// Return addresses kept per allocation (0 = none; default and most:
@@ -132,9 +143,29 @@ pub struct RecordArgs {
     /// The same as --format raw.
     #[arg(long, hide = true)]
     pub raw: bool,
+    /// Record the running process PID instead of a command, until it
+    /// exits or tracekit gets SIGINT (Ctrl-C), which leaves it running.
+    #[arg(
+        short = 'p',
+        long = "pid",
+        value_name = "PID",
+        conflicts_with_all = ["command", "toggle_signal", "paused"]
+    )]
+    pub pid: Option<i32>,
+    /// A signal that turns recording on and off in each process it is sent
+    /// to (`kill -USR2 PID`): SIGUSR2, USR2 or a number. While paused,
+    /// allocations are not recorded (releases are). Give a signal the
+    /// program does not use: the recorder installs its handler only if the
+    /// signal has none when the process starts, and a handler the program
+    /// installs later replaces it.
+    #[arg(long, value_name = "SIGNAL", value_parser = parse_signal)]
+    pub toggle_signal: Option<i32>,
+    /// Start with recording paused (needs --toggle-signal).
+    #[arg(long, requires = "toggle_signal")]
+    pub paused: bool,
     /// The command and its arguments.
     #[arg(
-        required = true,
+        required_unless_present = "pid",
         trailing_var_arg = true,
         allow_hyphen_values = true,
         value_name = "CMD"
@@ -286,7 +317,7 @@ pub fn run(command: Command) -> Result<ExitCode> {
 }
 
 impl RecordArgs {
-    fn format(&self) -> Format {
+    pub(crate) fn format(&self) -> Format {
         match (self.raw, self.format) {
             (true, _) | (_, RecordFormat::Raw) => Format::Raw,
             (_, RecordFormat::Text) => Format::Text,
@@ -295,9 +326,48 @@ impl RecordArgs {
     }
 }
 
+/// `--toggle-signal`: a signal's name (`SIGUSR2`, `USR2`) or number.
+fn parse_signal(s: &str) -> std::result::Result<i32, String> {
+    const NAMES: &[(&str, i32)] = &[
+        ("HUP", libc::SIGHUP),
+        ("INT", libc::SIGINT),
+        ("QUIT", libc::SIGQUIT),
+        ("USR1", libc::SIGUSR1),
+        ("USR2", libc::SIGUSR2),
+        ("PIPE", libc::SIGPIPE),
+        ("ALRM", libc::SIGALRM),
+        ("TERM", libc::SIGTERM),
+        ("WINCH", libc::SIGWINCH),
+        ("URG", libc::SIGURG),
+        ("PROF", libc::SIGPROF),
+        ("VTALRM", libc::SIGVTALRM),
+    ];
+    let name = s.trim_start_matches("SIG");
+    let n = match s.parse::<i32>() {
+        Ok(n) => n,
+        Err(_) => match NAMES.iter().find(|(k, _)| *k == name) {
+            Some((_, n)) => *n,
+            None => {
+                let rt = name
+                    .strip_prefix("RTMIN+")
+                    .and_then(|k| k.parse::<i32>().ok());
+                match rt {
+                    Some(k) => libc::SIGRTMIN() + k,
+                    None => return Err(format!("unknown signal {s} (e.g. SIGUSR2, USR2, 12)")),
+                }
+            }
+        },
+    };
+    // SIGKILL and SIGSTOP cannot be caught.
+    if n <= 0 || n > libc::SIGRTMAX() || n == libc::SIGKILL || n == libc::SIGSTOP {
+        return Err(format!("{s}: not a signal that a handler can catch"));
+    }
+    Ok(n)
+}
+
 /// The recorder library: `$TRACEKIT_PRELOAD_LIB`, or the copy built into
 /// this executable written to `dir`.
-fn preload_library(dir: &Path) -> Result<PathBuf> {
+pub(crate) fn preload_library(dir: &Path) -> Result<PathBuf> {
     if let Some(p) = std::env::var_os("TRACEKIT_PRELOAD_LIB") {
         return Ok(PathBuf::from(p));
     }
@@ -314,8 +384,8 @@ fn preload_library(dir: &Path) -> Result<PathBuf> {
 /// each recorded process image into an sp-rtrace text trace.
 pub fn record_mem(a: RecordArgs) -> Result<ExitCode> {
     for m in a.modules.split(',') {
-        if m != "memory" && m != "file" {
-            bail!("--modules: unknown module {m} (memory, file)");
+        if m != "memory" && m != "file" && m != "pages" {
+            bail!("--modules: unknown module {m} (memory, file, pages)");
         }
     }
     if a.format() == Format::Raw && a.output.as_deref() == Some(Path::new("-")) {
@@ -332,6 +402,9 @@ pub fn record_mem(a: RecordArgs) -> Result<ExitCode> {
             "--backtrace-depth: at most {}",
             tracekit_rtrace_preload::wire::MAX_DEPTH
         );
+    }
+    if let Some(pid) = a.pid {
+        return crate::cmd::rtrace_attach::record_attached(&a, pid);
     }
     // The recorder library goes to a private temporary directory (removed
     // when `lib_dir` is dropped).
@@ -353,13 +426,26 @@ pub fn record_mem(a: RecordArgs) -> Result<ExitCode> {
     record_into(preload, &a)
 }
 
+/// What the shim is told to record: the modules, and the toggle signal
+/// (`toggle=N`, `paused`) in the same variable.
+fn modules_env(a: &RecordArgs) -> String {
+    let mut m = a.modules.clone();
+    if let Some(sig) = a.toggle_signal {
+        m.push_str(&format!(",toggle={sig}"));
+        if a.paused {
+            m.push_str(",paused");
+        }
+    }
+    m
+}
+
 /// Runs the command with the shim writing into a POSIX trace stream that
 /// a reader thread splits into per-image files, then writes them as the
 /// library's [`Outputs`] says (text traces, or with `--raw` the recordings).
 ///
 /// [`Outputs`]: tracekit_rtrace::recording::capture::Outputs
 fn record_into(preload: std::ffi::OsString, a: &RecordArgs) -> Result<ExitCode> {
-    use tracekit_rtrace::recording::capture::{Capture, Outputs, Written};
+    use tracekit_rtrace::recording::capture::{Capture, Outputs};
     let stdout = a.output.as_deref() == Some(Path::new("-"));
     let outputs = Outputs {
         path: a.output.clone().filter(|_| !stdout),
@@ -383,7 +469,7 @@ fn record_into(preload: std::ffi::OsString, a: &RecordArgs) -> Result<ExitCode> 
     let spawned = std::process::Command::new(&a.command[0])
         .args(&a.command[1..])
         .env("LD_PRELOAD", preload)
-        .envs(capture.env(&a.modules))
+        .envs(capture.env(&modules_env(a)))
         .spawn();
     let mut child = match spawned {
         Ok(c) => c,
@@ -407,7 +493,21 @@ fn record_into(preload: std::ffi::OsString, a: &RecordArgs) -> Result<ExitCode> 
     let recorded = capture
         .finish_into(&outputs, root, status)
         .with_context(|| "reading the recorder's trace stream".to_string())?;
+    write_recorded(recorded)?;
+    use std::os::unix::process::ExitStatusExt;
+    Ok(match (status.code(), status.signal()) {
+        (Some(c), _) => ExitCode::from(c.clamp(0, 255) as u8),
+        (None, Some(sig)) => ExitCode::from((128 + sig).clamp(0, 255) as u8),
+        _ => ExitCode::from(1),
+    })
+}
 
+/// Writes a finished recording's outputs and says on stderr what they
+/// hold (and what was lost).
+pub(crate) fn write_recorded(
+    recorded: tracekit_rtrace::recording::capture::Recorded,
+) -> Result<()> {
+    use tracekit_rtrace::recording::capture::Written;
     let stats = &recorded.stats;
     // -q: no summary lines; what was lost is still said.
     let quiet = crate::progress::quiet();
@@ -435,6 +535,7 @@ fn record_into(preload: std::ffi::OsString, a: &RecordArgs) -> Result<ExitCode> 
         Written::Raw if !quiet => eprintln!("tracekit: {}: raw recording", out.display()),
         Written::Raw => {}
         Written::Text(info, stats) => {
+            warn_hidden_allocator(&info);
             if !quiet || stats.lost > 0 || stats.truncated_bytes > 0 {
                 eprintln!(
                     "tracekit: {}: {}",
@@ -444,6 +545,7 @@ fn record_into(preload: std::ffi::OsString, a: &RecordArgs) -> Result<ExitCode> 
             }
         }
         Written::Packed(info, stats) => {
+            warn_hidden_allocator(&info);
             if !quiet || stats.lost > 0 {
                 let name = if out.as_os_str().is_empty() {
                     "<stdout>".to_string()
@@ -487,12 +589,7 @@ fn record_into(preload: std::ffi::OsString, a: &RecordArgs) -> Result<ExitCode> 
             ),
         }
     }
-    use std::os::unix::process::ExitStatusExt;
-    Ok(match (status.code(), status.signal()) {
-        (Some(c), _) => ExitCode::from(c.clamp(0, 255) as u8),
-        (None, Some(sig)) => ExitCode::from((128 + sig).clamp(0, 255) as u8),
-        _ => ExitCode::from(1),
-    })
+    Ok(())
 }
 
 /// The text traces of a recording: a raw recording's one, or each image
@@ -552,6 +649,25 @@ fn copy_text(
 }
 
 /// `executable (N allocations, M releases; how it ended, losses)`.
+/// Says (even with -q) that an image's executable defines allocator
+/// functions itself: those allocations are missing from the recording.
+fn warn_hidden_allocator(info: &tracekit_rtrace::recording::RecordingInfo) {
+    use tracekit_rtrace::recording::allocators;
+    if info.modules & tracekit_rtrace_preload::wire::MODULE_HIDDEN_ALLOCATOR != 0 {
+        let names = allocators::defined_entry_points(Path::new(&info.executable));
+        eprintln!(
+            "tracekit: warning: pid {}: {} defines {} itself (a statically linked allocator): LD_PRELOAD cannot see its calls to them, those allocations are missing from the recording",
+            info.pid,
+            info.executable,
+            if names.is_empty() {
+                "allocator functions".to_string()
+            } else {
+                names.join(", ")
+            }
+        );
+    }
+}
+
 fn describe_image(
     info: &tracekit_rtrace::recording::RecordingInfo,
     stats: &tracekit_rtrace::recording::DecodeStats,
@@ -561,8 +677,8 @@ fn describe_image(
         info.executable,
         stats.allocs,
         stats.frees,
-        match info.end {
-            Some(end) => format!("; {}", tracekit_rtrace::recording::describe_end(end)),
+        match tracekit_rtrace::recording::describe_image_end(info) {
+            Some(end) => format!("; {end}"),
             None => String::new(),
         },
         if stats.lost > 0 {
@@ -1576,6 +1692,9 @@ mod tests {
             output: output.map(Path::to_path_buf),
             format,
             raw: false,
+            pid: None,
+            toggle_signal: None,
+            paused: false,
             command: ["/bin/sh", "-c", "ls / >/dev/null; exit 3"]
                 .iter()
                 .map(Into::into)
