@@ -42,6 +42,16 @@ pub fn create(path: &Path) -> io::Result<File> {
     options().write(true).create(true).truncate(true).open(path)
 }
 
+/// Removes `path` when it is a regular file: what tracekit leaves out
+/// after a failure (an empty recording, a half-written output). An output
+/// named by the user may be `/dev/null`, a FIFO or a socket, which are
+/// never removed (as root, removing `/dev/null` breaks the machine).
+pub fn remove_written_file(path: &Path) {
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_file()) {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
 /// The mode of directories tracekit creates for trace files: [`mode`] with
 /// search permission wherever it grants read, so 0600 gives 0700 and 0640
 /// gives 0750.
@@ -97,5 +107,23 @@ mod tests {
         let m = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(m, 0o600);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn only_regular_files_are_removed() {
+        let dir = std::env::temp_dir().join(format!("tracekit-rm-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("f");
+        std::fs::write(&file, b"x").unwrap();
+        let socket = dir.join("s");
+        let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+        remove_written_file(&file);
+        remove_written_file(&socket);
+        remove_written_file(&dir);
+        let (file_left, socket_left, dir_left) = (file.exists(), socket.exists(), dir.exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(!file_left);
+        assert!(socket_left && dir_left);
     }
 }

@@ -794,7 +794,7 @@ impl Capture {
             if images.is_empty() {
                 // Nothing recorded (a static program): no empty file stays.
                 if let Some(p) = path.take() {
-                    let _ = std::fs::remove_file(p);
+                    tracekit_core::files::remove_written_file(&p);
                 }
             }
             packed = Some((counts, written));

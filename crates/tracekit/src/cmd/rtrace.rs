@@ -478,7 +478,7 @@ fn record_into(preload: std::ffi::OsString, a: &RecordArgs) -> Result<ExitCode> 
             let packed = capture.packed_path();
             drop(capture);
             if let Some(p) = packed {
-                let _ = std::fs::remove_file(p);
+                tracekit_core::files::remove_written_file(&p);
             } else if let Some(dir) = &outputs.path {
                 let _ = std::fs::remove_dir(dir);
             }

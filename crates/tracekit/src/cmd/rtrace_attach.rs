@@ -109,7 +109,7 @@ pub fn record_attached(a: &RecordArgs, pid: i32) -> Result<ExitCode> {
             let packed = capture.packed_path();
             drop(capture);
             if let Some(p) = packed {
-                let _ = std::fs::remove_file(p);
+                tracekit_core::files::remove_written_file(&p);
             } else if let Some(dir) = &outputs.path {
                 let _ = std::fs::remove_dir(dir);
             }
