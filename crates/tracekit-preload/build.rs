@@ -6,7 +6,7 @@
 
 use std::env;
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 fn main() {
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR"));
@@ -72,6 +72,8 @@ fn main() {
         if !last {
             cmd.stderr(std::process::Stdio::null());
         }
+        // Cargo's stdin may carry other build scripts' probes: read nothing.
+        cmd.stdin(Stdio::null());
         let status = cmd.status().expect("run rustc for the preload shim");
         if status.success() {
             return;

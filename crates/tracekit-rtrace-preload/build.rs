@@ -7,7 +7,7 @@
 
 use std::env;
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 fn main() {
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR"));
@@ -56,6 +56,10 @@ fn main() {
     ] {
         cmd.env_remove(var);
     }
+    // The build script's stdin is cargo's, which other build scripts' probes
+    // may be writing to at the same time; the inner cargo feeds `rustc -`
+    // from it when it learns the target's settings, so it must read nothing.
+    cmd.stdin(Stdio::null());
     let status = cmd.status().expect("run cargo for the recorder shim");
     assert!(status.success(), "building the recorder shim failed");
     let built = target_dir

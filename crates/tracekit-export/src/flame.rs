@@ -59,8 +59,13 @@ pub fn svg_from_folded<W: Write>(folded: &[u8], opts: &FlameOptions<'_>, out: W)
     if opts.inverted {
         o.direction = inferno::flamegraph::Direction::Inverted;
     }
-    inferno::flamegraph::from_reader(&mut o, folded, out)
-        .map_err(|e| io::Error::other(e.to_string()))
+    inferno::flamegraph::from_reader(&mut o, folded, out).map_err(|e| {
+        // An I/O failure keeps its kind (a closed pipe stays one).
+        let kind = std::iter::successors(Some(&e as &dyn std::error::Error), |e| e.source())
+            .find_map(|e| e.downcast_ref::<io::Error>())
+            .map_or(io::ErrorKind::Other, io::Error::kind);
+        io::Error::new(kind, e.to_string())
+    })
 }
 
 #[cfg(test)]

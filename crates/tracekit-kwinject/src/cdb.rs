@@ -47,18 +47,56 @@ pub struct ExtraCompiler {
     pub flags_to_add: Vec<String>,
     /// Arguments removed wherever they occur (exact match, one at a time).
     pub flags_to_remove: Vec<String>,
+    /// The flag table to read its command lines with (Bear 4's `as:`);
+    /// `None`: by its name (Clang's for a Clang, else GCC's).
+    pub flags: Option<Flags>,
 }
 
-/// Which fields make two entries duplicates (`duplicate_filter_fields`).
+/// Which fields make two entries duplicates (Bear 3's
+/// `duplicate_filter_fields`, Bear 4's `duplicates.match_on`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum DuplicateKey {
     /// `file`, `output` and `arguments`.
     All,
     /// `file` only.
     File,
-    /// `file` and `output` (Bear's default).
+    /// `file` and `output` (Bear 3.1.1's default).
     #[default]
     FileOutput,
+    /// Bear 4's list of fields (`command` counts as `arguments`: one is
+    /// the other written as a string).
+    Fields {
+        directory: bool,
+        file: bool,
+        arguments: bool,
+        output: bool,
+    },
+}
+
+/// A source-directory rule (Bear 4's `sources.directories`, tracekit's
+/// `--include`/`--exclude`): the last rule whose directory holds a
+/// source decides; a source no rule matches is kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirectoryRule {
+    /// Absolute.
+    pub path: String,
+    pub include: bool,
+}
+
+/// How `file` or `directory` is written (Bear 4's `format.paths`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PathFormat {
+    /// tracekit's (and Bear 3.1.1's): `file` absolute, lexically;
+    /// `directory` as the build had it.
+    #[default]
+    Absolute,
+    /// `file` as the command line names it; `directory` as it was.
+    AsIs,
+    /// Symbolic links resolved (a path that does not exist stays).
+    Canonical,
+    /// `file` relative to `directory`; `directory` relative to where
+    /// tracekit runs.
+    Relative,
 }
 
 #[derive(Debug, Clone)]
@@ -86,6 +124,14 @@ pub struct CdbOptions {
     pub compilers: Vec<ExtraCompiler>,
     /// Executables (exact paths) that never give entries.
     pub compilers_to_exclude: Vec<String>,
+    /// Ordered include/exclude rules, after `paths_to_include` and
+    /// `paths_to_exclude`.
+    pub directory_rules: Vec<DirectoryRule>,
+    /// Arguments dropped from every entry (after the compiler): exact, or
+    /// a prefix when it ends in `*` (`-march=*`).
+    pub drop_flags: Vec<String>,
+    pub file_format: PathFormat,
+    pub directory_format: PathFormat,
 }
 
 impl Default for CdbOptions {
@@ -101,6 +147,10 @@ impl Default for CdbOptions {
             paths_to_exclude: Vec::new(),
             compilers: Vec::new(),
             compilers_to_exclude: Vec::new(),
+            directory_rules: Vec::new(),
+            drop_flags: Vec::new(),
+            file_format: PathFormat::Absolute,
+            directory_format: PathFormat::Absolute,
         }
     }
 }
@@ -157,6 +207,8 @@ pub struct CdbStats {
     pub dropped_duplicate: u64,
     /// `@file` arguments whose file could not be read.
     pub missing_response_files: u64,
+    /// Arguments taken out by `drop_flags`.
+    pub dropped_flags: u64,
 }
 
 /// Lexically absolute: `dir/path` with `.` and `..` folded (no symlinks).
@@ -270,10 +322,10 @@ pub fn classify_call<'a>(p: &'a Process, env: &Env, opts: &'a CdbOptions) -> Cal
         .rev()
         .find(|c| c.executable == exe || by_name(c))
     {
-        let flags = match recognize(exe) {
+        let flags = c.flags.unwrap_or(match recognize(exe) {
             Some(Tool::Clang) if !opts.bear3 => Flags::Clang,
             _ => Flags::Gcc,
-        };
+        });
         return Call::Compiler {
             executable: exe.to_string(),
             args,
@@ -548,6 +600,64 @@ fn contains(dir: &str, file: &str) -> bool {
         .all(|d| f.next() == Some(d))
 }
 
+/// (directory, file, output, arguments) as far as the duplicate key
+/// looks at them.
+type DupKey = (Option<String>, Option<String>, Option<String>, Vec<String>);
+
+/// `arg` is one of `drop`: equal, or starting with a pattern's text
+/// before its final `*`.
+fn drop_matches(drop: &[String], arg: &str) -> bool {
+    drop.iter().any(|d| match d.strip_suffix('*') {
+        Some(prefix) => arg.starts_with(prefix),
+        None => arg == d,
+    })
+}
+
+/// `path` relative to the directory `base` (both absolute), lexically.
+pub fn relative_to(path: &str, base: &str) -> String {
+    let p: Vec<&str> = path.split('/').filter(|c| !c.is_empty()).collect();
+    let b: Vec<&str> = base.split('/').filter(|c| !c.is_empty()).collect();
+    let common = p.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let mut parts: Vec<&str> = vec![".."; b.len() - common];
+    parts.extend(&p[common..]);
+    if parts.is_empty() {
+        ".".to_string()
+    } else {
+        parts.join("/")
+    }
+}
+
+fn canonical(path: &str) -> String {
+    std::fs::canonicalize(path)
+        .ok()
+        .and_then(|p| p.to_str().map(str::to_string))
+        .unwrap_or_else(|| path.to_string())
+}
+
+/// Writes `file` and `directory` of a new entry as Bear 4's
+/// `format.paths` asks.
+fn format_paths(e: &mut Entry, file: PathFormat, directory: PathFormat, cwd: &str) {
+    let dir = e.directory.clone();
+    match file {
+        PathFormat::Absolute => {}
+        PathFormat::AsIs => {
+            // The source is the last argument of every entry made here.
+            if let Some(last) = e.arguments.last() {
+                if absolute(&dir, last) == e.file {
+                    e.file = last.clone();
+                }
+            }
+        }
+        PathFormat::Canonical => e.file = canonical(&e.file),
+        PathFormat::Relative => e.file = relative_to(&e.file, &dir),
+    }
+    match directory {
+        PathFormat::Absolute | PathFormat::AsIs => {}
+        PathFormat::Canonical => e.directory = canonical(&dir),
+        PathFormat::Relative => e.directory = relative_to(&dir, cwd),
+    }
+}
+
 /// Collects the entries of a trace, then (in [`CdbBuilder::finish`]) puts
 /// the existing database's entries after them and filters both as Bear
 /// 3.1.1 writes its output: existing sources only (when asked), the
@@ -595,7 +705,21 @@ impl CdbBuilder {
                 self.stats.excluded_compiler += 1;
                 return;
             }
-            Some(Outcome::Entries(e)) => self.entries.extend(e),
+            Some(Outcome::Entries(mut e)) => {
+                if !self.opts.drop_flags.is_empty() {
+                    for entry in &mut e {
+                        let before = entry.arguments.len();
+                        let mut k = 0;
+                        let drop = &self.opts.drop_flags;
+                        entry.arguments.retain(|a| {
+                            k += 1;
+                            k == 1 || !drop_matches(drop, a)
+                        });
+                        self.stats.dropped_flags += (before - entry.arguments.len()) as u64;
+                    }
+                }
+                self.entries.extend(e)
+            }
             Some(Outcome::NoCompilation) => self.stats.no_compilation += 1,
             Some(Outcome::Unreadable) => self.stats.unreadable_arguments += 1,
         }
@@ -617,10 +741,18 @@ impl CdbBuilder {
         }
         self.finished = true;
         let mut all = std::mem::take(&mut self.entries);
+        let cwd = std::env::current_dir()
+            .map(|d| d.display().to_string())
+            .unwrap_or_default();
+        for e in &mut all {
+            format_paths(e, self.opts.file_format, self.opts.directory_format, &cwd);
+        }
         all.append(&mut self.appended);
-        let mut seen: HashSet<(String, Option<String>, Vec<String>)> = HashSet::new();
+        let mut seen: HashSet<DupKey> = HashSet::new();
         for e in all {
-            if self.opts.existing_only && !Path::new(&e.file).exists() {
+            // Filters see the source's absolute path, whatever the format.
+            let file = absolute(&absolute(&cwd, &e.directory), &e.file);
+            if self.opts.existing_only && !Path::new(&file).exists() {
                 self.stats.dropped_missing_source += 1;
                 continue;
             }
@@ -629,21 +761,45 @@ impl CdbBuilder {
                     .opts
                     .paths_to_include
                     .iter()
-                    .any(|d| contains(d, &e.file));
+                    .any(|d| contains(d, &file));
+            let ruled = self
+                .opts
+                .directory_rules
+                .iter()
+                .rev()
+                .find(|r| contains(&r.path, &file))
+                .is_none_or(|r| r.include);
             if !included
+                || !ruled
                 || self
                     .opts
                     .paths_to_exclude
                     .iter()
-                    .any(|d| contains(d, &e.file))
+                    .any(|d| contains(d, &file))
             {
                 self.stats.dropped_by_path += 1;
                 continue;
             }
+            let f = Some(e.file.clone());
             let key = match self.opts.duplicates {
-                DuplicateKey::File => (e.file.clone(), None, Vec::new()),
-                DuplicateKey::FileOutput => (e.file.clone(), e.output.clone(), Vec::new()),
-                DuplicateKey::All => (e.file.clone(), e.output.clone(), e.arguments.clone()),
+                DuplicateKey::File => (None, f, None, Vec::new()),
+                DuplicateKey::FileOutput => (None, f, e.output.clone(), Vec::new()),
+                DuplicateKey::All => (None, f, e.output.clone(), e.arguments.clone()),
+                DuplicateKey::Fields {
+                    directory,
+                    file,
+                    arguments,
+                    output,
+                } => (
+                    directory.then(|| e.directory.clone()),
+                    if file { f } else { None },
+                    if output { e.output.clone() } else { None },
+                    if arguments {
+                        e.arguments.clone()
+                    } else {
+                        Vec::new()
+                    },
+                ),
             };
             if !seen.insert(key) {
                 self.stats.dropped_duplicate += 1;
@@ -978,6 +1134,7 @@ mod tests {
                 executable: "/opt/mpi/bin/mpicc".into(),
                 flags_to_add: vec!["-I/opt/mpi/include".into()],
                 flags_to_remove: vec!["-Wall".into(), "-c".into()],
+                flags: None,
             }],
             compilers_to_exclude: vec!["/usr/bin/c++".into()],
             ..Default::default()
@@ -1082,6 +1239,71 @@ mod tests {
         ]);
         b.finish();
         assert_eq!(b.entries.len(), 0, "excluded wins over included");
+    }
+
+    /// Bear 4's ordered directory rules and duplicate fields, path
+    /// formats, and flags dropped from every entry.
+    #[test]
+    fn bear4_rules_formats_and_dropped_flags() {
+        let opts = CdbOptions {
+            existing_only: false,
+            directory_rules: vec![
+                DirectoryRule {
+                    path: "/w/src".into(),
+                    include: false,
+                },
+                DirectoryRule {
+                    path: "/w/src/keep".into(),
+                    include: true,
+                },
+            ],
+            drop_flags: vec!["-mthumb".into(), "-march=*".into()],
+            duplicates: DuplicateKey::Fields {
+                directory: true,
+                file: true,
+                arguments: false,
+                output: false,
+            },
+            file_format: PathFormat::Relative,
+            ..Default::default()
+        };
+        let mut b = CdbBuilder::new(opts.clone());
+        for args in [
+            &["cc", "-mthumb", "-march=armv7-m", "-O2", "-c", "src/a.c"][..],
+            &["cc", "-c", "src/keep/b.c", "-o", "b.o"][..],
+            &["cc", "-O1", "-c", "src/keep/b.c", "-o", "b1.o"][..],
+            &["cc", "-c", "c.c"][..],
+        ] {
+            b.add(&process("/usr/bin/cc", args), &Env::new());
+        }
+        b.finish();
+        let got: Vec<(&str, &[String])> = b
+            .entries
+            .iter()
+            .map(|e| (e.file.as_str(), &e.arguments[..]))
+            .collect();
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert_eq!(got[0].0, "src/keep/b.c");
+        assert_eq!(got[1], ("c.c", &line("/usr/bin/cc -c c.c")[..]));
+        assert_eq!((b.stats.dropped_by_path, b.stats.dropped_duplicate), (1, 1));
+        let mut b = CdbBuilder::new(CdbOptions {
+            directory_rules: vec![],
+            ..opts
+        });
+        b.add(
+            &process(
+                "/usr/bin/cc",
+                &["cc", "-mthumb", "-march=armv7-m", "-O2", "-c", "src/a.c"],
+            ),
+            &Env::new(),
+        );
+        b.finish();
+        assert_eq!(b.entries[0].arguments, line("/usr/bin/cc -O2 -c src/a.c"));
+        assert_eq!(b.stats.dropped_flags, 2);
+        assert_eq!(relative_to("/w/a/b.c", "/w/x/y"), "../../a/b.c");
+        let mut e = entry("/w/sub/a.c", None, &["cc", "-c", "sub/a.c"]);
+        format_paths(&mut e, PathFormat::AsIs, PathFormat::AsIs, "/");
+        assert_eq!(e.file, "sub/a.c");
     }
 
     #[test]

@@ -86,7 +86,15 @@ impl<'a> SpecBuilder<'a> {
         }
     }
 
-    pub fn add(&mut self, p: &Process, env: &Env) {
+    /// Adds what one process compiles and links; returns the indices of
+    /// the records it gave in [`records`](Self::records).
+    pub fn add(&mut self, p: &Process, env: &Env) -> std::ops::Range<usize> {
+        let before = self.records.len();
+        self.add_records(p, env);
+        before..self.records.len()
+    }
+
+    fn add_records(&mut self, p: &Process, env: &Env) {
         let under_driver = p.parent().is_some_and(|pp| self.drivers.contains_key(&pp));
         let name = p.program_name().to_string();
         let opts = CdbOptions::default();

@@ -10,7 +10,9 @@
 //!   build specification; [`bear_config`]: Bear 3.1.1's configuration file
 //!   and what it sets for the database.
 //! * [`analysis`]: the build report (process tree, slowest compile units,
-//!   critical path, parallelism) and the Chrome trace conversion.
+//!   critical path, job-slot waits, parallelism) and the Chrome trace
+//!   conversion; [`steps`]: the steps, file dependencies, critical path and
+//!   waits it reports, as data.
 //! * [`record`]: running a build and recording every exec (ptrace or the
 //!   `tracekit-preload` LD_PRELOAD shim).
 //!
@@ -27,7 +29,7 @@
 //! **API Boundary:** [`trace::Trace`] / [`trace::TraceReader`] /
 //! [`trace::TraceWriter`], [`EnvFolder`](crate::env::EnvFolder), [`cdb::CdbBuilder`]
 //! (with [`cdb::read_database`] for `--append` and [`bear_config::BearConfig`]),
-//! [`kwspec::SpecBuilder`], [`analysis::Build`] and
+//! [`kwspec::SpecBuilder`], [`analysis::Build`], [`steps::StepGraph`] and
 //! [`record::Assembler`] + [`record::ptrace::record`] /
 //! [`record::preload::record`]; the record layout ([`record::events`]) and
 //! the stream's fragment header ([`record::preload::Reassembler`]) are
@@ -35,10 +37,14 @@
 
 pub mod analysis;
 pub mod bear_config;
+pub mod buildlog;
 pub mod cdb;
 pub mod compiler;
 pub mod env;
 pub mod kwspec;
+pub mod ninja;
 pub mod record;
+pub mod shell;
+pub mod steps;
 pub mod timeline;
 pub mod trace;

@@ -12,6 +12,12 @@
 //! (the signal that killed the process), `tk_encoding` (`"latin1"`: the
 //! record's strings carried bytes that are not UTF-8; every character of
 //! every string of that record stands for one byte, U+0000..U+00FF).
+//!
+//! One extension root object: `{"tk_truncated":{"records":N,"of":M,
+//! "reason":"..."}}`, the last line of a trace whose recorder could not
+//! write it whole (a full disk): the N process records before it are
+//! complete, M were recorded. Readers warn about it and count the missing
+//! records as lost ([`Trace::lost`]).
 
 use std::collections::BTreeMap;
 use std::io::{self, BufRead, Write};
@@ -96,6 +102,29 @@ impl Process {
     }
 }
 
+/// The `tk_truncated` marker: the recorder kept the first `records` of the
+/// `of` process records it had, because writing the rest failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Truncation {
+    pub records: u64,
+    pub of: u64,
+    /// Why the rest could not be written (the OS's words).
+    pub reason: String,
+}
+
+/// The root key of the [`Truncation`] marker.
+pub const TRUNCATED_KEY: &str = "tk_truncated";
+
+impl Truncation {
+    /// The marker's line, newline included.
+    pub fn line(&self) -> String {
+        let v = serde_json::json!({
+            TRUNCATED_KEY: {"records": self.records, "of": self.of, "reason": self.reason}
+        });
+        format!("{v}\n")
+    }
+}
+
 /// One root value of a trace.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Item {
@@ -103,6 +132,8 @@ pub enum Item {
     Creator(String),
     Env(Env),
     Process(Box<Process>),
+    /// The recorder could not write the rest of the trace.
+    Truncated(Truncation),
     /// A root object this reader does not know; kept verbatim.
     Other(Value),
 }
@@ -124,6 +155,8 @@ pub struct TraceReader<R: BufRead> {
     seen_process: bool,
     /// Values split off a line that held several (popped from the end).
     queue: Vec<(Value, u64)>,
+    /// Records skipped because they could not be read.
+    lost: u64,
 }
 
 impl<R: BufRead> TraceReader<R> {
@@ -138,11 +171,18 @@ impl<R: BufRead> TraceReader<R> {
             done: false,
             seen_process: false,
             queue: Vec::new(),
+            lost: 0,
         }
     }
 
     pub fn warnings(&self) -> &Warnings {
         &self.warnings
+    }
+
+    /// Records skipped so far because they could not be read (not JSON, or
+    /// cut off at the end of the input).
+    pub fn lost(&self) -> u64 {
+        self.lost
     }
 
     pub fn into_warnings(self) -> Warnings {
@@ -166,6 +206,7 @@ impl<R: BufRead> TraceReader<R> {
                             self.pending.len()
                         ),
                     );
+                    self.lost += 1;
                     self.pending.clear();
                 }
                 return Ok(None);
@@ -209,6 +250,7 @@ impl<R: BufRead> TraceReader<R> {
                         Position::Line(self.pending_line),
                         format!("not JSON, skipped: {e}"),
                     );
+                    self.lost += 1;
                     self.pending.clear();
                 }
             }
@@ -277,6 +319,32 @@ impl<R: BufRead> TraceReader<R> {
                     );
                 }
                 return Ok(Item::Env(env));
+            }
+            if let Some(v) = obj.get(TRUNCATED_KEY) {
+                let count = |k: &str| v.get(k).and_then(Value::as_u64);
+                let (Some(records), Some(of)) = (count("records"), count("of")) else {
+                    return Err(Error::malformed(
+                        Position::Line(line),
+                        "\"tk_truncated\" needs \"records\" and \"of\" counts",
+                    ));
+                };
+                let reason = v
+                    .get("reason")
+                    .and_then(Value::as_str)
+                    .unwrap_or("no reason given")
+                    .to_string();
+                self.warnings.push(
+                    Position::Line(line),
+                    format!(
+                        "truncated trace: the recorder could not write it whole ({reason}); \
+                         it kept {records} of {of} process records"
+                    ),
+                );
+                return Ok(Item::Truncated(Truncation {
+                    records,
+                    of,
+                    reason,
+                }));
             }
         }
         self.warnings.push(
@@ -458,6 +526,11 @@ pub struct Trace {
     pub processes: Vec<Process>,
     /// Unknown root objects, in order.
     pub others: Vec<Value>,
+    /// The recorder's `tk_truncated` marker, when it could not write the
+    /// whole trace.
+    pub truncated: Option<Truncation>,
+    /// Records the reader skipped (unreadable, or cut off at the end).
+    pub skipped: u64,
     pub warnings: Warnings,
 }
 
@@ -473,8 +546,10 @@ impl Trace {
                 Item::Env(e) => t.env = e,
                 Item::Process(p) => t.processes.push(*p),
                 Item::Other(v) => t.others.push(v),
+                Item::Truncated(x) => t.truncated = Some(x),
             }
         }
+        t.skipped = reader.lost();
         t.warnings = reader.into_warnings();
         if t.version.is_none() {
             t.warnings
@@ -497,7 +572,20 @@ impl Trace {
         for p in &self.processes {
             w.process(p)?;
         }
+        if let Some(x) = &self.truncated {
+            w.truncated(x)?;
+        }
         w.finish()
+    }
+
+    /// Process records known to be missing: those the reader skipped, and
+    /// those a truncated recording could not write.
+    pub fn lost(&self) -> u64 {
+        self.skipped
+            + self
+                .truncated
+                .as_ref()
+                .map_or(0, |x| x.of.saturating_sub(x.records))
     }
 }
 
@@ -527,6 +615,16 @@ impl<W: Write> TraceWriter<W> {
         self.out.write_all(b"{\"env\":")?;
         serde_json::to_writer(&mut self.out, env)?;
         self.out.write_all(b"}\n")
+    }
+
+    /// The [`Truncation`] marker (the last line of the trace).
+    pub fn truncated(&mut self, x: &Truncation) -> io::Result<()> {
+        self.out.write_all(x.line().as_bytes())
+    }
+
+    /// The output, for callers that track what reached it.
+    pub fn get_ref(&self) -> &W {
+        &self.out
     }
 
     pub fn raw(&mut self, v: &Value) -> io::Result<()> {

@@ -367,7 +367,12 @@ fn report_and_chrome_on_a_timed_trace() {
     let t = Trace::read(text.as_bytes()).unwrap();
     let b = Build::new(&t);
     assert_eq!(b.compile_units, 2);
-    assert_eq!(b.critical_path(), vec![(0, 0), (1, 2), (2, 3)]);
+    // No file joins the two compiles: the longest step is the path.
+    let g = b.steps(&Default::default());
+    let path = g.critical_path.as_ref().unwrap();
+    assert_eq!(path.steps.len(), 1);
+    assert_eq!(g.steps[path.steps[0]].name, "b.c → b.o");
+    assert_eq!(path.total_us, 780_000);
     let (_, par) = b.parallelism(10).unwrap();
     // Leaves only: gcc a.c and cc1 run together; make and gcc b.c wait.
     assert!(
@@ -535,4 +540,38 @@ fn flag_edges_equal_bear() {
     );
     assert_eq!(icecc["arguments"][1], "-c");
     assert_eq!(by_file("e19.c").unwrap()["arguments"][3], "-load");
+}
+
+/// The `tk_truncated` marker a recorder leaves when it could not write the
+/// whole trace: read with a warning at its line, the missing records
+/// counted as lost, written back as it was.
+#[test]
+fn truncation_marker() {
+    let full = std::fs::read(corpus("recorded/hello-make-j2.trace")).unwrap();
+    let mut text = String::from_utf8(full).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let kept = lines.len() - 3 - 4; // header lines, and 4 records not written
+    text = lines[..3 + kept].join("\n");
+    text.push('\n');
+    text.push_str(
+        "{\"tk_truncated\":{\"of\":14,\"reason\":\"No space left on device (os error 28)\",\"records\":10}}\n",
+    );
+    let t = Trace::read(text.as_bytes()).unwrap();
+    assert_eq!(t.processes.len(), 10);
+    let x = t.truncated.as_ref().unwrap();
+    assert_eq!((x.records, x.of), (10, 14));
+    assert_eq!(t.lost(), 4);
+    assert_eq!(t.warnings.total(), 1);
+    let w = &t.warnings.kept()[0];
+    assert_eq!(w.position, tracekit_core::Position::Line(14));
+    assert!(
+        w.message.contains("truncated trace") && w.message.contains("No space left on device"),
+        "{}",
+        w.message
+    );
+    let back = t.write(Vec::new()).unwrap();
+    assert_eq!(String::from_utf8(back).unwrap(), text);
+    // A cut last line is one lost record.
+    let cut = Trace::read(&text.as_bytes()[..text.len() - 20]).unwrap();
+    assert_eq!((cut.truncated.is_none(), cut.lost()), (true, 1));
 }

@@ -263,7 +263,8 @@ pub fn trace2_process(tables: &mut Tables<'_>, p: &ProcessRow<'_>) -> io::Result
                 "unfinished"
             } else {
                 p.end
-            });
+            })
+            .i64(i64::from(p.fork));
     })
 }
 
@@ -391,6 +392,7 @@ pub struct OwnedProcessRow {
     source: String,
     session: Box<[u8]>,
     sid: Box<[u8]>,
+    fork: u32,
     parent_sid: Option<Box<[u8]>>,
     pid: Option<u32>,
     command: Box<[u8]>,
@@ -410,6 +412,7 @@ impl From<&ProcessRow<'_>> for OwnedProcessRow {
             source: p.source.to_string(),
             session: p.session.into(),
             sid: p.sid.into(),
+            fork: p.fork,
             parent_sid: p.parent_sid.map(Into::into),
             pid: p.pid,
             command: p.command.into(),
@@ -431,6 +434,7 @@ impl OwnedProcessRow {
             source: &self.source,
             session: &self.session,
             sid: &self.sid,
+            fork: self.fork,
             parent_sid: self.parent_sid.as_deref(),
             pid: self.pid,
             command: &self.command,

@@ -13,7 +13,9 @@
 //! **API Boundary:** [`schema::Table`] (names, columns, docs) is the
 //! contract with SQL users and other engines; columns are only added.
 
+#[cfg(feature = "dialects")]
 pub mod dialects;
+pub mod read;
 pub mod rows;
 pub mod schema;
 pub mod timeline;

@@ -293,6 +293,12 @@ impl Table {
                         Str,
                         "how it ended (exit, atexit, signal, unfinished, ...)",
                     ),
+                    col(
+                        "fork",
+                        I64,
+                        "0; n for the n-th process that went on under the SID after the previous one ended \
+                         (a child forked by git's daemonize(), e.g. maintenance run --detach)",
+                    ),
                 ];
                 C
             }

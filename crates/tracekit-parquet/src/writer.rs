@@ -71,10 +71,13 @@ impl TableWriter {
         let thread = std::thread::Builder::new()
             .name(format!("parquet-{}", table.name()))
             .spawn(move || -> io::Result<u64> {
+                // Tables carry command lines and paths: private like every
+                // trace file (0600, directories 0700, unless --file-mode).
                 if let Some(parent) = path.parent() {
-                    std::fs::create_dir_all(parent).map_err(|e| perr(parent, e))?;
+                    tracekit_core::files::create_private_dir(parent)
+                        .map_err(|e| perr(parent, e))?;
                 }
-                let f = File::create(&path).map_err(|e| perr(&path, e))?;
+                let f = tracekit_core::files::create(&path).map_err(|e| perr(&path, e))?;
                 let mut w = TableFile::new(table, f, ROW_GROUP_ROWS, constants)
                     .map_err(|e| perr(&path, e))?;
                 for batch in rx {

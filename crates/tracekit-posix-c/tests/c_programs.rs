@@ -215,6 +215,162 @@ fn fork_program() {
     assert!(run(&compile("fork", dir.path()), &[]).contains("fork ok"));
 }
 
+/// A log written by a controller thread, a forked child sharing its lane
+/// and an exec'd child, all at once (1 M events): every event, each
+/// writer's in order, and no record earlier than the one before it. Before
+/// the claim published its holder ahead of the odd sequence word, a writer
+/// could take a lane-mate's claim for its own (the holder it read was the
+/// previous lap's: itself), stamp without waiting and land before it (a
+/// few to 14 out-of-order records per run here, 9 ns to 20 ms back).
+#[test]
+fn fork_and_exec_writers_log_in_time_order() {
+    const PER_WRITER: u32 = 333_334;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("order.trace");
+    let exe = compile("order_fork_exec", dir.path());
+    let out = run(&exe, &[log.to_str().unwrap(), &PER_WRITER.to_string()]);
+    assert!(out.contains("order_fork_exec ok"), "{out}");
+    let mut r = tracekit_posix::LogReader::open_path(&log).unwrap();
+    assert_eq!(r.meta.events_lost_stream, 0);
+    let id = r
+        .types
+        .iter()
+        .find(|(_, n)| n == b"order")
+        .map(|(i, _)| *i)
+        .unwrap();
+    let (mut prev, mut records, mut back) = (i64::MIN, 0u64, Vec::new());
+    let mut next = [0u32; 3];
+    let mut pids = [0i32; 3];
+    while let Some(e) = r.next_event() {
+        let e = e.unwrap();
+        let ts = e.info.timestamp_ns;
+        if ts < prev && back.len() < 10 {
+            back.push((records, e.info.pid, prev - ts));
+        }
+        prev = ts;
+        records += 1;
+        if e.info.event_id != id {
+            continue;
+        }
+        let tag = u32::from_ne_bytes(e.data[..4].try_into().unwrap()) as usize;
+        let seq = u32::from_ne_bytes(e.data[4..8].try_into().unwrap());
+        assert_eq!(seq, next[tag], "writer {tag}: event {seq} out of its order");
+        next[tag] += 1;
+        pids[tag] = e.info.pid;
+    }
+    assert!(
+        back.is_empty(),
+        "records older than the one before (record, pid, ns back): {back:?}"
+    );
+    assert_eq!(next, [PER_WRITER; 3]);
+    // Three processes; the forked child in its parent's lane (see the C file).
+    assert!(pids[0] != pids[1] && pids[1] != pids[2] && pids[0] != pids[2]);
+    assert_eq!((pids[1] - pids[0]) % 16, 0);
+}
+
+/// `tracekit posix record --inherit` of `outlive` (a parent that exits at
+/// once, two children that then write `per` events each): the controller's
+/// options, its log, and the children's events in it (per child, in order).
+fn record_outlive(
+    per: u32,
+    stop_at_exit: bool,
+) -> (std::process::ExitStatus, PathBuf, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = compile("outlive", dir.path());
+    let log = dir.path().join("outlive.trace");
+    let mut attr = TraceAttr::default();
+    attr.set_inheritance(POSIX_TRACE_INHERITED);
+    let mut cmd = program(&exe);
+    cmd.arg(per.to_string());
+    let rec = tracekit_posix::controller::record(
+        &mut cmd,
+        tracekit_posix::controller::Options {
+            attr,
+            log: Some(std::fs::File::create(&log).unwrap()),
+            filter: Vec::new(),
+            inherit: true,
+            stop_at_exit,
+        },
+        |_, _, _| Ok(()),
+    )
+    .unwrap();
+    (rec.status, log, dir)
+}
+
+/// Events of each child of `outlive` in a log, checked to be in order.
+fn children_events(log: &Path) -> (u64, tracekit_posix::log::LogMeta) {
+    let mut r = tracekit_posix::LogReader::open_path(log).unwrap();
+    assert!(r.meta.flags & tracekit_posix::log::FLAG_COMPLETE != 0);
+    let id = r
+        .types
+        .iter()
+        .find(|(_, n)| n == b"outlive")
+        .map(|(i, _)| *i);
+    let mut next = [0u32; 2];
+    while let Some(e) = r.next_event() {
+        let e = e.unwrap();
+        if Some(e.info.event_id) == id && e.data.len() == 8 {
+            let k = u32::from_ne_bytes(e.data[..4].try_into().unwrap()) as usize;
+            let i = u32::from_ne_bytes(e.data[4..].try_into().unwrap());
+            assert_eq!(i, next[k], "child {k}: event {i} out of its order");
+            next[k] += 1;
+        }
+    }
+    (next.iter().map(|&n| n as u64).sum(), r.meta)
+}
+
+/// Children that outlive the traced program keep the stream open: the
+/// recording ends when the last process that inherited it has exited, so
+/// the log holds all their events (before, it was shut down when the
+/// program exited: 0 of them, "0 lost").
+#[test]
+fn record_inherit_waits_for_children_that_outlive_the_program() {
+    const PER: u32 = 100_000;
+    let (status, log, _dir) = record_outlive(PER, false);
+    assert_eq!(status.code(), Some(3));
+    let (children, meta) = children_events(&log);
+    assert_eq!(children, 2 * PER as u64);
+    assert_eq!(
+        (meta.events_lost_stream, meta.events_after_shutdown),
+        (0, 0)
+    );
+}
+
+/// With `stop_at_exit` the recording ends with the program, and every
+/// event its children write after the shutdown is counted in the log's
+/// header (written by the reaper once they are gone): logged + counted =
+/// all of them.
+#[test]
+fn record_inherit_stop_at_exit_counts_what_is_written_after_shutdown() {
+    const PER: u32 = 100_000;
+    let (status, log, _dir) = record_outlive(PER, true);
+    assert_eq!(status.code(), Some(3));
+    // The children go on after `record` returned; the reaper writes the
+    // count whenever it changes and last when they are gone.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let (children, meta) = children_events(&log);
+        assert_eq!(meta.events_lost_stream, 0);
+        let accounted = children + meta.events_after_shutdown;
+        assert!(
+            accounted <= 2 * PER as u64,
+            "{children} + {}",
+            meta.events_after_shutdown
+        );
+        if accounted == 2 * PER as u64 {
+            assert!(meta.events_after_shutdown > 0);
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{children} logged + {} after shutdown, of {}",
+            meta.events_after_shutdown,
+            2 * PER
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
 #[test]
 fn log_written_by_one_process_and_read_by_another() {
     let dir = tempfile::tempdir().unwrap();

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use crate::consts::*;
-use crate::log::LogReader;
+use crate::log::{EventInfo, LogReader};
 
 /// Counts over the events of a log.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -31,27 +31,36 @@ pub struct Summary {
 pub fn summarise(r: &mut LogReader) -> Summary {
     let mut s = Summary::default();
     while let Some(e) = r.next_event() {
-        let Ok(e) = e else {
-            s.corrupt += 1;
-            continue;
-        };
-        let i = &e.info;
-        s.events += 1;
-        let t = s.by_type.entry(i.event_id).or_default();
-        t.0 += 1;
-        t.1 += e.data.len() as u64;
-        *s.pids.entry(i.pid).or_default() += 1;
-        *s.threads.entry((i.pid, i.thread)).or_default() += 1;
-        s.first_ns = Some(s.first_ns.map_or(i.timestamp_ns, |f| f.min(i.timestamp_ns)));
-        s.last_ns = Some(s.last_ns.map_or(i.timestamp_ns, |l| l.max(i.timestamp_ns)));
-        if i.truncation != POSIX_TRACE_NOT_TRUNCATED {
-            s.truncated += 1;
+        match e {
+            Ok(e) => s.add(&e.info, e.data.len()),
+            Err(_) => s.corrupt += 1,
         }
     }
     s
 }
 
 impl Summary {
+    /// Counts one event with a payload of `len` bytes.
+    pub fn add(&mut self, i: &EventInfo, len: usize) {
+        self.events += 1;
+        let t = self.by_type.entry(i.event_id).or_default();
+        t.0 += 1;
+        t.1 += len as u64;
+        *self.pids.entry(i.pid).or_default() += 1;
+        *self.threads.entry((i.pid, i.thread)).or_default() += 1;
+        self.first_ns = Some(
+            self.first_ns
+                .map_or(i.timestamp_ns, |f| f.min(i.timestamp_ns)),
+        );
+        self.last_ns = Some(
+            self.last_ns
+                .map_or(i.timestamp_ns, |l| l.max(i.timestamp_ns)),
+        );
+        if i.truncation != POSIX_TRACE_NOT_TRUNCATED {
+            self.truncated += 1;
+        }
+    }
+
     /// Seconds from the first to the last event.
     pub fn span_s(&self) -> Option<f64> {
         self.last_ns

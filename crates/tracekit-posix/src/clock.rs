@@ -55,9 +55,15 @@ impl Calibration {
 
     /// Refines the rate with a fresh (ticks, ns) sample far from the base,
     /// which is more precise than the short measurement made at start. The
-    /// new map starts where the old one is now, so converted times go on
-    /// without a jump (never back): later events keep their order in time.
-    pub fn refined(&self) -> Calibration {
+    /// new map starts where the old one puts `from`, the ticks of the last
+    /// event converted, so converted times go on without a jump from there
+    /// (never back): an event read later has ticks at or past `from` (the
+    /// reader takes events in tick order), so it gets a time at or past
+    /// that event's. (Anchored at the sample instead, the new rate would
+    /// also apply to the events stamped before the sample and not read
+    /// yet, and move them before the last one read, by the lag times the
+    /// rate's change.)
+    pub fn refined(&self, from: u64) -> Calibration {
         if self.kind != CLOCK_TSC {
             return *self;
         }
@@ -68,8 +74,8 @@ impl Calibration {
         // Only trust a baseline of at least 100 ms.
         if dn > 1e8 && dt > 0.0 {
             c.ns_per_tick = dn / dt;
-            c.base_ticks = t;
-            c.base_ns = self.to_ns(t);
+            c.base_ticks = from;
+            c.base_ns = self.to_ns(from);
         }
         c
     }

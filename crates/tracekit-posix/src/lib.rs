@@ -46,9 +46,12 @@
 //! hooked `malloc`; after that the event path below is hook-safe.
 //!
 //! [`traced::trace_event_at`] never allocates, never locks and never
-//! enters the kernel (the only exception: a writer that finds a
+//! enters the kernel (the exceptions: a writer that finds a
 //! `POSIX_TRACE_FLUSH` stream full wakes the flusher and waits on a
-//! `futex` for room), so it is async-signal-safe and fork-safe. Children keep writing after `fork` only if the stream's
+//! `futex` for room; a writer whose lane-mate is preempted in the middle
+//! of its event yields, then sleeps, and looks at `/proc/PID/stat` every
+//! 100 ms, until that event is written, see `producer`), so it is
+//! async-signal-safe and fork-safe. Children keep writing after `fork` only if the stream's
 //! inheritance is `POSIX_TRACE_INHERITED`. Programs started with `exec`
 //! attach again only through the environment variable, and only when the
 //! stream's traced pid is theirs or the stream is for all processes.
@@ -118,11 +121,18 @@
 //!   lanes times as much (4 to 16 lanes, one per CPU). Memory is reserved
 //!   for every lane but only touched as lanes fill. A stream is *full*
 //!   (and, under UNTIL_FULL, suspends itself) when one lane is. Events are
-//!   reported in timestamp order across lanes: `trace_event` reads the
-//!   clock once its slot is reserved and the reader looks again at lanes
-//!   that were empty, so the merge is exact. (A `no_std` writer that
+//!   reported in timestamp order across lanes and processes:
+//!   `trace_event` reads the clock once its slot is reserved and the
+//!   lane's previous slot written (waiting for its writer as long as that
+//!   process runs), and the reader looks again at lanes that were empty,
+//!   so the merge is exact. (A `no_std` writer that
 //!   passes a time read earlier, as the preload shims do, can land behind
 //!   an event newer by at most the delay between the two.)
+//! - `controller::record` with `inherit` (`tracekit posix record
+//!   --inherit`) keeps the stream open until every process that inherited
+//!   it has exited, not only the program (see `controller`'s reaper);
+//!   with `stop_at_exit` it shuts down at the program's exit and counts
+//!   what is written afterwards in the log's header.
 //! - Named streams (created for another pid or for all processes) keep
 //!   their `/dev/shm` name while the controller lives, because processes
 //!   attach to them by name at any time, not only right after creation.
@@ -138,6 +148,7 @@ pub mod exec;
 pub mod fragments;
 pub mod log;
 pub mod producer;
+pub mod report;
 pub mod shm;
 pub mod timeline;
 pub mod traced;

@@ -16,7 +16,7 @@ pub const LOG_MAGIC: [u8; 8] = *b"TKPXLOG\0";
 pub const BLOCK_MAGIC: [u8; 8] = *b"TKPXBLK\0";
 pub const TYPES_MAGIC: [u8; 8] = *b"TKPXTYPE";
 pub const VERSION_MAJOR: u16 = 1;
-pub const VERSION_MINOR: u16 = 1;
+pub const VERSION_MINOR: u16 = 2;
 pub const HEADER_SIZE: usize = 4096;
 pub const BLOCK_HEADER: usize = 32;
 pub const RECORD_HEADER: usize = 40;
@@ -28,6 +28,8 @@ pub const MAX_STREAM_POSITIONS: usize = 17;
 const POSITIONS_AT: usize = 256;
 /// Where the header keeps the size of the open block at the last sync.
 const OPEN_BLOCK_AT: usize = POSITIONS_AT + 8 * MAX_STREAM_POSITIONS;
+/// Where the header keeps the events written after shutdown (version 1.2).
+const AFTER_SHUTDOWN_AT: usize = OPEN_BLOCK_AT + 8;
 
 /// The `posix_trace_status_info` members.
 #[repr(C)]
@@ -82,6 +84,12 @@ pub struct LogMeta {
     /// are read again from the stream).
     pub open_block_used: u32,
     pub open_block_events: u32,
+    /// Events processes wrote into the stream after it was shut down
+    /// (lost: `tracekit posix record --inherit --stop-at-exit` stops at
+    /// the program's exit while its descendants go on). Written after the
+    /// log is complete, by the process that waits for those descendants
+    /// ([`set_events_after_shutdown`]). Version 1.2.
+    pub events_after_shutdown: u64,
 }
 
 /// Chooses the block size for a log: big blocks for big logs, at least
@@ -172,7 +180,15 @@ fn encode_header(attr: &TraceAttr, m: &LogMeta) -> Vec<u8> {
     }
     put_u32(&mut h, OPEN_BLOCK_AT, m.open_block_used);
     put_u32(&mut h, OPEN_BLOCK_AT + 4, m.open_block_events);
+    put_u64(&mut h, AFTER_SHUTDOWN_AT, m.events_after_shutdown);
     h
+}
+
+/// Records in a complete log's header how many events were written into
+/// its stream after the shutdown (see [`LogMeta::events_after_shutdown`]).
+pub fn set_events_after_shutdown(log: &File, n: u64) -> io::Result<()> {
+    log.write_all_at(&n.to_le_bytes(), AFTER_SHUTDOWN_AT as u64)?;
+    log.sync_data().or(Ok(()))
 }
 
 fn bad(at: u64, msg: impl Into<String>) -> Error {
@@ -231,6 +247,7 @@ pub fn decode_header(b: &[u8]) -> Result<(TraceAttr, LogMeta), Error> {
         last_timestamp_ns: get_u64(b, 248) as i64,
         open_block_used: get_u32(b, OPEN_BLOCK_AT),
         open_block_events: get_u32(b, OPEN_BLOCK_AT + 4),
+        events_after_shutdown: get_u64(b, AFTER_SHUTDOWN_AT),
         status: Status {
             stream_status: st(0),
             stream_full_status: st(1),

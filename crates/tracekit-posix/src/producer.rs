@@ -22,7 +22,7 @@ use core::sync::atomic::{fence, AtomicI32, AtomicU32, AtomicU64, Ordering::*};
 use crate::consts::*;
 
 pub const STREAM_MAGIC: [u8; 8] = *b"TKPXSTRM";
-pub const STREAM_VERSION: u32 = 4;
+pub const STREAM_VERSION: u32 = 5;
 /// Most lanes a stream can have (see [`Lane`]).
 pub const MAX_LANES: usize = 16;
 /// Bytes before the first slot's payload.
@@ -37,6 +37,21 @@ pub const AUTO_SUSPENDED: u32 = 0x100 | POSIX_TRACE_SUSPENDED as u32;
 /// STOP once drained, but does not restart it. Reported as
 /// POSIX_TRACE_SUSPENDED; writers are not admitted (not a loss).
 pub const AUTO_STOPPED: u32 = 0x200 | POSIX_TRACE_SUSPENDED as u32;
+/// `running` of a stream shut down while processes may still write into it
+/// (`tracekit posix record --inherit --stop-at-exit`: descendants of the
+/// program outlive it): an event written now is not recorded but counted
+/// in `late` (the log's header gets the count once those processes are
+/// gone). Reported as POSIX_TRACE_SUSPENDED.
+pub const CLOSED: u32 = 0x400 | POSIX_TRACE_SUSPENDED as u32;
+/// [`CLOSED`] while suspended because full: the reader still reports the
+/// automatic STOP once drained (as for [`AUTO_STOPPED`]), then it is
+/// [`CLOSED`].
+pub const CLOSED_AUTO: u32 = 0x800 | POSIX_TRACE_SUSPENDED as u32;
+/// Is `running` one of the shut-down-with-writers states?
+#[inline(always)]
+pub fn is_closed(running: u32) -> bool {
+    running & (CLOSED | CLOSED_AUTO) & !(POSIX_TRACE_SUSPENDED as u32) != 0
+}
 /// Number of 64-bit words in an event set: one bit per identifier below
 /// [`EVENT_ID_END`].
 pub const EVENTSET_WORDS: usize = (EVENT_ID_END as usize).div_ceil(64);
@@ -129,6 +144,9 @@ pub struct StreamHeaderOf<A, C> {
     /// the next one recorded carries the count (see [`SlotHeader::prog`]),
     /// so the reader reports the loss where it happened.
     pub system_lost: AtomicU64,
+    /// Events written after the stream was shut down ([`CLOSED`]): not
+    /// recorded, counted.
+    pub late: AtomicU64,
     /// Raw time of the event whose refusal suspended an UNTIL_FULL stream
     /// (the automatic STOP is reported at that time).
     pub suspended_ticks: AtomicU64,
@@ -159,6 +177,13 @@ pub struct SlotHeader {
     /// there): how many system events were lost right before this one.
     pub prog: u64,
     pub ticks: u64,
+    /// Who holds the slot while its sequence word is odd (claimed, being
+    /// written): written *before* the odd sequence word, so a writer that
+    /// sees the slot claimed sees its holder ([`wait_for_previous`]), not
+    /// the previous lap's. The consumer never reads these.
+    pub owner_thread: u64,
+    pub owner_pid: i32,
+    pub _pad: u32,
 }
 
 /// Bytes of the mapping before the first slot.
@@ -218,9 +243,19 @@ pub fn lookup<A, C>(h: &StreamHeaderOf<A, C>, name: &[u8]) -> Option<u32> {
 extern "C" {
     fn clock_gettime(clock: i32, ts: *mut [i64; 2]) -> i32;
     fn sched_yield() -> i32;
+    fn nanosleep(req: *const [i64; 2], rem: *mut [i64; 2]) -> i32;
+    fn open(path: *const u8, flags: i32, ...) -> i32;
+    fn read(fd: i32, buf: *mut u8, n: usize) -> isize;
+    fn close(fd: i32) -> i32;
 }
 
+/// `O_RDONLY | O_CLOEXEC` (Linux, every architecture this runs on).
+const O_RDONLY_CLOEXEC: i32 = 0o2000000;
+
 /// Reads the raw clock of kind `kind` (the one of the stream's calibration).
+/// The TSC is read with a plain `rdtsc`, which may run ahead of earlier
+/// loads (Intel SDM, RDTSC): enough for a writer alone in its lane (its
+/// reads follow each other), see [`raw_now_ordered`] for the others.
 #[inline(always)]
 pub fn raw_now(kind: u32) -> u64 {
     #[cfg(target_arch = "x86_64")]
@@ -228,6 +263,26 @@ pub fn raw_now(kind: u32) -> u64 {
         // SAFETY: rdtsc has no preconditions; a stream only selects it
         // when the CPU reports constant_tsc and nonstop_tsc.
         return unsafe { core::arch::x86_64::_rdtsc() };
+    }
+    let _ = kind;
+    realtime_ns()
+}
+
+/// [`raw_now`] read only once every earlier load is done (`lfence;
+/// rdtsc`, as the kernel's `rdtsc_ordered`): a writer that waited for a
+/// lane-mate's slot stamps after it saw that slot published, not before;
+/// the reader's "now" is not older than what it read. (`clock_gettime`
+/// orders its own read.) About 10 ns more than [`raw_now`].
+#[inline(always)]
+pub fn raw_now_ordered(kind: u32) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    if kind == CLOCK_TSC {
+        // SAFETY: lfence and rdtsc have no preconditions (x86-64 baseline);
+        // the TSC as in `raw_now`.
+        return unsafe {
+            core::arch::x86_64::_mm_lfence();
+            core::arch::x86_64::_rdtsc()
+        };
     }
     let _ = kind;
     realtime_ns()
@@ -266,6 +321,16 @@ impl Stamp {
     fn ticks(self) -> u64 {
         match self {
             Stamp::Now(kind) => raw_now(kind),
+            Stamp::At(ticks) => ticks,
+        }
+    }
+
+    /// [`Stamp::ticks`] with the clock read after every earlier load
+    /// ([`raw_now_ordered`]).
+    #[inline(always)]
+    fn ticks_ordered(self) -> u64 {
+        match self {
+            Stamp::Now(kind) => raw_now_ordered(kind),
             Stamp::At(ticks) => ticks,
         }
     }
@@ -330,15 +395,24 @@ pub fn admit<A, C>(h: &StreamHeaderOf<A, C>, id: u32) -> Result<(), Outcome> {
 pub fn admit_running<A, C>(h: &StreamHeaderOf<A, C>) -> Result<(), Outcome> {
     let running = h.running.0.load(Relaxed);
     if running != POSIX_TRACE_RUNNING as u32 {
-        if running == AUTO_SUSPENDED {
-            note_lost(h, 1);
-            return Err(Outcome::Lost {
-                wake_flusher: false,
-            });
-        }
-        return Err(Outcome::NotAdmitted);
+        return Err(not_running(h, running));
     }
     Ok(())
+}
+
+/// What becomes of an event written while the stream is not running.
+#[cold]
+fn not_running<A, C>(h: &StreamHeaderOf<A, C>, running: u32) -> Outcome {
+    if running == AUTO_SUSPENDED {
+        note_lost(h, 1);
+    } else if is_closed(running) {
+        h.late.fetch_add(1, Relaxed);
+    } else {
+        return Outcome::NotAdmitted;
+    }
+    Outcome::Lost {
+        wake_flusher: false,
+    }
 }
 
 /// Records one event, its payload the concatenation of `parts` (so a
@@ -403,8 +477,12 @@ pub unsafe fn write<A, C>(
     unsafe {
         let slot = slot_ptr(h, lane, pos);
         claim(slot, pos, pid, thread);
-        wait_for_previous(h, lane, pos, slot, pid, thread);
-        complete(h, slot, pos, id, parts, prog, stamp.ticks());
+        let ticks = if wait_for_previous(h, lane, pos, slot, pid, thread) {
+            stamp.ticks_ordered()
+        } else {
+            stamp.ticks()
+        };
+        complete(h, slot, pos, (id, pid, thread), parts, prog, ticks);
     }
     Ok(())
 }
@@ -419,25 +497,44 @@ pub unsafe fn write<A, C>(
 unsafe fn claim(slot: *mut SlotHeader, pos: u64, pid: i32, thread: u64) {
     // SAFETY: the caller's guarantee: we own slot `pos`.
     unsafe {
-        (*slot).seq.store(2 * pos + 1, Relaxed);
+        ptr::addr_of_mut!((*slot).owner_pid).write_volatile(pid);
+        ptr::addr_of_mut!((*slot).owner_thread).write_volatile(thread);
+        (*slot).seq.store(2 * pos + 1, Release);
         fence(Release);
-        ptr::addr_of_mut!((*slot).pid).write_volatile(pid);
-        ptr::addr_of_mut!((*slot).thread).write_volatile(thread);
     }
 }
 
-/// Longest a writer waits for the lane's previous slot to be published.
+/// How often a writer waiting for the lane's previous slot checks that
+/// the slot's writer is still there (see [`wait_for_previous`]); also how
+/// long it waits for a slot reserved but not yet claimed (its writer is
+/// not known).
 pub const PREVIOUS_SLOT_WAIT_NS: u64 = 100_000_000;
+/// Longest a writer waits for the lane's previous slot in any case (a
+/// writer that is there but makes no progress: a thread that died alone,
+/// a process in another pid namespace).
+pub const PREVIOUS_SLOT_WAIT_MAX_NS: u64 = 10_000_000_000;
 
-/// Waits (bounded: [`PREVIOUS_SLOT_WAIT_NS`]) until the slot before `pos`
-/// in `lane` is published, so a writer stamps its event after the one
-/// reserved just before it in the same lane: two threads sharing a lane,
-/// one preempted between its reservation and its clock read, would
-/// otherwise leave the lane out of time order. The previous writer only
-/// has to read the clock and copy its payload. No wait when that slot is
-/// held by this very thread (a signal handler that interrupted a writer:
-/// it would wait for itself); if the previous writer does not finish (it
-/// crashed), the wait gives up and the order may be off by that one event.
+/// Waits until the slot before `pos` in `lane` is published, so a writer
+/// stamps its event after the one reserved just before it in the same
+/// lane: two writers sharing a lane (threads, or processes, e.g. a forked
+/// child and its parent's thread), one preempted between its reservation
+/// and its clock read, would otherwise leave the lane out of time order.
+/// The previous writer only has to read the clock and copy its payload.
+/// No wait when that slot is held by this very thread (a signal handler
+/// that interrupted it: it would wait for itself). A writer that is not
+/// running is waited for as long as its process runs (checked every
+/// [`PREVIOUS_SLOT_WAIT_NS`]): an overloaded machine may keep it off a CPU
+/// for long, and going ahead would put this event before its. If its
+/// process is gone, a zombie or stopped (it crashed mid-event, or was
+/// stopped by a signal or a debugger), or after
+/// [`PREVIOUS_SLOT_WAIT_MAX_NS`], the wait gives up and the order may be
+/// off by that one event.
+///
+/// Returns whether that slot is another writer's: the caller then reads
+/// the clock ordered after this wait ([`raw_now_ordered`]), since a plain
+/// `rdtsc` may run ahead of the load that saw it published. A writer
+/// alone in its lane (the usual case) reads it plainly: its clock reads
+/// follow each other.
 ///
 /// # Safety
 /// As for [`slot_ptr`]: `h` is a live, valid stream mapping.
@@ -449,9 +546,9 @@ unsafe fn wait_for_previous<A, C>(
     slot: *mut SlotHeader,
     pid: i32,
     thread: u64,
-) {
+) -> bool {
     if pos == 0 {
-        return;
+        return false;
     }
     // SAFETY: the caller's guarantee; pos - 1 is a slot of this lane: the
     // one before `slot`, or the lane's last when `pos` starts a lap.
@@ -465,46 +562,131 @@ unsafe fn wait_for_previous<A, C>(
         }
     };
     if prev.seq.load(Acquire) >= 2 * pos {
-        return;
+        // Published. Its holder fields name its writer (or a later lap's,
+        // another writer: ordered then, which is only slower).
+        // SAFETY: plain reads of a slot of the mapping, written before its
+        // sequence word, which this thread has seen (Acquire).
+        let (p, t) = unsafe {
+            (
+                ptr::addr_of!(prev.owner_pid).read_volatile(),
+                ptr::addr_of!(prev.owner_thread).read_volatile(),
+            )
+        };
+        return p != pid || t != thread;
     }
-    wait_slow(prev, 2 * pos, pid, thread);
+    wait_slow(prev, 2 * pos, pid, thread)
 }
 
+/// Who holds a slot whose sequence word is `seq`, if it is claimed for
+/// position `pos` (odd word `2 * pos + 1`): (pid, thread).
+#[inline(always)]
+fn holder(slot: &SlotHeader, seq: u64, pos: u64) -> Option<(i32, u64)> {
+    // SAFETY: plain reads of a slot of the mapping; the claim wrote them
+    // before its odd sequence word (Release), which the caller has seen
+    // (Acquire), so they name the slot's holder, not the previous lap's.
+    (seq == 2 * pos + 1).then(|| unsafe {
+        (
+            ptr::addr_of!(slot.owner_pid).read_volatile(),
+            ptr::addr_of!(slot.owner_thread).read_volatile(),
+        )
+    })
+}
+
+/// The process holding a claimed slot (a writer in the middle of an
+/// event), if that slot is claimed for position `pos`.
+pub fn slot_holder(slot: &SlotHeader, pos: u64) -> Option<i32> {
+    holder(slot, slot.seq.load(Acquire), pos).map(|(p, _)| p)
+}
+
+/// The slow part of [`wait_for_previous`]; true unless the slot is this
+/// thread's own.
 #[cold]
 #[inline(never)]
-fn wait_slow(prev: &SlotHeader, want: u64, pid: i32, thread: u64) {
+fn wait_slow(prev: &SlotHeader, want: u64, pid: i32, thread: u64) -> bool {
     let mut since = 0;
-    for i in 0u32.. {
+    let mut checked = 0;
+    let mut spins = 0u32;
+    loop {
         let seq = prev.seq.load(Acquire);
         if seq >= want {
-            return;
+            return true;
         }
-        if seq == want - 1 {
-            // Claimed: by this thread, interrupted (a signal handler)?
-            // SAFETY: plain reads of a slot of the mapping (the claim's
-            // Release fence orders them after the odd sequence word).
-            let (p, t) = unsafe {
-                (
-                    ptr::addr_of!(prev.pid).read_volatile(),
-                    ptr::addr_of!(prev.thread).read_volatile(),
-                )
-            };
-            if p == pid && t == thread {
-                return;
-            }
+        let owner = holder(prev, seq, want / 2 - 1);
+        if owner == Some((pid, thread)) {
+            // Claimed by this thread, interrupted (a signal handler).
+            return false;
         }
-        if i < 64 {
+        if spins < 64 {
+            spins += 1;
             core::hint::spin_loop();
             continue;
         }
         let now = clock_ns(1);
         if since == 0 {
-            since = now;
-        } else if now.wrapping_sub(since) > PREVIOUS_SLOT_WAIT_NS {
-            return;
+            (since, checked) = (now, now);
         }
-        // SAFETY: sched_yield has no preconditions.
-        unsafe { sched_yield() };
+        let waited = now.wrapping_sub(since);
+        if now.wrapping_sub(checked) > PREVIOUS_SLOT_WAIT_NS {
+            checked = now;
+            if waited > PREVIOUS_SLOT_WAIT_MAX_NS || !owner.is_some_and(|(p, _)| process_runs(p)) {
+                return true;
+            }
+        }
+        if waited < 1_000_000 {
+            // SAFETY: sched_yield has no preconditions.
+            unsafe { sched_yield() };
+        } else {
+            // The previous writer is not running: sleep rather than keep
+            // a CPU busy yielding, so that it gets one sooner.
+            let ts = [0i64, 20_000];
+            // SAFETY: a valid timespec; no remainder wanted.
+            unsafe { nanosleep(&ts, ptr::null_mut()) };
+        }
+    }
+}
+
+/// Is process `pid` there and able to run (not gone, not a zombie, not
+/// stopped)? From `/proc/PID/stat`, without allocating (a writer's wait
+/// calls it); false if that cannot be read.
+pub fn process_runs(pid: i32) -> bool {
+    if pid <= 0 {
+        return false;
+    }
+    let mut path = *b"/proc/\0\0\0\0\0\0\0\0\0\0/stat\0";
+    let mut digits = [0u8; 10];
+    let (mut n, mut v) = (0, pid as u32);
+    while v > 0 || n == 0 {
+        digits[n] = b'0' + (v % 10) as u8;
+        v /= 10;
+        n += 1;
+    }
+    let mut at = 6;
+    for d in digits[..n].iter().rev() {
+        path[at] = *d;
+        at += 1;
+    }
+    path[at..at + 6].copy_from_slice(b"/stat\0");
+    let mut buf = [0u8; 512];
+    // SAFETY: a NUL-terminated path; reading into a buffer we own; closing
+    // the descriptor we opened.
+    let len = unsafe {
+        let fd = open(path.as_ptr(), O_RDONLY_CLOEXEC);
+        if fd < 0 {
+            return false;
+        }
+        let len = read(fd, buf.as_mut_ptr(), buf.len());
+        close(fd);
+        len
+    };
+    if len <= 0 {
+        return false;
+    }
+    // "PID (COMM) STATE ...": COMM may hold spaces and parentheses, the
+    // state follows the last ") ".
+    let b = &buf[..len as usize];
+    match b.iter().rposition(|&c| c == b')') {
+        Some(i) if i + 2 < b.len() => !matches!(b[i + 2], b'Z' | b'X' | b'x' | b'T' | b't'),
+        _ => false,
     }
 }
 
@@ -582,6 +764,14 @@ fn reserve_room(l: &Lane, cap: u64) -> Option<u64> {
 
 #[cold]
 fn lane_full<A, C>(h: &StreamHeaderOf<A, C>, now: impl FnOnce() -> u64) -> Full {
+    if is_closed(h.running.0.load(Relaxed)) {
+        // Admitted before the stream was shut down, written after.
+        h.late.fetch_add(1, Relaxed);
+        return Full {
+            wake_flusher: false,
+            may_wait: false,
+        };
+    }
     h.full.store(POSIX_TRACE_FULL as u32, Relaxed);
     if h.stream_policy == POSIX_TRACE_FLUSH {
         return Full {
@@ -650,7 +840,7 @@ pub unsafe fn publish<A, C>(
     unsafe {
         let slot = slot_ptr(h, lane, pos);
         claim(slot, pos, pid, thread);
-        complete(h, slot, pos, id, parts, prog, ticks);
+        complete(h, slot, pos, (id, pid, thread), parts, prog, ticks);
     }
 }
 
@@ -664,7 +854,7 @@ unsafe fn complete<A, C>(
     h: &StreamHeaderOf<A, C>,
     slot: *mut SlotHeader,
     pos: u64,
-    id: u32,
+    (id, pid, thread): (u32, i32, u64),
     parts: &[&[u8]],
     prog: u64,
     ticks: u64,
@@ -685,6 +875,8 @@ unsafe fn complete<A, C>(
     // it; len <= slot_data.
     unsafe {
         ptr::addr_of_mut!((*slot).event_id).write_volatile(id);
+        ptr::addr_of_mut!((*slot).pid).write_volatile(pid);
+        ptr::addr_of_mut!((*slot).thread).write_volatile(thread);
         ptr::addr_of_mut!((*slot).data_len).write_volatile(len as u32);
         ptr::addr_of_mut!((*slot).truncation).write_volatile(truncation);
         ptr::addr_of_mut!((*slot).prog).write_volatile(prog);

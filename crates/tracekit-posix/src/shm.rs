@@ -33,12 +33,14 @@
 //! a full lane suspends an UNTIL_FULL
 //! stream, and makes a writer of a FLUSH stream wake the flusher and wait
 //! for the slots the flush frees (the one case where a writer makes system
-//! calls). A writer reads the clock after reserving, so each lane is in
-//! time order. The consumer takes, among the lanes' oldest unread events,
-//! the one with the smallest timestamp; while a lane's oldest slot is
-//! reserved but not complete it waits (that event may be the oldest), and
-//! a lane that was empty when it looked but has a slot reserved since
-//! makes it look again. A writer that
+//! calls). A writer reads the clock after reserving and after the lane's
+//! previous slot is published, so each lane is in time order. The
+//! consumer takes, among the lanes' oldest unread events, the one with the
+//! smallest timestamp; while a lane's oldest slot is reserved but not
+//! complete it waits (that event may be the oldest), and a lane that was
+//! empty when it looked but has a slot reserved since makes it look again
+//! (also once its clock is [`IN_FLIGHT_NS`] past the event: a writer's
+//! plain `rdtsc` may precede its reservation's arrival). A writer that
 //! dies between reserving and completing leaves one slot that never
 //! completes; the consumer skips it after a grace period and counts it
 //! lost, so a crash loses at most the event being written.
@@ -308,14 +310,28 @@ pub enum Take {
 pub struct Cursor {
     pub pos: Vec<u64>,
     pub loss: Vec<bool>,
+    /// The stream's raw clock as last read by the reader, ordered
+    /// ([`crate::producer::raw_now_ordered`]): see [`IN_FLIGHT_NS`].
+    pub now: u64,
 }
 
 impl Cursor {
     pub fn at(pos: Vec<u64>) -> Cursor {
         let loss = vec![false; pos.len()];
-        Cursor { pos, loss }
+        Cursor { pos, loss, now: 0 }
     }
 }
+
+/// How long, at most, a writer's reservation may still be on its way to
+/// memory after its (plain, unordered) TSC read: `rdtsc` may run ahead of
+/// the locked add that reserves the slot, by about that add's latency (a
+/// cache line fetched from another core: well under a microsecond; an
+/// interrupt in between discards the early read). Before taking an event
+/// while some lane looked empty, the reader makes sure its own ordered
+/// clock is this far past the event and looks at those lanes again: a
+/// writer that read its clock before the event's time has made its
+/// reservation visible by then.
+pub const IN_FLIGHT_NS: u64 = 50_000;
 
 /// An event copied out of the ring.
 #[derive(Clone, Debug, Default)]
@@ -531,7 +547,18 @@ impl StreamView {
             if full.wake_flusher {
                 self.wake_flusher();
             }
-            if !full.may_wait || h.shutdown.load(Acquire) != 0 {
+            if !full.may_wait {
+                return false;
+            }
+            if h.shutdown.load(Acquire) != 0 {
+                // Shut down while this writer waited for room: the event
+                // goes nowhere, counted (as written after shutdown if
+                // the stream still counts those).
+                if crate::producer::is_closed(h.running.0.load(Relaxed)) {
+                    h.late.fetch_add(1, Relaxed);
+                } else {
+                    crate::producer::note_lost(h, 1);
+                }
                 return false;
             }
             let seen = h.space_wake.load(Acquire);
@@ -622,7 +649,7 @@ impl StreamView {
                     best = Some((k, head, ticks));
                 }
             }
-            let Some((k, head, _)) = best else {
+            let Some((k, head, ticks)) = best else {
                 return Take::Empty;
             };
             // A ring that was empty when scanned and has a slot reserved
@@ -635,6 +662,30 @@ impl StreamView {
                 .any(|&(e, tail)| self.lanes()[e].tail.0.load(Acquire) != tail)
             {
                 continue 'scan;
+            }
+            // Writers read the TSC without ordering it after their
+            // reservation (see `IN_FLIGHT_NS`): a reservation not visible
+            // yet may carry an older time. Once the clock is far enough
+            // past the chosen event, look again.
+            if n_empty > 0 && h.calibration.kind == crate::producer::CLOCK_TSC {
+                let grace = (IN_FLIGHT_NS as f64 / h.calibration.ns_per_tick.max(1e-6)) as i64;
+                let age = |now: u64| (now as i64).wrapping_sub(ticks as i64);
+                if age(cursor.now) < grace {
+                    let kind = h.calibration.kind;
+                    let start = crate::producer::raw_now_ordered(kind);
+                    cursor.now = start;
+                    while age(cursor.now) < grace {
+                        if (cursor.now as i64).wrapping_sub(start as i64) >= 2 * grace {
+                            // A stamp ahead of this CPU's clock (a skew the
+                            // TSC should not have): not waited out.
+                            cursor.now = ticks.wrapping_add(grace as u64);
+                            break;
+                        }
+                        std::hint::spin_loop();
+                        cursor.now = crate::producer::raw_now_ordered(kind);
+                    }
+                    continue 'scan;
+                }
             }
             let slot = self.slot(k, head);
             cursor.pos[k] = head + 1;
@@ -720,6 +771,13 @@ impl StreamView {
         if h.space_waiters.load(Acquire) != 0 {
             futex_wake(&h.space_wake, i32::MAX);
         }
+    }
+
+    /// The process writing slot `(lane, pos)`, if the slot is claimed
+    /// (a writer is in the middle of its event) for that position.
+    pub fn slot_holder(&self, (lane, pos): SlotRef) -> Option<i32> {
+        // SAFETY: the slot lies in the mapping.
+        crate::producer::slot_holder(unsafe { &*self.slot(lane, pos) }, pos)
     }
 
     /// Gives up on a slot whose writer never completed it.

@@ -326,7 +326,10 @@ fn attach_inherited_fd(fd: i32) {
     };
     let v = region.view();
     let h = v.header();
-    if h.inheritance != POSIX_TRACE_INHERITED || h.shutdown.load(Acquire) != 0 {
+    // A stream shut down while processes may still write into it counts
+    // their events: attach to it so that this process's are counted too.
+    let counting = crate::producer::is_closed(h.running.0.load(Acquire));
+    if h.inheritance != POSIX_TRACE_INHERITED || (h.shutdown.load(Acquire) != 0 && !counting) {
         return;
     }
     // SAFETY: st is a valid out-pointer and the descriptor is open.

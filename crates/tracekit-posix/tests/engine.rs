@@ -872,3 +872,41 @@ fn shutdown_wakes_a_blocked_reader_with_einval() {
     api::shutdown(trid).unwrap();
     assert_eq!(reader.join().unwrap(), Err(libc::EINVAL));
 }
+
+/// What a writer waiting for a lane-mate (and the reader waiting for a
+/// slot) goes by: a process that runs is waited for; one that is stopped,
+/// a zombie or gone is not.
+#[test]
+fn process_runs_tells_running_from_stopped_zombie_and_gone() {
+    use tracekit_posix::producer::process_runs;
+    assert!(process_runs(std::process::id() as i32));
+    let mut child = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let pid = child.id() as i32;
+    assert!(process_runs(pid));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    let stopped = (0..200).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        !process_runs(pid)
+    });
+    assert!(stopped, "a stopped process does not run");
+    // SAFETY: as above.
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    let resumed = (0..200).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        process_runs(pid)
+    });
+    assert!(resumed);
+    child.kill().unwrap();
+    let zombie = (0..200).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        !process_runs(pid)
+    });
+    assert!(zombie, "a zombie does not run");
+    child.wait().unwrap();
+    assert!(!process_runs(pid));
+    assert!(!process_runs(0) && !process_runs(-1));
+}

@@ -470,6 +470,17 @@ impl<'a> Event<'a> {
     }
 }
 
+/// Whether `kind` is the last record its process writes: after `atexit`
+/// (git's atexit handler runs last and turns trace2 off) or `signal` (the
+/// handler re-raises it) nothing more comes from that process. A later
+/// record with the same SID is from another process forked from it: git's
+/// `daemonize()` (`git maintenance run --detach`, started by `commit`,
+/// `fetch` and `merge` since git 2.46) forks, and parent and child share
+/// the SID, the thread names and the clock; EVENT carries no pid.
+pub fn ends_process(kind: Kind) -> bool {
+    matches!(kind, Kind::AtExit | Kind::Signal)
+}
+
 /// The last component of a SID: the process's own id, and the file name
 /// git's directory target uses.
 pub fn sid_own(sid: &[u8]) -> &[u8] {

@@ -326,12 +326,13 @@ const PARSED_BATCH: usize = 1024;
 /// A batch of parsed events and the bytes of the map read up to its end
 /// (released once the batch is handled).
 struct ParsedBatch<'a> {
-    events: Vec<Event<'a>>,
+    /// Each event with the line its record starts at.
+    events: Vec<(u64, Event<'a>)>,
     release: Option<std::ops::Range<usize>>,
 }
 
-/// Calls `one` with the event of every record of the file map `map`, in
-/// order, warning (in `warnings`, at the record's line) at each record
+/// Calls `one` with the event of every record of the file map `map` and
+/// the line the record starts at, in order, warning (in `warnings`, at the record's line) at each record
 /// that does not parse. The records are parsed on a thread of their own,
 /// ahead of `one`, in batches of events that borrow the map (parsing is a
 /// third to a half of the work of building tables, so the two halves
@@ -346,7 +347,7 @@ pub fn for_each_event_parsed_ahead<E>(
     format: Format,
     warnings: &mut Warnings,
     mut read: impl FnMut(usize),
-    mut one: impl FnMut(&Event<'_>) -> Result<(), E>,
+    mut one: impl FnMut(&Event<'_>, u64) -> Result<(), E>,
 ) -> Result<(), E> {
     let bytes: &[u8] = map;
     let parsed = std::thread::scope(|scope| -> Result<Warnings, E> {
@@ -364,7 +365,7 @@ pub fn for_each_event_parsed_ahead<E>(
                 |range| released.set(Some(range)),
                 |rec| -> Result<(), ()> {
                     if let Some(ev) = rec.parse_or_warn(format, &mut warnings) {
-                        events.push(ev);
+                        events.push((rec.line, ev));
                     }
                     if events.len() == PARSED_BATCH {
                         let events = std::mem::replace(&mut events, new_batch());
@@ -379,8 +380,8 @@ pub fn for_each_event_parsed_ahead<E>(
             warnings
         });
         for batch in rx {
-            for ev in &batch.events {
-                one(ev)?;
+            for (line, ev) in &batch.events {
+                one(ev, *line)?;
             }
             if let Some(range) = batch.release {
                 read(range.end);
@@ -432,7 +433,9 @@ mod tests {
             Format::Event,
             &mut warnings,
             |n| done = n,
-            |ev| -> Result<(), ()> {
+            |ev, line| -> Result<(), ()> {
+                // The record's own line (its `line` field says the same).
+                assert_eq!(ev.line, Some(line as i64));
                 seen.push(ev.line);
                 Ok(())
             },
@@ -453,7 +456,7 @@ mod tests {
             Format::Event,
             &mut Warnings::default(),
             |_| {},
-            |_| {
+            |_, _| {
                 handled += 1;
                 if handled == 10 {
                     Err("stop")

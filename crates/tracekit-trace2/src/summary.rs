@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashMap;
 
 use crate::event::{Body, Event, Kind, Time};
 use crate::time::{TimeOfDay, UnixMicros};
@@ -23,8 +23,9 @@ pub struct Summary {
     /// Time-of-day span from PERF/NORMAL (no date).
     pub first_of_day: Option<TimeOfDay>,
     pub last_of_day: Option<TimeOfDay>,
-    /// Distinct SIDs (EVENT), or `version` events (PERF/NORMAL: one per
-    /// process).
+    /// Distinct SIDs (EVENT) and the processes that went on under a SID
+    /// after its `atexit`/`signal` (forked: `maintenance run --detach`),
+    /// or `version` events (PERF/NORMAL: one per process).
     pub processes: u64,
     /// Distinct (process, thread) pairs; PERF counts (depth, thread).
     pub threads: u64,
@@ -32,12 +33,14 @@ pub struct Summary {
     /// killed, still running, or cut off).
     pub unfinished: u64,
     pub bytes: u64,
-    /// Threads seen per SID (a process has few: a linear scan), keyed so
-    /// that a lookup borrows and only a new process or thread allocates.
-    threads_by_sid: FxHashMap<Vec<u8>, Vec<Vec<u8>>>,
+    /// Per SID: the threads seen (a process has few: a linear scan), and
+    /// whether its last record ended its process; keyed so that a lookup
+    /// borrows and only a new process or thread allocates.
+    threads_by_sid: FxHashMap<Vec<u8>, (Vec<Vec<u8>>, bool)>,
     /// Threads seen per PERF depth, for input without SIDs.
     threads_by_depth: FxHashMap<u32, Vec<Vec<u8>>>,
-    ended: FxHashSet<Vec<u8>>,
+    /// Records of a SID after its process ended: another process each.
+    forks: u64,
     versions_seen: u64,
     ends_seen: u64,
 }
@@ -62,11 +65,9 @@ impl Summary {
                     .insert(String::from_utf8_lossy(e).into_owned());
             }
         }
-        if matches!(kind, Kind::AtExit | Kind::Signal) {
+        let ends = crate::event::ends_process(kind);
+        if ends {
             self.ends_seen += 1;
-            if let Some(sid) = &ev.sid {
-                self.ended.insert(sid.to_vec());
-            }
         }
         match &ev.time {
             Some(Time::Iso(_)) => {
@@ -83,10 +84,17 @@ impl Summary {
         }
         let thread = ev.thread.as_deref().unwrap_or(b"main");
         let threads = match &ev.sid {
-            Some(sid) => match self.threads_by_sid.get_mut(&sid[..]) {
-                Some(t) => t,
-                None => self.threads_by_sid.entry(sid.to_vec()).or_default(),
-            },
+            Some(sid) => {
+                let (threads, ended) = match self.threads_by_sid.get_mut(&sid[..]) {
+                    Some(t) => t,
+                    None => self.threads_by_sid.entry(sid.to_vec()).or_default(),
+                };
+                if *ended {
+                    self.forks += 1;
+                }
+                *ended = ends;
+                threads
+            }
             None => self
                 .threads_by_depth
                 .entry(ev.depth.unwrap_or(0))
@@ -103,16 +111,17 @@ impl Summary {
             self.processes = self.versions_seen;
             self.unfinished = self.versions_seen.saturating_sub(self.ends_seen);
         } else {
-            self.processes = self.threads_by_sid.len() as u64;
+            self.processes = self.threads_by_sid.len() as u64 + self.forks;
             self.unfinished = self
                 .threads_by_sid
-                .keys()
-                .filter(|s| !self.ended.contains(*s))
+                .values()
+                .filter(|(_, ended)| !ended)
                 .count() as u64;
         }
         self.threads = self
             .threads_by_sid
             .values()
+            .map(|(t, _)| t)
             .chain(self.threads_by_depth.values())
             .map(|t| t.len() as u64)
             .sum();

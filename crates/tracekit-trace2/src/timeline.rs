@@ -19,6 +19,22 @@
 //! * data, errors, timers, exit/signal/exec are instants; counters are
 //!   **counter** tracks (`category/name`, series `count`).
 //!
+//! * A SID written by **several processes** (git's `daemonize()`: `git
+//!   maintenance run --detach` forks, parent and child share the SID; see
+//!   [`crate::event::ends_process`]): a record of a SID after its
+//!   `atexit`/`signal` starts a process track of its own (`git maintenance
+//!   (fork 1)`, a fresh pid: the SID's is the parent's), whose slice starts
+//!   where the parent's ended (the fork itself is not in the trace) and
+//!   re-opens the regions the parent's ending thread had open (argument
+//!   `inherited`); children the parent logged `child_start` for and the
+//!   fork logs `child_exit` for move to the fork (a parent with pending
+//!   children closes when its fork shows up, or once
+//!   [`ENDED_WAITING`] more such processes ended).
+//! * Records it cannot place (a `region_leave` with no region open, a
+//!   `child_exit` with no `child_start`) are drawn as instants with a
+//!   `no_region_enter`/`no_child_start` argument and said in
+//!   [`Trace2Timeline::warnings`]; nothing after them is lost.
+//!
 //! Time: microseconds. EVENT's UTC `time` is Unix time; PERF/NORMAL only
 //! carry a local time of day, so their clock is relative (a trace crossing
 //! midnight wraps). Events without a time (brief EVENT) are placed at the
@@ -26,20 +42,22 @@
 //! process.
 //!
 //! **Architecture Invariant:** streaming: state is kept per open process
-//! only (open slices, pending children) and dropped when it ends; a process
-//! that never ends is closed by [`Trace2Timeline::finish`] at the last time
-//! it was seen.
+//! (open slices, pending children) and dropped when it ends, plus what a
+//! forked child inherits from the last [`ENDED_KEPT`] processes that ended;
+//! a process that never ends is closed by [`Trace2Timeline::finish`] at
+//! the last time it was seen.
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use std::collections::VecDeque;
 use std::io;
 
 use tracekit_core::timeline::{
     Clock, Event as TEvent, Flow, Name, Origin, Scope, Sink, TraceInfo, Track, TrackId, TrackKind,
     Value,
 };
-use tracekit_core::Warnings;
+use tracekit_core::{Position, Warnings};
 
-use crate::event::{sid_own, sid_parent, sid_pid, sid_root, Body, Event, Time};
+use crate::event::{ends_process, sid_own, sid_parent, sid_pid, sid_root, Body, Event, Time};
 use crate::reader::{for_each_in, release_pages, Format};
 use crate::report::SyntheticSids;
 use crate::time::UnixMicros;
@@ -47,11 +65,75 @@ use crate::time::UnixMicros;
 /// Lane number (Chrome thread id) of a process's first child lane.
 const CHILD_LANE: i64 = 1_000_000;
 
+/// Ended processes whose SID a forked child may still write under: what it
+/// would inherit is kept for this many.
+pub const ENDED_KEPT: usize = 4096;
+/// Ended processes with children still pending (a fork may take them over)
+/// stay open until this many more are waiting.
+pub const ENDED_WAITING: usize = 256;
+
+/// A region open on a thread: its nesting, and where its name and
+/// category are in the thread's `names`.
+#[derive(Clone, Copy)]
+struct OpenRegion {
+    nesting: i64,
+    at: usize,
+    name_len: usize,
+}
+
 struct ThreadTrack {
     name: Box<[u8]>,
     track: TrackId,
-    /// Nesting of the regions open on this thread.
-    open: Vec<i64>,
+    /// The regions open on this thread.
+    open: Vec<OpenRegion>,
+    /// Their names and categories, back to back (popped with them).
+    names: Vec<u8>,
+}
+
+impl ThreadTrack {
+    fn push(&mut self, nesting: i64, name: &[u8], category: &[u8]) {
+        let at = self.names.len();
+        self.names.extend_from_slice(name);
+        self.names.extend_from_slice(category);
+        self.open.push(OpenRegion {
+            nesting,
+            at,
+            name_len: name.len(),
+        });
+    }
+
+    fn pop(&mut self) {
+        if let Some(r) = self.open.pop() {
+            self.names.truncate(r.at);
+        }
+    }
+
+    /// The open regions, outermost first: (nesting, name, category).
+    fn regions(&self) -> impl Iterator<Item = (i64, &[u8], &[u8])> + '_ {
+        self.open.iter().enumerate().map(|(i, r)| {
+            let end = self.open.get(i + 1).map_or(self.names.len(), |n| n.at);
+            let name_end = r.at + r.name_len;
+            (
+                r.nesting,
+                &self.names[r.at..name_end],
+                &self.names[name_end..end],
+            )
+        })
+    }
+}
+
+/// What a process forked under an ended process's SID starts from.
+struct Inherit {
+    fork: u32,
+    cmd: Option<Vec<u8>>,
+    argv: Vec<u8>,
+    base: Option<i64>,
+    /// The parent's last time: the fork came before.
+    last: i64,
+    /// The thread that ended the parent (the one that lives on), and its
+    /// open regions: (nesting, name, category), outermost first.
+    thread: Box<[u8]>,
+    regions: Vec<(i64, Vec<u8>, Vec<u8>)>,
 }
 
 struct PendingChild {
@@ -65,6 +147,11 @@ struct PendingChild {
 struct ProcTrack {
     pid: i64,
     track: TrackId,
+    /// 0, or n for the n-th process forked under the SID.
+    fork: u32,
+    /// `atexit`/`signal` seen (waiting for a fork to take its children),
+    /// and the thread that wrote it.
+    ended: Option<Box<[u8]>>,
     /// The SID's parent and own pid, when both are real (for the flow from
     /// the parent's child slice).
     flow: Option<u64>,
@@ -82,6 +169,103 @@ struct ProcTrack {
     /// Whether the process slice was opened on the main thread.
     opened: bool,
     exit: Option<(&'static str, i64)>,
+}
+
+impl ProcTrack {
+    fn new(pid: i64, track: TrackId, fork: u32, flow: Option<u64>) -> Self {
+        ProcTrack {
+            pid,
+            track,
+            fork,
+            ended: None,
+            flow,
+            argv: Vec::new(),
+            base: None,
+            start: None,
+            last: 0,
+            threads: Vec::new(),
+            children: HashMap::default(),
+            lanes: Vec::new(),
+            counters: HashMap::default(),
+            cmd: None,
+            opened: false,
+            exit: None,
+        }
+    }
+
+    /// What a process forked from this one (which ended) starts from.
+    fn inherit(&self) -> Inherit {
+        let thread = self
+            .ended
+            .clone()
+            .unwrap_or_else(|| Box::from(&b"main"[..]));
+        let regions = self
+            .threads
+            .iter()
+            .find(|t| t.name == thread)
+            .map(|t| {
+                t.regions()
+                    .map(|(n, name, cat)| (n, name.to_vec(), cat.to_vec()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Inherit {
+            fork: self.fork,
+            cmd: self.cmd.clone(),
+            argv: self.argv.clone(),
+            base: self.base,
+            last: self.last,
+            thread,
+            regions,
+        }
+    }
+
+    /// `git <cmd_name>`, else its argv, else `git`; `(fork n)` after it
+    /// for a forked process.
+    fn track_name(&self) -> Vec<u8> {
+        let mut n = match (&self.cmd, self.argv.is_empty()) {
+            (Some(cmd), _) => [&b"git "[..], cmd].concat(),
+            (None, false) => self.argv.clone(),
+            (None, true) => b"git".to_vec(),
+        };
+        if self.fork > 0 {
+            n.extend_from_slice(format!(" (fork {})", self.fork).as_bytes());
+        }
+        n
+    }
+}
+
+/// A lane for a new pending child of `p`: the first no pending child
+/// holds, or a new one.
+fn take_lane<S: Sink>(
+    sink: &mut S,
+    next_track: &mut TrackId,
+    p: &mut ProcTrack,
+) -> io::Result<usize> {
+    if let Some(l) = (0..p.lanes.len()).find(|&l| p.children.values().all(|c| c.lane != l)) {
+        return Ok(l);
+    }
+    let l = p.lanes.len();
+    let number = CHILD_LANE + l as i64;
+    let label = if l == 0 {
+        b"children".to_vec()
+    } else {
+        format!("children {}", l + 1).into_bytes()
+    };
+    let id = *next_track;
+    *next_track += 1;
+    sink.event(&TEvent::Track(Track {
+        id,
+        parent: Some(p.track),
+        kind: TrackKind::Lane {
+            pid: p.pid,
+            lane: number,
+        },
+        name: Some(&label),
+        sort_index: Some(number),
+    }))?;
+    p.lanes.push(id);
+    Ok(l)
 }
 
 /// Counts of what was written, per kind (for tests and `--verbose`).
@@ -102,6 +286,10 @@ pub struct MapStats {
     /// Events with no usable time and no earlier event in their process
     /// (written at time 0).
     pub untimed: u64,
+    /// Processes that went on under the SID of one that ended (forked).
+    pub forks: u64,
+    /// `child_exit` with no pending `child_start` (drawn as an instant).
+    pub unmatched_child_exits: u64,
 }
 
 /// The clock of a Trace2 input whose first event has `time`: EVENT's
@@ -130,6 +318,17 @@ pub struct Trace2Timeline<'s, S: Sink> {
     next_track: TrackId,
     synthetic: SyntheticSids,
     stats: MapStats,
+    /// Ended processes waiting for a fork to take their pending children:
+    /// (SID, fork number).
+    waiting: VecDeque<(Box<[u8]>, u32)>,
+    /// What a fork of a recently ended (and closed) process inherits, with
+    /// the serial number of its entry in `gone_order`.
+    gone: HashMap<Box<[u8]>, (u64, Inherit)>,
+    gone_order: VecDeque<(Box<[u8]>, u64)>,
+    gone_serial: u64,
+    /// Records that could not be placed as the model wants (drawn anyway).
+    warnings: Warnings,
+    position: Position,
 }
 
 fn ts_of(time: &Option<Time<'_>>) -> Option<i64> {
@@ -181,7 +380,32 @@ impl<'s, S: Sink> Trace2Timeline<'s, S> {
             next_track: 1,
             synthetic: SyntheticSids::default(),
             stats: MapStats::default(),
+            waiting: VecDeque::new(),
+            gone: HashMap::default(),
+            gone_order: VecDeque::new(),
+            gone_serial: 0,
+            warnings: Warnings::default(),
+            position: Position::Unknown,
         }
+    }
+
+    /// What could not be placed as the model wants (drawn anyway: see the
+    /// module docs), at the positions given to [`Self::add_at`].
+    pub fn warnings(&self) -> &Warnings {
+        &self.warnings
+    }
+
+    /// Hands over the warnings so far (to print them per input file).
+    pub fn take_warnings(&mut self) -> Warnings {
+        std::mem::take(&mut self.warnings)
+    }
+
+    /// Adds one event read at `position` (where warnings about it point).
+    pub fn add_at(&mut self, ev: &Event<'_>, position: Position) -> io::Result<()> {
+        self.position = position;
+        let r = self.add(ev);
+        self.position = Position::Unknown;
+        r
     }
 
     fn start(&mut self, time: &Option<Time<'_>>) -> io::Result<()> {
@@ -207,6 +431,196 @@ impl<'s, S: Sink> Trace2Timeline<'s, S> {
         id
     }
 
+    /// Declares the track of a process seen for the first time.
+    fn new_process(&mut self, sid: &[u8], has_sid: bool) -> io::Result<()> {
+        let own_pid = sid_pid(sid_own(sid)).map(i64::from);
+        let pid = match own_pid {
+            Some(p) if !self.used_pids.contains(&p) => p,
+            _ => {
+                self.next_pid += 1;
+                self.next_pid
+            }
+        };
+        self.used_pids.insert(pid);
+        self.stats.processes += 1;
+        let track = Self::new_track(&mut self.next_track);
+        self.sink.event(&TEvent::Track(Track {
+            id: track,
+            parent: None,
+            kind: TrackKind::Process { pid },
+            name: None,
+            sort_index: None,
+        }))?;
+        if has_sid {
+            // The session (first SID component), this process and its
+            // parent: sinks that link traces (OTLP) derive ids from them.
+            self.sink.event(&TEvent::TrackOrigin {
+                track,
+                trace: sid_root(sid),
+                span: sid_own(sid),
+                parent: sid_parent(sid).map(sid_own),
+            })?;
+        }
+        let flow = match (sid_parent(sid), own_pid) {
+            (Some(parent), Some(p)) if has_sid => Some(flow_id(parent, p)),
+            _ => None,
+        };
+        self.procs
+            .insert(sid.into(), ProcTrack::new(pid, track, 0, flow));
+        Ok(())
+    }
+
+    /// A record of `parent`'s SID after it ended, while it waits with
+    /// children pending: the fork takes over the children it reaps, and
+    /// the parent closes.
+    fn fork_open(&mut self, sid: &[u8], mut parent: ProcTrack, ev: &Event<'_>) -> io::Result<()> {
+        let inherit = parent.inherit();
+        let mut pending: Vec<(i64, PendingChild)> = parent.children.drain().collect();
+        pending.sort_by_key(|(_, c)| c.ts);
+        close(
+            &mut self.sink,
+            &mut self.next_track,
+            &mut self.stats,
+            parent,
+        )?;
+        self.fork(sid, inherit, pending, ev)
+    }
+
+    /// Starts the process that goes on under `sid` after the one described
+    /// by `inherit` ended, with the children it takes over.
+    fn fork(
+        &mut self,
+        sid: &[u8],
+        inherit: Inherit,
+        children: Vec<(i64, PendingChild)>,
+        ev: &Event<'_>,
+    ) -> io::Result<()> {
+        // The SID's pid is the parent's; the fork's own is not in the trace.
+        self.next_pid += 1;
+        let pid = self.next_pid;
+        self.used_pids.insert(pid);
+        self.stats.processes += 1;
+        self.stats.forks += 1;
+        let fork = inherit.fork + 1;
+        let track = Self::new_track(&mut self.next_track);
+        self.sink.event(&TEvent::Track(Track {
+            id: track,
+            parent: None,
+            kind: TrackKind::Process { pid },
+            name: None,
+            sort_index: None,
+        }))?;
+        if ev.sid.is_some() {
+            // A span of its own under the parent's: `<own>#fork<n>` names
+            // no real SID component (git's have no `#`).
+            let own = sid_own(sid);
+            let mut span = own.to_vec();
+            span.extend_from_slice(format!("#fork{fork}").as_bytes());
+            self.sink.event(&TEvent::TrackOrigin {
+                track,
+                trace: sid_root(sid),
+                span: &span,
+                parent: Some(own),
+            })?;
+        }
+        // It exists from the fork, before its first record and before its
+        // parent ended (daemonize() exits the parent right after forking):
+        // its slice starts where the parent's ended, or at its first
+        // record if that is earlier.
+        let first = ts_of(&ev.time).or_else(|| {
+            let a = ev.body.t_abs()?;
+            Some(inherit.base? + a.0)
+        });
+        let start = first.map_or(inherit.last, |t| t.min(inherit.last));
+        let mut p = ProcTrack::new(pid, track, fork, None);
+        p.argv = inherit.argv;
+        p.cmd = inherit.cmd;
+        p.base = inherit.base;
+        p.start = Some(start);
+        p.last = start;
+        let sink = &mut self.sink;
+        let next_track = &mut self.next_track;
+        let name = p.track_name();
+        sink.event(&TEvent::TrackName {
+            track: p.track,
+            name: &name,
+        })?;
+        open_process_slice(sink, next_track, &mut p)?;
+        // The regions the forking thread had open go on in the fork.
+        let ti = thread_index(sink, next_track, &mut p, &inherit.thread)?;
+        for (nesting, name, category) in &inherit.regions {
+            sink.event(&TEvent::Begin {
+                track: p.threads[ti].track,
+                ts: start,
+                name: Name::text(name),
+                category,
+                args: &[
+                    ("nesting", Value::Int(*nesting)),
+                    ("inherited", Value::Bool(true)),
+                ],
+                flows: &[],
+            })?;
+            p.threads[ti].push(*nesting, name, category);
+        }
+        for (id, mut c) in children {
+            c.lane = take_lane(sink, next_track, &mut p)?;
+            p.children.insert(id, c);
+        }
+        self.procs.insert(sid.into(), p);
+        Ok(())
+    }
+
+    /// After `atexit`/`signal`: the process closes, and what a fork would
+    /// inherit is kept; with children pending, it waits open for a fork
+    /// to take them.
+    fn ended(&mut self, sid: &[u8], thread: &[u8]) -> io::Result<()> {
+        let Some(p) = self.procs.get_mut(sid) else {
+            return Ok(());
+        };
+        p.ended = Some(thread.into());
+        if !p.children.is_empty() {
+            self.waiting.push_back((sid.into(), p.fork));
+            while self.waiting.len() > ENDED_WAITING {
+                let Some((old, fork)) = self.waiting.pop_front() else {
+                    break;
+                };
+                // Unless a fork took over meanwhile.
+                let still = self
+                    .procs
+                    .get(&old)
+                    .is_some_and(|p| p.ended.is_some() && p.fork == fork);
+                if still {
+                    self.close_ended(&old)?;
+                }
+            }
+            return Ok(());
+        }
+        self.close_ended(sid)
+    }
+
+    /// Closes an ended process, keeping what a fork would inherit.
+    fn close_ended(&mut self, sid: &[u8]) -> io::Result<()> {
+        let Some(p) = self.procs.remove(sid) else {
+            return Ok(());
+        };
+        let inherit = p.inherit();
+        close(&mut self.sink, &mut self.next_track, &mut self.stats, p)?;
+        self.gone_serial += 1;
+        let serial = self.gone_serial;
+        self.gone.insert(sid.into(), (serial, inherit));
+        self.gone_order.push_back((sid.into(), serial));
+        while self.gone_order.len() > ENDED_KEPT {
+            let Some((old, serial)) = self.gone_order.pop_front() else {
+                break;
+            };
+            // Unless the SID ended again since (a later entry).
+            if self.gone.get(&old).is_some_and(|(s, _)| *s == serial) {
+                self.gone.remove(&old);
+            }
+        }
+        Ok(())
+    }
+
     /// Adds one event.
     #[allow(clippy::collapsible_match)] // one arm per event kind reads best
     pub fn add(&mut self, ev: &Event<'_>) -> io::Result<()> {
@@ -219,58 +633,18 @@ impl<'s, S: Sink> Trace2Timeline<'s, S> {
                 &synthetic
             }
         };
-        if !self.procs.contains_key(sid) {
-            let own_pid = sid_pid(sid_own(sid)).map(i64::from);
-            let pid = match own_pid {
-                Some(p) if !self.used_pids.contains(&p) => p,
-                _ => {
-                    self.next_pid += 1;
-                    self.next_pid
-                }
-            };
-            self.used_pids.insert(pid);
-            self.stats.processes += 1;
-            let track = Self::new_track(&mut self.next_track);
-            self.sink.event(&TEvent::Track(Track {
-                id: track,
-                parent: None,
-                kind: TrackKind::Process { pid },
-                name: None,
-                sort_index: None,
-            }))?;
-            if ev.sid.is_some() {
-                // The session (first SID component), this process and its
-                // parent: sinks that link traces (OTLP) derive ids from them.
-                self.sink.event(&TEvent::TrackOrigin {
-                    track,
-                    trace: sid_root(sid),
-                    span: sid_own(sid),
-                    parent: sid_parent(sid).map(sid_own),
-                })?;
+        // A record of a SID whose process ended: another process, forked
+        // from it.
+        match self.procs.get(sid) {
+            Some(p) if p.ended.is_some() => {
+                let parent = self.procs.remove(sid).expect("found above");
+                self.fork_open(sid, parent, ev)?;
             }
-            let flow = match (sid_parent(sid), own_pid) {
-                (Some(parent), Some(p)) if ev.sid.is_some() => Some(flow_id(parent, p)),
-                _ => None,
-            };
-            self.procs.insert(
-                sid.into(),
-                ProcTrack {
-                    pid,
-                    track,
-                    flow,
-                    argv: Vec::new(),
-                    base: None,
-                    start: None,
-                    last: 0,
-                    threads: Vec::new(),
-                    children: HashMap::default(),
-                    lanes: Vec::new(),
-                    counters: HashMap::default(),
-                    cmd: None,
-                    opened: false,
-                    exit: None,
-                },
-            );
+            Some(_) => {}
+            None => match self.gone.remove(sid) {
+                Some((_, inherit)) => self.fork(sid, inherit, Vec::new(), ev)?,
+                None => self.new_process(sid, ev.sid.is_some())?,
+            },
         }
         let p = self.procs.get_mut(sid).expect("inserted above");
         // Time of this event.
@@ -304,6 +678,8 @@ impl<'s, S: Sink> Trace2Timeline<'s, S> {
         let ti = thread_index(sink, next_track, p, thread_name)?;
         let track = p.threads[ti].track;
         let stats = &mut self.stats;
+        let warnings = &mut self.warnings;
+        let position = self.position;
         let sid_for_flows = sid;
         match &ev.body {
             Body::Start { argv, .. } => p.argv = joined(argv),
@@ -311,8 +687,7 @@ impl<'s, S: Sink> Trace2Timeline<'s, S> {
             // or a dashed command logs more, the slice is open by then).
             Body::CmdName { name, .. } if p.cmd.is_none() => {
                 p.cmd = Some(name.to_vec());
-                let mut n = b"git ".to_vec();
-                n.extend_from_slice(name);
+                let n = p.track_name();
                 sink.event(&TEvent::TrackName {
                     track: p.track,
                     name: &n,
@@ -341,14 +716,19 @@ impl<'s, S: Sink> Trace2Timeline<'s, S> {
                     args: &args,
                     flows: &[],
                 })?;
-                p.threads[ti].open.push(r.nesting);
+                p.threads[ti].push(r.nesting, name, r.category.as_deref().unwrap_or(b""));
             }
             Body::RegionLeave { region, t_rel } => {
-                let open = &mut p.threads[ti].open;
-                if open.last().is_some_and(|&n| n >= region.nesting) {
+                let t = &mut p.threads[ti];
+                let innermost = |t: &ThreadTrack| t.open.last().map(|r| r.nesting);
+                // A region to close at this nesting or above it (regions
+                // deeper than the leave's were left open: closed first).
+                let matched = innermost(t).is_some_and(|n| n >= region.nesting)
+                    && t.open.iter().any(|r| r.nesting <= region.nesting);
+                if matched {
                     // Close regions left open below this one first.
-                    while open.last().is_some_and(|&n| n > region.nesting) {
-                        open.pop();
+                    while innermost(t).is_some_and(|n| n > region.nesting) {
+                        t.pop();
                         stats.closed_at_end += 1;
                         sink.event(&TEvent::End {
                             track,
@@ -356,7 +736,7 @@ impl<'s, S: Sink> Trace2Timeline<'s, S> {
                             args: &[],
                         })?;
                     }
-                    open.pop();
+                    t.pop();
                     stats.region_slices += 1;
                     sink.event(&TEvent::End {
                         track,
@@ -364,7 +744,34 @@ impl<'s, S: Sink> Trace2Timeline<'s, S> {
                         args: &[("t_rel_s", Value::Float(t_rel.as_secs_f64()))],
                     })?;
                 } else {
+                    // Nothing open to close: drawn where it happened.
                     stats.unmatched_leaves += 1;
+                    stats.instants += 1;
+                    let name: &[u8] = region
+                        .label
+                        .as_deref()
+                        .or(region.category.as_deref())
+                        .unwrap_or(b"region");
+                    sink.event(&TEvent::Instant {
+                        track,
+                        ts,
+                        name: Name::text(name),
+                        category: region.category.as_deref().unwrap_or(b""),
+                        scope: Scope::Thread,
+                        args: &[
+                            ("nesting", Value::Int(region.nesting)),
+                            ("t_rel_s", Value::Float(t_rel.as_secs_f64())),
+                            ("no_region_enter", Value::Bool(true)),
+                        ],
+                    })?;
+                    warnings.push(
+                        position,
+                        format!(
+                            "'region_leave' of '{}' on thread '{}': no region is open there (drawn as an instant)",
+                            String::from_utf8_lossy(name),
+                            String::from_utf8_lossy(thread_name)
+                        ),
+                    );
                 }
             }
             Body::ChildStart {
@@ -380,32 +787,7 @@ impl<'s, S: Sink> Trace2Timeline<'s, S> {
                 // the region it was started in, and parallel children
                 // overlap, which one track cannot show nested. Each open
                 // child holds a lane; a lane is free once its child exited.
-                let free = (0..p.lanes.len()).find(|&l| p.children.values().all(|c| c.lane != l));
-                let lane = match free {
-                    Some(l) => l,
-                    None => {
-                        let l = p.lanes.len();
-                        let number = CHILD_LANE + l as i64;
-                        let label = if l == 0 {
-                            b"children".to_vec()
-                        } else {
-                            format!("children {}", l + 1).into_bytes()
-                        };
-                        let id = Self::new_track(next_track);
-                        sink.event(&TEvent::Track(Track {
-                            id,
-                            parent: Some(p.track),
-                            kind: TrackKind::Lane {
-                                pid: p.pid,
-                                lane: number,
-                            },
-                            name: Some(&label),
-                            sort_index: Some(number),
-                        }))?;
-                        p.lanes.push(id);
-                        l
-                    }
-                };
+                let lane = take_lane(sink, next_track, p)?;
                 p.children.insert(
                     *child_id,
                     PendingChild {
@@ -445,6 +827,31 @@ impl<'s, S: Sink> Trace2Timeline<'s, S> {
                         ],
                         flows: if ev.sid.is_some() { &flows } else { &[] },
                     })?;
+                } else {
+                    // No child_start to pair it with: drawn where it
+                    // happened.
+                    stats.unmatched_child_exits += 1;
+                    stats.instants += 1;
+                    sink.event(&TEvent::Instant {
+                        track,
+                        ts,
+                        name: Name::text(b"child_exit"),
+                        category: b"child",
+                        scope: Scope::Thread,
+                        args: &[
+                            ("child_id", Value::Int(*child_id)),
+                            ("pid", Value::Int(*child_pid)),
+                            ("code", Value::Int(*code)),
+                            ("t_rel_s", Value::Float(t_rel.as_secs_f64())),
+                            ("no_child_start", Value::Bool(true)),
+                        ],
+                    })?;
+                    warnings.push(
+                        position,
+                        format!(
+                            "'child_exit' of child {child_id} (pid {child_pid}): its process logged no 'child_start' for it (drawn as an instant)"
+                        ),
+                    );
                 }
             }
             Body::Data {
@@ -612,11 +1019,12 @@ impl<'s, S: Sink> Trace2Timeline<'s, S> {
             }
             _ => {}
         }
-        let ended = matches!(
-            &ev.body,
-            Body::AtExit { .. } | Body::Signal { .. } | Body::Exec { .. }
-        );
-        if ended {
+        if ends_process(ev.kind()) {
+            // A fork may still write under the SID.
+            let thread: &[u8] = ev.thread.as_deref().unwrap_or(b"main");
+            self.ended(sid, thread)?;
+        } else if matches!(ev.body, Body::Exec { .. }) {
+            // The image is replaced (its successor has a SID of its own).
             if let Some(p) = self.procs.remove(sid) {
                 close(&mut self.sink, &mut self.next_track, &mut self.stats, p)?;
             }
@@ -670,6 +1078,7 @@ fn thread_index<S: Sink>(
         name: name.into(),
         track: id,
         open: Vec::new(),
+        names: Vec::new(),
     });
     Ok(p.threads.len() - 1)
 }
@@ -691,12 +1100,17 @@ fn open_process_slice<S: Sink>(
         id,
         terminating: true,
     });
+    let fork = [
+        ("argv", Value::Str(&p.argv)),
+        ("fork", Value::Int(i64::from(p.fork))),
+    ];
     sink.event(&TEvent::Begin {
         track: p.threads[main].track,
         ts: p.start.unwrap_or(p.last),
         name: Name::text(name),
         category: b"process",
-        args: &[("argv", Value::Str(&p.argv))],
+        // A forked process says which (the first one has no such arg).
+        args: if p.fork > 0 { &fork } else { &fork[..1] },
         flows: flows.as_slice(),
     })
 }
@@ -742,10 +1156,10 @@ fn close<S: Sink>(
     mut p: ProcTrack,
 ) -> io::Result<()> {
     if p.cmd.is_none() {
-        let n: &[u8] = if p.argv.is_empty() { b"git" } else { &p.argv };
+        let n = p.track_name();
         sink.event(&TEvent::TrackName {
             track: p.track,
-            name: n,
+            name: &n,
         })?;
     }
     open_process_slice(sink, next_track, &mut p)?;
@@ -820,7 +1234,9 @@ fn close<S: Sink>(
 }
 
 /// Maps a whole input to `sink`. Records that do not parse are counted in
-/// `warnings` with their line number, and skipped.
+/// `warnings` with their line number, and skipped; records the mapping
+/// cannot place as the model wants are drawn as instants and counted in
+/// the [`MapStats`] (`unmatched_leaves`, `unmatched_child_exits`).
 pub fn map_bytes<S: Sink>(
     data: &[u8],
     format: Format,

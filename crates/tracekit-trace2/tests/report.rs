@@ -127,7 +127,7 @@ fn all_processes(r: &Report) -> Vec<&ProcessReport> {
                 walk(cp, out);
             }
         }
-        for e in p.exec.iter().chain(&p.descendants) {
+        for e in p.exec.iter().chain(&p.forked).chain(&p.descendants) {
             walk(e, out);
         }
     }
@@ -203,6 +203,83 @@ fn case17_signal_and_exec() {
     assert_eq!(r.unfinished_processes, 0);
     let text = String::from_utf8(text_of(&r)).unwrap();
     assert!(text.contains("ls-files  signal 13  0.006488s"), "{text}");
+}
+
+/// 24-maintenance-detach: `git maintenance run --auto --detach` forks
+/// (daemonize()); parent and child write under one SID. Each is a process
+/// of its own, nothing is lost, and what the child does (gc and its six
+/// children, in the commit session) is under the child. Figures read from
+/// event.jsonl by hand: the parents' `exit` t_abs 0.019051 (line 41),
+/// 0.033976 (218: the `src` session's child wrote all its records before
+/// its parent's `exit`, so "the process that ended first" is the child
+/// there), 0.014745 (306); the processes after them 0.407004 (169),
+/// 0.034334 (220), 0.030641 (312).
+#[test]
+fn case24_a_detached_child_is_a_process_of_its_own() {
+    for file in ["event.jsonl", "perf.log"] {
+        let (r, w) = report(&[&format!("24-maintenance-detach/{file}")], 1000);
+        assert!(w.is_empty(), "{file}");
+        // 18 `version` records, and 3 processes forked under a SID.
+        assert_eq!(r.processes, 21, "{file}");
+        assert_eq!(r.sessions, 3, "{file}");
+        assert_eq!(r.unfinished_processes, 0, "{file}");
+        assert_eq!(r.anomalies.unmatched_region_leave, 0, "{file}");
+        assert_eq!(r.anomalies.unclosed_regions, 0, "{file}");
+        let procs = all_processes(&r);
+        assert_eq!(procs.len(), 21, "{file}");
+        let parents: Vec<&&ProcessReport> = procs
+            .iter()
+            .filter(|p| p.cmd_name.as_deref() == Some("maintenance") && p.fork == 0)
+            .collect();
+        assert_eq!(parents.len(), 3, "{file}");
+        let elapsed: Vec<(Option<f64>, Option<f64>)> = parents
+            .iter()
+            .map(|p| {
+                assert_eq!(p.forked.len(), 1, "{file}");
+                let f = &p.forked[0];
+                assert_eq!((f.fork, &f.sid, f.end), (1, &p.sid, "exit"), "{file}");
+                assert_eq!(f.cmd_name.as_deref(), Some("maintenance"));
+                (p.elapsed_s, f.elapsed_s)
+            })
+            .collect();
+        assert_eq!(
+            elapsed,
+            [
+                (Some(0.019051), Some(0.407004)),
+                (Some(0.033976), Some(0.034334)),
+                (Some(0.014745), Some(0.030641))
+            ],
+            "{file}"
+        );
+        // The commit session's child runs gc; gc's children are its own.
+        let child = &parents[0].forked[0];
+        assert!(parents[0].children.is_empty(), "{file}");
+        assert_eq!(child.children.len(), 1, "{file}");
+        let gc = child.children[0].process.as_ref().expect("gc was traced");
+        assert_eq!(gc.cmd_name.as_deref(), Some("gc"));
+        assert_eq!(gc.children.len(), 6);
+        assert!(gc.children.iter().all(|c| c.process.is_some()), "{file}");
+        // The region the child inherited is left in the child.
+        let regions: Vec<(&str, u64)> = child.threads[0]
+            .regions
+            .iter()
+            .map(|n| (n.label.as_str(), n.count))
+            .collect();
+        assert_eq!(regions, [("gc", 1), ("detach", 1)], "{file}");
+        if file == "event.jsonl" {
+            // The SID's pid is the parent's, not the child's.
+            assert!(parents
+                .iter()
+                .all(|p| p.pid.is_some() && p.forked[0].pid.is_none()));
+            let text = String::from_utf8(text_of(&r)).unwrap();
+            assert_eq!(
+                text.matches("forked (went on under this SID after this process exited):")
+                    .count(),
+                3
+            );
+            assert!(text.contains("maintenance  exit 0  0.407004s  [20261129T000527.438418Z-H0a7c9cdf-P00004c40 fork 1]"), "{text}");
+        }
+    }
 }
 
 #[test]
@@ -343,8 +420,20 @@ fn chrome_export_of_every_corpus_case_is_balanced() {
         }
         assert!(depth.values().all(|&d| d == 0), "{case}: unbalanced");
         assert_properly_nested(evs, &case);
-        // Regions and one process slice per process are B/E pairs.
-        assert_eq!(b, count("region_enter") + count("version"), "{case}");
+        // Regions and one process slice per process are B/E pairs; a
+        // process forked under its parent's SID has a slice of its own and
+        // re-opens the regions it inherited.
+        let forks = forks_in(&data);
+        assert_eq!(stats.forks, forks, "{case}");
+        let inherited = evs
+            .iter()
+            .filter(|e| e["ph"] == "B" && e["args"]["inherited"] == true)
+            .count() as u64;
+        assert_eq!(
+            b,
+            count("region_enter") + count("version") + forks + inherited,
+            "{case}"
+        );
         assert_eq!(stats.region_slices, count("region_leave"), "{case}");
         assert_eq!(stats.unmatched_leaves, 0, "{case}");
         let ph = |p: &str| evs.iter().filter(|e| e["ph"] == p).count() as u64;
@@ -359,8 +448,9 @@ fn chrome_export_of_every_corpus_case_is_balanced() {
                 + count("exec"),
             "{case}"
         );
-        // One process slice per process, and one child slice per child_start.
-        let procs = count("version");
+        // One process slice per process (forks included), and one child
+        // slice per child_start.
+        let procs = count("version") + forks;
         let all = slices(evs);
         assert_eq!(
             all.iter().filter(|e| e["cat"] == "process").count() as u64,
@@ -433,6 +523,30 @@ fn chrome_export_of_every_corpus_case_is_balanced() {
     }
 }
 
+/// Records that start another process under a SID whose process wrote
+/// `atexit`/`signal` (a child forked by `daemonize()`), counted from the
+/// raw records.
+fn forks_in(data: &[u8]) -> u64 {
+    let mut ended = std::collections::HashSet::new();
+    let mut forks = 0;
+    for rec in RecordIter::new(data, Format::Event) {
+        let Ok(ev) = Format::Event.parse(rec.bytes) else {
+            continue;
+        };
+        let sid = ev.sid.as_deref().unwrap_or_default().to_vec();
+        if ended.remove(&sid) {
+            forks += 1;
+        }
+        if matches!(
+            ev.body,
+            tracekit_trace2::Body::AtExit { .. } | tracekit_trace2::Body::Signal { .. }
+        ) {
+            ended.insert(sid);
+        }
+    }
+    forks
+}
+
 fn data_count(data: &[u8], kind: &str) -> u64 {
     let needle = format!("{{\"event\":\"{kind}\"");
     data.split(|&c| c == b'\n')
@@ -472,6 +586,45 @@ fn chrome_export_of_case04_links_processes_and_times() {
     assert!(ts >= cs && ts + dur <= cs + cd);
     // The SID's P component is the pid.
     assert_eq!(clone["pid"].as_i64().unwrap() >> 32, 0);
+}
+
+/// A `region_leave` shallower than every region open on its thread (found
+/// by fuzzing: the leave closed the deeper region, then "closed" a region
+/// that was not there, an `E` with no `B`): the deeper region stays open
+/// until its process ends, the leave is drawn as an instant.
+#[test]
+fn a_leave_with_no_region_at_its_nesting_closes_nothing_it_has_not_opened() {
+    let sid = "20240101T120000.000000Z-H0a7c9cdf-P00001234";
+    let rec = |event: &str, us: u32, rest: &str| {
+        format!(
+            "{{\"event\":\"{event}\",\"sid\":\"{sid}\",\"thread\":\"th01:unknown\",\"time\":\"2024-01-01T12:00:00.{us:06}Z\",\"file\":\"x.c\",\"line\":1{rest}}}\n"
+        )
+    };
+    let data = [
+        rec("version", 1, ",\"evt\":\"4\",\"exe\":\"2.47.3\""),
+        rec(
+            "region_enter",
+            2,
+            ",\"nesting\":3,\"category\":\"c\",\"label\":\"deep\"",
+        ),
+        rec(
+            "region_leave",
+            3,
+            ",\"t_rel\":0.000001,\"nesting\":1,\"category\":\"c\",\"label\":\"shallow\"",
+        ),
+        rec("atexit", 4, ",\"t_abs\":0.000004,\"code\":0"),
+    ]
+    .concat();
+    let (v, stats) = chrome(data.as_bytes());
+    let evs = v["traceEvents"].as_array().unwrap();
+    let ph = |p: &str| evs.iter().filter(|e| e["ph"] == p).count();
+    // The process slice and the deep region, each begun and ended once.
+    assert_eq!((ph("B"), ph("E")), (2, 2));
+    assert_eq!(stats.unmatched_leaves, 1);
+    assert_eq!(stats.closed_at_end, 1);
+    assert!(evs
+        .iter()
+        .any(|e| e["ph"] == "i" && e["name"] == "shallow" && e["args"]["no_region_enter"] == true));
 }
 
 #[test]

@@ -43,22 +43,25 @@ impl Default for AccountArgs {
 }
 
 /// The sorted rows, how many functions there were before `-top`, and the
-/// warnings.
+/// warnings. A record that cannot be processed is llvm-xray's report
+/// of it, functions named by `names`.
 pub fn account_rows(
     trace: &Trace<'_>,
+    names: &FunctionNames,
     args: &AccountArgs,
 ) -> Result<(Vec<account::Row>, usize, Warnings)> {
     let mut warnings = trace.warnings.clone();
     let (mut rows, w) =
         if trace.is_fdr_log() && !args.deduce_sibling_calls && !args.recursive_calls_only {
             let workers = crate::trace::worker_count();
-            account::account_fdr_parallel(trace, args.keep_going, workers, workers)?
+            account::account_fdr_parallel(trace, args.keep_going, workers, workers, names)?
         } else {
             let mut acc = Accountant::new(AccountOptions {
                 keep_going: args.keep_going,
                 deduce_sibling_calls: args.deduce_sibling_calls,
                 recursive_calls_only: args.recursive_calls_only,
             })
+            .with_names(names)
             .orphan_exits_are_errors(trace.yaml.is_some());
             warnings.extend(trace.try_for_each(|r| acc.add(r))?);
             acc.rows(trace.header.cycle_frequency)
@@ -75,7 +78,7 @@ pub fn account<W: Write + ?Sized>(
     args: &AccountArgs,
     out: &mut W,
 ) -> Result<Warnings> {
-    let (rows, total, warnings) = account_rows(trace, args)?;
+    let (rows, total, warnings) = account_rows(trace, names, args)?;
     if args.csv {
         account::write_csv(out, &rows, names).map_err(io)?;
     } else {

@@ -298,10 +298,17 @@ impl GraphBuilder {
                     self.skipped += 1;
                     return Ok(());
                 }
+                // llvm-xray's two reasons; the hint names what was not
+                // asked for.
+                let why = if self.deduce_sibling_calls {
+                    "has no matching entry on its thread's stack (-k skips such records)"
+                } else {
+                    "has no matching entry on top of the stack (use -d to deduce sibling calls or -k to skip)"
+                };
                 return Err(Error::malformed(
                     Position::Unknown,
                     format!(
-                        "thread {}: exit of function {} at tsc {} has no matching entry on top of the stack (use -d to deduce sibling calls or -k to skip)",
+                        "thread {}: exit of function {} at tsc {} {why}",
                         r.tid, r.func_id, r.tsc
                     ),
                 ));

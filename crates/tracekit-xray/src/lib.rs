@@ -33,6 +33,7 @@ pub mod instr_map;
 pub mod names;
 pub mod profile;
 pub mod record;
+pub mod report;
 pub mod stack;
 pub mod summary;
 pub mod timeline;

@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use tracekit_xray::account::{self, AccountOptions, Accountant};
+use tracekit_xray::names::FunctionNames;
 use tracekit_xray::{LogKind, Trace};
 
 mod common;
@@ -65,9 +66,11 @@ fn account_outputs(
 ) -> Outputs<(Vec<account::Row>, Vec<String>)> {
     match parallel {
         None => sequential_account(trace, keep_going),
-        Some((workers, parts)) => account::account_fdr_parallel(trace, keep_going, workers, parts)
-            .map(|(rows, w)| (rows, messages(&w)))
-            .map_err(|e| e.to_string()),
+        Some((workers, parts)) => {
+            account::account_fdr_parallel(trace, keep_going, workers, parts, &FunctionNames::none())
+                .map(|(rows, w)| (rows, messages(&w)))
+                .map_err(|e| e.to_string())
+        }
     }
 }
 
@@ -323,9 +326,15 @@ fn parallel_account_sum_above_2_pow_53_is_order_free() {
     assert_eq!(sum, (long + 2) as f64);
     for parts in 1..=trace.blocks.len() {
         for workers in [1, 2] {
-            let got = account::account_fdr_parallel(&trace, false, workers, parts)
-                .map(|(rows, w)| (rows, messages(&w)))
-                .unwrap();
+            let got = account::account_fdr_parallel(
+                &trace,
+                false,
+                workers,
+                parts,
+                &FunctionNames::none(),
+            )
+            .map(|(rows, w)| (rows, messages(&w)))
+            .unwrap();
             assert_eq!(got, want, "parts={parts} workers={workers}");
         }
     }

@@ -175,7 +175,12 @@ fn many_buffers_per_thread_account_every_call() {
         csv: true,
         ..Default::default()
     };
-    let (rows, _, warnings) = tracekit_xray::commands::account_rows(&trace, &args).unwrap();
+    let (rows, _, warnings) = tracekit_xray::commands::account_rows(
+        &trace,
+        &tracekit_xray::names::FunctionNames::none(),
+        &args,
+    )
+    .unwrap();
     assert!(warnings.is_empty(), "{:?}", warnings.kept());
     assert_eq!(rows.len(), 2);
     let f1 = rows.iter().find(|r| r.func_id == 1).unwrap();

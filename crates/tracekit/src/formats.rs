@@ -20,8 +20,33 @@ pub trait Dialect: Sync {
     /// directory, the head of its first file).
     fn sniff(&self, input: &Input) -> bool;
     fn info(&self, inputs: &[Input], args: &info::Args) -> Result<ExitCode>;
-    fn report(&self, inputs: &[Input], args: &report::Args) -> Result<ExitCode>;
-    fn convert(&self, input: &Input, args: &convert::Args) -> Result<ExitCode>;
+    /// `report` for dialects that print their own report (text and JSON).
+    /// Dialects whose reports are data implement [`Dialect::reports`]
+    /// instead, and `report` renders those.
+    fn report(&self, inputs: &[Input], args: &report::Args) -> Result<ExitCode> {
+        let _ = (inputs, args);
+        anyhow::bail!("{}: report is not implemented", self.name())
+    }
+    /// Whether [`Dialect::reports`] builds this dialect's reports (text,
+    /// JSON and HTML are then rendered from them by `tracekit_report`).
+    fn reports_as_data(&self) -> bool {
+        false
+    }
+    /// The reports of `inputs` as data (`tracekit_report::Report`), and the
+    /// exit status; warnings are printed here.
+    fn reports(
+        &self,
+        inputs: &[Input],
+        args: &report::Args,
+    ) -> Result<(Vec<tracekit_report::Report>, ExitCode)> {
+        let _ = (inputs, args);
+        anyhow::bail!("{}: reports as data are not available", self.name())
+    }
+    /// The `convert --to` targets the dialect writes itself (its own
+    /// formats), beside the targets of every dialect
+    /// ([`convert::TARGETS`]): what `convert` dispatches to and what its
+    /// help and errors list.
+    fn targets(&self) -> &'static [Target];
     /// `report --diff A B`: what changed from `base` to `new`.
     fn diff(&self, base: &Input, new: &Input, args: &report::Args) -> Result<ExitCode> {
         let _ = (new, args);
@@ -56,6 +81,34 @@ pub trait Dialect: Sync {
     fn tables_in_one_pass(&self, path: &std::path::Path) -> bool {
         let _ = path;
         false
+    }
+}
+
+/// A `convert --to` target: the names it answers to (the first is the one
+/// listed), a line for `convert --help`, and what writes it.
+pub struct Target {
+    pub names: &'static [&'static str],
+    pub about: &'static str,
+    pub write: Writer,
+}
+
+/// What writes a [`Target`].
+#[derive(Clone, Copy)]
+pub enum Writer {
+    /// Any dialect's input, given its dialect (through the timeline model).
+    Any(fn(&Input, &'static dyn Dialect, &convert::Args) -> Result<ExitCode>),
+    /// All the inputs of the command line at once, of any dialects.
+    Inputs(fn(&convert::Args) -> Result<ExitCode>),
+    /// One dialect's input, in a format of that dialect.
+    Own(fn(&Input, &convert::Args) -> Result<ExitCode>),
+}
+
+impl Target {
+    pub fn name(&self) -> &'static str {
+        self.names[0]
+    }
+    pub fn answers_to(&self, name: &str) -> bool {
+        self.names.contains(&name)
     }
 }
 
@@ -98,6 +151,7 @@ pub static DIALECTS: &[&dyn Dialect] = &[
     &crate::cmd::rtrace::Rtrace,
     &crate::cmd::xray::Xray,
     &crate::cmd::build::Kwinject,
+    &crate::cmd::ninja::NinjaLog,
     &crate::cmd::posix::PosixLog,
     // Add your dialect above this line (one entry).
 ];
@@ -123,7 +177,9 @@ pub fn group(inputs: Vec<Input>) -> Result<Vec<(&'static dyn Dialect, Vec<Input>
     let mut groups: Vec<(&'static dyn Dialect, Vec<Input>)> = Vec::new();
     for input in inputs {
         let d = detect(&input)?;
-        match groups.iter_mut().find(|(g, _)| std::ptr::addr_eq(*g, d)) {
+        // By name: the dialects are zero-sized statics, which may share
+        // one address.
+        match groups.iter_mut().find(|(g, _)| g.name() == d.name()) {
             Some((_, v)) => v.push(input),
             None => groups.push((d, vec![input])),
         }

@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 
 mod cmd;
 mod formats;
+mod generate;
 mod input;
 mod progress;
 
@@ -21,12 +22,17 @@ mod progress;
 /// logs.
 ///
 /// Examples:
-///   tracekit info examples/trace2/event.jsonl
-///   tracekit report examples/trace2/event.jsonl
-///   tracekit convert event.jsonl --to trace2-perf
-///   tracekit convert event.jsonl --to chrome -o out.json
+///   tracekit info examples/trace2/clone.event.jsonl
+///   tracekit report examples/trace2/clone.event.jsonl
+///   tracekit convert examples/trace2/clone.event.jsonl --to trace2-perf
+///   tracekit convert examples/trace2/clone.event.jsonl --to perfetto -o clone.pftrace
 #[derive(Parser, Debug)]
-#[command(name = "tracekit", version, verbatim_doc_comment, max_term_width = 100)]
+#[command(
+    name = "tracekit",
+    version = env!("TRACEKIT_VERSION"),
+    verbatim_doc_comment,
+    max_term_width = 100
+)]
 struct Cli {
     /// Mode of the files tracekit creates with trace content (traces,
     /// conversions, reports, logs; the receiver's socket): private by
@@ -85,9 +91,17 @@ enum Command {
     #[command(subcommand)]
     Posix(cmd::posix::Command),
     // Dialect subcommands: add yours above this line (one variant).
+    /// Print a shell completion script (bash, zsh, fish, elvish,
+    /// powershell): `tracekit completions bash`.
+    Completions(generate::CompletionsArgs),
 }
 
 fn main() -> ExitCode {
+    // `tracekit generate man|completions DIR`, for packages (`cargo xtask`):
+    // outside the command tree, so no page or completion shows it.
+    if std::env::args_os().nth(1).is_some_and(|a| a == "generate") {
+        return generate::main();
+    }
     let cli = Cli::parse();
     tracekit_core::files::set_mode(cli.file_mode);
     progress::set_quiet(cli.quiet);
@@ -103,18 +117,16 @@ fn main() -> ExitCode {
         Command::Record(c) => cmd::record::run(c),
         Command::Posix(c) => cmd::posix::run(c),
         // Dialect dispatch: add yours above this line (one arm).
+        Command::Completions(a) => generate::completions(a),
     };
     match result {
         Ok(code) => code,
+        // A reader that closed the pipe (`tracekit ... | head`) is not an
+        // error to report: every verb ends here, quietly.
+        Err(err) if cmd::closed_stdout(&err) => ExitCode::SUCCESS,
         Err(err) => {
-            // A closed pipe (`tracekit ... | head`) is not an error to report.
-            if let Some(tracekit_core::Error::Io { source, .. }) = err.downcast_ref() {
-                if source.kind() == std::io::ErrorKind::BrokenPipe {
-                    return ExitCode::SUCCESS;
-                }
-            }
             eprintln!("tracekit: {err}");
-            ExitCode::from(1)
+            ExitCode::from(if cmd::is_usage(&err) { 2 } else { 1 })
         }
     }
 }

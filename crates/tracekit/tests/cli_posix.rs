@@ -46,9 +46,14 @@ fn dump_info_and_report_count_what_was_lost() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("lossy.trace");
     lossy_log(&log);
+    // As the process left behind by `posix record --inherit --stop-at-exit`
+    // records events written after the shutdown.
+    let f = std::fs::OpenOptions::new().write(true).open(&log).unwrap();
+    tracekit_posix::log::set_events_after_shutdown(&f, 7).unwrap();
     let r = LogReader::open_path(&log).unwrap();
     let (stream, logged) = (r.meta.events_lost_stream, r.meta.events_lost_log);
     assert!(stream > 0 && logged > 0, "{stream} {logged}");
+    assert_eq!(r.meta.events_after_shutdown, 7);
     let p = log.to_str().unwrap();
 
     let (ok, out, err) = tracekit(&["posix", "dump", p]);
@@ -56,7 +61,7 @@ fn dump_info_and_report_count_what_was_lost() {
     let head = out.lines().next().unwrap();
     assert!(
         head.contains(&format!(
-            "{stream} lost in the stream, {logged} lost in the log"
+            "{stream} lost in the stream, {logged} lost in the log, 7 written after shutdown"
         )),
         "{head}"
     );
@@ -75,13 +80,41 @@ fn dump_info_and_report_count_what_was_lost() {
     let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
     assert_eq!(v["lost_in_stream"], stream);
     assert_eq!(v["lost_in_log"], logged);
+    assert_eq!(v["lost_after_shutdown"], 7);
 
     let (ok, out, err) = tracekit(&["report", p]);
     assert!(ok, "{err}");
     assert!(
         out.contains(&format!(
-            "LOST: {stream} in the stream, {logged} in the log"
+            "LOST: {stream} in the stream, {logged} in the log, 7 written after shutdown"
         )),
         "{out}"
     );
+}
+
+/// `--stop-at-exit` needs `--inherit` and `--log` (usage error otherwise);
+/// with them, the program's exit status is passed through.
+#[test]
+fn record_stop_at_exit_needs_inherit_and_a_log() {
+    let o = Command::new(env!("CARGO_BIN_EXE_tracekit"))
+        .args(["posix", "record", "--stop-at-exit", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("s.trace");
+    let o = Command::new(env!("CARGO_BIN_EXE_tracekit"))
+        .args(["posix", "record", "--inherit", "--stop-at-exit", "--log"])
+        .arg(&log)
+        .args(["--", "sh", "-c", "exit 4"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let r = LogReader::open_path(&log).unwrap();
+    assert!(r.meta.flags & 1 != 0, "log complete");
 }

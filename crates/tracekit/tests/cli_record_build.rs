@@ -137,7 +137,7 @@ fn compile_db_errors() {
     assert!(!dir.join("ran").exists(), "the build ran");
 
     std::fs::write(dir.join("compile_commands.json"), "[{\"file\": 1}]").unwrap();
-    for (cmd, status) in [("cc -c a.c", 1), ("cc -c a.c; exit 3", 3)] {
+    for (cmd, status) in [("cc -c a.c", 0), ("cc -c a.c; exit 3", 3)] {
         let out = run(&["--compile-db", "--append", "--", "sh", "-c", cmd]);
         assert_eq!(out.status.code(), Some(status), "{cmd}");
         let err = String::from_utf8_lossy(&out.stderr);
@@ -165,4 +165,112 @@ fn compile_db_errors() {
         serde_json::from_str(&std::fs::read_to_string(dir.join("compile_commands.json")).unwrap())
             .unwrap();
     assert_eq!(db.as_array().unwrap().len(), 1, "{db}");
+}
+
+/// Whether this machine lets us mount a file system in a private mount
+/// namespace (`unshare -rm`: as root, or through an unprivileged user
+/// namespace). CI runs as root on Debian, where it must work.
+fn private_mounts() -> bool {
+    let ok = Command::new("unshare")
+        .args(["-rm", "sh", "-c", "mount -t tmpfs -o size=16k tmpfs /mnt"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "unshare -rm cannot mount a tmpfs here (CI runs as root and needs it)"
+        );
+        eprintln!("unshare -rm cannot mount a tmpfs here: the full-file-system part did not run");
+    }
+    ok
+}
+
+/// A trace that cannot be written: the build's exit status is tracekit's
+/// (0 and 3 alike), the message says the path and the OS reason, and what
+/// is left is either nothing or a trace marked truncated that `info` and
+/// `report` read with a warning (`report` exits 1); `--compile-db` leaves
+/// no `.tmp` behind.
+#[test]
+fn a_full_disk_keeps_the_builds_status_and_says_why() {
+    // /dev/full: every write fails with ENOSPC; the device stays as it is.
+    for (cmd, status) in [("true", 0), ("exit 3", 3)] {
+        let out = tracekit()
+            .args(["record", "build", "-o", "/dev/full", "--", "sh", "-c", cmd])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(status), "{cmd}: {err}");
+        assert!(
+            err.contains("/dev/full") && err.contains("No space left on device"),
+            "{err}"
+        );
+    }
+    if !private_mounts() {
+        return;
+    }
+    // A 16 KiB tmpfs that the trace (some 300 processes) overflows, in a
+    // private mount namespace; what is left there is copied out.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(dir.join("a.c"), "int a;\n").unwrap();
+    std::fs::create_dir(dir.join("mnt")).unwrap();
+    for status in [0, 3] {
+        let script = format!(
+            "mount -t tmpfs -o size=16k tmpfs mnt || exit 99; \
+             env -i PATH=/usr/bin:/bin \"$TK\" record build -o mnt/b.trace --compile-db mnt/cdb.json \
+               -- sh -c 'cc -c a.c; for i in $(seq 300); do /bin/true $i; done; exit {status}' \
+               >out 2>err; echo $? >status; ls -A mnt >left; \
+             rm -f b.trace; if [ -e mnt/b.trace ]; then cp mnt/b.trace b.trace; fi"
+        );
+        let out = Command::new("unshare")
+            .args(["-rm", "sh", "-c", &script])
+            .current_dir(dir)
+            .env("TK", env!("CARGO_BIN_EXE_tracekit"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
+        let err = read("err");
+        assert_eq!(read("status").trim(), status.to_string(), "{err}");
+        assert!(
+            err.contains("mnt/b.trace") && err.contains("No space left on device"),
+            "{err}"
+        );
+        assert!(
+            err.contains("mnt/cdb.json") && !read("left").contains(".tmp"),
+            "{err}\nleft: {}",
+            read("left")
+        );
+        let trace = dir.join("b.trace");
+        if !trace.exists() {
+            assert!(!read("left").contains("b.trace"));
+            continue;
+        }
+        for verb in ["info", "report"] {
+            let out = tracekit().arg(verb).arg(&trace).output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(err.contains("warning"), "{verb}: {err}");
+            assert!(err.contains("truncated"), "{verb}: {err}");
+            if verb == "report" {
+                assert_eq!(out.status.code(), Some(1), "{verb}: {err}");
+            }
+        }
+    }
+}
+
+/// A trace cut in the middle of a record (a recorder that died, a copy
+/// that stopped): `report` reads what is there, warns, and exits 1.
+#[test]
+fn report_on_a_cut_trace_exits_1() {
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/corpus/buildtrace/recorded/hello-make-j2.trace");
+    let full = std::fs::read(corpus).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let cut = tmp.path().join("cut.trace");
+    std::fs::write(&cut, &full[..full.len() - 40]).unwrap();
+    let out = tracekit().arg("report").arg(&cut).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("truncated record"), "{err}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Build trace:"));
+    assert_eq!(out.status.code(), Some(1), "{err}");
 }

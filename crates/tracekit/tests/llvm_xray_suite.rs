@@ -367,10 +367,10 @@ fn run_line(ctx: &Ctx<'_>, line: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn tests() -> Vec<PathBuf> {
+fn tests(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for arch in ["X86", "AArch64", "ARM"] {
-        let Ok(rd) = std::fs::read_dir(suite().join(arch)) else {
+        let Ok(rd) = std::fs::read_dir(dir.join(arch)) else {
             continue;
         };
         for e in rd.flatten() {
@@ -386,8 +386,27 @@ fn tests() -> Vec<PathBuf> {
 
 #[test]
 fn llvm_xray_14_test_suite_passes() {
-    let all = tests();
-    assert_eq!(all.len(), 45, "LLVM 14.0.6 has 45 llvm-xray tests");
+    run_suite(&suite(), 45, "llvm-xray 14 tests", "t");
+}
+
+/// Tests llvm-xray gained after LLVM 14 (`after-14/`, from llvm-project's
+/// main branch) whose behaviour llvm-xray 14 already has: they pass with
+/// `TRACEKIT_LLVM_SUITE_TOOL=llvm-xray-14` too.
+#[test]
+fn llvm_xray_tests_after_14_pass() {
+    run_suite(
+        &suite().join("after-14"),
+        1,
+        "llvm-xray tests after 14",
+        "a",
+    );
+}
+
+/// Runs every test under `dir` (`expected` of them) and fails listing the
+/// ones that fail.
+fn run_suite(dir: &Path, expected: usize, what: &str, tmp_prefix: &str) {
+    let all = tests(dir);
+    assert_eq!(all.len(), expected, "{what}: {} found", all.len());
     let tmp_root = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("llvm-xray-suite");
     std::fs::create_dir_all(&tmp_root).expect("temp dir");
     let mut failed = Vec::new();
@@ -404,7 +423,7 @@ fn llvm_xray_14_test_suite_passes() {
         let text = std::fs::read_to_string(test).expect("read test");
         let ctx = Ctx {
             test,
-            tmp: tmp_root.join(format!("t{n}")),
+            tmp: tmp_root.join(format!("{tmp_prefix}{n}")),
             cwd: tmp_root.clone(),
         };
         let lines = run_lines(&text);
@@ -418,7 +437,7 @@ fn llvm_xray_14_test_suite_passes() {
         }
     }
     eprintln!(
-        "llvm-xray 14 tests: {passed} pass, {} fail, {} not applicable",
+        "{what}: {passed} pass, {} fail, {} not applicable",
         failed.len(),
         NOT_APPLICABLE.len()
     );

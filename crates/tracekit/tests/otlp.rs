@@ -718,6 +718,48 @@ fn convert_to_otlp_for_every_dialect() {
     assert_eq!(links, 13);
 }
 
+/// 24-maintenance-detach: `maintenance run --auto --detach` forks and the
+/// child writes under its parent's SID. The child is a span of its own
+/// (before, it got its parent's span id a second time), a child of its
+/// parent's process span, in the session's trace.
+#[test]
+fn convert_to_otlp_gives_a_daemonised_child_a_span_of_its_own() {
+    if !otlp_proto_available() {
+        return;
+    }
+    let input = "tests/corpus/trace2/24-maintenance-detach/event.jsonl";
+    let (spans, stderr) = convert_to_otlp(input, &[]);
+    assert!(stderr.is_empty(), "{stderr}");
+    check_model_output(&spans, input, &[]);
+    let ids: BTreeSet<&str> = spans
+        .iter()
+        .map(|s| s["span_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids.len(), spans.len(), "span ids are unique");
+    let text = std::fs::read_to_string(root().join(input)).unwrap();
+    let sids: BTreeSet<String> = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|v| v["event"] == "cmd_name" && v["name"] == "maintenance")
+        .map(|v| v["sid"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(sids.len(), 3);
+    for sid in &sids {
+        let (own, _) = ids::trace2_process_ids(sid.as_bytes());
+        let trace = hex(&ids::trace2_trace_id(sid.as_bytes()));
+        let parent: Vec<&Value> = spans.iter().filter(|s| s["span_id"] == hex(&own)).collect();
+        assert_eq!(parent.len(), 1, "{sid}");
+        assert_eq!(parent[0]["name"], "git maintenance", "{sid}");
+        let forks: Vec<&Value> = spans
+            .iter()
+            .filter(|s| s["parent_span_id"] == hex(&own) && s["name"] == "git maintenance (fork 1)")
+            .collect();
+        assert_eq!(forks.len(), 1, "{sid}");
+        assert_eq!(forks[0]["trace_id"], trace, "{sid}");
+        assert_eq!(parent[0]["trace_id"], trace, "{sid}");
+    }
+}
+
 #[test]
 fn convert_sends_to_an_endpoint_with_gzip() {
     if !otlp_proto_available() {

@@ -9,6 +9,7 @@ The Perfetto trace is interpreted as the protos' comments define it:
 per-sequence interned data (cleared by SEQ_INCREMENTAL_STATE_CLEARED),
 TracePacketDefaults (default track uuid and clock id), sequence-scoped
 incremental clocks anchored by ClockSnapshot packets, TrackDescriptors.
+Packets in compressed bundles (compressed_packets) are expanded in place.
 Both traces are reduced to the same canonical records, per process (its
 name) and track (its name): slices (start, duration, name, category,
 arguments; B/E pairs and X alike), instants, counter samples, and flows
@@ -18,6 +19,7 @@ the differences otherwise. Prints a one-line summary of what was compared.
 import collections
 import json
 import sys
+import zlib
 
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
@@ -33,10 +35,22 @@ def canonical_args(args):
     return json.dumps(args, sort_keys=True)
 
 
-def read_perfetto(path):
+def packets(data):
+    """The trace's packets in order, those of compressed bundles
+    (`compressed_packets`: zlib-deflated Trace.packet fields) expanded in
+    their place, as trace_processor reads them."""
     trace = pb.Trace()
+    trace.ParseFromString(data)
+    for p in trace.packet:
+        if p.HasField("compressed_packets"):
+            yield from packets(zlib.decompress(p.compressed_packets))
+        else:
+            yield p
+
+
+def read_perfetto(path):
     with open(path, "rb") as f:
-        trace.ParseFromString(f.read())
+        data = f.read()
     tracks = {}  # uuid -> dict(kind, pid, name, parent)
     seqs = {}
     slices, instants, counters = [], [], []
@@ -47,7 +61,7 @@ def read_perfetto(path):
     def seq_state(sid):
         return seqs.setdefault(sid, {"names": {}, "cats": {}, "ann": {}, "defaults": None, "clocks": {}})
 
-    for p in trace.packet:
+    for p in packets(data):
         sid = p.trusted_packet_sequence_id
         st = seq_state(sid)
         if p.sequence_flags & SEQ_INCREMENTAL_STATE_CLEARED:
@@ -222,8 +236,15 @@ def read_chrome(path):
     return out
 
 
+def order(record):
+    """Sort key: numbers by value, the rest by text. (Sorting by text would
+    let the nanosecond that Chrome's microseconds may round away reorder
+    the records of a dense trace: 1029107 before 1029107084.)"""
+    return tuple((0, x, "") if isinstance(x, int) else (1, 0, repr(x)) for x in record)
+
+
 def compare(kind, a, b, ts_field, errors):
-    a, b = sorted(a, key=repr), sorted(b, key=repr)
+    a, b = sorted(a, key=order), sorted(b, key=order)
     if len(a) != len(b):
         errors.append(f"{kind}: perfetto has {len(a)}, chrome {len(b)}")
         ca, cb = collections.Counter(map(repr, a)), collections.Counter(map(repr, b))

@@ -11,6 +11,11 @@
 //! Without the `duckdb` Python package the DuckDB comparison cannot run:
 //! the test says so and passes, unless `CI` or `TRACEKIT_REQUIRE_DUCKDB` is
 //! set (CI installs the package), where it fails.
+//!
+//! The SQL engine is the `sql` cargo feature: without it (`cargo test
+//! --no-default-features -p tracekit`) only the Parquet tests run, and
+//! `tracekit sql` must say how to get the engine.
+#![cfg_attr(not(feature = "sql"), allow(dead_code, unused_imports))]
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
@@ -201,6 +206,7 @@ fn xray_traces() -> Vec<(PathBuf, PathBuf)> {
 }
 
 #[test]
+#[cfg(feature = "sql")]
 fn xray_calls_match_account_totals_and_counts_per_function() {
     use tracekit_xray::commands::{account_rows, AccountArgs};
     for (trace, bin) in xray_traces() {
@@ -214,7 +220,8 @@ fn xray_calls_match_account_totals_and_counts_per_function() {
             deduce_sibling_calls: true,
             ..Default::default()
         };
-        let (rows, _, _) = account_rows(&t, &args).expect("account");
+        let (rows, _, _) =
+            account_rows(&t, &tracekit_xray::names::FunctionNames::none(), &args).expect("account");
         let m = bin.to_string_lossy().into_owned();
         let got = three_ways(
             XRAY_ACCOUNT,
@@ -259,6 +266,7 @@ fn xray_calls_match_account_totals_and_counts_per_function() {
 }
 
 #[test]
+#[cfg(feature = "sql")]
 fn xray_function_names_come_from_the_binary() {
     let dir = corpus("xray/mt");
     let rows = sql(
@@ -283,6 +291,7 @@ const TRACE2_COMMANDS: &str = "WITH r AS (SELECT command, mode, elapsed_ns, \
      FROM r GROUP BY command, mode ORDER BY command, mode";
 
 #[test]
+#[cfg(feature = "sql")]
 fn trace2_per_command_count_p50_max_match_the_report() {
     let mut checked = 0;
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(corpus("trace2"))
@@ -344,7 +353,63 @@ fn trace2_per_command_count_p50_max_match_the_report() {
 const SLOWEST_UNITS: &str = "SELECT record, source, dur_ns / 1000 AS dur_us FROM build_processes \
      WHERE is_compile ORDER BY dur_ns DESC, record LIMIT 10";
 
+/// 24-maintenance-detach: each daemonised child (a process forked under
+/// its parent's SID) is a row of its own, in the tables streamed from the
+/// trace and in the Parquet files: `trace2_processes` (`fork` 1, no pid)
+/// and the timeline's `processes` (a track of its own).
 #[test]
+fn trace2_daemonised_child_is_a_row_of_its_own() {
+    let input = corpus("trace2/24-maintenance-detach/event.jsonl");
+    let dir = to_parquet(&[&input], &[]);
+    for source in [input.as_path(), dir.path()] {
+        let rows = sql(
+            "SELECT sid, fork, pid, elapsed_ns FROM trace2_processes \
+             WHERE command = 'maintenance' ORDER BY sid, fork",
+            &[source],
+            &[],
+        );
+        assert_eq!(rows.len(), 6, "{source:?}");
+        for pair in rows.chunks(2) {
+            assert_eq!(text(&pair[0], "sid"), text(&pair[1], "sid"), "{source:?}");
+            assert_eq!(
+                (int(&pair[0], "fork"), int(&pair[1], "fork")),
+                (Some(0), Some(1))
+            );
+            assert!(int(&pair[0], "pid").is_some() && int(&pair[1], "pid").is_none());
+        }
+        // exit t_abs of the three processes forked under a SID.
+        let forked: Vec<Option<i64>> = rows
+            .iter()
+            .skip(1)
+            .step_by(2)
+            .map(|r| int(r, "elapsed_ns"))
+            .collect();
+        assert_eq!(
+            forked,
+            [Some(407_004_000), Some(34_334_000), Some(30_641_000)]
+        );
+        let all = sql("SELECT count(*) AS n FROM trace2_processes", &[source], &[]);
+        assert_eq!(int(&all[0], "n"), Some(21), "{source:?}");
+        let tracks = sql(
+            "SELECT count(DISTINCT pid) AS n, count(*) AS m FROM processes",
+            &[source],
+            &[],
+        );
+        assert_eq!(
+            (int(&tracks[0], "n"), int(&tracks[0], "m")),
+            (Some(21), Some(21))
+        );
+        let named = sql(
+            "SELECT count(*) AS n FROM processes WHERE name = 'git maintenance (fork 1)'",
+            &[source],
+            &[],
+        );
+        assert_eq!(int(&named[0], "n"), Some(3), "{source:?}");
+    }
+}
+
+#[test]
+#[cfg(feature = "sql")]
 fn build_slowest_compile_units_match_the_report() {
     let input = corpus("buildtrace/recorded/hello-make-j2.trace");
     let o = tracekit(&["report".as_ref(), "--json".as_ref(), input.as_os_str()]);
@@ -398,6 +463,7 @@ const LEAKS: &str = "WITH bt AS (SELECT backtrace_id, \
      WHERE a.leaked GROUP BY a.resource, bt.frames ORDER BY bytes DESC, frames";
 
 #[test]
+#[cfg(feature = "sql")]
 fn rtrace_leaks_by_backtrace_match_the_report() {
     let mut checked = 0;
     for rel in ["rtrace/upstream/sample.txt", "rtrace/upstream/context.txt"] {
@@ -458,6 +524,7 @@ fn one_trace_per_dialect() -> [PathBuf; 4] {
 }
 
 #[test]
+#[cfg(feature = "sql")]
 fn every_dialect_fills_the_generic_tables_and_sources_concatenate() {
     let inputs = one_trace_per_dialect();
     let refs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
@@ -534,6 +601,7 @@ fn every_table_reads_the_same_in_spark_and_duckdb() {
 }
 
 #[test]
+#[cfg(feature = "sql")]
 fn slices_nest_and_anchored_times_are_timestamps() {
     let input = corpus("trace2/01-init-add-commit/event.jsonl");
     // Every slice with a parent lies inside it, one level deeper.
@@ -562,6 +630,7 @@ fn slices_nest_and_anchored_times_are_timestamps() {
 }
 
 #[test]
+#[cfg(feature = "sql")]
 fn schema_lists_every_table_and_bad_sql_is_an_error() {
     let o = tracekit(&["sql".as_ref(), "--schema".as_ref()]);
     assert!(o.status.success());
@@ -593,6 +662,7 @@ fn schema_lists_every_table_and_bad_sql_is_an_error() {
 }
 
 #[test]
+#[cfg(feature = "sql")]
 fn csv_and_table_formats() {
     let input = corpus("trace2/01-init-add-commit/event.jsonl");
     let o = tracekit(&[
@@ -619,6 +689,7 @@ fn csv_and_table_formats() {
 type CommandStats = BTreeMap<(String, String), (i64, Option<i64>, Option<i64>)>;
 
 #[test]
+#[cfg(feature = "sql")]
 fn bad_inputs_are_named_and_unreadable_records_exit_1() {
     let dir = tempfile::tempdir().expect("tempdir");
     // No known format: refused before the query runs, naming the file,
@@ -659,4 +730,273 @@ fn bad_inputs_are_named_and_unreadable_records_exit_1() {
     let whole = sql(q, &[&corpus("trace2/01-init-add-commit/event.jsonl")], &[]);
     let n = int(&whole[0], "n").expect("n");
     assert_eq!(String::from_utf8_lossy(&o.stdout), format!("n\n{n}\n"));
+}
+
+#[test]
+#[cfg(not(feature = "sql"))]
+fn without_the_sql_feature_sql_says_how_to_get_it_and_parquet_still_works() {
+    let [t2, ..] = one_trace_per_dialect();
+    for args in [
+        vec![OsStr::new("sql"), OsStr::new("SELECT 1"), t2.as_os_str()],
+        vec![OsStr::new("sql"), OsStr::new("--schema")],
+        vec![OsStr::new("sql")],
+    ] {
+        let o = tracekit(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(
+                "cargo install --path crates/tracekit --no-default-features --features sql"
+            ),
+            "{args:?}: {err}"
+        );
+        assert!(o.stdout.is_empty(), "{args:?}");
+    }
+    let inputs = one_trace_per_dialect();
+    let refs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
+    let pq = to_parquet(&refs, &[]);
+    for table in ["slices", "processes", "trace2_processes", "xray_calls"] {
+        let n = std::fs::read_dir(pq.path().join(table))
+            .map(|d| d.count())
+            .unwrap_or(0);
+        assert!(n > 0, "no {table} Parquet file");
+    }
+}
+
+// ---------------------------------------------------------------- safety
+
+/// Runs `tracekit ARGS` with extra environment.
+fn tracekit_env(args: &[&OsStr], env: &[(&str, &OsStr)]) -> std::process::Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_tracekit"));
+    c.args(args);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("run tracekit")
+}
+
+#[test]
+fn sql_only_reads_and_refuses_the_rest_with_exit_2() {
+    let input = corpus("trace2/01-init-add-commit/event.jsonl");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let target = dir.path().join("copied.csv");
+    let refused = [
+        (
+            format!(
+                "COPY (SELECT 1 AS a) TO '{}' STORED AS CSV",
+                target.display()
+            ),
+            "COPY",
+        ),
+        (
+            "CREATE EXTERNAL TABLE p STORED AS CSV LOCATION '/etc/passwd'".to_string(),
+            "CREATE EXTERNAL TABLE",
+        ),
+        (
+            "INSERT INTO slices SELECT * FROM slices".to_string(),
+            "INSERT INTO",
+        ),
+        ("DROP VIEW slices".to_string(), "DROP VIEW"),
+        ("SET datafusion.execution.batch_size = 1".to_string(), "SET"),
+    ];
+    for (q, kind) in &refused {
+        let o = tracekit(&["sql".as_ref(), q.as_ref(), input.as_os_str()]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{q}: {err}");
+        assert!(
+            err.starts_with(&format!("tracekit: sql: {kind}: refused: ")),
+            "{q}: {err}"
+        );
+        assert!(o.stdout.is_empty(), "{q}");
+        assert!(!target.exists(), "{q} wrote {}", target.display());
+    }
+    for q in [
+        "SELECT count(*) AS n FROM slices",
+        "WITH p AS (SELECT pid FROM processes) SELECT count(*) AS n FROM p",
+        "EXPLAIN SELECT count(*) FROM slices",
+        "SHOW TABLES",
+        "DESCRIBE slices",
+    ] {
+        let o = tracekit(&["sql".as_ref(), q.as_ref(), input.as_os_str()]);
+        assert!(
+            o.status.success(),
+            "{q}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(!o.stdout.is_empty(), "{q}");
+    }
+}
+
+#[test]
+fn sql_memory_is_bounded_sorts_spill_privately_the_rest_fails_with_a_hint() {
+    let input = corpus("trace2/01-init-add-commit/event.jsonl");
+    // What cannot spill (a cross join's build side) fails, with the hint.
+    let o = tracekit(&[
+        "sql".as_ref(),
+        "--memory-limit".as_ref(),
+        "1M".as_ref(),
+        "SELECT max(a.value + b.value) AS m FROM generate_series(1, 200000) a \
+         CROSS JOIN generate_series(1, 3) b"
+            .as_ref(),
+        input.as_os_str(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.starts_with("tracekit: sql: Resources exhausted: "),
+        "{err}"
+    );
+    assert!(
+        err.contains("\nhint: ") && err.contains("--memory-limit"),
+        "{err}"
+    );
+    // A sort of 300 000 rows under 4 MiB spills, answers right, and leaves
+    // nothing in the temporary directory.
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let q = "SELECT count(*) AS n, sum(x) AS s FROM (SELECT value AS x, \
+             row_number() OVER (ORDER BY value DESC) AS r FROM generate_series(1, 300000)) \
+             WHERE r <= 3";
+    let run = |sql: &str| {
+        tracekit_env(
+            &[
+                "sql".as_ref(),
+                "--format".as_ref(),
+                "csv".as_ref(),
+                "--memory-limit".as_ref(),
+                "4M".as_ref(),
+                sql.as_ref(),
+                input.as_os_str(),
+            ],
+            &[("TMPDIR", tmp.path().as_os_str())],
+        )
+    };
+    let o = run(q);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "n,s\n3,899997\n");
+    let o = run(&format!("EXPLAIN ANALYZE {q}"));
+    let plan = String::from_utf8_lossy(&o.stdout);
+    let spills: u64 = plan
+        .split("spill_count=")
+        .skip(1)
+        .filter_map(|s| {
+            s.split(|c: char| !c.is_ascii_digit())
+                .next()
+                .and_then(|n| n.parse::<u64>().ok())
+        })
+        .sum();
+    assert!(spills > 0, "{plan}");
+    let left: Vec<_> = std::fs::read_dir(tmp.path())
+        .expect("read tmp")
+        .map(|e| e.map(|e| e.path()))
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    // A size that is not one is a usage error.
+    let o = tracekit(&[
+        "sql".as_ref(),
+        "--memory-limit".as_ref(),
+        "12X".as_ref(),
+        "SELECT 1".as_ref(),
+        input.as_os_str(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("\"12X\" is not a memory size"));
+}
+
+#[cfg(unix)]
+#[test]
+fn parquet_output_is_private_and_honours_file_mode() {
+    use std::os::unix::fs::PermissionsExt;
+    let input = corpus("trace2/01-init-add-commit/event.jsonl");
+    let mode = |p: &Path| std::fs::metadata(p).expect("stat").permissions().mode() & 0o777;
+    for (file_mode, want_file, want_dir) in [(None, 0o600, 0o700), (Some("640"), 0o640, 0o750)] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let out = dir.path().join("tables");
+        let mut args: Vec<&OsStr> = vec!["convert".as_ref(), input.as_os_str()];
+        args.extend(["--to", "parquet", "-o"].map(OsStr::new));
+        args.push(out.as_os_str());
+        if let Some(m) = file_mode {
+            args.extend(["--file-mode", m].map(OsStr::new));
+        }
+        let o = tracekit(&args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(mode(&out), want_dir, "{}", out.display());
+        let mut files = 0;
+        for table in std::fs::read_dir(&out).expect("read out") {
+            let table = table.expect("entry").path();
+            assert_eq!(mode(&table), want_dir, "{}", table.display());
+            for f in std::fs::read_dir(&table).expect("read table") {
+                let f = f.expect("entry").path();
+                assert_eq!(mode(&f), want_file, "{}", f.display());
+                files += 1;
+            }
+        }
+        assert!(files >= 6, "{files} tables");
+    }
+}
+
+#[test]
+fn damaged_parquet_is_named_never_a_panic() {
+    // The committed samples (tests/corpus/parquet/README.md): a damaged
+    // embedded Arrow schema is not read at all; a page that panics the
+    // parquet crate's decoder fails the query naming the file.
+    let o = tracekit(&[
+        "sql".as_ref(),
+        "--format".as_ref(),
+        "csv".as_ref(),
+        "SELECT count(*) AS n FROM processes".as_ref(),
+        corpus("parquet/damaged-arrow-schema").as_os_str(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "n\n6\n");
+    let o = tracekit(&[
+        "sql".as_ref(),
+        "SELECT sum(pid) FROM threads".as_ref(),
+        corpus("parquet/damaged-page").as_os_str(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.starts_with("tracekit: sql: ")
+            && err.contains("damaged-page/threads/event.jsonl.parquet: damaged Parquet file: "),
+        "{err}"
+    );
+    // A table written here from a corpus trace, one bit flipped at a time
+    // at 16 places across the file: an answer or an error naming the file.
+    let pq = to_parquet(&[&corpus("trace2/01-init-add-commit/event.jsonl")], &[]);
+    let written = std::fs::read_dir(pq.path().join("slices"))
+        .expect("slices")
+        .next()
+        .expect("a file")
+        .expect("entry")
+        .path();
+    let original = std::fs::read(&written).expect("read");
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir(dir.path().join("slices")).expect("mkdir");
+    let copy = dir.path().join("slices/flipped.parquet");
+    let mut named = 0;
+    for i in 0..16 {
+        let pos = i * original.len() / 16 + 3;
+        let mut bytes = original.clone();
+        bytes[pos] ^= 1 << (i % 8);
+        std::fs::write(&copy, &bytes).expect("write");
+        let o = tracekit(&[
+            "sql".as_ref(),
+            "SELECT * FROM slices".as_ref(),
+            dir.path().as_os_str(),
+        ]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        match o.status.code() {
+            Some(0) => {}
+            Some(1) => {
+                assert!(
+                    err.starts_with("tracekit: sql: ") && err.contains("slices/flipped.parquet: "),
+                    "byte {pos}: {err}"
+                );
+                named += 1;
+            }
+            other => panic!("byte {pos}: exit {other:?}: {err}"),
+        }
+        assert!(!err.contains("panicked"), "byte {pos}: {err}");
+    }
+    assert!(named > 0);
 }

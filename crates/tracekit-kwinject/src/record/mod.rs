@@ -22,14 +22,16 @@ pub mod ptrace;
 
 use std::collections::HashMap;
 use std::ffi::OsString;
+use std::fs::File;
 use std::hash::{BuildHasher, Hash, Hasher};
 use std::io::{self, Write};
+use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::Value;
 
 use crate::env::diff;
-use crate::trace::{latin1_string, Env, Exit, Process, TraceWriter, VERSION};
+use crate::trace::{latin1_string, Env, Exit, Process, TraceWriter, Truncation, VERSION};
 
 /// One successful exec as a recorder saw it (bytes, as the OS has them).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -202,12 +204,180 @@ impl Assembler {
 
     pub fn write<W: Write>(&self, out: W) -> io::Result<W> {
         let mut w = TraceWriter::new(out);
-        let creator = format!("tracekit, version {}", env!("CARGO_PKG_VERSION"));
-        w.header(VERSION, Some(&creator), &self.top_env)?;
+        w.header(VERSION, Some(&creator()), &self.top_env)?;
         for p in &self.records {
             w.process(p)?;
         }
         w.finish()
+    }
+
+    /// Writes the trace into `file` (created empty at `path`). When a write
+    /// fails (a full disk), what reached the file does not stay cut in the
+    /// middle of a record: the file is cut back to the end of a record and
+    /// ends with the [`Truncation`] marker, overwriting bytes the file
+    /// already holds (so it needs no new space); if that cannot be done,
+    /// the file is removed. A file that is not a regular file (a device, a
+    /// pipe) is left as it is.
+    pub fn write_file(&self, path: &Path, file: &File) -> Result<(), WriteFailure> {
+        let mut sink = FileSink {
+            file,
+            buf: Vec::with_capacity(FileSink::CAPACITY),
+            generated: 0,
+            committed: 0,
+        };
+        // Byte offset after the header, then after each record.
+        let mut ends: Vec<u64> = Vec::with_capacity(self.records.len() + 1);
+        let result = (|| {
+            let mut w = TraceWriter::new(&mut sink);
+            w.header(VERSION, Some(&creator()), &self.top_env)?;
+            ends.push(w.get_ref().generated);
+            for p in &self.records {
+                w.process(p)?;
+                ends.push(w.get_ref().generated);
+            }
+            w.finish().map(|_| ())
+        })();
+        let Err(error) = result else {
+            return Ok(());
+        };
+        let left = salvage(path, file, sink.committed, &ends, &error);
+        Err(WriteFailure { error, left })
+    }
+}
+
+fn creator() -> String {
+    format!("tracekit, version {}", env!("CARGO_PKG_VERSION"))
+}
+
+/// A trace file whose writing failed, and what became of it.
+#[derive(Debug)]
+pub struct WriteFailure {
+    pub error: io::Error,
+    pub left: Left,
+}
+
+/// What is left of a trace file whose writing failed.
+#[derive(Debug)]
+pub enum Left {
+    /// The first `records` of `of` process records, complete, then the
+    /// `tk_truncated` marker.
+    Truncated { records: u64, of: u64 },
+    /// The file was removed: not even the header could be kept whole, or
+    /// the marker could not be written.
+    Removed,
+    /// Not a regular file (`/dev/full`, a pipe): left alone.
+    NotAFile,
+    /// The file could be neither completed nor removed.
+    Cut(io::Error),
+}
+
+impl std::fmt::Display for Left {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Left::Truncated { records, of } => write!(
+                f,
+                "kept the first {records} of {of} process records, marked as a truncated trace"
+            ),
+            Left::Removed => write!(f, "the partial trace was removed"),
+            Left::NotAFile => write!(f, "not a regular file, left as it is"),
+            Left::Cut(e) => write!(
+                f,
+                "the partial trace could not be completed nor removed ({e}): it ends in the \
+                 middle of a record"
+            ),
+        }
+    }
+}
+
+/// Buffers writes to a file and counts the bytes the file accepted; unlike
+/// `BufWriter`, it never writes on drop (after a failure the file is
+/// fixed up by offset, and a late flush would undo that).
+struct FileSink<'a> {
+    file: &'a File,
+    buf: Vec<u8>,
+    /// Bytes handed to `write`.
+    generated: u64,
+    /// Bytes the file accepted.
+    committed: u64,
+}
+
+impl FileSink<'_> {
+    const CAPACITY: usize = 1 << 16;
+
+    fn flush_buf(&mut self) -> io::Result<()> {
+        let mut off = 0;
+        let mut out = self.file;
+        let result = loop {
+            if off == self.buf.len() {
+                break Ok(());
+            }
+            match out.write(&self.buf[off..]) {
+                Ok(0) => break Err(io::Error::from(io::ErrorKind::WriteZero)),
+                Ok(n) => {
+                    off += n;
+                    self.committed += n as u64;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => break Err(e),
+            }
+        };
+        self.buf.drain(..off);
+        result
+    }
+}
+
+impl Write for FileSink<'_> {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        self.buf.extend_from_slice(data);
+        self.generated += data.len() as u64;
+        if self.buf.len() >= Self::CAPACITY {
+            self.flush_buf()?;
+        }
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.flush_buf()
+    }
+}
+
+/// After a failed write that left `committed` bytes in `file`: cut back to
+/// the last record end that leaves room for the marker within those bytes,
+/// write the marker there, or remove the file.
+fn salvage(path: &Path, file: &File, committed: u64, ends: &[u64], error: &io::Error) -> Left {
+    use std::os::unix::fs::FileExt;
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        return Left::NotAFile;
+    }
+    let of = ends.len().saturating_sub(1) as u64;
+    let reason = error.to_string();
+    for (k, &end) in ends.iter().enumerate().rev() {
+        if end > committed {
+            continue;
+        }
+        let marker = Truncation {
+            records: k as u64,
+            of,
+            reason: reason.clone(),
+        }
+        .line();
+        if end + marker.len() as u64 > committed {
+            continue;
+        }
+        let done = file
+            .write_all_at(marker.as_bytes(), end)
+            .and_then(|()| file.set_len(end + marker.len() as u64));
+        if done.is_ok() {
+            return Left::Truncated {
+                records: k as u64,
+                of,
+            };
+        }
+        break;
+    }
+    match std::fs::remove_file(path) {
+        Ok(()) => Left::Removed,
+        Err(e) => Left::Cut(e),
     }
 }
 

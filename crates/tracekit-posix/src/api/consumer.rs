@@ -8,9 +8,15 @@ use super::*;
 /// calibration (reading the clock per event would cost more than the
 /// conversion).
 pub(super) const RECALIBRATE_EVERY: u32 = 4096;
-/// How long a reserved slot may stay incomplete before the reader decides
-/// its writer died and skips it.
+/// How long a reserved slot may stay incomplete before the reader looks
+/// whether its writer is still there: if not (or the slot was never
+/// claimed, so its writer is not known), the reader skips it; if so, it
+/// looks again after as long (an overloaded machine may keep a writer off
+/// a CPU for long), up to [`STUCK_SLOT_MAX`].
 pub(super) const STUCK_SLOT: Duration = Duration::from_millis(100);
+/// Longest the reader waits for a slot whose writer is there but makes no
+/// progress (see `producer::PREVIOUS_SLOT_WAIT_MAX_NS`).
+pub(super) const STUCK_SLOT_MAX: Duration = Duration::from_secs(10);
 
 pub(super) struct Consumer {
     pub(super) raw: RawEvent,
@@ -18,7 +24,8 @@ pub(super) struct Consumer {
     /// published to the writers by [`Consumer::commit`].
     pub(super) cursor: shm::Cursor,
     pub(super) pending: VecDeque<(EventInfo, Vec<u8>)>,
-    pub(super) busy: Option<(shm::SlotRef, Instant)>,
+    /// The slot the reader waits for: since when, last looked at when.
+    pub(super) busy: Option<(shm::SlotRef, Instant, Instant)>,
     pub(super) cal: Calibration,
     pub(super) cal_at: Instant,
     /// Events converted since the calibration was last checked: the
@@ -119,8 +126,10 @@ impl Consumer {
         self.since_check = self.since_check.saturating_add(1);
         if self.since_check >= RECALIBRATE_EVERY {
             self.since_check = 0;
+            // Events come in tick order: the new rate applies from this
+            // one on, continuing from where the old one puts it.
             if self.cal_at.elapsed() > Duration::from_secs(1) {
-                self.cal = self.cal.refined();
+                self.cal = self.cal.refined(ticks);
                 self.cal_at = Instant::now();
             }
         }
@@ -148,6 +157,10 @@ impl Consumer {
             AcqRel,
             Relaxed,
         );
+        let _ = h
+            .running
+            .0
+            .compare_exchange(CLOSED_AUTO, CLOSED, AcqRel, Relaxed);
         // Only this lock's holders leave AUTO_SUSPENDED (writers only
         // enter it), so the restart cannot race the controller.
         if h.running.0.load(Acquire) == AUTO_SUSPENDED {
@@ -226,14 +239,22 @@ impl Consumer {
                     return Next::Event(info);
                 }
                 Take::Busy(pos) => match self.busy {
-                    Some((p, since)) if p == pos && since.elapsed() > STUCK_SLOT => {
+                    Some((p, since, looked)) if p == pos && looked.elapsed() > STUCK_SLOT => {
+                        let writer_runs = view
+                            .slot_holder(pos)
+                            .is_some_and(crate::producer::process_runs);
+                        if writer_runs && since.elapsed() < STUCK_SLOT_MAX {
+                            self.busy = Some((pos, since, Instant::now()));
+                            return Next::Busy;
+                        }
                         view.skip_stuck(&mut self.cursor, pos);
                         self.busy = None;
                         self.in_place = false;
                     }
-                    Some((p, _)) if p == pos => return Next::Busy,
+                    Some((p, _, _)) if p == pos => return Next::Busy,
                     _ => {
-                        self.busy = Some((pos, Instant::now()));
+                        let now = Instant::now();
+                        self.busy = Some((pos, now, now));
                         return Next::Busy;
                     }
                 },
@@ -272,7 +293,7 @@ impl Consumer {
                     // the slots are handed back, and restarts then unless
                     // the controller stopped it.
                     let running = h.running.0.load(Acquire);
-                    if running != AUTO_SUSPENDED && running != AUTO_STOPPED {
+                    if ![AUTO_SUSPENDED, AUTO_STOPPED, CLOSED_AUTO].contains(&running) {
                         // Full but stopped by the controller before it could
                         // stop itself: no automatic STOP, just not full any
                         // more. (Full and running: a writer is suspending

@@ -137,8 +137,8 @@ pub(super) fn release(write_end: i32) {
     }
 }
 
-/// Closes every descriptor but those in `keep` (sorted).
-fn close_all_but(keep: &[i32]) {
+/// Closes every descriptor but those in `keep` (sorted). Async-signal-safe.
+pub(crate) fn close_all_but(keep: &[i32]) {
     let mut low = 0u32;
     for &k in keep.iter().chain(std::iter::once(&i32::MAX)) {
         let k = k as u32;

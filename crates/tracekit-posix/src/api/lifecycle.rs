@@ -379,6 +379,12 @@ pub fn stop(trid: TraceId) -> Result<(), Errno> {
 
 /// Stops the stream; true if it was running.
 fn stop_active(a: &Active) -> bool {
+    stop_active_as(a, stop_state)
+}
+
+/// Stops the stream with `to_state` (which returns the state before);
+/// true if it was running.
+fn stop_active_as(a: &Active, to_state: fn(&shm::StreamHeader) -> u32) -> bool {
     // The reader restarts a drained full stream under this lock: holding
     // it, the restart and this stop cannot interleave, so the stream's
     // last START/STOP event always matches its state.
@@ -386,7 +392,7 @@ fn stop_active(a: &Active) -> bool {
     // Running: now stopped by the controller (STOP recorded). Suspended
     // because it was full: its STOP is the automatic one the reader
     // reports once drained.
-    let was = stop_state(a.view.header());
+    let was = to_state(a.view.header());
     if was == POSIX_TRACE_RUNNING as u32 {
         a.view.record_system(
             POSIX_TRACE_STOP,
@@ -429,11 +435,50 @@ pub fn clear(trid: TraceId) -> Result<(), Errno> {
     Ok(())
 }
 
+/// As [`stop_state`], for a stream shut down while processes may still
+/// write into it: [`CLOSED`] (or [`CLOSED_AUTO`] if it was suspended
+/// because full), so that an event written from now on is counted.
+fn close_state(h: &shm::StreamHeader) -> u32 {
+    let mut was = h.running.0.load(Acquire);
+    loop {
+        let to = match was {
+            AUTO_SUSPENDED | AUTO_STOPPED | CLOSED_AUTO => CLOSED_AUTO,
+            _ => CLOSED,
+        };
+        match h.running.0.compare_exchange(was, to, AcqRel, Acquire) {
+            Ok(_) => return was,
+            Err(now) => was = now,
+        }
+    }
+}
+
 /// `posix_trace_shutdown`: stops, flushes what remains into the log (if
 /// any), completes the log and frees the stream.
 pub fn shutdown(trid: TraceId) -> Result<(), Errno> {
+    shutdown_as(trid, false)
+}
+
+/// [`shutdown`] for a controller whose traced processes may outlive the
+/// stream (`tracekit posix record --inherit --stop-at-exit`): from the
+/// STOP on, an event written into the stream is not recorded but counted
+/// (the stream stays [`CLOSED`]), and the stream's `/dev/shm` name stays,
+/// so that a process attaching later counts its events too. The caller's
+/// [`LateWrites`] (made before) writes the count into the log's header and
+/// removes the name once those processes are gone.
+pub fn shutdown_with_late_writers(trid: TraceId) -> Result<(), Errno> {
+    shutdown_as(trid, true)
+}
+
+fn shutdown_as(trid: TraceId, late_writers: bool) -> Result<(), Errno> {
     let a = active(trid)?;
-    let _ = stop_active(&a);
+    let _ = stop_active_as(
+        &a,
+        if late_writers {
+            close_state
+        } else {
+            stop_state
+        },
+    );
     let mut result = Ok(());
     if a.with_log {
         a.closed.store(true, Release);
@@ -461,12 +506,95 @@ pub fn shutdown(trid: TraceId) -> Result<(), Errno> {
     if let Ok(i) = usize::try_from(a.attach_idx.load(Acquire)) {
         traced::detach(i);
     }
-    if let Some(p) = &a.named_path {
+    if let Some(p) = a.named_path.as_ref().filter(|_| !late_writers) {
         let _ = std::fs::remove_file(p);
     }
     keeper::release(a.keeper_fd.swap(-1, AcqRel));
     remove(trid);
     result
+}
+
+/// Counts the events written into a stream after
+/// [`shutdown_with_late_writers`] and records them in its log, for a
+/// process that outlives the controller (made before the shutdown, e.g.
+/// right before forking that process, which keeps the stream mapped).
+pub struct LateWrites {
+    base: *mut u8,
+    path: Option<std::ffi::CString>,
+    /// Device and inode of the stream's file: the name is removed only if
+    /// it still names this stream.
+    identity: Option<(u64, u64)>,
+}
+
+// SAFETY: reads atomics of a shared mapping that stays mapped in the
+// process using it (see `late_writes`).
+unsafe impl Send for LateWrites {}
+// SAFETY: as above.
+unsafe impl Sync for LateWrites {}
+
+/// A [`LateWrites`] for an active stream. It may be used after the
+/// stream's shutdown only in a process that keeps the mapping: a child
+/// forked before the shutdown (the controller unmaps it).
+pub fn late_writes(trid: TraceId) -> Result<LateWrites, Errno> {
+    use std::os::unix::ffi::OsStrExt;
+    let a = active(trid)?;
+    let path = a
+        .named_path
+        .as_ref()
+        .and_then(|p| std::ffi::CString::new(p.as_os_str().as_bytes()).ok());
+    // SAFETY: st is a valid out-pointer; the fd is the stream's.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    let identity =
+        (unsafe { libc::fstat(a.region_fd(), &mut st) } == 0).then_some((st.st_dev, st.st_ino));
+    Ok(LateWrites {
+        base: a.view.as_ptr(),
+        path,
+        identity,
+    })
+}
+
+impl LateWrites {
+    /// Events written after the shutdown so far: refused by the shut-down
+    /// stream ([`CLOSED`] counts them), and those of writers admitted just
+    /// before that reserved their slot after the last copy into the log
+    /// (the lanes' slots reserved past what the reader finished with).
+    pub fn count(&self) -> u64 {
+        // SAFETY: the mapping stays mapped in this process (see above).
+        let view = unsafe { StreamView::from_ptr(self.base) };
+        let h = view.header();
+        let lanes = (h.lanes as usize).min(crate::producer::MAX_LANES);
+        let reserved_since: u64 = h.lane[..lanes]
+            .iter()
+            .map(|l| {
+                l.tail
+                    .0
+                    .load(Acquire)
+                    .saturating_sub(l.head.0.load(Acquire))
+            })
+            .sum();
+        h.late.load(Acquire) + reserved_since
+    }
+
+    /// Writes [`Self::count`] into the (complete) log's header, its count
+    /// of events written after shutdown; returns it.
+    pub fn record(&self, log: &File) -> std::io::Result<u64> {
+        let n = self.count();
+        crate::log::set_events_after_shutdown(log, n)?;
+        Ok(n)
+    }
+
+    /// Removes the stream's `/dev/shm` name, if it still names the stream.
+    pub fn remove_name(&self) {
+        let (Some(p), Some((dev, ino))) = (&self.path, self.identity) else {
+            return;
+        };
+        // SAFETY: st is a valid out-pointer, p a NUL-terminated path.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        if unsafe { libc::stat(p.as_ptr(), &mut st) } == 0 && (st.st_dev, st.st_ino) == (dev, ino) {
+            // SAFETY: as above.
+            unsafe { libc::unlink(p.as_ptr()) };
+        }
+    }
 }
 
 /// The `/dev/shm` path of a stream created for another process (or for

@@ -17,7 +17,7 @@ use crate::clock::Calibration;
 use crate::consts::*;
 use crate::eventset::EventSet;
 use crate::log::{EventInfo, LogReader, LogWriter, Status};
-use crate::producer::{AUTO_STOPPED, AUTO_SUSPENDED};
+use crate::producer::{AUTO_STOPPED, AUTO_SUSPENDED, CLOSED, CLOSED_AUTO};
 use crate::shm::{self, RawEvent, Region, StreamView, Take};
 use crate::traced;
 
@@ -44,9 +44,11 @@ pub use event_types::{
 };
 pub use filter::{get_filter, set_filter};
 pub use flush::flush;
+pub(crate) use keeper::close_all_but;
 pub use lifecycle::{
-    clear, create, exec_failed, prepare_exec, shutdown, shutdown_all_of_this_process, start, stop,
-    stream_path, traced_pid_setter, ExecStreams, TracedPidSetter,
+    clear, create, exec_failed, late_writes, prepare_exec, shutdown, shutdown_all_of_this_process,
+    shutdown_with_late_writers, start, stop, stream_path, traced_pid_setter, ExecStreams,
+    LateWrites, TracedPidSetter,
 };
 pub use prerecorded::{close, open, rewind};
 pub use read::{getnext_event, getnext_event_into};

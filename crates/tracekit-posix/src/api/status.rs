@@ -55,13 +55,14 @@ pub fn get_status(trid: TraceId) -> Result<Status, Errno> {
 }
 
 /// Events the stream lost so far (our extension: the standard only has
-/// the overrun flag).
+/// the overrun flag); for a log, also those it lost and those written
+/// after the shutdown.
 pub fn lost_events(trid: TraceId) -> Result<u64, Errno> {
     with_handle(trid, |h| match h {
         Handle::Active(a) => Ok(a.view.header().lost.load(Relaxed)),
         Handle::Log(p) => {
             let m = &p.reader.meta;
-            Ok(m.events_lost_stream + m.events_lost_log)
+            Ok(m.events_lost_stream + m.events_lost_log + m.events_after_shutdown)
         }
     })
 }

@@ -35,13 +35,29 @@
 //!   is whole again in other formats (git's scope names are a closed set);
 //!   a file name cut to `...` stays cut (the rest is not in the input).
 //!
+//! * **Several processes under one SID**: git's `daemonize()` (`git
+//!   maintenance run --detach`, started by `commit`, `fetch`, `merge` since
+//!   2.46) forks; parent and child share the SID, the thread names and the
+//!   clock, and EVENT carries no pid. The child inherits the parent's
+//!   region stack and version, so one state per SID serves both: it is kept
+//!   after the SID's `atexit`/`signal` (the records after it are the
+//!   child's) and never unwound by them. Records a child writes before its
+//!   parent's `exit` cannot be told from the parent's; where they change
+//!   the region depth, the dots of the parent's `exit` line follow them.
+//! * **Unwound by git first**: `atexit`, `thread_exit`, `timer` and
+//!   `counter` (and their `th_` forms) are written after git pops the
+//!   writing thread's open regions (`tr2tls_pop_unwind_self`), so PERF
+//!   shows them without dots whatever was open.
+//!
 //! **Architecture Invariant:** converting an event allocates nothing but
-//! the state of a newly seen process or thread; state is dropped when the
-//! process ends.
+//! the state of a newly seen process or thread; a process's state is kept
+//! after it ends until [`ENDED_KEPT`] more processes have ended (a forked
+//! child may still write under its SID), then dropped.
 
 pub mod git_release;
 mod target_lines;
 
+use std::collections::VecDeque;
 use std::fmt;
 
 use rustc_hash::FxHashMap;
@@ -128,6 +144,10 @@ fn uncut_scope(scope: &[u8]) -> Option<&'static [u8]> {
 /// written) and the target lines of that release.
 type Version = (String, Result<ReleaseLines, String>);
 
+/// How many ended processes keep their state (for a child forked under
+/// the same SID that goes on writing after its parent's `atexit`).
+pub const ENDED_KEPT: usize = 4096;
+
 #[derive(Default)]
 struct Process {
     /// Regions open per thread.
@@ -136,6 +156,28 @@ struct Process {
     depth: u32,
     /// From the process's `version` event.
     version: Option<Version>,
+    /// How many times a process of this SID ended (`atexit`, `signal`):
+    /// names the entry of [`Converter::ended`] that may drop this state.
+    ends: u32,
+    /// The last record of this SID ended its process (a later one is a
+    /// forked child's).
+    ended: bool,
+}
+
+/// Records git writes after popping the writing thread's open regions
+/// (`tr2tls_pop_unwind_self` in `trace2.c`: the atexit handler before
+/// `atexit` and the final timers/counters, `trace2_thread_exit_fl` before
+/// `thread_exit` and the thread's timers/counters).
+fn unwound_before(kind: Kind) -> bool {
+    matches!(
+        kind,
+        Kind::AtExit
+            | Kind::ThreadExit
+            | Kind::Timer
+            | Kind::ThTimer
+            | Kind::Counter
+            | Kind::ThCounter
+    )
 }
 
 fn new_process(sid: &[u8]) -> Process {
@@ -155,6 +197,10 @@ pub struct Converter {
     anonymous: FxHashMap<u32, FxHashMap<Vec<u8>, u32>>,
     /// The last `version` seen in input without SIDs (PERF/NORMAL).
     anonymous_version: Option<Version>,
+    /// Ended processes, oldest first, with their `ends` count then: the
+    /// state is dropped when [`ENDED_KEPT`] more have ended, unless a
+    /// forked child wrote under the SID since.
+    ended: VecDeque<(Vec<u8>, u32)>,
     tz_cache: Option<(i64, i64)>,
     /// The `file` written on a target-emitted record.
     file_buf: Vec<u8>,
@@ -170,6 +216,7 @@ impl Converter {
             processes: FxHashMap::default(),
             anonymous: FxHashMap::default(),
             anonymous_version: None,
+            ended: VecDeque::new(),
             tz_cache: None,
             file_buf: Vec::new(),
             noted: Vec::new(),
@@ -182,8 +229,8 @@ impl Converter {
         self.target
     }
 
-    /// How many processes are being tracked (their state is dropped at
-    /// `atexit`/`signal`).
+    /// How many processes have state: those running and the last
+    /// [`ENDED_KEPT`] that ended.
     pub fn live_processes(&self) -> usize {
         self.processes.len()
     }
@@ -199,6 +246,13 @@ impl Converter {
     /// target does not write). Fails, writing nothing, when the target
     /// needs a value the event does not carry and nothing derives it.
     pub fn write(&mut self, ev: &Event<'_>, out: &mut Vec<u8>) -> Result<(), ConvertError> {
+        let written = self.write_record(ev, out);
+        // Even a record that could not be written ends its process.
+        self.forget_ended(ev, ev.kind());
+        written
+    }
+
+    fn write_record(&mut self, ev: &Event<'_>, out: &mut Vec<u8>) -> Result<(), ConvertError> {
         let kind = ev.kind();
         if let Body::Version { exe, .. } = &ev.body {
             self.note_version(ev.sid.as_deref(), exe);
@@ -253,6 +307,9 @@ impl Converter {
         out: &mut Vec<u8>,
     ) -> Result<(), ConvertError> {
         if self.target == Format::Event {
+            // (No state to keep alive for a forked child here: EVENT
+            // records keep their own target line, the version is only
+            // looked up for PERF/NORMAL input, which has no SID.)
             let location = self.target_location(ev)?;
             if location.is_none() {
                 event_fmt::write(ev, out);
@@ -265,7 +322,6 @@ impl Converter {
                 }
                 event_fmt::write(&ev, out);
             }
-            self.forget_ended(ev, kind);
             return Ok(());
         }
 
@@ -310,14 +366,36 @@ impl Converter {
             Format::Normal { brief } => normal::write(ev, brief, &ctx, out),
             Format::Event => {}
         }
-        self.forget_ended(ev, kind);
         Ok(())
     }
 
+    /// After a record that ends its process: the state stays for a child
+    /// forked under the same SID, until [`ENDED_KEPT`] more processes
+    /// ended.
     fn forget_ended(&mut self, ev: &Event<'_>, kind: Kind) {
-        if matches!(kind, Kind::AtExit | Kind::Signal) {
-            if let Some(sid) = &ev.sid {
-                self.processes.remove(&sid[..]);
+        if !matches!(kind, Kind::AtExit | Kind::Signal) {
+            return;
+        }
+        let Some(sid) = &ev.sid else {
+            return;
+        };
+        let Some(p) = self.processes.get_mut(&sid[..]) else {
+            return;
+        };
+        p.ends += 1;
+        p.ended = true;
+        self.ended.push_back((sid.to_vec(), p.ends));
+        while self.ended.len() > ENDED_KEPT {
+            let Some((old, ends)) = self.ended.pop_front() else {
+                break;
+            };
+            // Dropped only if nothing was written under the SID since.
+            if self
+                .processes
+                .get(&old)
+                .is_some_and(|p| p.ended && p.ends == ends)
+            {
+                self.processes.remove(&old);
             }
         }
     }
@@ -444,6 +522,9 @@ impl Converter {
                         .entry(sid.to_vec())
                         .or_insert_with(|| new_process(sid)),
                 };
+                // A record after the SID's end: a forked child goes on
+                // with the state it inherited.
+                p.ended = false;
                 (&mut p.open, p.start, p.depth)
             }
             None => {
@@ -467,6 +548,9 @@ impl Converter {
                 *slot = (region.nesting - 1).max(0) as u32;
                 (region.nesting - 1).max(0) as u32
             }
+            // Written after git unwound the thread's regions; the state is
+            // kept for a forked child, which did not unwind.
+            _ if ev.indent.is_none() && unwound_before(ev.kind()) => 0,
             _ => ev.indent.unwrap_or(before),
         };
         (indent, start, depth)
@@ -548,6 +632,107 @@ mod tests {
         assert_eq!(e.field, "thread", "{e}");
         let e = convert(normal, Format::Normal { brief: false }, Format::Event).unwrap_err();
         assert_eq!(e.field, "sid", "{e}");
+    }
+
+    fn record(event: &str, rest: &str) -> String {
+        format!(
+            "{{\"event\":\"{event}\",\"sid\":\"20240101T120000.000000Z-H0a7c9cdf-P00001234\",\"thread\":\"main\",\"time\":\"2024-01-01T12:00:00.000100Z\",\"file\":\"{}\",\"line\":{}{rest}}}\n",
+            if event == "atexit" { "trace2/tr2_tgt_event.c" } else { "x.c" },
+            if event == "atexit" { 205 } else { 1 },
+        )
+    }
+
+    /// git's `daemonize()` forks: parent and child write under one SID,
+    /// the child after the parent's `atexit`. The child's records keep the
+    /// SID's state (its version for the target line of `atexit`, the
+    /// region it inherited), and `atexit`, written after git unwound the
+    /// regions, has no dots.
+    #[test]
+    fn a_forked_child_goes_on_with_its_sids_state() {
+        let input = [
+            record("version", ",\"evt\":\"4\",\"exe\":\"2.47.3\""),
+            record(
+                "region_enter",
+                ",\"repo\":1,\"nesting\":1,\"category\":\"maintenance\",\"label\":\"detach\"",
+            ),
+            record("exit", ",\"t_abs\":0.000100,\"code\":0"),
+            record("atexit", ",\"t_abs\":0.000100,\"code\":0"),
+            record(
+                "data",
+                ",\"repo\":1,\"t_abs\":0.000100,\"t_rel\":0.000100,\"nesting\":2,\"category\":\"c\",\"key\":\"k\",\"value\":\"v\"",
+            ),
+            record(
+                "region_leave",
+                ",\"repo\":1,\"t_rel\":0.000050,\"nesting\":1,\"category\":\"maintenance\",\"label\":\"detach\"",
+            ),
+            record("exit", ",\"t_abs\":0.000100,\"code\":0"),
+            record("atexit", ",\"t_abs\":0.000100,\"code\":0"),
+        ]
+        .concat();
+        std::env::set_var("TZ", "UTC");
+        let perf = convert(
+            input.as_bytes(),
+            Format::Event,
+            Format::Perf { brief: false },
+        )
+        .expect("every record converts");
+        let perf = String::from_utf8(perf).unwrap();
+        let payloads: Vec<&str> = perf
+            .lines()
+            .map(|l| l.rsplit(" | ").next().unwrap_or(""))
+            .collect();
+        assert_eq!(
+            payloads,
+            [
+                "2.47.3",
+                "label:detach",
+                "..code:0",
+                "code:0",
+                "..k:v",
+                "label:detach",
+                "code:0",
+                "code:0"
+            ],
+            "{perf}"
+        );
+        // The second atexit gets PERF's line of git 2.47.3, like the first.
+        assert_eq!(
+            perf.matches("trace2/tr2_tgt_perf.c:217").count(),
+            2,
+            "{perf}"
+        );
+        let normal = convert(
+            input.as_bytes(),
+            Format::Event,
+            Format::Normal { brief: false },
+        )
+        .expect("every record converts");
+        assert_eq!(
+            String::from_utf8(normal)
+                .unwrap()
+                .matches("tr2_tgt_normal.c:128")
+                .count(),
+            2
+        );
+    }
+
+    /// Ended processes keep their state for a forked child, up to
+    /// ENDED_KEPT of them.
+    #[test]
+    fn ended_processes_state_is_bounded() {
+        let mut conv = Converter::new(Format::Perf { brief: false });
+        let mut out = Vec::new();
+        for pid in 0..ENDED_KEPT + 10 {
+            for rec in [
+                record("version", ",\"evt\":\"4\",\"exe\":\"2.47.3\""),
+                record("atexit", ",\"t_abs\":0.000100,\"code\":0"),
+            ] {
+                let rec = rec.replace("P00001234", &format!("P{pid:08x}"));
+                let ev = Format::Event.parse(rec.trim_end().as_bytes()).unwrap();
+                conv.write(&ev, &mut out).unwrap();
+            }
+        }
+        assert_eq!(conv.live_processes(), ENDED_KEPT);
     }
 
     /// A target-emitted record without a `version` before it: its line in

@@ -30,6 +30,7 @@ pub(super) fn apply(p: &mut ProcState, ev: &Event<'_>, anomalies: &mut Anomalies
             }
         }
         Body::AtExit { t_abs, code } => {
+            p.end_thread = Some(thread.into());
             p.exit_code = Some(*code);
             // `exit.t_abs` is the command's time; atexit handlers come after.
             if p.end != End::Exit {
@@ -38,6 +39,7 @@ pub(super) fn apply(p: &mut ProcState, ev: &Event<'_>, anomalies: &mut Anomalies
             p.end = End::AtExit;
         }
         Body::Signal { t_abs, signo } => {
+            p.end_thread = Some(thread.into());
             p.signal = Some(*signo);
             p.elapsed = Some(t_abs.0);
             p.end = End::Signal;

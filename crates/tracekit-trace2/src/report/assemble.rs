@@ -4,26 +4,40 @@ use super::*;
 
 pub(super) fn session_report(session: &Session, sources: &[String]) -> SessionReport {
     let procs = &session.procs;
-    // Parent of each process: the nearest traced ancestor by SID.
-    let index: HashMap<&[u8], usize> = procs
-        .iter()
-        .enumerate()
-        .map(|(i, p)| (&*p.sid, i))
-        .collect();
-    let mut kids: Vec<Vec<usize>> = vec![Vec::new(); procs.len()];
+    // The processes of each SID: one, or a process and the children forked
+    // from it (in order).
+    let mut index: HashMap<&[u8], Vec<usize>> = HashMap::default();
+    for (i, p) in procs.iter().enumerate() {
+        index.entry(&*p.sid).or_default().push(i);
+    }
+    let mut tree = Tree {
+        kids: vec![Vec::new(); procs.len()],
+        forks: vec![Vec::new(); procs.len()],
+    };
     let mut tops = Vec::new();
     for (i, p) in procs.iter().enumerate() {
+        // A forked process goes under the one it was forked from.
+        let forked_from = (p.fork > 0)
+            .then(|| index.get(&*p.sid))
+            .flatten()
+            .and_then(|g| g.iter().copied().find(|&j| procs[j].fork + 1 == p.fork));
+        if let Some(j) = forked_from {
+            tree.forks[j].push(i);
+            continue;
+        }
+        // Parent: the nearest traced ancestor by SID; of the processes
+        // sharing that SID, the one that started this one.
         let mut anc = sid_parent(&p.sid);
         let mut parent = None;
         while let Some(a) = anc {
-            if let Some(&j) = index.get(a) {
-                parent = Some(j);
+            if let Some(group) = index.get(a) {
+                parent = Some(starter(procs, group, p));
                 break;
             }
             anc = sid_parent(a);
         }
         match parent {
-            Some(j) => kids[j].push(i),
+            Some(j) => tree.kids[j].push(i),
             None => tops.push(i),
         }
     }
@@ -38,19 +52,45 @@ pub(super) fn session_report(session: &Session, sources: &[String]) -> SessionRe
         elapsed_s: session_elapsed(session).map(secs),
         processes: tops
             .iter()
-            .map(|&i| process_report(procs, &kids, i, sources))
+            .map(|&i| process_report(procs, &tree, i, sources))
             .collect(),
     }
 }
 
-fn process_report(
-    procs: &[ProcState],
-    kids: &[Vec<usize>],
-    i: usize,
-    sources: &[String],
-) -> ProcessReport {
+/// Who is under whom in a session: SID children, and processes forked
+/// under the same SID.
+struct Tree {
+    kids: Vec<Vec<usize>>,
+    forks: Vec<Vec<usize>>,
+}
+
+/// Of the processes sharing a SID (`group`), the one that started `kid`:
+/// the one whose `child_exit` names its pid, else (no pid: PERF, NORMAL)
+/// the one that logged its command line, else the first.
+fn starter(procs: &[ProcState], group: &[usize], kid: &ProcState) -> usize {
+    if group.len() == 1 {
+        return group[0];
+    }
+    let kpid = sid_pid(sid_own(&kid.sid)).map(i64::from);
+    if let Some(j) = group
+        .iter()
+        .copied()
+        .find(|&j| kpid.is_some() && procs[j].children.iter().any(|c| c.pid == kpid))
+    {
+        return j;
+    }
+    let argv: Vec<String> = kid.argv.iter().map(|a| text(a)).collect();
+    group
+        .iter()
+        .copied()
+        .find(|&j| procs[j].children.iter().any(|c| same_command(c, &argv)))
+        .unwrap_or(group[0])
+}
+
+fn process_report(procs: &[ProcState], tree: &Tree, i: usize, sources: &[String]) -> ProcessReport {
     let p = &procs[i];
-    let pid = sid_pid(sid_own(&p.sid));
+    // A forked process's SID names its parent's pid, not its own.
+    let pid = sid_pid(sid_own(&p.sid)).filter(|_| p.fork == 0);
     let mut children: Vec<ChildReport> = p
         .children
         .iter()
@@ -67,10 +107,10 @@ fn process_report(
         .collect();
     let mut exec = Vec::new();
     let mut unmatched = Vec::new();
-    for &k in &kids[i] {
+    for &k in &tree.kids[i] {
         let kp = &procs[k];
         let kpid = sid_pid(sid_own(&kp.sid));
-        let report = process_report(procs, kids, k, sources);
+        let report = process_report(procs, tree, k, sources);
         if kpid.is_some() && kpid == pid && p.end == End::Exec {
             exec.push(report);
             continue;
@@ -103,6 +143,7 @@ fn process_report(
     }
     ProcessReport {
         sid: text(&p.sid),
+        fork: p.fork,
         source: sources.get(p.source as usize).cloned().unwrap_or_default(),
         pid,
         version: p.version.as_deref().map(text),
@@ -126,6 +167,10 @@ fn process_report(
         children,
         children_omitted: p.children_omitted,
         exec,
+        forked: tree.forks[i]
+            .iter()
+            .map(|&k| process_report(procs, tree, k, sources))
+            .collect(),
         descendants,
         threads: p
             .threads

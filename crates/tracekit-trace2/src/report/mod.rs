@@ -8,6 +8,16 @@
 //! shares it); inside a session, a process's parent is the process whose SID
 //! is its own minus the last `/` component.
 //!
+//! A SID can stand for several processes: git's `daemonize()` (`git
+//! maintenance run --detach`) forks, and the child goes on writing under
+//! its parent's SID after the parent's `atexit` (see
+//! [`crate::event::ends_process`]). A record of a SID whose process ended
+//! starts the next process of that SID (its `fork` number is one more),
+//! which inherits the command, the version and the regions open on the
+//! thread that ended the parent; a `child_exit` whose `child_start` the
+//! parent logged (the child's records can come before the parent's
+//! `atexit`) takes that child over. The report lists it under `forked`.
+//!
 //! **Architecture Invariant:** memory is bounded by the open sessions plus
 //! the `top` slowest finished ones. A session whose processes have all ended
 //! waits in a short queue (children traced to other files, detached
@@ -137,6 +147,9 @@ struct ChildState {
 
 struct ProcState {
     sid: Box<[u8]>,
+    /// 0 for the process that made the SID, n for the n-th process that
+    /// went on under it after the previous one ended (a forked child).
+    fork: u32,
     source: SourceId,
     seq: u64,
     version: Option<Box<[u8]>>,
@@ -146,6 +159,9 @@ struct ProcState {
     cmd_mode: Option<Box<[u8]>>,
     alias: Option<(Bytes, Vec<Bytes>)>,
     end: End,
+    /// The thread that wrote `atexit`/`signal`: a forked child goes on
+    /// with its open regions.
+    end_thread: Option<Box<[u8]>>,
     exit_code: Option<i64>,
     signal: Option<i64>,
     elapsed: Option<i64>,
@@ -170,6 +186,7 @@ impl ProcState {
     fn new(sid: &[u8], source: SourceId, seq: u64) -> Self {
         ProcState {
             sid: sid.into(),
+            fork: 0,
             source,
             seq,
             version: None,
@@ -179,6 +196,7 @@ impl ProcState {
             cmd_mode: None,
             alias: None,
             end: End::None,
+            end_thread: None,
             exit_code: None,
             signal: None,
             elapsed: None,
@@ -200,6 +218,12 @@ impl ProcState {
 
     fn ended(&self) -> bool {
         matches!(self.end, End::AtExit | End::Signal | End::Exec)
+    }
+
+    /// Nothing more comes from this process: a record of its SID is from a
+    /// process forked from it.
+    fn ended_for_good(&self) -> bool {
+        matches!(self.end, End::AtExit | End::Signal)
     }
 
     fn thread(&mut self, name: &[u8]) -> usize {
@@ -310,11 +334,16 @@ impl Ord for Shown {
 
 /// Processes without a SID (PERF, NORMAL): attributed to the most recent
 /// open process at the event's depth (PERF) or to the most recent open
-/// process (NORMAL), a new process starting at each `version`.
+/// process (NORMAL), a new process starting at each `version`; with none
+/// open, to the one that ended last there (a child forked from it goes on
+/// writing after its parent's `atexit`).
 #[derive(Default)]
 pub(crate) struct SyntheticSids {
     /// Open processes: (depth, synthetic SID).
     open: Vec<(u32, Vec<u8>)>,
+    /// The process that ended last, per depth (`None`: NORMAL's, which has
+    /// no depth).
+    ended: Vec<(Option<u32>, Vec<u8>)>,
     next: u64,
 }
 
@@ -342,12 +371,27 @@ impl SyntheticSids {
             Some(d) => self.open.iter().rposition(|(pd, _)| *pd == d),
             None => self.open.len().checked_sub(1),
         };
-        let Some(pos) = pos else {
-            return b"process-0".to_vec();
+        let pos = match pos {
+            Some(pos) => pos,
+            None => {
+                let Some(e) = self.ended.iter().position(|(d, _)| *d == depth) else {
+                    return b"process-0".to_vec();
+                };
+                // A process forked from it goes on: open again (it may
+                // start children of its own).
+                let (d, sid) = self.ended.swap_remove(e);
+                self.open.push((d.unwrap_or(0), sid));
+                self.open.len() - 1
+            }
         };
-        let sid = self.open[pos].1.clone();
-        if matches!(ev.body, Body::AtExit { .. } | Body::Signal { .. }) {
-            self.open.remove(pos);
+        if !crate::event::ends_process(ev.kind()) {
+            return self.open[pos].1.clone();
+        }
+        let (d, sid) = self.open.remove(pos);
+        let key = depth.map(|_| d);
+        match self.ended.iter_mut().find(|(e, _)| *e == key) {
+            Some(e) => e.1.clone_from(&sid),
+            None => self.ended.push((key, sid.clone())),
         }
         sid
     }
@@ -447,10 +491,13 @@ impl ReportBuilder {
                 &synthetic
             }
         };
-        let (slot, pi) = self.locate(sid, source);
+        let (slot, pi) = self.locate_live(sid, source);
         let Some(session) = self.slab[slot].as_mut() else {
             return;
         };
+        if let Body::ChildExit { child_id, .. } = &ev.body {
+            adopt_child(session, pi, *child_id);
+        }
         let p = &mut session.procs[pi];
         let was_ended = p.ended();
         apply(p, ev, &mut self.anomalies);
@@ -471,10 +518,85 @@ impl ReportBuilder {
     /// Adds a region event read by the fast path.
     fn add_region(&mut self, r: &RegionLine<'_>, source: SourceId) {
         self.events += 1;
-        let (slot, pi) = self.locate(r.sid, source);
+        let (slot, pi) = self.locate_live(r.sid, source);
         if let Some(session) = self.slab[slot].as_mut() {
             apply_region(&mut session.procs[pi], r, &mut self.anomalies);
         }
+    }
+
+    /// The (slot, process) that writes under `sid` now: a process of its
+    /// own after the SID's process ended (a forked child).
+    fn locate_live(&mut self, sid: &[u8], source: SourceId) -> (usize, usize) {
+        let (slot, pi) = self.locate(sid, source);
+        let ended = self.slab[slot]
+            .as_ref()
+            .is_some_and(|s| s.procs[pi].ended_for_good());
+        if !ended {
+            return (slot, pi);
+        }
+        self.fork_process(slot, pi, source)
+    }
+
+    /// The next process of the SID of `(slot, pi)`, which ended: a child
+    /// forked from it, with what it inherits.
+    fn fork_process(&mut self, slot: usize, pi: usize, source: SourceId) -> (usize, usize) {
+        self.processes += 1;
+        self.seq += 1;
+        let seq = self.seq;
+        let s = self.slab[slot].as_mut().expect("live slot");
+        let parent = &mut s.procs[pi];
+        let mut child = ProcState::new(&parent.sid, source, seq);
+        child.fork = parent.fork + 1;
+        child.version = parent.version.clone();
+        child.argv = parent.argv.clone();
+        child.cmd_name = parent.cmd_name.clone();
+        child.hierarchy = parent.hierarchy.clone();
+        child.cmd_mode = parent.cmd_mode.clone();
+        child.alias = parent.alias.clone();
+        // t_abs counts from the same start: the clock is inherited.
+        child.last_t_abs = parent.last_t_abs;
+        // Only the forking thread lives on in the child, in the regions it
+        // had open (git unwinds them in the parent at its exit).
+        let forking = parent.end_thread.clone();
+        if let Some(t) = forking
+            .as_deref()
+            .and_then(|n| parent.threads.iter().position(|t| &*t.name == n))
+        {
+            let frames = std::mem::take(&mut parent.threads[t].stack);
+            let ct = child.thread(&parent.threads[t].name);
+            for f in frames {
+                let node = match parent.regions.get(f.node as usize) {
+                    Some(r) => {
+                        let up = child.threads[ct]
+                            .stack
+                            .last()
+                            .map_or(child.threads[ct].root, |f| f.node);
+                        if up == u32::MAX {
+                            None
+                        } else {
+                            child.child_slot(up, &r.category.clone(), &r.label.clone())
+                        }
+                    }
+                    None => None,
+                };
+                child.threads[ct].stack.push(Frame {
+                    node: node.unwrap_or(u32::MAX),
+                    nesting: f.nesting,
+                    child_time: f.child_time,
+                });
+            }
+        }
+        let sid = child.sid.clone();
+        s.procs.push(child);
+        s.open += 1;
+        s.generation = seq;
+        let pi = s.procs.len() - 1;
+        self.proc_index.insert(sid, (slot, pi));
+        if let Some((_, a, b)) = &mut self.last {
+            *a = slot;
+            *b = pi;
+        }
+        (slot, pi)
     }
 
     /// The (slot, process) of `sid`, creating the process (and its
@@ -723,6 +845,31 @@ impl ReportBuilder {
             sessions_shown: shown.into_iter().map(|s| s.report).collect(),
             top: self.top,
         }
+    }
+}
+
+/// A `child_exit` in a forked process whose `child_start` an earlier
+/// process of the SID logged (records the child wrote before its parent's
+/// `atexit` are the parent's as far as EVENT can tell): the child moves to
+/// the process that waited for it.
+fn adopt_child(session: &mut Session, pi: usize, child_id: i64) {
+    let p = &session.procs[pi];
+    if p.fork == 0 || p.children.iter().any(|c| c.child_id == child_id) {
+        return;
+    }
+    let found = (0..session.procs.len()).rev().find_map(|j| {
+        let q = &session.procs[j];
+        if j == pi || q.sid != p.sid || q.fork >= p.fork {
+            return None;
+        }
+        q.children
+            .iter()
+            .position(|c| c.child_id == child_id && c.code.is_none())
+            .map(|k| (j, k))
+    });
+    if let Some((j, k)) = found {
+        let c = session.procs[j].children.remove(k);
+        session.procs[pi].children.push(c);
     }
 }
 

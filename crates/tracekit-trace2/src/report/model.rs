@@ -95,7 +95,14 @@ pub struct SessionReport {
 #[derive(Debug, Clone, Serialize)]
 pub struct ProcessReport {
     pub sid: String,
+    /// 0 (left out) for the process that made the SID; n for the n-th
+    /// process that went on under it after the previous one ended: a child
+    /// forked by git's `daemonize()` (`maintenance run --detach`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub fork: u32,
     pub source: String,
+    /// From the SID's `P` part (a forked process has none: the SID names
+    /// its parent's).
     pub pid: Option<u32>,
     pub version: Option<String>,
     pub argv: Vec<String>,
@@ -112,6 +119,10 @@ pub struct ProcessReport {
     pub children_omitted: u64,
     /// Processes this one `exec()`'d into (same pid, SID one level down).
     pub exec: Vec<ProcessReport>,
+    /// The process forked from this one that went on under its SID after
+    /// it ended (left out when none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub forked: Vec<ProcessReport>,
     /// Traced descendants not matched to a `child_start` (e.g. git run by a
     /// shell alias: the grandchild of this process).
     pub descendants: Vec<ProcessReport>,
@@ -193,4 +204,8 @@ pub struct TimerItem {
     pub total_s: f64,
     pub min_s: f64,
     pub max_s: f64,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }

@@ -14,9 +14,14 @@ pub struct ProcessRow<'a> {
     /// The SID's first component (the process tree's root).
     pub session: &'a [u8],
     pub sid: &'a [u8],
+    /// 0 for the process that made the SID, n for the n-th process that
+    /// went on under it after the previous one ended (a child forked by
+    /// git's `daemonize()`, e.g. `maintenance run --detach`).
+    pub fork: u32,
     /// The SID minus its last component.
     pub parent_sid: Option<&'a [u8]>,
-    /// From the SID's `P` part, where it has one.
+    /// From the SID's `P` part, where it has one (not for a forked
+    /// process: the SID names its parent).
     pub pid: Option<u32>,
     /// What the report groups by: `cmd_name`, else `(argv0's base name)`.
     pub command: &'a [u8],
@@ -56,8 +61,9 @@ fn emit_one(hook: &mut ProcessHook, root: &[u8], p: &ProcState, sources: &[Strin
         source: sources.get(p.source as usize).map_or("", String::as_str),
         session: root,
         sid: &p.sid,
+        fork: p.fork,
         parent_sid: sid_parent(&p.sid),
-        pid: sid_pid(own),
+        pid: sid_pid(own).filter(|_| p.fork == 0),
         command: &command,
         mode: p.cmd_mode.as_deref(),
         argv: &p.argv,

@@ -200,12 +200,17 @@ fn write_process(out: &mut dyn Write, p: &ProcessReport, depth: usize) -> io::Re
         p.cmd_name.as_deref().unwrap_or("(no cmd_name)"),
         p.cmd_mode.as_deref(),
     );
+    let own = p.sid.rsplit('/').next().unwrap_or(&p.sid);
+    let id = if p.fork > 0 {
+        format!("{own} fork {}", p.fork)
+    } else {
+        own.to_string()
+    };
     writeln!(
         out,
-        "{ind}{cmd}  {}  {}  [{}]",
+        "{ind}{cmd}  {}  {}  [{id}]",
         end_label(p),
-        fmt_secs(p.elapsed_s),
-        p.sid.rsplit('/').next().unwrap_or(&p.sid)
+        fmt_secs(p.elapsed_s)
     )?;
     writeln!(out, "{ind}  argv: {}", join_argv(&p.argv))?;
     if !p.source.is_empty() {
@@ -283,6 +288,13 @@ fn write_process(out: &mut dyn Write, p: &ProcessReport, depth: usize) -> io::Re
     for e in &p.exec {
         writeln!(out, "{ind}  exec'd into:")?;
         write_process(out, e, depth + 2)?;
+    }
+    for f in &p.forked {
+        writeln!(
+            out,
+            "{ind}  forked (went on under this SID after this process exited):"
+        )?;
+        write_process(out, f, depth + 2)?;
     }
     for d in &p.descendants {
         writeln!(out, "{ind}  descendant (not matched to a child):")?;

@@ -48,7 +48,7 @@ fuzz_target!(|data: &[u8]| {
                 let (rows, w2) = acc.rows(trace.header.cycle_frequency);
                 (rows, w.total() + w2.total())
             });
-            let got = account::account_fdr_parallel(&trace, keep_going, 2, 64)
+            let got = account::account_fdr_parallel(&trace, keep_going, 2, 64, &names)
                 .map(|(rows, w)| (rows, w.total()));
             match (want, got) {
                 (Ok(a), Ok(b)) => assert_eq!(a, b),

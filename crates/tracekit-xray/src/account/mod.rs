@@ -23,6 +23,7 @@ use rustc_hash::FxHashMap as HashMap;
 use tracekit_core::{Error, Position, Result, Warnings};
 
 use crate::densemap;
+use crate::names::FunctionNames;
 use crate::record::Record;
 use durations::{row, Store};
 
@@ -66,14 +67,18 @@ pub struct AccountOptions {
 
 #[derive(Default)]
 struct ThreadStack {
+    tid: u32,
     frames: Vec<(i32, u64)>,
     /// Per function: depth on this stack and whether it recursed.
     recursion: Option<HashMap<i32, (u32, bool)>>,
 }
 
 /// Accumulates call durations per function.
-pub struct Accountant {
+pub struct Accountant<'n> {
     opts: AccountOptions,
+    /// Names the functions of llvm-xray's report of a record it cannot
+    /// process (`#id` without).
+    names: Option<&'n FunctionNames>,
     threads: Vec<ThreadStack>,
     thread_index: HashMap<u32, usize>,
     last_thread: Option<(u32, usize)>,
@@ -88,10 +93,11 @@ pub struct Accountant {
     /// See [`Accountant::orphan_exits_are_errors`].
     strict_orphans: bool,
 }
-impl Accountant {
-    pub fn new(opts: AccountOptions) -> Accountant {
+impl<'n> Accountant<'n> {
+    pub fn new(opts: AccountOptions) -> Accountant<'n> {
         Accountant {
             opts,
+            names: None,
             threads: Vec::new(),
             thread_index: HashMap::default(),
             last_thread: None,
@@ -103,6 +109,12 @@ impl Accountant {
             skipped: 0,
             strict_orphans: false,
         }
+    }
+
+    /// Names functions in the report of a record that cannot be processed.
+    pub fn with_names(mut self, names: &'n FunctionNames) -> Self {
+        self.names = Some(names);
+        self
     }
 
     /// An exit on an empty stack is an error (a warning with -k) in
@@ -123,7 +135,10 @@ impl Accountant {
         let n = self.threads.len();
         let i = *self.thread_index.entry(tid).or_insert(n);
         if i == n {
-            self.threads.push(ThreadStack::default());
+            self.threads.push(ThreadStack {
+                tid,
+                ..ThreadStack::default()
+            });
         }
         self.last_thread = Some((tid, i));
         i
@@ -138,11 +153,13 @@ impl Accountant {
 
     /// Accounts one record (records of a thread must come in time order).
     pub fn add(&mut self, r: &Record<'_>) -> Result<()> {
+        // Every record's thread has a stack, as in llvm-xray (whose report
+        // of a record it cannot process lists them all).
+        let ti = self.thread(r.tid);
         if r.kind.is_event() {
             return Ok(());
         }
         let recursive_only = self.opts.recursive_calls_only;
-        let ti = self.thread(r.tid);
         let ts = &mut self.threads[ti];
         if recursive_only && ts.recursion.is_none() {
             ts.recursion = Some(HashMap::default());
@@ -160,12 +177,7 @@ impl Accountant {
         }
         let Some(&(top_id, top_tsc)) = ts.frames.last() else {
             if self.strict_orphans {
-                let dump = empty_stack_record(r);
-                if !self.opts.keep_going {
-                    return Err(Error::Other(dump));
-                }
-                self.warnings.push(Position::Unknown, dump);
-                return Ok(());
+                return self.unprocessed(r);
             }
             self.orphan_exits += 1;
             return Ok(());
@@ -204,12 +216,14 @@ impl Accountant {
                     }
                 }
                 _ => {
-                    if self.opts.keep_going {
+                    self.scratch = done;
+                    if self.opts.keep_going && !self.strict_orphans {
                         self.skipped += 1;
-                        self.scratch = done;
                         return Ok(());
                     }
-                    return Err(mismatch(r.tid, r.func_id, r.tsc, top_id));
+                    // Not the innermost open call and (with -d) not open
+                    // at all on this thread.
+                    return self.unprocessed(r);
                 }
             }
         }
@@ -218,6 +232,60 @@ impl Accountant {
         }
         self.scratch = done;
         Ok(())
+    }
+
+    /// A record the stack machine cannot process (an exit on an empty
+    /// stack of a YAML trace, an exit that is not the innermost open call
+    /// and, with -d, not open at all): llvm-xray's report of it, an error,
+    /// or with -k a warning (the record is skipped).
+    fn unprocessed(&mut self, r: &Record<'_>) -> Result<()> {
+        let report = self.report(r);
+        if !self.opts.keep_going {
+            return Err(Error::Other(report));
+        }
+        self.warnings.push(Position::Unknown, report);
+        Ok(())
+    }
+
+    /// llvm-xray's report of a record it could not process: the record,
+    /// then every thread's stack, innermost call first (`#depth\tname`,
+    /// or `(empty stack)`), threads in the order of llvm-xray's DenseMap of
+    /// thread ids.
+    pub fn report(&self, r: &Record<'_>) -> String {
+        use std::fmt::Write;
+        let kind = match r.kind {
+            crate::RecordKind::Enter => "enter",
+            crate::RecordKind::EnterArg => "enter-arg",
+            crate::RecordKind::Exit => "exit",
+            crate::RecordKind::TailExit => "tail-exit",
+            crate::RecordKind::CustomEvent => "custom-event",
+            crate::RecordKind::TypedEvent => "typed-event",
+        };
+        // llvm-xray's format string closes the braces twice.
+        let mut s = format!(
+            "Error processing record: {{type: {}; cpu: {}; record-type: {kind}; function-id: {}; tsc: {}; thread-id: {}; process-id: {}}}}}",
+            r.record_type, r.cpu, r.func_id, r.tsc, r.tid, r.pid
+        );
+        let hashes: Vec<u32> = self
+            .threads
+            .iter()
+            .map(|t| densemap::hash_u32(t.tid))
+            .collect();
+        for i in densemap::iteration_order(&hashes) {
+            let t = &self.threads[i];
+            let _ = write!(s, "\nThread ID: {}", t.tid);
+            if t.frames.is_empty() {
+                s.push_str("\n  (empty stack)");
+            }
+            for (depth, &(id, _)) in t.frames.iter().enumerate().rev() {
+                let name = match self.names {
+                    Some(n) => n.symbol_or_number(id).to_string(),
+                    None => format!("#{id}"),
+                };
+                let _ = write!(s, "\n  #{}\t{name}", depth + 1);
+            }
+        }
+        s
     }
 
     /// The rows in llvm-xray's order before sorting (its DenseMap order).
@@ -260,29 +328,14 @@ fn warn_skipped(warnings: &mut Warnings, orphans: u64, skipped: u64) {
     }
 }
 
-/// llvm-xray's report of a record that found its thread's stack empty
-/// (`Error processing record: {...}`, the thread, `(empty stack)`).
-pub fn empty_stack_record(r: &Record<'_>) -> String {
-    let kind = match r.kind {
-        crate::RecordKind::Enter => "enter",
-        crate::RecordKind::EnterArg => "enter-arg",
-        crate::RecordKind::Exit => "exit",
-        crate::RecordKind::TailExit => "tail-exit",
-        crate::RecordKind::CustomEvent => "custom-event",
-        crate::RecordKind::TypedEvent => "typed-event",
-    };
-    format!(
-        "Error processing record: {{type: {}; cpu: {}; record-type: {kind}; function-id: {}; tsc: {}; thread-id: {}; process-id: {}}}}}\nThread ID: {}\n  (empty stack)",
-        r.record_type, r.cpu, r.func_id, r.tsc, r.tid, r.pid, r.tid
-    )
-}
-
-/// The message of an exit that is not the innermost open call.
+/// An exit that is not the innermost open call, found by a part of the
+/// parallel pass (which then hands over to the sequential one for
+/// llvm-xray's report).
 fn mismatch(tid: u32, func_id: i32, tsc: u64, top_id: i32) -> Error {
     Error::malformed(
         Position::Unknown,
         format!(
-            "thread {tid}: exit of function {func_id} at tsc {tsc} does not match the innermost open call (function {top_id}); use -d to deduce sibling calls or -k to skip such records"
+            "thread {tid}: exit of function {func_id} at tsc {tsc} does not match the innermost open call (function {top_id})"
         ),
     )
 }

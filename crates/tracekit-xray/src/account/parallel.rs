@@ -8,6 +8,7 @@ use tracekit_core::{Error, Result, Warnings};
 use super::durations::{row, Durations, Row, Store};
 use super::{mismatch, warn_skipped, AccountOptions, Accountant};
 use crate::densemap;
+use crate::names::FunctionNames;
 
 /// Where a record lies in the load order: (segment index << 40) + its
 /// number in the segment. Orders the functions' first latencies.
@@ -132,12 +133,15 @@ fn account_worker(
 /// warnings as [`Accountant`] fed in load order: each part runs the stack
 /// machine from an empty stack and defers the exits that reach below it;
 /// the merge replays those, in order, against the stacks the parts before
-/// left open.
+/// left open. A record it cannot process (and any decoding error) hands
+/// the whole trace to the sequential [`Accountant`], whose error (llvm-xray's
+/// report of the record, functions named by `names`) or result it returns.
 pub fn account_fdr_parallel(
     trace: &crate::Trace<'_>,
     keep_going: bool,
     workers: usize,
     parts: usize,
+    names: &FunctionNames,
 ) -> Result<(Vec<Row>, Warnings)> {
     // Only binary FDR logs have buffers to cut at; the rest run in order.
     let results = if trace.is_fdr_log() {
@@ -150,16 +154,20 @@ pub fn account_fdr_parallel(
     } else {
         None
     };
-    let Some(mut results) = results else {
+    let sequential = || -> Result<(Vec<Row>, Warnings)> {
         let mut acc = Accountant::new(AccountOptions {
             keep_going,
             deduce_sibling_calls: false,
             recursive_calls_only: false,
-        });
+        })
+        .with_names(names);
         let mut warnings = trace.try_for_each(|r| acc.add(r))?;
         let (rows, w) = acc.rows(trace.header.cycle_frequency);
         warnings.extend(w);
-        return Ok((rows, warnings));
+        Ok((rows, warnings))
+    };
+    let Some(mut results) = results else {
+        return sequential();
     };
     let mut warnings = Warnings::default();
     let mut stacks: HashMap<u32, Vec<(i32, u64)>> = HashMap::default();
@@ -179,16 +187,16 @@ pub fn account_fdr_parallel(
                             firsts.push((id, pos));
                         }
                     }
-                    Some(&(top, _)) => {
+                    Some(_) => {
                         if !keep_going {
-                            return Err(mismatch(part.tid, id, tsc, top));
+                            return sequential();
                         }
                         skipped += 1;
                     }
                 }
             }
-            if let Some(e) = part.error {
-                return Err(e);
+            if part.error.is_some() {
+                return sequential();
             }
             stack.extend(part.open);
             skipped += part.skipped;

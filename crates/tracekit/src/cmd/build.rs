@@ -17,7 +17,7 @@ use tracekit_kwinject::record::{self, Assembler, Method};
 use tracekit_kwinject::trace::{Env, Process, Trace};
 
 use crate::cmd::{convert, info, output, report};
-use crate::formats::Dialect;
+use crate::formats::{Dialect, Target, Writer};
 use crate::input::Input;
 
 #[derive(clap::Subcommand, Debug)]
@@ -26,7 +26,7 @@ pub enum Command {
     /// as Bear writes it) or a Klocwork build specification.
     #[command(
         verbatim_doc_comment,
-        after_help = "Examples:\n  tracekit record build -- make -j8\n  tracekit build spec build.trace -o compile_commands.json\n  tracekit build spec build.trace --append --config bear.json\n  tracekit build spec build.trace --format kwinject -o kwinject.out\n  tracekit build spec kwwrap.trace --all-sources --bear3 -o -\n\nCompilers are recognised as Bear 3.1.1 does (gcc, g++, cc, c++, clang, clang++,\nwith cross prefixes and version suffixes; through ccache and distcc). One entry per\nsource; preprocess-only (-E, -M, -MM) and query runs give none; dependency flags\n(-MD -MF ...) and link flags are dropped from `arguments`. Programs named by CC, CXX\nand FC in the build's environment (the trace's top-level env) are compilers too.\n\n--config reads Bear's configuration file (JSON): compilation.compilers_to_recognize\n(executable, flags_to_add, flags_to_remove), compilation.compilers_to_exclude,\noutput.content.include_only_existing_source, paths_to_include, paths_to_exclude,\nduplicate_filter_fields (all, file, file_output), output.format.command_as_array,\ndrop_output_field. Relative directories are taken against the current directory."
+        after_help = "Examples:\n  tracekit record build -- make -j8\n  tracekit build spec build.trace -o compile_commands.json\n  make -n | tracekit build spec --from-log - -o compile_commands.json\n  tracekit build spec --from-log ninja-commands.txt -C build\n  tracekit build spec build.trace --append --config bear.json\n  tracekit build spec build.trace --format kwinject -o kwinject.out\n  tracekit build spec kwwrap.trace --all-sources --bear3 -o -\n\nCompilers are recognised as Bear 3.1.1 does (gcc, g++, cc, c++, clang, clang++,\nwith cross prefixes and version suffixes; through ccache and distcc). One entry per\nsource; preprocess-only (-E, -M, -MM) and query runs give none; dependency flags\n(-MD -MF ...) and link flags are dropped from `arguments`. Programs named by CC, CXX\nand FC in the build's environment (the trace's top-level env) are compilers too.\n\n--config reads Bear's configuration file (JSON): compilation.compilers_to_recognize\n(executable, flags_to_add, flags_to_remove), compilation.compilers_to_exclude,\noutput.content.include_only_existing_source, paths_to_include, paths_to_exclude,\nduplicate_filter_fields (all, file, file_output), output.format.command_as_array,\ndrop_output_field. Bear 4's YAML (schema 4.0/4.1): compilers (path, as, ignore),\nsources.directories (include/exclude, last match wins), duplicates.match_on,\nformat.paths (as-is, absolute, canonical, relative), format.entries. Relative\ndirectories are taken against the current directory.\n\n--from-log reads what a build printed: make -n / make V=1 / VERBOSE=1 (with make's\nEntering directory lines), ninja -t commands, ninja -v, shell lines (cd DIR && ...),\nstrace -f logs. Lines it cannot read and entries whose directory the log does not\nspell out are listed (exit status 1 when a line was not read)."
     )]
     Spec(SpecArgs),
 }
@@ -34,8 +34,22 @@ pub enum Command {
 #[derive(clap::Args, Debug)]
 pub struct SpecArgs {
     /// The build trace (`-` reads standard input).
-    #[arg(value_name = "TRACE")]
-    pub trace: PathBuf,
+    #[arg(value_name = "TRACE", required_unless_present = "from_log")]
+    pub trace: Option<PathBuf>,
+    /// Read what a build printed instead of a trace (`-` reads standard
+    /// input): `make -n`, `make V=1`, `ninja -t commands`, `ninja -v`,
+    /// shell command lines, `strace -f` logs (docs/formats/build-logs.md).
+    #[arg(long, value_name = "LOG", conflicts_with = "trace")]
+    pub from_log: Option<PathBuf>,
+    /// With --from-log: the directory the build ran in (make's or ninja's
+    /// -C; default: the current directory).
+    #[arg(
+        short = 'C',
+        long = "directory",
+        value_name = "DIR",
+        requires = "from_log"
+    )]
+    pub directory: Option<PathBuf>,
     /// Where to write (`-` is standard output). Default:
     /// compile_commands.json, or kwinject.out with --format kwinject.
     #[arg(short = 'o', long, value_name = "FILE")]
@@ -58,10 +72,12 @@ pub struct SpecArgs {
 /// How the compilation database is made (`build spec`, `record build`).
 #[derive(clap::Args, Debug)]
 pub struct DbArgs {
-    /// Bear's configuration file (JSON, `bear --config`): compilers to
-    /// recognise (with flags to add and remove) or exclude, directories to
-    /// include or exclude, existing sources only, duplicate key, `command`
-    /// strings, no `output` field. See docs/formats/build-tools.md §4.1.
+    /// Bear's configuration file (`bear --config`): Bear 3's JSON or Bear
+    /// 4's YAML (`schema: "4.1"`): compilers to recognise (with flags to add
+    /// and remove) or exclude, directories to include or exclude, existing
+    /// sources only, duplicate key, path formats, `command` strings, no
+    /// `output` field. See docs/formats/build-tools.md §4.1 and
+    /// docs/formats/build-logs.md.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Merge with the database already at the output path, as `bear
@@ -85,13 +101,24 @@ pub struct DbArgs {
     /// token). The files are read now, relative to each compile's directory.
     #[arg(long)]
     pub expand_response_files: bool,
+    /// Keep only sources under DIR (repeatable; any of them).
+    #[arg(long = "include", value_name = "DIR")]
+    pub include: Vec<PathBuf>,
+    /// Leave out sources under DIR (repeatable; wins over --include).
+    #[arg(long = "exclude", value_name = "DIR")]
+    pub exclude: Vec<PathBuf>,
+    /// Take FLAG out of every entry's arguments (repeatable): exact, or a
+    /// prefix when it ends in `*`. E.g. --drop-flag=-mthumb
+    /// --drop-flag='-march=*' for flags clangd rejects from a cross compiler.
+    #[arg(long = "drop-flag", value_name = "FLAG", allow_hyphen_values = true)]
+    pub drop_flags: Vec<String>,
 }
 
 impl DbArgs {
     /// The options these arguments, the configuration file and the build's
     /// environment (`CC`, `CXX`, `FC`) give. The configuration's warnings
     /// are printed.
-    fn options(&self, top_env: &Env) -> Result<CdbOptions> {
+    pub fn options(&self, top_env: &Env) -> Result<CdbOptions> {
         let mut opts = CdbOptions {
             bear3: self.bear3,
             expand_response_files: self.expand_response_files,
@@ -105,6 +132,14 @@ impl DbArgs {
                 .to_string();
             config.apply(&mut opts, &cwd);
         }
+        let cwd = std::env::current_dir()
+            .context("the current directory")?
+            .display()
+            .to_string();
+        let abs = |p: &PathBuf| tracekit_kwinject::cdb::absolute(&cwd, &p.display().to_string());
+        opts.paths_to_include.extend(self.include.iter().map(abs));
+        opts.paths_to_exclude.extend(self.exclude.iter().map(abs));
+        opts.drop_flags.extend(self.drop_flags.iter().cloned());
         // Switches given here override the file.
         if self.all_sources {
             opts.existing_only = false;
@@ -147,8 +182,8 @@ fn collect_db(
 
 /// Merges the old database (`--append`), filters, and writes `path`
 /// through a temporary file beside it (as Bear does: a failed write leaves
-/// the old database as it was).
-fn write_db(b: &mut CdbBuilder, path: &std::path::Path, append: bool) -> Result<()> {
+/// the old database as it was, and the temporary file is removed).
+pub fn write_db(b: &mut CdbBuilder, path: &std::path::Path, append: bool) -> Result<()> {
     let stdout = path.as_os_str() == "-";
     if append && !stdout && path.exists() {
         let f = std::fs::File::open(path).map_err(|e| tracekit_core::Error::io(Some(path), e))?;
@@ -160,21 +195,39 @@ fn write_db(b: &mut CdbBuilder, path: &std::path::Path, append: bool) -> Result<
     if stdout {
         return b
             .write(output(None)?)
-            .context("standard output: cannot write");
+            .map_err(|e| tracekit_core::Error::io(None, e).into());
     }
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");
     let tmp = PathBuf::from(tmp);
-    b.write(output(Some(&tmp))?)
-        .with_context(|| format!("{}: cannot write", tmp.display()))?;
-    std::fs::rename(&tmp, path)
-        .with_context(|| format!("{}: cannot rename to {}", tmp.display(), path.display()))?;
-    Ok(())
+    let written = output(Some(&tmp)).and_then(|out| {
+        b.write(out)
+            .map_err(|e| anyhow::anyhow!("{}: cannot write: {e}", tmp.display()))
+    });
+    let renamed = written.and_then(|()| {
+        std::fs::rename(&tmp, path).map_err(|e| {
+            anyhow::anyhow!(
+                "{}: cannot rename to {}: {e}",
+                tmp.display(),
+                path.display()
+            )
+        })
+    });
+    if renamed.is_err() {
+        // Nothing half-written stays behind.
+        let _ = std::fs::remove_file(&tmp);
+    }
+    renamed.with_context(|| {
+        format!(
+            "{}: the compilation database was not written",
+            path.display()
+        )
+    })
 }
 
 /// Says what happened to the executions: always with `--json` (as JSON)
 /// or `always`, else when the database is empty or short (Bear users ask).
-fn print_db_stats(b: &CdbBuilder, json: bool, always: bool) {
+pub fn print_db_stats(b: &CdbBuilder, json: bool, always: bool) {
     let s = &b.stats;
     if json {
         eprintln!(
@@ -189,6 +242,7 @@ fn print_db_stats(b: &CdbBuilder, json: bool, always: bool) {
                 "dropped_by_path": s.dropped_by_path,
                 "dropped_duplicate": s.dropped_duplicate,
                 "missing_response_files": s.missing_response_files,
+                "dropped_flags": s.dropped_flags,
             })
         );
     } else if always
@@ -234,13 +288,27 @@ fn read_trace(input: &Input) -> Result<Trace> {
     Ok(trace)
 }
 
-fn usage(message: &str) -> Result<ExitCode> {
+/// 1 when process records could not be read or were never written (the
+/// README's promise: everything readable is processed, and the loss shows
+/// in the exit status).
+fn lost_exit(lost: u64) -> ExitCode {
+    if lost > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+pub fn usage(message: &str) -> Result<ExitCode> {
     eprintln!("tracekit: {message}");
     Ok(ExitCode::from(2))
 }
 
 fn spec(args: SpecArgs) -> Result<ExitCode> {
-    let input = Input::open(&args.trace)?;
+    let Some(trace_path) = &args.trace else {
+        return super::buildlog::spec_from_log(&args);
+    };
+    let input = Input::open(trace_path)?;
     let trace = read_trace(&input)?;
     let mode = if args.env_diff_top_level {
         EnvBase::TopLevel
@@ -303,7 +371,7 @@ fn spec(args: SpecArgs) -> Result<ExitCode> {
 #[derive(clap::Args, Debug)]
 #[command(
     verbatim_doc_comment,
-    after_help = "Examples:\n  tracekit record build -- make -j8\n  tracekit record build --compile-db -- make -j8    # and compile_commands.json\n  tracekit record build --compile-db --append -- make   # keeps files not rebuilt\n  tracekit record build --compile-db cdb.json --config bear.json -- ninja\n  tracekit record build -o gzip.trace -- sh -c './configure && make'\n  tracekit record build --method ptrace -o static.trace -- ./build.sh\n  tracekit build spec build.trace -o compile_commands.json\n  tracekit report build.trace\n\nMethods:\n  preload  (default) a small LD_PRELOAD library in every dynamically linked\n           process reports its exec, forks and reaped children; lowest cost.\n  ptrace   the recorder follows the build with ptrace (fork/exec events, no\n           syscall stops); also sees statically linked programs.\n\nThe build runs unchanged: same exit status (a fatal signal is re-raised), same\nstdout/stderr, same environment apart from LD_PRELOAD and TRACEKIT_PRELOAD_OUT\n(preload), which the trace leaves out.\n\nWith --compile-db (or --append, --config) the compilation database is written\nafter the build, by the rules of `tracekit build spec` (Bear 3.1.1's); programs\nnamed by CC, CXX and FC in this environment count as compilers, as with Bear.\nThe exit status stays the build's; if the build succeeded but the database\ncould not be written, it is 1."
+    after_help = "Examples:\n  tracekit record build -- make -j8\n  tracekit record build --compile-db -- make -j8    # and compile_commands.json\n  tracekit record build --compile-db --append -- make   # keeps files not rebuilt\n  tracekit record build --compile-db cdb.json --config bear.json -- ninja\n  tracekit record build -o gzip.trace -- sh -c './configure && make'\n  tracekit record build --method ptrace -o static.trace -- ./build.sh\n  tracekit build spec build.trace -o compile_commands.json\n  tracekit report build.trace\n\nMethods:\n  preload  (default) a small LD_PRELOAD library in every dynamically linked\n           process reports its exec, forks and reaped children; lowest cost.\n  ptrace   the recorder follows the build with ptrace (fork/exec events, no\n           syscall stops); also sees statically linked programs.\n\nThe build runs unchanged: same exit status (a fatal signal is re-raised), same\nstdout/stderr, same environment apart from LD_PRELOAD and TRACEKIT_PRELOAD_OUT\n(preload), which the trace leaves out.\n\nWith --compile-db (or --append, --config) the compilation database is written\nafter the build, by the rules of `tracekit build spec` (Bear 3.1.1's); programs\nnamed by CC, CXX and FC in this environment count as compilers, as with Bear.\nThe exit status is always the build's: a trace or database that cannot be written\n(a full disk) is reported with the path and the reason, a trace cut short is\nended with a `tk_truncated` marker (info and report warn about it) or removed, and\nno half-written database is left."
 )]
 pub struct RecordArgs {
     /// Where to write the kwinject trace (`-` is standard output).
@@ -350,7 +418,10 @@ pub fn record_build(args: RecordArgs) -> Result<ExitCode> {
         || args.db.all_sources
         || args.db.bear3
         || args.db.no_output_field
-        || args.db.expand_response_files;
+        || args.db.expand_response_files
+        || !args.db.include.is_empty()
+        || !args.db.exclude.is_empty()
+        || !args.db.drop_flags.is_empty();
     let db = if wants_db {
         let path = args
             .compile_db
@@ -382,11 +453,9 @@ pub fn record_build(args: RecordArgs) -> Result<ExitCode> {
             (exit, asm)
         }
     };
-    let out = output(Some(&args.output))?;
-    let mut out = asm
-        .write(out)
-        .with_context(|| format!("{}: cannot write", args.output.display()))?;
-    out.flush()?;
+    // From here on the build is over: whatever fails is said, and the
+    // exit status stays the build's.
+    write_trace(&asm, &args.output);
     super::print_warnings("events", &warnings);
     if args.verbose {
         eprintln!(
@@ -400,7 +469,6 @@ pub fn record_build(args: RecordArgs) -> Result<ExitCode> {
             }
         );
     }
-    let mut db_failed = false;
     if let Some((path, opts)) = db {
         let mut w = tracekit_core::Warnings::default();
         let (mut b, _) = collect_db(
@@ -412,10 +480,7 @@ pub fn record_build(args: RecordArgs) -> Result<ExitCode> {
         );
         match write_db(&mut b, &path, args.db.append) {
             Ok(()) => print_db_stats(&b, false, args.verbose),
-            Err(e) => {
-                eprintln!("tracekit: {e:#}");
-                db_failed = true;
-            }
+            Err(e) => eprintln!("tracekit: {e:#}"),
         }
     }
     // The process ends right after: freeing thousands of environments one
@@ -423,10 +488,48 @@ pub fn record_build(args: RecordArgs) -> Result<ExitCode> {
     std::mem::forget(asm);
     // Last: a build killed by a signal takes the recorder down the same way.
     let code = record::mirror_exit(exit).clamp(0, 255) as u8;
-    if db_failed && code == 0 {
-        return Ok(ExitCode::from(1));
-    }
     Ok(ExitCode::from(code))
+}
+
+/// Writes the recorded trace to `path` (`-`: standard output). A failure
+/// is reported with the path and the OS's reason and what is left of the
+/// file (a trace marked truncated, or nothing); it never changes the exit
+/// status, which is the build's.
+fn write_trace(asm: &Assembler, path: &std::path::Path) {
+    if path.as_os_str() == "-" {
+        let written = output(None).and_then(|out| {
+            let mut out = asm.write(out)?;
+            out.flush()?;
+            Ok(())
+        });
+        if let Err(e) = written {
+            let quiet = e
+                .downcast_ref::<std::io::Error>()
+                .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe);
+            if !quiet {
+                eprintln!("tracekit: standard output: cannot write the build trace: {e}");
+            }
+        }
+        return;
+    }
+    let file = match tracekit_core::files::create(path) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!(
+                "tracekit: {}: cannot create the build trace: {e}",
+                path.display()
+            );
+            return;
+        }
+    };
+    if let Err(f) = asm.write_file(path, &file) {
+        eprintln!(
+            "tracekit: {}: cannot write the build trace: {}; {}",
+            path.display(),
+            f.error,
+            f.left
+        );
+    }
 }
 
 pub struct Kwinject;
@@ -450,8 +553,10 @@ impl Dialect for Kwinject {
 
     fn info(&self, inputs: &[Input], args: &info::Args) -> Result<ExitCode> {
         let mut out = output(None)?;
+        let mut lost = 0;
         for input in inputs {
             let t = read_trace(input)?;
+            lost += t.lost();
             let b = Build::new(&t);
             let ids: std::collections::HashSet<i64> = t.processes.iter().map(|p| p.id).collect();
             let compiles = b.compile_units;
@@ -465,6 +570,10 @@ impl Dialect for Kwinject {
                         "env_variables": t.env.len(), "processes": t.processes.len(),
                         "distinct_ids": ids.len(), "compile_units": compiles,
                         "span_us": span, "warnings": t.warnings.total(),
+                        "lost_records": t.lost(),
+                        "truncated": t.truncated.as_ref().map(|x| serde_json::json!({
+                            "records": x.records, "of": x.of, "reason": x.reason,
+                        })),
                     }),
                 )?;
                 writeln!(out)?;
@@ -493,17 +602,28 @@ impl Dialect for Kwinject {
                     None => writeln!(out, "  time span:     unknown (no tracekit time keys)")?,
                 }
                 writeln!(out, "  warnings:      {}", t.warnings.total())?;
+                if let Some(x) = &t.truncated {
+                    writeln!(
+                        out,
+                        "  truncated:     the recorder kept {} of {} process records ({})",
+                        x.records, x.of, x.reason
+                    )?;
+                }
             }
         }
         out.flush()?;
-        Ok(ExitCode::SUCCESS)
+        Ok(lost_exit(lost))
     }
 
     fn report(&self, inputs: &[Input], args: &report::Args) -> Result<ExitCode> {
         let mut out = output(args.output.as_deref())?;
+        let mut lost = 0;
+        // Response files a link names are read where the build left them.
+        let read = |p: &str| std::fs::read_to_string(p).ok();
         for input in inputs {
             let t = read_trace(input)?;
-            let b = Build::new(&t);
+            lost += t.lost();
+            let b = Build::with_files(&t, &read);
             if args.json {
                 serde_json::to_writer_pretty(&mut out, &analysis::report_json(&b, args.top))?;
                 writeln!(out)?;
@@ -515,7 +635,7 @@ impl Dialect for Kwinject {
             }
         }
         out.flush()?;
-        Ok(ExitCode::SUCCESS)
+        Ok(lost_exit(lost))
     }
 
     fn timeline(
@@ -552,19 +672,21 @@ impl Dialect for Kwinject {
         Ok(code.unwrap_or(ExitCode::SUCCESS))
     }
 
-    fn convert(&self, input: &Input, args: &convert::Args) -> Result<ExitCode> {
-        let t = read_trace(input)?;
-        let out = output(args.output.as_deref())?;
-        match args.to.as_str() {
-            "kwinject" => {
-                let mut out = t.write(out)?;
-                out.flush()?;
-            }
-            other => anyhow::bail!(
-                "cannot convert a kwinject build trace to {other:?} (targets: chrome, perfetto, kwinject; \
-                 for compile_commands.json use `tracekit build spec`)"
-            ),
-        }
-        Ok(ExitCode::SUCCESS)
+    fn targets(&self) -> &'static [Target] {
+        TARGETS
     }
+}
+
+/// The formats kwinject build traces convert to (`convert --to`).
+static TARGETS: &[Target] = &[Target {
+    names: &["kwinject"],
+    about: "the kwinject trace, rewritten (compile_commands.json: `tracekit build spec`)",
+    write: Writer::Own(to_kwinject),
+}];
+
+fn to_kwinject(input: &Input, args: &convert::Args) -> Result<ExitCode> {
+    let t = read_trace(input)?;
+    let mut out = t.write(output(args.output.as_deref())?)?;
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
 }

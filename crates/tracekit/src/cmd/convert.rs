@@ -5,21 +5,120 @@ use std::process::ExitCode;
 
 use std::io::Write;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use tracekit_export::chrome_sink::ChromeSink;
 use tracekit_export::perfetto::PerfettoSink;
 use tracekit_otlp::exporter::Exporter;
 use tracekit_otlp::sink::{FileOutput, OtlpSink, SinkOptions};
 
 use crate::cmd::otlp::{export_line, OtlpArgs};
-use crate::cmd::output;
-use crate::formats;
+use crate::cmd::{output, usage};
+use crate::formats::{self, Dialect, Target, Writer, DIALECTS};
 use crate::input::Input;
 
+/// The targets every dialect converts to; each dialect adds its own
+/// ([`Dialect::targets`]). Dispatch, `--help`, the values `--to` accepts
+/// and the error for a target an input cannot take all come from these
+/// tables.
+pub static TARGETS: &[Target] = &[
+    Target {
+        names: &["chrome", "chrome-json"],
+        about: "Chrome Trace Event JSON (Perfetto UI, chrome://tracing)",
+        write: Writer::Any(to_chrome),
+    },
+    Target {
+        names: &["perfetto", "pftrace"],
+        about: "Perfetto's native protobuf trace (.pftrace): ui.perfetto.dev and\n\
+                trace_processor; packets in zlib-compressed bundles, as Perfetto's own\n\
+                service writes them: 1/6 to 1/30 of Chrome JSON's size, as a stream",
+        write: Writer::Any(to_perfetto),
+    },
+    Target {
+        names: &["parquet"],
+        about: "Apache Parquet tables for Spark, DuckDB, DataFusion, Trino (docs/sql.md):\n\
+                -o names a directory; several inputs (FILE|DIR...) go into one set of tables",
+        write: Writer::Inputs(parquet),
+    },
+    Target {
+        names: &["otlp"],
+        about: "OpenTelemetry traces: one ExportTraceServiceRequest (protobuf) to -o, or sent\n\
+                to --otlp-endpoint over OTLP/HTTP (batched, gzip, retried, spooled when the\n\
+                collector is away); a span per track and per slice, instants as span events,\n\
+                flows as links; one trace per input (Git Trace2: per session, ids from the\n\
+                SIDs). A clock without wall time (XRay) is placed at the file's mtime, said\n\
+                in a warning and in the resource attribute tracekit.time.anchor",
+        write: Writer::Any(to_otlp),
+    },
+];
+
+/// Every name `--to` accepts (each dialect's and the common ones).
+fn target_names() -> clap::builder::PossibleValuesParser {
+    let mut seen = std::collections::BTreeSet::new();
+    let mut values = Vec::new();
+    let all = TARGETS
+        .iter()
+        .chain(DIALECTS.iter().flat_map(|d| d.targets()));
+    for t in all {
+        if seen.insert(t.name()) {
+            values.push(clap::builder::PossibleValue::new(t.name()).aliases(&t.names[1..]));
+        }
+    }
+    clap::builder::PossibleValuesParser::new(values)
+}
+
+/// One target's lines in `--help`: its name, then what it writes (from
+/// column 21).
+fn target_help(out: &mut String, indent: &str, t: &Target) {
+    let width = 19usize.saturating_sub(indent.len()).max(t.name().len() + 1);
+    for (i, line) in t.about.lines().enumerate() {
+        let name = if i == 0 { t.name() } else { "" };
+        out.push_str(&format!("{indent}  {name:<width$}{line}\n"));
+    }
+}
+
+/// `convert --help`'s text after the options, targets from the tables.
+fn after_help() -> String {
+    let mut s = String::from("Targets of every input:\n");
+    for t in TARGETS {
+        target_help(&mut s, "", t);
+    }
+    s.push_str("\nTargets of one dialect's input:\n");
+    for d in DIALECTS {
+        s.push_str(&format!("  {}:\n", d.name()));
+        for t in d.targets() {
+            target_help(&mut s, "  ", t);
+        }
+    }
+    s.push_str(AFTER_TARGETS);
+    s
+}
+
+const AFTER_TARGETS: &str = "\n\
+Git Trace2: what is exact, what is derived (docs/formats/trace2.md):
+  exact     every field a record carries, its own file:line included: a file
+            converted to its own format and variant is byte for byte the same
+  derived   the tr2_tgt_*.c line of signal/atexit/timer/counter written by
+            another target: from the git release in the 'version' record
+            (table of git 2.20.0 .. 2.55.0; other versions: nearest release
+            below, with a warning); local time of day from EVENT's UTC time
+            (set TZ to the producer's); PERF's t_abs where EVENT has none
+  variant   the input's (brief stays brief); --brief/--full choose. A full
+            variant from brief input skips each record lacking a field, naming
+            it (time, file), never writing a made-up 00:00:00.000000
+  skipped   a record the target cannot be written from is said at its line
+            (FILE:LINE: warning) and skipped; the rest is converted (exit 1)
+
+Examples:
+  tracekit convert examples/trace2/clone.event.jsonl --to trace2-perf
+  tracekit convert perf.log --to trace2-normal --brief
+  tracekit convert event.jsonl --to chrome -o trace.json
+  tracekit convert xray-log.app.XXXX -m ./app --to perfetto -o app.pftrace
+  tracekit convert /var/log/git-trace2/ build.kwinject --to parquet -o tables/
+  tracekit convert build.trace --to otlp --otlp-endpoint http://localhost:4318
+  tracekit convert posix.log --to otlp -o posix.pb --redact '/home/[^/]+=/home/<user>'";
+
 #[derive(clap::Args, Debug, Clone)]
-#[command(
-    after_help = "Targets:\n  chrome           Chrome Trace Event JSON (Perfetto UI, chrome://tracing)\n  perfetto         Perfetto's native protobuf trace (.pftrace): ui.perfetto.dev and trace_processor;\n                   a fraction of Chrome JSON's size, written as a stream\n  parquet          Apache Parquet tables for Spark, DuckDB, DataFusion, Trino (docs/sql.md):\n                   -o names a directory; several inputs (FILE|DIR...) go into one set of tables\n  otlp             OpenTelemetry traces: one ExportTraceServiceRequest (protobuf) to -o, or sent\n                   to --otlp-endpoint over OTLP/HTTP (batched, gzip, retried, spooled when the\n                   collector is away); a span per track and per slice, instants as span events,\n                   flows as links; one trace per input (Git Trace2: per session, ids from the\n                   SIDs). A clock without wall time (XRay) is placed at the file's mtime, said\n                   in a warning and in the resource attribute tracekit.time.anchor\n  trace2-event     Git Trace2 EVENT (JSON lines)\n  trace2-perf      Git Trace2 PERF, as git writes it\n  trace2-normal    Git Trace2 NORMAL, as git writes it\n  (each dialect lists its own targets in its error message)\n\nGit Trace2: what is exact, what is derived (docs/formats/trace2.md):\n  exact     every field a record carries, its own file:line included: a file\n            converted to its own format and variant is byte for byte the same\n  derived   the tr2_tgt_*.c line of signal/atexit/timer/counter written by\n            another target: from the git release in the 'version' record\n            (table of git 2.20.0 .. 2.55.0; other versions: nearest release\n            below, with a warning); local time of day from EVENT's UTC time\n            (set TZ to the producer's); PERF's t_abs where EVENT has none\n  variant   the input's (brief stays brief); --brief/--full choose. A full\n            variant from brief input fails naming the field it lacks (time,\n            file), never writing a made-up 00:00:00.000000\n\nExamples:\n  tracekit convert event.jsonl --to trace2-perf\n  tracekit convert perf.log --to trace2-normal --brief\n  tracekit convert event.jsonl --to chrome -o trace.json\n  tracekit convert xray-log.app.XXXX -m ./app --to perfetto -o app.pftrace\n  tracekit convert /var/log/git-trace2/ build.kwinject --to parquet -o tables/\n  tracekit convert build.trace --to otlp --otlp-endpoint http://localhost:4318\n  tracekit convert posix.log --to otlp -o posix.pb --redact '/home/[^/]+=/home/<user>'"
-)]
+#[command(after_help = after_help())]
 pub struct Args {
     /// The trace to convert (`-` reads standard input).
     #[arg(value_name = "FILE")]
@@ -27,8 +126,8 @@ pub struct Args {
     /// More inputs (`--to parquet` only: all go into one set of tables).
     #[arg(value_name = "FILE|DIR")]
     pub more_inputs: Vec<PathBuf>,
-    /// The output format.
-    #[arg(long, value_name = "FORMAT")]
+    /// The output format (the targets are listed below).
+    #[arg(long, value_name = "FORMAT", value_parser = target_names(), hide_possible_values = true)]
     pub to: String,
     /// Write here instead of standard output (`-` is standard output).
     #[arg(short = 'o', long, value_name = "FILE")]
@@ -37,8 +136,8 @@ pub struct Args {
     /// Trace2 default: the input's variant.
     #[arg(long, conflicts_with = "full")]
     pub brief: bool,
-    /// Write the full variant even from brief input (Trace2 targets; fails
-    /// on the first record that lacks a field it needs).
+    /// Write the full variant even from brief input (Trace2 targets; each
+    /// record that lacks a field it needs is skipped with a warning).
     #[arg(long)]
     pub full: bool,
     /// The instrumented binary, for formats that need it to name things
@@ -69,7 +168,21 @@ fn fallback_anchor(input: &Input) -> (i64, String) {
     (ns, what.to_string())
 }
 
-fn to_otlp(input: &Input, dialect: &dyn formats::Dialect, args: &Args) -> Result<ExitCode> {
+fn to_chrome(input: &Input, dialect: &'static dyn Dialect, args: &Args) -> Result<ExitCode> {
+    let mut sink = ChromeSink::new(output(args.output.as_deref())?)?;
+    let code = dialect.timeline(input, args, &mut sink)?;
+    sink.into_inner()?.flush()?;
+    Ok(code)
+}
+
+fn to_perfetto(input: &Input, dialect: &'static dyn Dialect, args: &Args) -> Result<ExitCode> {
+    let mut sink = PerfettoSink::new(output(args.output.as_deref())?);
+    let code = dialect.timeline(input, args, &mut sink)?;
+    sink.into_inner()?.flush()?;
+    Ok(code)
+}
+
+fn to_otlp(input: &Input, dialect: &'static dyn Dialect, args: &Args) -> Result<ExitCode> {
     let anchor = fallback_anchor(input);
     let anchor_what = anchor.1.clone();
     let opts = SinkOptions {
@@ -89,7 +202,7 @@ fn to_otlp(input: &Input, dialect: &dyn formats::Dialect, args: &Args) -> Result
     match args.otlp.exporter_config()? {
         Some(config) => {
             if args.output.is_some() {
-                bail!("--to otlp writes to -o or sends to --otlp-endpoint, not both");
+                return usage("--to otlp writes to -o or sends to --otlp-endpoint, not both");
             }
             let exporter = Exporter::start(config)?;
             let mut sink = OtlpSink::new(&exporter, opts);
@@ -122,29 +235,41 @@ fn to_otlp(input: &Input, dialect: &dyn formats::Dialect, args: &Args) -> Result
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
-    if args.to == "parquet" {
-        return parquet(args);
+    let common = TARGETS.iter().find(|t| t.answers_to(&args.to));
+    if let Some(Target {
+        write: Writer::Inputs(write),
+        ..
+    }) = common
+    {
+        return write(&args);
     }
     if !args.more_inputs.is_empty() {
-        anyhow::bail!("convert takes one input, except with --to parquet");
+        return usage(format!(
+            "convert takes one input, except with --to parquet (not --to {})",
+            args.to
+        ));
     }
     let input = Input::open(&args.input)?;
     let dialect = formats::detect(&input)?;
-    match args.to.as_str() {
-        "chrome" | "chrome-json" => {
-            let mut sink = ChromeSink::new(output(args.output.as_deref())?)?;
-            let code = dialect.timeline(&input, &args, &mut sink)?;
-            sink.into_inner()?.flush()?;
-            Ok(code)
+    let own = || dialect.targets().iter().find(|t| t.answers_to(&args.to));
+    match common.or_else(own).map(|t| t.write) {
+        Some(Writer::Any(write)) => write(&input, dialect, &args),
+        Some(Writer::Own(write)) => write(&input, &args),
+        Some(Writer::Inputs(write)) => write(&args),
+        None => {
+            let names: Vec<&str> = TARGETS
+                .iter()
+                .chain(dialect.targets())
+                .map(Target::name)
+                .collect();
+            usage(format!(
+                "{}: {} converts to {} (not {:?})",
+                input.display(),
+                dialect.name(),
+                names.join(", "),
+                args.to
+            ))
         }
-        "perfetto" | "pftrace" => {
-            let mut sink = PerfettoSink::new(output(args.output.as_deref())?);
-            let code = dialect.timeline(&input, &args, &mut sink)?;
-            sink.into_inner()?.flush()?;
-            Ok(code)
-        }
-        "otlp" => to_otlp(&input, dialect, &args),
-        _ => dialect.convert(&input, &args),
     }
 }
 
@@ -153,10 +278,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
 /// timeline mappings (the generic tables) and the dialects that write all
 /// their tables from that one pass (XRay); the other the other dialects'
 /// own passes (their tables). Each input is opened and detected once.
-fn parquet(args: Args) -> Result<ExitCode> {
+fn parquet(args: &Args) -> Result<ExitCode> {
     use tracekit_parquet::{BatchSink, ParquetDir, RecordBatch, Table};
     let Some(dir) = args.output.clone().filter(|o| o.as_os_str() != "-") else {
-        anyhow::bail!("--to parquet writes a directory of tables: name it with -o DIR");
+        return usage("--to parquet writes a directory of tables: name it with -o DIR");
     };
     let mut paths = vec![args.input.clone()];
     paths.extend(args.more_inputs.iter().cloned());
@@ -197,7 +322,7 @@ fn parquet(args: Args) -> Result<ExitCode> {
             let c = crate::cmd::sql::produce_from(
                 path,
                 *dialect,
-                &args,
+                args,
                 &mut sink,
                 tracekit_parquet::DEFAULT_BATCH_ROWS,
             )?;

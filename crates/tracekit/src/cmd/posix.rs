@@ -15,7 +15,7 @@ use tracekit_posix::log::{EventInfo, LogReader, LOG_MAGIC, VERSION_MAJOR, VERSIO
 use tracekit_posix::TraceAttr;
 
 use crate::cmd::{convert, info, output, report};
-use crate::formats::Dialect;
+use crate::formats::{Dialect, Target, Writer};
 use crate::input::Input;
 
 #[derive(clap::Subcommand, Debug)]
@@ -31,6 +31,8 @@ pub enum Command {
     ///
     /// Examples:
     ///   tracekit posix record --log run.trace -- ./myprog arg1
+    ///   tracekit posix record --inherit --log run.trace -- make -j4
+    ///   tracekit posix record --inherit --stop-at-exit --log run.trace -- ./server
     ///   tracekit posix record --policy until-full --stream-size 64M -- ./myprog
     ///   tracekit posix record --filter noisy_event -- ./myprog
     ///   tracekit posix dump run.trace
@@ -90,9 +92,18 @@ pub struct RecordArgs {
     /// POSIX names, e.g. posix_trace_flush_start).
     #[arg(long, value_name = "EVENT", num_args = 1..)]
     pub filter: Vec<String>,
-    /// Trace the program's children too (forked and exec'd).
+    /// Trace the program's children too (forked and exec'd). The
+    /// recording then lasts until every process that inherited the stream
+    /// has exited: the program and all its descendants, also those that
+    /// outlive it (as `strace -f` waits for every traced process).
     #[arg(long)]
     pub inherit: bool,
+    /// With --inherit: stop recording when the program itself exits,
+    /// without waiting for its descendants. Events they write afterwards
+    /// are not recorded; a process left behind counts them in the log's
+    /// header ("written after shutdown") until the last one exits.
+    #[arg(long, requires_all = ["inherit", "log"])]
+    pub stop_at_exit: bool,
     /// Print events as JSON lines (without --log).
     #[arg(long)]
     pub json: bool,
@@ -128,22 +139,9 @@ fn parse_size(s: &str) -> Result<u64, String> {
 }
 
 pub fn run(command: Command) -> Result<ExitCode> {
-    quiet_pipe(match command {
+    match command {
         Command::Record(a) => record(a),
         Command::Dump(a) => dump(a),
-    })
-}
-
-/// `tracekit posix dump LOG | head` is not an error.
-fn quiet_pipe(r: Result<ExitCode>) -> Result<ExitCode> {
-    match r {
-        Err(e)
-            if e.downcast_ref::<std::io::Error>()
-                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe) =>
-        {
-            Ok(ExitCode::SUCCESS)
-        }
-        r => r,
     }
 }
 
@@ -196,6 +194,7 @@ fn record(a: RecordArgs) -> Result<ExitCode> {
             log: log_file,
             filter: a.filter.clone(),
             inherit: a.inherit,
+            stop_at_exit: a.stop_at_exit,
         },
         |info, name, data| {
             printer
@@ -222,6 +221,12 @@ fn record(a: RecordArgs) -> Result<ExitCode> {
         );
     } else if lost > 0 {
         eprintln!("tracekit: {lost} events lost (stream full); try --stream-size or --log");
+    }
+    if a.stop_at_exit {
+        eprintln!(
+            "tracekit: stopped at the program's exit; events its descendants write from now on \
+             are counted in the log's header (written after shutdown)"
+        );
     }
     use std::os::unix::process::ExitStatusExt;
     Ok(match (status.code(), status.signal()) {
@@ -309,13 +314,14 @@ fn dump(a: DumpArgs) -> Result<ExitCode> {
     if !a.json {
         writeln!(
             out,
-            "# tracekit POSIX trace log v{}.{}, trace {:?}, {} events, {} lost in the stream, {} lost in the log{}",
+            "# tracekit POSIX trace log v{}.{}, trace {:?}, {} events, {} lost in the stream, {} lost in the log, {} written after shutdown{}",
             VERSION_MAJOR,
             VERSION_MINOR,
             r.attr.name_str(),
             r.meta.events_logged,
             r.meta.events_lost_stream,
             r.meta.events_lost_log,
+            r.meta.events_after_shutdown,
             if r.meta.flags & 1 == 0 { ", incomplete" } else { "" }
         )?;
         writeln!(out, "# seconds.nanoseconds       pid         thread event                    trunc    len payload-hex |text|")?;
@@ -361,15 +367,36 @@ impl Dialect for PosixLog {
     }
 
     fn info(&self, inputs: &[Input], args: &info::Args) -> Result<ExitCode> {
-        quiet_pipe(posix_info(inputs, args))
+        posix_info(inputs, args)
     }
 
-    fn report(&self, inputs: &[Input], args: &report::Args) -> Result<ExitCode> {
-        quiet_pipe(posix_report(inputs, args))
+    fn reports_as_data(&self) -> bool {
+        true
     }
 
-    fn convert(&self, input: &Input, args: &convert::Args) -> Result<ExitCode> {
-        quiet_pipe(posix_convert(input, args))
+    fn reports(
+        &self,
+        inputs: &[Input],
+        args: &report::Args,
+    ) -> Result<(Vec<tracekit_report::Report>, ExitCode)> {
+        let opts = tracekit_posix::report::Options {
+            top: args.top,
+            ..Default::default()
+        };
+        let mut reports = Vec::with_capacity(inputs.len());
+        for input in inputs {
+            let mut r = open_log(input)?;
+            reports.push(tracekit_posix::report::build(
+                &mut r,
+                &input.display().to_string(),
+                &opts,
+            ));
+        }
+        Ok((reports, ExitCode::SUCCESS))
+    }
+
+    fn targets(&self) -> &'static [Target] {
+        TARGETS
     }
 
     fn timeline(
@@ -416,6 +443,7 @@ fn posix_info(inputs: &[Input], args: &info::Args) -> Result<ExitCode> {
                 "events": s.events,
                 "lost_in_stream": r.meta.events_lost_stream,
                 "lost_in_log": r.meta.events_lost_log,
+                "lost_after_shutdown": r.meta.events_after_shutdown,
                 "truncated": s.truncated,
                 "corrupt_blocks": s.corrupt,
                 "first_ns": s.first_ns,
@@ -454,8 +482,12 @@ fn posix_info(inputs: &[Input], args: &info::Args) -> Result<ExitCode> {
             )?;
             writeln!(
                 out,
-                "  events:      {} ({} lost in the stream, {} lost in the log, {} truncated)",
-                s.events, r.meta.events_lost_stream, r.meta.events_lost_log, s.truncated
+                "  events:      {} ({} lost in the stream, {} lost in the log, {} written after shutdown, {} truncated)",
+                s.events,
+                r.meta.events_lost_stream,
+                r.meta.events_lost_log,
+                r.meta.events_after_shutdown,
+                s.truncated
             )?;
             if let Some(sp) = span {
                 writeln!(out, "  time span:   {sp:.6} s")?;
@@ -481,98 +513,36 @@ fn posix_info(inputs: &[Input], args: &info::Args) -> Result<ExitCode> {
     }
 }
 
-fn posix_report(inputs: &[Input], args: &report::Args) -> Result<ExitCode> {
-    {
-        let mut out = output(args.output.as_deref())?;
-        for input in inputs {
-            let mut r = open_log(input)?;
-            let s = summarise(&mut r);
-            let span_s = s.span_s().unwrap_or(0.0);
-            let types = s.top_types(args.top);
-            let threads = s.top_threads(args.top);
-            if args.json {
-                let v = serde_json::json!({
-                    "file": input.display(),
-                    "events": s.events,
-                    "span_s": span_s,
-                    "events_per_s": s.events_per_s(),
-                    "lost_in_stream": r.meta.events_lost_stream,
-                    "lost_in_log": r.meta.events_lost_log,
-                    "event_types": types.iter().map(|(i, n, b)| serde_json::json!({
-                        "event": String::from_utf8_lossy(&event_name(&r, *i)), "count": n, "payload_bytes": b,
-                        "mean_payload": if *n > 0 { *b as f64 / *n as f64 } else { 0.0 }})).collect::<Vec<_>>(),
-                    "threads": threads.iter().map(|((p, t), n)| serde_json::json!({"pid": p, "thread": t, "events": n})).collect::<Vec<_>>(),
-                });
-                serde_json::to_writer_pretty(&mut out, &v)?;
-                writeln!(out)?;
-                continue;
-            }
-            writeln!(
-                out,
-                "{}: {} events over {:.6} s ({:.0} events/s)",
-                input.display(),
-                s.events,
-                span_s,
-                s.events_per_s()
-            )?;
-            if r.meta.events_lost_stream + r.meta.events_lost_log > 0 {
-                writeln!(
-                    out,
-                    "  LOST: {} in the stream, {} in the log",
-                    r.meta.events_lost_stream, r.meta.events_lost_log
-                )?;
-            }
-            writeln!(
-                out,
-                "\n  {:<32} {:>12} {:>8} {:>14}",
-                "event type", "events", "share", "mean payload"
-            )?;
-            for (i, n, b) in &types {
-                writeln!(
-                    out,
-                    "  {:<32} {n:>12} {:>7.2}% {:>12.1} B",
-                    String::from_utf8_lossy(&event_name(&r, *i)),
-                    *n as f64 * 100.0 / s.events.max(1) as f64,
-                    *b as f64 / (*n).max(1) as f64
-                )?;
-            }
-            writeln!(out, "\n  {:>8} {:>18} {:>12}", "pid", "thread", "events")?;
-            for ((p, t), n) in &threads {
-                writeln!(out, "  {p:>8} {t:>#18x} {n:>12}")?;
-            }
-        }
-        out.flush()?;
-        Ok(ExitCode::SUCCESS)
-    }
-}
+/// The formats POSIX trace logs convert to (`convert --to`).
+static TARGETS: &[Target] = &[
+    Target {
+        names: &["text", "dump"],
+        about: "one line per event, oldest first (what `posix dump` prints)",
+        write: Writer::Own(|input, args| posix_convert(input, args, false)),
+    },
+    Target {
+        names: &["json"],
+        about: "one JSON object per event",
+        write: Writer::Own(|input, args| posix_convert(input, args, true)),
+    },
+];
 
-fn posix_convert(input: &Input, args: &convert::Args) -> Result<ExitCode> {
-    {
-        let mut r = open_log(input)?;
-        match args.to.as_str() {
-            "text" | "dump" | "json" => {
-                let mut out = output(args.output.as_deref())?;
-                let mut p = Printer::new(args.to == "json");
-                let names: BTreeMap<u32, Vec<u8>> = r.types.iter().cloned().collect();
-                while let Some(e) = r.next_event() {
-                    let Ok(e) = e else { continue };
-                    let name = names
-                        .get(&e.info.event_id)
-                        .cloned()
-                        .or_else(|| {
-                            system_event_name(e.info.event_id).map(|s| s.as_bytes().to_vec())
-                        })
-                        .unwrap_or_else(|| format!("event-{}", e.info.event_id).into_bytes());
-                    p.event(&mut out, &e.info, &name, e.data)?;
-                }
-                out.flush()?;
-            }
-            other => bail!(
-                "a POSIX trace log cannot be converted to {other}; targets: chrome, perfetto, text, json"
-            ),
-        }
-        Ok(ExitCode::SUCCESS)
+fn posix_convert(input: &Input, args: &convert::Args, json: bool) -> Result<ExitCode> {
+    let mut r = open_log(input)?;
+    let mut out = output(args.output.as_deref())?;
+    let mut p = Printer::new(json);
+    let names: BTreeMap<u32, Vec<u8>> = r.types.iter().cloned().collect();
+    while let Some(e) = r.next_event() {
+        let Ok(e) = e else { continue };
+        let name = names
+            .get(&e.info.event_id)
+            .cloned()
+            .or_else(|| system_event_name(e.info.event_id).map(|s| s.as_bytes().to_vec()))
+            .unwrap_or_else(|| format!("event-{}", e.info.event_id).into_bytes());
+        p.event(&mut out, &e.info, &name, e.data)?;
     }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(test)]
@@ -594,6 +564,7 @@ mod tests {
             max_data_size: 256,
             filter: vec!["some-event".into()],
             inherit: false,
+            stop_at_exit: false,
             json: false,
             cmd: vec!["sh".into(), "-c".into(), "exit 3".into()],
         };
@@ -605,6 +576,38 @@ mod tests {
         assert_eq!(s.by_type.get(&POSIX_TRACE_STOP).map(|c| c.0), Some(1));
         // The filter names the type in the log's table.
         assert!(r.types.iter().any(|(_, n)| n == b"some-event"));
+    }
+
+    /// `--inherit` records until every process that inherited the stream
+    /// has exited: here the shell's background job, which outlives it.
+    #[test]
+    fn record_inherit_waits_for_a_descendant_that_outlives_the_program() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("i.trace");
+        let done = dir.path().join("done");
+        let args = RecordArgs {
+            stream_size: 1 << 20,
+            policy: None,
+            log: Some(log.clone()),
+            log_policy: LogPolicy::Append,
+            log_size: 1 << 30,
+            max_data_size: 256,
+            filter: Vec::new(),
+            inherit: true,
+            stop_at_exit: false,
+            json: false,
+            cmd: vec![
+                "sh".into(),
+                "-c".into(),
+                "(sleep 0.2; : > \"$1\") & exit 5".into(),
+                "sh".into(),
+                done.to_str().unwrap().into(),
+            ],
+        };
+        assert_eq!(record(args).unwrap(), ExitCode::from(5));
+        assert!(done.exists(), "returned before the program's child ended");
+        let r = LogReader::open_path(&log).unwrap();
+        assert!(r.meta.flags & 1 != 0, "log complete");
     }
 
     #[test]

@@ -11,8 +11,8 @@ pub enum Command {
     /// trace (then: `tracekit build spec`, `tracekit report`).
     Build(crate::cmd::build::RecordArgs),
     /// Run a program with memory (and file-descriptor) allocations
-    /// recorded, with backtraces, as an sp-rtrace text trace (then:
-    /// `tracekit report`, `tracekit rtrace postproc -lcr`).
+    /// recorded, with backtraces, into one compact file, OUT.tkmem (then:
+    /// `tracekit report OUT.tkmem`, `tracekit rtrace postproc -lcr`).
     Mem(crate::cmd::rtrace::RecordArgs),
     // Recording kinds: add yours above this line (one variant).
 }

@@ -1,16 +1,18 @@
 //! `tracekit report`: analyse traces.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Result;
 
+use crate::cmd::output;
 use crate::formats;
 use crate::input::Input;
 
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Examples:\n  tracekit report trace.event.jsonl\n  tracekit report --json /var/log/git-trace2/ > report.json\n  tracekit report trace.xray -m ./app\n  tracekit report --diff before.rtrace after.rtrace   # what grew (memory traces)"
+    after_help = "Examples:\n  tracekit report trace.event.jsonl\n  tracekit report --json /var/log/git-trace2/ > report.json\n  tracekit report trace.xray -m ./app\n  tracekit report --html -o report.html trace.xray -m ./app   # one self-contained page\n  tracekit report --diff before.rtrace after.rtrace   # what grew (memory traces)\n  tracekit report build/                               # a ninja build directory\n  tracekit report --diff old.ninja_log build/          # the targets that got slower\n\n--json prints the structure of docs/report-json.md (\"schema\": \"tracekit.report/1\") for XRay traces and POSIX trace logs; the other dialects print their own JSON until they move to it. --html needs -o (a file, or - for standard output) and is available for XRay traces and POSIX trace logs."
 )]
 pub struct Args {
     /// Trace files or directories (`-` reads standard input). Files of one
@@ -19,8 +21,12 @@ pub struct Args {
     #[arg(required = true, value_name = "FILE|DIR")]
     pub inputs: Vec<PathBuf>,
     /// Print JSON instead of text.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "html")]
     pub json: bool,
+    /// Write one self-contained HTML page (inline SVG charts, sortable
+    /// tables; loads nothing from anywhere): needs -o FILE (or -o -).
+    #[arg(long)]
+    pub html: bool,
     /// Write the report here instead of standard output.
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -32,7 +38,8 @@ pub struct Args {
     #[arg(short = 'm', long = "instr-map", value_name = "BIN")]
     pub instr_map: Option<PathBuf>,
     /// Compare two recordings of the same program: FILE A (the base) and
-    /// FILE B; shows what grew from A to B (memory traces).
+    /// FILE B; shows what grew from A to B (memory traces), or the targets
+    /// that got slower (two .ninja_log files or ninja build directories).
     #[arg(long)]
     pub diff: bool,
 }
@@ -47,9 +54,13 @@ pub fn run(args: Args) -> Result<ExitCode> {
         let [base, new] = &inputs[..] else {
             anyhow::bail!("--diff compares two traces: A (the base) and B");
         };
+        if args.html {
+            eprintln!("tracekit: report --diff has no --html yet");
+            return Ok(ExitCode::from(2));
+        }
         let dialect = formats::detect(base)?;
         let other = formats::detect(new)?;
-        if !std::ptr::addr_eq(dialect, other) {
+        if dialect.name() != other.name() {
             anyhow::bail!(
                 "--diff: {} is {}, {} is {}",
                 base.display(),
@@ -60,12 +71,66 @@ pub fn run(args: Args) -> Result<ExitCode> {
         }
         return dialect.diff(base, new, &args);
     }
+    let groups = formats::group(inputs)?;
+    if args.html {
+        if let Some((d, _)) = groups.iter().find(|(d, _)| !d.reports_as_data()) {
+            eprintln!(
+                "tracekit: report --html: not available for {} yet (XRay traces and POSIX trace logs have it)",
+                d.name()
+            );
+            return Ok(ExitCode::from(2));
+        }
+        if args.output.is_none() {
+            eprintln!(
+                "tracekit: report --html writes a page: give -o FILE (or -o - for standard output)"
+            );
+            return Ok(ExitCode::from(2));
+        }
+    }
     let mut code = ExitCode::SUCCESS;
-    for (dialect, group) in formats::group(inputs)? {
-        let c = dialect.report(&group, &args)?;
+    // The dialects whose reports are data share one output: text as each
+    // group is analysed, one JSON document or one page for all at the end.
+    let mut out: Option<Box<dyn Write>> = None;
+    let mut collected = Vec::new();
+    let failed = |e: std::io::Error| tracekit_core::Error::io(args.output.as_deref(), e);
+    for (dialect, group) in groups {
+        if !dialect.reports_as_data() {
+            if let Some(o) = out.as_mut() {
+                o.flush().map_err(failed)?;
+            }
+            let c = dialect.report(&group, &args)?;
+            if c != ExitCode::SUCCESS {
+                code = c;
+            }
+            continue;
+        }
+        let (reports, c) = dialect.reports(&group, &args)?;
         if c != ExitCode::SUCCESS {
             code = c;
         }
+        if args.html || args.json {
+            collected.extend(reports);
+            continue;
+        }
+        let o = match out.as_mut() {
+            Some(o) => o,
+            None => out.insert(output(args.output.as_deref())?),
+        };
+        tracekit_report::text::write(o, &reports).map_err(failed)?;
+    }
+    if args.html || (args.json && !collected.is_empty()) {
+        let o = match out.as_mut() {
+            Some(o) => o,
+            None => out.insert(output(args.output.as_deref())?),
+        };
+        if args.html {
+            tracekit_report::html::write(o, &collected).map_err(failed)?;
+        } else {
+            tracekit_report::json::write(o, &collected).map_err(failed)?;
+        }
+    }
+    if let Some(mut o) = out {
+        o.flush().map_err(failed)?;
     }
     Ok(code)
 }

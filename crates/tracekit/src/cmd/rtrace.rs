@@ -16,7 +16,7 @@ use tracekit_rtrace::report::{self, Metric, Symbolise};
 use tracekit_rtrace::ItemStream;
 
 use crate::cmd::{convert, info, output};
-use crate::formats::Dialect;
+use crate::formats::{Dialect, Target, Writer};
 use crate::input::Input;
 
 #[derive(clap::Subcommand, Debug)]
@@ -1272,8 +1272,8 @@ impl Dialect for OneImage {
     fn report(&self, inputs: &[Input], args: &crate::cmd::report::Args) -> Result<ExitCode> {
         Rtrace.report(inputs, args)
     }
-    fn convert(&self, input: &Input, args: &convert::Args) -> Result<ExitCode> {
-        Rtrace.convert(input, args)
+    fn targets(&self) -> &'static [Target] {
+        Rtrace.targets()
     }
     fn timeline(
         &self,
@@ -1406,106 +1406,170 @@ impl Dialect for Rtrace {
         Ok(code)
     }
 
-    fn convert(&self, input: &Input, args: &convert::Args) -> Result<ExitCode> {
-        if let Some(rec) = recording_of(input)? {
-            // Each process image converted on its own.
-            let (ext, text) = match args.to.as_str() {
-                "sp-rtrace" | "rtrace" => ("rtrace", true),
-                "heaptrack" => ("heaptrack.zst", false),
-                "heaptrack-text" => ("heaptrack", true),
-                "leaks-folded" | "folded-bytes" | "folded-count" => ("folded", true),
-                _ => ("svg", false),
-            };
-            let outs = image_outputs(&rec, args.output.as_deref(), ext, text)?;
-            for (image, out) in rec.images.iter().zip(outs) {
-                let mut a = args.clone();
-                a.output = out;
-                convert_one(&Trace::Image(image.clone()), &a)?;
-            }
-            return Ok(ExitCode::SUCCESS);
-        }
-        convert_one(&Trace::Input(input), args)
+    fn targets(&self) -> &'static [Target] {
+        TARGETS
     }
 }
 
-/// `convert` of one trace.
-fn convert_one(trace: &Trace, args: &convert::Args) -> Result<ExitCode> {
-    let sym = symbolise(true, &[], None);
-    let flame = |metric: Metric| -> Result<()> {
-        let rep = analyse(trace, 0, &sym)?;
+/// The formats sp-rtrace traces convert to (`convert --to`).
+static TARGETS: &[Target] = &[
+    Target {
+        names: &["sp-rtrace", "rtrace"],
+        about: "the sp-rtrace text, rewritten canonically (a raw recording decoded)",
+        write: Writer::Own(to_rtrace),
+    },
+    Target {
+        names: &["heaptrack"],
+        about: "heaptrack's data file, zstd (name it .zst for heaptrack_print, heaptrack_gui)",
+        write: Writer::Own(|input, args| to_heaptrack(input, args, true)),
+    },
+    Target {
+        names: &["heaptrack-text"],
+        about: "heaptrack's data file, uncompressed",
+        write: Writer::Own(|input, args| to_heaptrack(input, args, false)),
+    },
+    Target {
+        names: &["leaks-svg", "flamegraph"],
+        about: "flame graph (SVG) of leaked bytes by backtrace",
+        write: Writer::Own(|input, args| flame(input, args, Metric::Leaked)),
+    },
+    Target {
+        names: &["flamegraph-bytes"],
+        about: "flame graph of allocated bytes",
+        write: Writer::Own(|input, args| flame(input, args, Metric::Allocated)),
+    },
+    Target {
+        names: &["flamegraph-count"],
+        about: "flame graph of allocation calls",
+        write: Writer::Own(|input, args| flame(input, args, Metric::Allocations)),
+    },
+    Target {
+        names: &["leaks-folded"],
+        about: "folded stacks of leaked bytes",
+        write: Writer::Own(|input, args| folded(input, args, Metric::Leaked)),
+    },
+    Target {
+        names: &["folded-bytes"],
+        about: "folded stacks of allocated bytes",
+        write: Writer::Own(|input, args| folded(input, args, Metric::Allocated)),
+    },
+    Target {
+        names: &["folded-count"],
+        about: "folded stacks of allocation calls",
+        write: Writer::Own(|input, args| folded(input, args, Metric::Allocations)),
+    },
+    Target {
+        names: &["timeline-svg"],
+        about: "memory in use over time (SVG)",
+        write: Writer::Own(timeline_svg),
+    },
+];
+
+/// A recording (a directory or a `.tkmem` file) is converted one process
+/// image at a time, each into its own output named after it
+/// (`image_outputs`); any other input as itself.
+fn each_image(
+    input: &Input,
+    args: &convert::Args,
+    write: &dyn Fn(&Trace, &convert::Args) -> Result<()>,
+) -> Result<ExitCode> {
+    let Some(rec) = recording_of(input)? else {
+        write(&Trace::Input(input), args)?;
+        return Ok(ExitCode::SUCCESS);
+    };
+    let (ext, text) = match args.to.as_str() {
+        "sp-rtrace" | "rtrace" => ("rtrace", true),
+        "heaptrack" => ("heaptrack.zst", false),
+        "heaptrack-text" => ("heaptrack", true),
+        "leaks-folded" | "folded-bytes" | "folded-count" => ("folded", true),
+        _ => ("svg", false),
+    };
+    let outs = image_outputs(&rec, args.output.as_deref(), ext, text)?;
+    for (image, out) in rec.images.iter().zip(outs) {
+        let mut a = args.clone();
+        a.output = out;
+        write(&Trace::Image(image.clone()), &a)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn to_rtrace(input: &Input, args: &convert::Args) -> Result<ExitCode> {
+    each_image(input, args, &|trace, args| {
+        let mut out = output(args.output.as_deref())?;
+        if trace.is_recording() {
+            // A recording's text, as `record mem --format text` writes it.
+            copy_text(
+                &mut *trace.text()?,
+                &mut *out,
+                &trace.name(),
+                args.output.as_deref(),
+            )?;
+        } else {
+            postproc::run(trace.items()?, &Options::default(), out)
+                .map_err(|e| trace.error(e))?;
+        }
+        Ok(())
+    })
+}
+
+fn to_heaptrack(input: &Input, args: &convert::Args, zstd: bool) -> Result<ExitCode> {
+    each_image(input, args, &|trace, args| {
+        let sym = symbolise(true, &[], None);
+        let out = output(args.output.as_deref())?;
+        let name = trace.name();
+        let stats = if zstd {
+            if let Some(p) = &args.output {
+                if p.extension().is_none_or(|e| e != "zst") {
+                    eprintln!(
+                        "tracekit: note: heaptrack_print and heaptrack_gui read a compressed file only when its name ends in .zst"
+                    );
+                }
+            }
+            heaptrack::write_zst(trace.items()?, out, &sym)
+        } else {
+            heaptrack::convert(trace.items()?, out, &sym)
+        }
+        .map_err(|e| trace.error(e))?;
+        if stats.other_resources > 0 || stats.unmatched_frees > 0 {
+            eprintln!(
+                "tracekit: {name}: not in the heaptrack file: {} call(s) of other resource types (heaptrack records memory only), {} free(s) of blocks never seen allocated",
+                stats.other_resources,
+                stats.unmatched_frees
+            );
+        }
+        super::print_warnings(&name, &stats.warnings);
+        Ok(())
+    })
+}
+
+fn flame(input: &Input, args: &convert::Args, metric: Metric) -> Result<ExitCode> {
+    each_image(input, args, &|trace, args| {
+        let rep = analyse(trace, 0, &symbolise(true, &[], None))?;
         let mut out = output(args.output.as_deref())?;
         rep.write_flamegraph(metric, &mut out)?;
         out.flush()?;
         Ok(())
-    };
-    let folded = |metric: Metric| -> Result<()> {
-        let rep = analyse(trace, 0, &sym)?;
+    })
+}
+
+fn folded(input: &Input, args: &convert::Args, metric: Metric) -> Result<ExitCode> {
+    each_image(input, args, &|trace, args| {
+        let rep = analyse(trace, 0, &symbolise(true, &[], None))?;
         let mut out = output(args.output.as_deref())?;
         out.write_all(&rep.folded(metric))?;
         out.flush()?;
         Ok(())
-    };
-    let name = trace.name();
-    match args.to.as_str() {
-        "sp-rtrace" | "rtrace" if trace.is_recording() => {
-            // A recording's text, as `record mem --format text` writes it.
-            let mut out = output(args.output.as_deref())?;
-            copy_text(
-                &mut *trace.text()?,
-                &mut *out,
-                &name,
-                args.output.as_deref(),
-            )?;
-        }
-        "sp-rtrace" | "rtrace" => {
-            let out = output(args.output.as_deref())?;
-            postproc::run(trace.items()?, &Options::default(), out).map_err(|e| trace.error(e))?;
-        }
-        "heaptrack" | "heaptrack-text" => {
-            let out = output(args.output.as_deref())?;
-            let stats = if args.to == "heaptrack" {
-                if let Some(p) = &args.output {
-                    if p.extension().is_none_or(|e| e != "zst") {
-                        eprintln!(
-                            "tracekit: note: heaptrack_print and heaptrack_gui read a compressed file only when its name ends in .zst"
-                        );
-                    }
-                }
-                heaptrack::write_zst(trace.items()?, out, &sym)
-            } else {
-                heaptrack::convert(trace.items()?, out, &sym)
-            }
-            .map_err(|e| trace.error(e))?;
-            if stats.other_resources > 0 || stats.unmatched_frees > 0 {
-                eprintln!(
-                    "tracekit: {name}: not in the heaptrack file: {} call(s) of other resource types (heaptrack records memory only), {} free(s) of blocks never seen allocated",
-                    stats.other_resources,
-                    stats.unmatched_frees
-                );
-            }
-            super::print_warnings(&name, &stats.warnings);
-        }
-        "leaks-folded" => folded(Metric::Leaked)?,
-        "folded-bytes" => folded(Metric::Allocated)?,
-        "folded-count" => folded(Metric::Allocations)?,
-        "leaks-svg" | "flamegraph" => flame(Metric::Leaked)?,
-        "flamegraph-bytes" => flame(Metric::Allocated)?,
-        "flamegraph-count" => flame(Metric::Allocations)?,
-        "timeline-svg" => {
-            let rep = analyse(trace, 0, &Symbolise::none())?;
-            let mut out = output(args.output.as_deref())?;
-            rep.write_timeline_svg(&mut out)?;
-            out.flush()?;
-        }
-        other => bail!(
-            "sp-rtrace cannot be converted to {other}; targets: sp-rtrace (canonical rewrite), \
-             heaptrack (heaptrack's data file, zstd; heaptrack-text uncompressed), \
-             leaks-svg / flamegraph-bytes / flamegraph-count (flame graphs of leaked bytes, \
-             allocated bytes, allocation calls), leaks-folded / folded-bytes / folded-count \
-             (their folded stacks), timeline-svg"
-        ),
-    }
-    Ok(ExitCode::SUCCESS)
+    })
+}
+
+fn timeline_svg(input: &Input, args: &convert::Args) -> Result<ExitCode> {
+    each_image(input, args, &|trace, args| {
+        let rep = analyse(trace, 0, &Symbolise::none())?;
+        let mut out = output(args.output.as_deref())?;
+        rep.write_timeline_svg(&mut out)?;
+        out.flush()?;
+        Ok(())
+    })
 }
 
 #[cfg(all(test, target_arch = "x86_64", target_os = "linux"))]

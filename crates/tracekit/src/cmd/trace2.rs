@@ -16,7 +16,7 @@ use tracekit_trace2::timeline::Trace2Timeline;
 use tracekit_trace2::Event;
 
 use crate::cmd::{convert, info, output};
-use crate::formats::Dialect;
+use crate::formats::{Dialect, Target, Writer};
 use crate::input::{dir_files, mmap_file, Input};
 use crate::progress::Progress;
 
@@ -110,18 +110,18 @@ fn for_each_source(
     Ok(all)
 }
 
-/// Calls `f` with every event of every source, and collects unreadable
-/// records as warnings (per source name). `on_source` learns each
-/// source's format and size.
+/// Calls `f` with every event of every source (and the line its record
+/// starts at), and collects unreadable records as warnings (per source
+/// name). `on_source` learns each source's format and size.
 fn read_events(
     input: &Input,
-    mut f: impl FnMut(&Event<'_>) -> Result<()>,
+    mut f: impl FnMut(&Event<'_>, u64) -> Result<()>,
     mut on_source: impl FnMut(Format, u64),
 ) -> Result<Vec<(String, Warnings)>> {
     for_each_source(input, |name, format, content, warnings| {
         let one = |rec: reader::Record<'_>| -> Result<()> {
             match rec.parse_or_warn(format, warnings) {
-                Some(ev) => f(&ev),
+                Some(ev) => f(&ev, rec.line),
                 None => Ok(()),
             }
         };
@@ -163,8 +163,8 @@ fn each_record(
     }
 }
 
-/// Calls `one` with the event of every record of one source, in order,
-/// and warns (in `warnings`) at each record that does not parse: a mapped
+/// Calls `one` with the event of every record of one source and its line,
+/// in order, and warns (in `warnings`) at each record that does not parse: a mapped
 /// file through [`reader::for_each_event_parsed_ahead`] (parsed on a
 /// thread of its own, ahead of `one`, with a progress bar), a stream as it
 /// comes, on the caller's thread.
@@ -173,7 +173,7 @@ fn each_event_parsed_ahead(
     format: Format,
     content: Content<'_>,
     warnings: &mut Warnings,
-    mut one: impl FnMut(&Event<'_>) -> Result<()>,
+    mut one: impl FnMut(&Event<'_>, u64) -> Result<()>,
 ) -> Result<()> {
     match content {
         Content::Mapped(map) => {
@@ -189,7 +189,7 @@ fn each_event_parsed_ahead(
         stream => {
             each_record(name, format, stream, |rec| {
                 match rec.parse_or_warn(format, warnings) {
-                    Some(ev) => one(&ev),
+                    Some(ev) => one(&ev, rec.line),
                     None => Ok(()),
                 }
             })?;
@@ -213,6 +213,22 @@ pub(crate) fn print_all_warnings(all: &[(String, Warnings)]) -> bool {
         }
     }
     lost
+}
+
+/// Says which records the timeline drew otherwise than the model wants (a
+/// `region_leave` with no region open, ...): drawn as instants, so nothing
+/// is lost, but the input is not what git writes.
+fn print_placement_warnings(all: &[(String, Warnings)]) {
+    for (name, w) in all {
+        if w.is_empty() {
+            continue;
+        }
+        super::print_warnings(name, w);
+        eprintln!(
+            "tracekit: {name}: {} records did not fit the timeline as they are and were drawn as instants",
+            w.total()
+        );
+    }
 }
 
 fn exit_code(lost: bool) -> ExitCode {
@@ -241,7 +257,7 @@ impl Dialect for Trace2 {
             let mut bytes = 0u64;
             let warnings = read_events(
                 input,
-                |ev| {
+                |ev, _| {
                     summary.add(ev);
                     Ok(())
                 },
@@ -302,6 +318,16 @@ impl Dialect for Trace2 {
             report::write_text(&rep, &mut out, args.top)?;
         }
         out.flush()?;
+        // Records the report could not pair are in it (anomalies); said
+        // here too, like every record a verb cannot place.
+        let a = &rep.anomalies;
+        if a.unmatched_region_leave + a.unmatched_child_exit > 0 {
+            eprintln!(
+                "tracekit: warning: {} region_leave records without region_enter and {} child_exit records without child_start \
+                 (kept in their processes, counted in the report's anomalies)",
+                a.unmatched_region_leave, a.unmatched_child_exit
+            );
+        }
         Ok(exit_code(print_all_warnings(&all)))
     }
 
@@ -313,9 +339,21 @@ impl Dialect for Trace2 {
     ) -> Result<ExitCode> {
         let source = input.display().to_string();
         let mut tl = Trace2Timeline::new(sink, &source);
-        let warnings = read_events(input, |ev| Ok(tl.add(ev)?), |_, _| {})?;
+        let mut placed = Vec::new();
+        let warnings = for_each_source(input, |name, format, content, warnings| {
+            each_record(name, format, content, |rec| -> Result<()> {
+                if let Some(ev) = rec.parse_or_warn(format, warnings) {
+                    tl.add_at(&ev, Position::Line(rec.line))?;
+                }
+                Ok(())
+            })?;
+            placed.push((name.to_string(), tl.take_warnings()));
+            Ok(())
+        })?;
         tl.finish()?;
-        Ok(exit_code(print_all_warnings(&warnings)))
+        let lost = print_all_warnings(&warnings);
+        print_placement_warnings(&placed);
+        Ok(exit_code(lost))
     }
 
     fn tables(
@@ -398,93 +436,113 @@ impl Dialect for Trace2 {
         path.is_file()
     }
 
-    fn convert(&self, input: &Input, args: &convert::Args) -> Result<ExitCode> {
-        #[derive(Clone, Copy)]
-        enum Target {
-            Event,
-            Perf,
-            Normal,
-        }
-        let target = match args.to.as_str() {
-            "trace2-event" | "event" => Target::Event,
-            "trace2-perf" | "perf" => Target::Perf,
-            "trace2-normal" | "normal" => Target::Normal,
-            other => anyhow::bail!(
-                "{}: cannot convert Git Trace2 to '{other}' (targets: trace2-event, trace2-perf, trace2-normal, chrome, perfetto)",
-                input.display()
-            ),
-        };
-        let mut out = output(args.output.as_deref())?;
-        // Created at the first source: the variant follows its input's
-        // unless --brief/--full say otherwise.
-        let mut conv: Option<Converter> = None;
-        let mut buf = Vec::with_capacity(1 << 16);
-        let mut failed: Option<String> = None;
-        let mut notes = Vec::new();
-        let warnings = for_each_source(input, |name, format, content, warnings| {
-            if failed.is_some() {
-                return Ok(());
-            }
-            let conv = conv.get_or_insert_with(|| {
-                let brief = if args.brief {
-                    true
-                } else if args.full {
-                    false
-                } else {
-                    match format {
-                        Format::Perf { brief } | Format::Normal { brief } => brief,
-                        Format::Event => reader::event_is_brief(match &content {
-                            Content::Mapped(map) => &map[..map.len().min(64 * 1024)],
-                            Content::Stream(_) => &input.head,
-                        }),
-                    }
-                };
-                Converter::new(match target {
-                    Target::Event => Format::Event,
-                    Target::Perf => Format::Perf { brief },
-                    Target::Normal => Format::Normal { brief },
-                })
-            });
-            let mut one = |rec: reader::Record<'_>| -> Result<()> {
-                let Some(ev) = rec.parse_or_warn(format, warnings) else {
-                    return Ok(());
-                };
-                if let Err(e) = conv.write(&ev, &mut buf) {
-                    failed = Some(format!("{name}:{}: {e}", rec.line));
-                    // Stop reading this source; the error is reported below.
-                    return Err(anyhow::anyhow!("stop"));
-                }
-                if buf.len() >= 1 << 16 {
-                    out.write_all(&buf)?;
-                    buf.clear();
-                }
-                Ok(())
-            };
-            let read = each_record(name, format, content, &mut one).map(|_| ());
-            // Values derived less exactly (a git version not in the table):
-            // said, but the conversion is complete.
-            notes.extend(
-                conv.take_notes()
-                    .into_iter()
-                    .map(|n| format!("{name}: warning: {n}")),
-            );
-            match read {
-                Err(_) if failed.is_some() => Ok(()),
-                other => other,
-            }
-        })?;
-        out.write_all(&buf)?;
-        out.flush()?;
-        for note in notes {
-            eprintln!("tracekit: {note}");
-        }
-        let lost = print_all_warnings(&warnings);
-        if let Some(msg) = failed {
-            eprintln!("tracekit: {msg}");
-            return Ok(ExitCode::from(1));
-        }
-        Ok(exit_code(lost))
+    fn targets(&self) -> &'static [Target] {
+        TARGETS
     }
+}
+
+/// The formats Git Trace2 converts to itself (`convert --to`).
+static TARGETS: &[Target] = &[
+    Target {
+        names: &["trace2-event", "event"],
+        about: "Git Trace2 EVENT (JSON lines)",
+        write: Writer::Own(|input, args| convert_to(input, args, Written::Event)),
+    },
+    Target {
+        names: &["trace2-perf", "perf"],
+        about: "Git Trace2 PERF, as git writes it",
+        write: Writer::Own(|input, args| convert_to(input, args, Written::Perf)),
+    },
+    Target {
+        names: &["trace2-normal", "normal"],
+        about: "Git Trace2 NORMAL, as git writes it",
+        write: Writer::Own(|input, args| convert_to(input, args, Written::Normal)),
+    },
+];
+
+#[derive(Clone, Copy)]
+enum Written {
+    Event,
+    Perf,
+    Normal,
+}
+
+/// `convert --to trace2-*`: every record in the `target` format.
+fn convert_to(input: &Input, args: &convert::Args, target: Written) -> Result<ExitCode> {
+    let mut out = output(args.output.as_deref())?;
+    // Created at the first source: the variant follows its input's
+    // unless --brief/--full say otherwise.
+    let mut conv: Option<Converter> = None;
+    let mut buf = Vec::with_capacity(1 << 16);
+    // Records the target cannot be written from (a value it needs that
+    // the input lacks), per source: said at their line and skipped; the
+    // records after them are converted as usual.
+    let mut unconverted: Vec<(String, Warnings)> = Vec::new();
+    let mut notes = Vec::new();
+    let warnings = for_each_source(input, |name, format, content, warnings| {
+        let conv = conv.get_or_insert_with(|| {
+            let brief = if args.brief {
+                true
+            } else if args.full {
+                false
+            } else {
+                match format {
+                    Format::Perf { brief } | Format::Normal { brief } => brief,
+                    Format::Event => reader::event_is_brief(match &content {
+                        Content::Mapped(map) => &map[..map.len().min(64 * 1024)],
+                        Content::Stream(_) => &input.head,
+                    }),
+                }
+            };
+            Converter::new(match target {
+                Written::Event => Format::Event,
+                Written::Perf => Format::Perf { brief },
+                Written::Normal => Format::Normal { brief },
+            })
+        });
+        let mut skipped = Warnings::default();
+        let mut one = |rec: reader::Record<'_>| -> Result<()> {
+            let Some(ev) = rec.parse_or_warn(format, warnings) else {
+                return Ok(());
+            };
+            if let Err(e) = conv.write(&ev, &mut buf) {
+                skipped.push(Position::Line(rec.line), e.message);
+            }
+            if buf.len() >= 1 << 16 {
+                out.write_all(&buf)?;
+                buf.clear();
+            }
+            Ok(())
+        };
+        let read = each_record(name, format, content, &mut one).map(|_| ());
+        // Values derived less exactly (a git version not in the table):
+        // said, but the conversion is complete.
+        notes.extend(
+            conv.take_notes()
+                .into_iter()
+                .map(|n| format!("{name}: warning: {n}")),
+        );
+        if !skipped.is_empty() {
+            unconverted.push((name.to_string(), skipped));
+        }
+        read
+    })?;
+    out.write_all(&buf)?;
+    out.flush()?;
+    for note in notes {
+        eprintln!("tracekit: {note}");
+    }
+    let mut lost = print_all_warnings(&warnings);
+    for (name, w) in &unconverted {
+        super::print_warnings(name, w);
+        eprintln!(
+            "tracekit: {name}: {} records could not be converted to {} and were skipped",
+            w.total(),
+            args.to
+        );
+        lost = true;
+    }
+    Ok(exit_code(lost))
 }
 
 fn fmt_utc(u: tracekit_trace2::time::UnixMicros) -> String {
@@ -644,14 +702,18 @@ fn tables_one_pass(input: &Input, tables: &mut tracekit_parquet::Tables<'_>) -> 
         pending: &pending,
     };
     let mut tl = Trace2Timeline::new(&mut sink, &source);
+    let mut placed = Vec::new();
     let warnings = for_each_source(input, |name, format, content, warnings| {
         let id = builder.source(name);
-        each_event_parsed_ahead(name, format, content, warnings, |ev| {
+        each_event_parsed_ahead(name, format, content, warnings, |ev, line| {
             builder.add(ev, id);
-            Ok(tl.add(ev)?)
-        })
+            Ok(tl.add_at(ev, Position::Line(line))?)
+        })?;
+        placed.push((name.to_string(), tl.take_warnings()));
+        Ok(())
     })?;
     tl.finish()?;
+    print_placement_warnings(&placed);
     // The sessions still open at the end.
     drop(builder.finish());
     sink.drain()?;

@@ -18,12 +18,11 @@ use tracekit_xray::account::SortField;
 use tracekit_xray::commands;
 use tracekit_xray::graph::Stat;
 use tracekit_xray::names::FunctionNames;
-use tracekit_xray::profile::FunctionTotals;
-use tracekit_xray::summary::{ticks_to_secs, Summary};
+use tracekit_xray::summary::Summary;
 use tracekit_xray::{LogKind, Trace};
 
 use crate::cmd::{convert, info, output, print_warnings, report};
-use crate::formats::Dialect;
+use crate::formats::{Dialect, Target, Writer};
 use crate::input::Input;
 use crate::progress::Progress;
 
@@ -442,26 +441,15 @@ fn stat(s: &str) -> Result<Stat> {
     })
 }
 
-/// A reader that closed the pipe (`| head`) is not an error.
-fn quiet_pipe(r: Result<ExitCode>) -> Result<ExitCode> {
-    match r {
-        Err(e)
-            if e.chain().any(|c| {
-                c.downcast_ref::<std::io::Error>()
-                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-                    || c.downcast_ref::<tracekit_core::Error>().is_some_and(|t| {
-                        matches!(t, tracekit_core::Error::Io { source, .. } if source.kind() == std::io::ErrorKind::BrokenPipe)
-                    })
-            }) =>
-        {
-            Ok(ExitCode::SUCCESS)
-        }
-        other => other,
-    }
+/// `tracekit xray` as it parses its arguments (after [`normalise`]): its
+/// subcommands and flags, for the man pages and shell completions.
+pub fn command() -> clap::Command {
+    use clap::CommandFactory;
+    XrayCli::command()
 }
 
 pub fn run(raw: RawArgs) -> Result<ExitCode> {
-    quiet_pipe(run_inner(raw))
+    run_inner(raw)
 }
 
 fn run_inner(raw: RawArgs) -> Result<ExitCode> {
@@ -530,8 +518,19 @@ fn run_inner(raw: RawArgs) -> Result<ExitCode> {
                 },
             };
             let mut out = output(a.output.as_deref())?;
-            let w = if a.json {
-                let (rows, _, w) = in_file(commands::account_rows(&trace, &args), &a.input)?;
+            let (rows, total, w) = match commands::account_rows(&trace, &names, &args) {
+                Err(tracekit_core::Error::Other(m)) if m.starts_with("Error processing record") => {
+                    // llvm-xray's report: the record and the threads'
+                    // stacks, then the failure.
+                    eprintln!("{m}");
+                    anyhow::bail!(
+                        "Failed accounting function calls in file '{}'.",
+                        a.input.display()
+                    );
+                }
+                r => in_file(r, &a.input)?,
+            };
+            if a.json {
                 let rows: Vec<serde_json::Value> = rows
                     .iter()
                     .map(|r| {
@@ -547,23 +546,11 @@ fn run_inner(raw: RawArgs) -> Result<ExitCode> {
                     .collect();
                 serde_json::to_writer_pretty(&mut out, &rows)?;
                 writeln!(out)?;
-                w
+            } else if args.csv {
+                tracekit_xray::account::write_csv(&mut out, &rows, &names)?;
             } else {
-                match commands::account(&trace, &names, &args, &mut out) {
-                    Err(tracekit_core::Error::Other(m))
-                        if m.starts_with("Error processing record") =>
-                    {
-                        // llvm-xray's report: the record, then the failure.
-                        out.flush()?;
-                        eprintln!("{m}");
-                        anyhow::bail!(
-                            "Failed accounting function calls in file '{}'.",
-                            a.input.display()
-                        );
-                    }
-                    r => in_file(r, &a.input)?,
-                }
-            };
+                tracekit_xray::account::write_text(&mut out, total, &rows, &names)?;
+            }
             out.flush()?;
             print_warnings(a.input.display(), &w);
         }
@@ -724,6 +711,7 @@ impl Dialect for Xray {
 
     fn info(&self, inputs: &[Input], args: &info::Args) -> Result<ExitCode> {
         let mut all = Vec::new();
+        let mut out = super::stdout();
         for input in inputs {
             let bytes = open_bytes(&input.path)?;
             let rel = releaser(&bytes, &input.path);
@@ -764,27 +752,30 @@ impl Dialect for Xray {
             if args.json {
                 all.push(v);
             } else {
-                println!(
+                writeln!(
+                    out,
                     "{}: LLVM XRay {kind} log, version {} ({:?}-endian)",
                     input.display(),
                     h.version,
                     h.endian
-                );
-                println!("  cycle frequency: {} Hz", h.cycle_frequency);
+                )?;
+                writeln!(out, "  cycle frequency: {} Hz", h.cycle_frequency)?;
                 if trace.is_fdr_log() {
-                    println!(
+                    writeln!(
+                        out,
                         "  buffers:         {} (buffer size {} bytes)",
                         trace.blocks.len(),
                         h.buffer_size
-                    );
+                    )?;
                 }
-                println!("  records:         {total}");
+                writeln!(out, "  records:         {total}")?;
                 for (k, n) in counts {
-                    println!("    {k:<20} {n}");
+                    writeln!(out, "    {k:<20} {n}")?;
                 }
-                println!("  threads:         {}", summary.threads);
-                println!("  processes:       {}", summary.processes);
-                println!("  time span:       {span:.6} s");
+                writeln!(out, "  threads:         {}", summary.threads)?;
+                writeln!(out, "  processes:       {}", summary.processes)?;
+                writeln!(out, "  time span:       {span:.6} s")?;
+                out.flush()?;
                 print_warnings(input.path.display(), warnings);
                 if let Some(e) = error {
                     eprintln!("tracekit: {e}");
@@ -797,107 +788,43 @@ impl Dialect for Xray {
             } else {
                 serde_json::Value::Array(all)
             };
-            println!("{}", serde_json::to_string_pretty(&v)?);
-        }
-        Ok(ExitCode::SUCCESS)
-    }
-
-    fn report(&self, inputs: &[Input], args: &report::Args) -> Result<ExitCode> {
-        let names = names_for(&args.instr_map)?;
-        let mut out = output(args.output.as_deref())?;
-        let mut json_all = Vec::new();
-        for input in inputs {
-            let bytes = open_bytes(&input.path)?;
-            let rel = releaser(&bytes, &input.path);
-            let trace = open_trace(&input.path, &bytes, &*rel)?;
-            let (p, w) = in_file(commands::profile(&trace), &input.path)?;
-            let freq = trace.header.cycle_frequency;
-            let secs = |t: u64| ticks_to_secs(freq, t);
-            let name = |id: i32| names.symbol_or_number(id).to_string();
-            let hot = p.hottest(args.top);
-            let (by_total, by_self, by_calls) = (&hot.by_total, &hot.by_self, &hot.by_calls);
-            let deepest = p.deepest(args.top.min(10));
-            if args.json {
-                let row = |(id, t): &(i32, FunctionTotals)| {
-                    serde_json::json!({"funcid": id, "function": name(*id), "calls": t.calls,
-                        "total_s": secs(t.total), "self_s": secs(t.self_time)})
-                };
-                json_all.push(serde_json::json!({
-                    "file": input.display(),
-                    "records": p.records,
-                    "events": p.events,
-                    "functions": p.functions.len(),
-                    "by_total": by_total.iter().map(row).collect::<Vec<_>>(),
-                    "by_self": by_self.iter().map(row).collect::<Vec<_>>(),
-                    "by_calls": by_calls.iter().map(row).collect::<Vec<_>>(),
-                    "deepest_stacks": deepest.iter().map(|&n| serde_json::json!({
-                        "depth": p.nodes[n].depth,
-                        "stack": p.path(n).into_iter().map(name).collect::<Vec<_>>(),
-                    })).collect::<Vec<_>>(),
-                    "warnings": w.kept().iter().map(|x| x.message.clone()).collect::<Vec<_>>(),
-                }));
-            } else {
-                writeln!(
-                    out,
-                    "{}: {} records, {} events, {} functions",
-                    input.display(),
-                    p.records,
-                    p.events,
-                    p.functions.len()
-                )?;
-                let table = |out: &mut Box<dyn Write>,
-                             title: &str,
-                             rows: &[(i32, FunctionTotals)]|
-                 -> Result<()> {
-                    writeln!(out, "\n{title}")?;
-                    writeln!(
-                        out,
-                        "  {:>12} {:>12} {:>10}  function",
-                        "total s", "self s", "calls"
-                    )?;
-                    for (id, t) in rows {
-                        writeln!(
-                            out,
-                            "  {:>12.6} {:>12.6} {:>10}  {}",
-                            secs(t.total),
-                            secs(t.self_time),
-                            t.calls,
-                            name(*id)
-                        )?;
-                    }
-                    Ok(())
-                };
-                table(
-                    &mut out,
-                    "Hottest functions by total (inclusive) time:",
-                    by_total,
-                )?;
-                table(&mut out, "Hottest functions by self time:", by_self)?;
-                table(&mut out, "Most called functions:", by_calls)?;
-                writeln!(out, "\nDeepest stacks:")?;
-                for &n in &deepest {
-                    let path: Vec<String> = p.path(n).into_iter().map(name).collect();
-                    writeln!(out, "  depth {:>4}: {}", p.nodes[n].depth, path.join(" > "))?;
-                }
-                writeln!(out)?;
-            }
-            print_warnings(input.path.display(), &w);
-        }
-        if args.json {
-            let v = if json_all.len() == 1 {
-                json_all.remove(0)
-            } else {
-                serde_json::Value::Array(json_all)
-            };
-            serde_json::to_writer_pretty(&mut out, &v)?;
-            writeln!(out)?;
+            writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
         }
         out.flush()?;
         Ok(ExitCode::SUCCESS)
     }
 
-    fn convert(&self, input: &Input, args: &convert::Args) -> Result<ExitCode> {
-        quiet_pipe(self.convert_inner(input, args))
+    fn reports_as_data(&self) -> bool {
+        true
+    }
+
+    fn reports(
+        &self,
+        inputs: &[Input],
+        args: &report::Args,
+    ) -> Result<(Vec<tracekit_report::Report>, ExitCode)> {
+        let names = names_for(&args.instr_map)?;
+        let opts = tracekit_xray::report::Options {
+            top: args.top,
+            ..Default::default()
+        };
+        let mut reports = Vec::with_capacity(inputs.len());
+        for input in inputs {
+            let bytes = open_bytes(&input.path)?;
+            let rel = releaser(&bytes, &input.path);
+            let trace = open_trace(&input.path, &bytes, &*rel)?;
+            let (rep, w) = in_file(
+                tracekit_xray::report::build(&trace, &names, &input.display().to_string(), &opts),
+                &input.path,
+            )?;
+            print_warnings(input.path.display(), &w);
+            reports.push(rep);
+        }
+        Ok((reports, ExitCode::SUCCESS))
+    }
+
+    fn targets(&self) -> &'static [Target] {
+        TARGETS
     }
 
     fn timeline(
@@ -919,7 +846,7 @@ impl Dialect for Xray {
             print_warnings(input.path.display(), &w);
             Ok(ExitCode::SUCCESS)
         };
-        quiet_pipe(run())
+        run()
     }
 
     fn tables(
@@ -942,7 +869,7 @@ impl Dialect for Xray {
             crate::formats::warn_row_stats(input, &stats);
             Ok(ExitCode::SUCCESS)
         };
-        quiet_pipe(run())
+        run()
     }
 
     fn tables_in_one_pass(&self, _path: &std::path::Path) -> bool {
@@ -950,48 +877,98 @@ impl Dialect for Xray {
     }
 }
 
-impl Xray {
-    fn convert_inner(&self, input: &Input, args: &convert::Args) -> Result<ExitCode> {
-        let names = names_for(&args.instr_map)?;
-        let bytes = open_bytes(&input.path)?;
-        let rel = releaser(&bytes, &input.path);
-        let trace = open_trace(&input.path, &bytes, &*rel)?;
-        let mut out = output(args.output.as_deref())?;
-        let w = match args.to.as_str() {
-            "chrome" => in_file(commands::convert_chrome(&trace, &names, &mut out), &input.path)?,
-            "folded" | "svg" => {
-                let (p, w) = in_file(commands::profile(&trace), &input.path)?;
-                let mut folded = Vec::new();
-                in_file(commands::write_folded(&p, &names, &mut folded), &input.path)?;
-                if args.to == "folded" {
-                    out.write_all(&folded)?;
-                } else {
-                    let title = format!("{} (self time, ticks)", input.display());
-                    tracekit_export::flame::svg_from_folded(
-                        &folded,
-                        &tracekit_export::flame::FlameOptions {
-                            title: &title,
-                            count_name: "ticks",
-                            inverted: false,
-                        },
-                        &mut out,
-                    )?;
-                }
-                w
+/// The formats XRay traces convert to (`convert --to`).
+static TARGETS: &[Target] = &[
+    Target {
+        names: &["folded"],
+        about: "folded stacks of self time in ticks (flamegraph.pl, inferno, speedscope)",
+        write: Writer::Own(|input, args| convert_to(input, args, Written::Folded)),
+    },
+    Target {
+        names: &["svg"],
+        about: "a flame graph (SVG) of self time",
+        write: Writer::Own(|input, args| convert_to(input, args, Written::Svg)),
+    },
+    Target {
+        names: &["yaml"],
+        about: "llvm-xray's YAML trace (`llvm-xray convert -f yaml`)",
+        write: Writer::Own(|input, args| convert_to(input, args, Written::Yaml)),
+    },
+    Target {
+        names: &["trace_event"],
+        about: "llvm-xray's Chrome trace_event JSON (`llvm-xray convert -f trace_event`)",
+        write: Writer::Own(|input, args| convert_to(input, args, Written::TraceEvent)),
+    },
+    Target {
+        names: &["fdr"],
+        about: "an FDR v5 log, laid out as compiler-rt writes it",
+        write: Writer::Own(|input, args| convert_to(input, args, Written::Fdr)),
+    },
+    Target {
+        names: &["basic", "raw"],
+        about: "a basic (naive) log (`llvm-xray convert -f raw`)",
+        write: Writer::Own(|input, args| convert_to(input, args, Written::Basic)),
+    },
+];
+
+#[derive(Clone, Copy, PartialEq)]
+enum Written {
+    Folded,
+    Svg,
+    Yaml,
+    TraceEvent,
+    Fdr,
+    Basic,
+}
+
+fn convert_to(input: &Input, args: &convert::Args, to: Written) -> Result<ExitCode> {
+    let names = names_for(&args.instr_map)?;
+    let bytes = open_bytes(&input.path)?;
+    let rel = releaser(&bytes, &input.path);
+    let trace = open_trace(&input.path, &bytes, &*rel)?;
+    let mut out = output(args.output.as_deref())?;
+    let symbolized = args.instr_map.is_some();
+    let w = match to {
+        Written::Folded | Written::Svg => {
+            let (p, w) = in_file(commands::profile(&trace), &input.path)?;
+            let mut folded = Vec::new();
+            in_file(commands::write_folded(&p, &names, &mut folded), &input.path)?;
+            if to == Written::Folded {
+                out.write_all(&folded)?;
+            } else {
+                let title = format!("{} (self time, ticks)", input.display());
+                tracekit_export::flame::svg_from_folded(
+                    &folded,
+                    &tracekit_export::flame::FlameOptions {
+                        title: &title,
+                        count_name: "ticks",
+                        inverted: false,
+                    },
+                    &mut out,
+                )?;
             }
-            "yaml" => in_file(commands::convert_yaml(&trace, &names, args.instr_map.is_some(), true, &mut out), &input.path)?,
-            "trace_event" => in_file(commands::convert_trace_event(&trace, &names, args.instr_map.is_some(), true, &mut out), &input.path)?,
-            "fdr" => in_file(tracekit_xray::writer::convert_to_fdr(&trace, &mut out), &input.path)?,
-            "basic" | "raw" => in_file(tracekit_xray::writer::convert_to_basic(&trace, &mut out), &input.path)?,
-            other => anyhow::bail!(
-                "{}: XRay traces convert to chrome, folded, svg, yaml, trace_event, fdr, basic (not {other:?})",
-                input.display()
-            ),
-        };
-        out.flush()?;
-        print_warnings(input.path.display(), &w);
-        Ok(ExitCode::SUCCESS)
-    }
+            w
+        }
+        Written::Yaml => in_file(
+            commands::convert_yaml(&trace, &names, symbolized, true, &mut out),
+            &input.path,
+        )?,
+        Written::TraceEvent => in_file(
+            commands::convert_trace_event(&trace, &names, symbolized, true, &mut out),
+            &input.path,
+        )?,
+        Written::Fdr => in_file(
+            tracekit_xray::writer::convert_to_fdr(&trace, &mut out),
+            &input.path,
+        )?,
+        Written::Basic => in_file(
+            tracekit_xray::writer::convert_to_basic(&trace, &mut out),
+            &input.path,
+        )?,
+    };
+    out.flush()?;
+    print_warnings(input.path.display(), &w);
+    Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(test)]

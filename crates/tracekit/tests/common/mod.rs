@@ -1,10 +1,13 @@
 //! Helpers of the CLI tests that drive `tracekit trace2 listen` with real
 //! git (trace2_listen.rs, otlp.rs): a scratch HOME with a repository, the
 //! listener as a child process, and the check for an optional Python
-//! module.
+//! module; a POSIX trace log made with the library (the CLI tests of
+//! every dialect).
 
 // Each test binary uses a part of this module.
 #![allow(dead_code)]
+
+pub mod chromium;
 
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::CommandExt;
@@ -203,4 +206,24 @@ impl Scratch {
             child.wait().unwrap();
         }
     }
+}
+
+/// A POSIX trace log of `events` events, written with tracekit's own
+/// POSIX trace library (log policy UNTIL_FULL, 1 MiB).
+pub fn posix_log(path: &Path, events: u32) {
+    use std::os::fd::AsRawFd;
+    use tracekit_posix::consts::*;
+    use tracekit_posix::{api, traced, TraceAttr};
+    let f = std::fs::File::create(path).unwrap();
+    let mut a = TraceAttr::default();
+    assert!(a.set_log_policy(POSIX_TRACE_UNTIL_FULL));
+    a.stream_size = 1 << 20;
+    a.log_size = 1 << 20;
+    let trid = api::create(0, Some(&a), Some(f.as_raw_fd())).unwrap();
+    let id = traced::eventid_open(b"tracekit-test").unwrap();
+    api::start(trid).unwrap();
+    for i in 0..events {
+        traced::trace_event(id, &i.to_le_bytes());
+    }
+    api::shutdown(trid).unwrap();
 }
