@@ -21,6 +21,16 @@ pub const FLAME_STACKS: usize = 2000;
 /// left out (counted in its `more`): they would be narrower than a pixel.
 pub const FLAME_MIN_SHARE: f64 = 0.0005;
 
+/// The most points of the consumption series: the analysis's plot
+/// points (up to [`super::PLOT_POINTS`]) thinned to the lowest and the
+/// highest of each run, in call order.
+pub const SERIES_POINTS: usize = 250;
+
+/// A recording's images whose pages show charts and views; the others
+/// (fewer allocation calls) show their totals only on the page (text and
+/// JSON hold them all).
+pub const PAGE_IMAGES: usize = 16;
+
 /// The flame graphs of each resource type, in heaptrack's order.
 const FLAMES: [Metric; 5] = [
     Metric::Allocations,
@@ -270,10 +280,11 @@ impl Report {
             return None;
         }
         let name = self.resources.first().map_or("memory", |r| r.name.as_str());
-        let timed = self.timeline.iter().all(|p| p.elapsed_ms.is_some());
+        let points = thin(&self.timeline, SERIES_POINTS);
+        let timed = points.iter().all(|p| p.elapsed_ms.is_some());
         let (x, x_label, x_unit) = if timed {
             (
-                self.timeline
+                points
                     .iter()
                     .map(|p| p.elapsed_ms.unwrap_or(0) as f64 / 1000.0)
                     .collect(),
@@ -282,7 +293,7 @@ impl Report {
             )
         } else {
             (
-                self.timeline.iter().map(|p| p.call as f64).collect(),
+                points.iter().map(|p| p.call as f64).collect(),
                 "call",
                 Unit::Count,
             )
@@ -455,6 +466,28 @@ impl Report {
     }
 }
 
+/// At most `n` of `points`: each run of consecutive points becomes its
+/// lowest and its highest, in call order (peaks and troughs survive).
+fn thin(points: &[super::Point], n: usize) -> Vec<super::Point> {
+    if points.len() <= n {
+        return points.to_vec();
+    }
+    let run = points.len().div_ceil(n / 2);
+    let mut out = Vec::with_capacity(n);
+    for chunk in points.chunks(run) {
+        let lo = chunk.iter().min_by_key(|p| p.live_bytes);
+        let hi = chunk.iter().max_by_key(|p| p.live_bytes);
+        if let (Some(lo), Some(hi)) = (lo, hi) {
+            let (a, b) = if lo.call <= hi.call { (lo, hi) } else { (hi, lo) };
+            out.push(*a);
+            if b.call != a.call {
+                out.push(*b);
+            }
+        }
+    }
+    out
+}
+
 fn backtrace_row(rank: usize, t: &Trace) -> Vec<Value> {
     let mut row: Vec<Value> = vec![rank.into()];
     row.extend(cost_values(&t.cost));
@@ -547,9 +580,43 @@ impl RecordingReport<'_> {
             ]);
         }
         head.push(Section::table("processes", "Process images", t).verbatim(lines));
+        // The images whose pages show everything: the most allocation
+        // calls first.
+        let mut busiest: Vec<usize> = (0..self.reports.len()).collect();
+        busiest.sort_by_key(|&k| {
+            let r = &self.reports[k].1;
+            std::cmp::Reverse(r.resources.iter().map(|x| x.allocs).sum::<u64>())
+        });
+        let mut full = vec![false; self.reports.len()];
+        for &k in busiest.iter().take(PAGE_IMAGES) {
+            full[k] = true;
+        }
+        let pruned = self.reports.len().saturating_sub(PAGE_IMAGES);
+        if pruned > 0 {
+            head.push(
+                Section::notes(
+                    "page_images",
+                    "On this page",
+                    vec![Note {
+                        level: Level::Info,
+                        text: format!(
+                            "the {PAGE_IMAGES} process images with the most allocation calls are shown whole; {pruned} other(s) show their totals only (the text report and --json hold everything)"
+                        ),
+                    }],
+                )
+                .omit_text(),
+            );
+        }
         let mut pages = vec![head];
-        for (i, (file, r)) in rec.images.iter().zip(&self.reports) {
+        for (k, (i, (file, r))) in rec.images.iter().zip(&self.reports).enumerate() {
             let mut page = r.to_report(file);
+            if !full[k] {
+                for s in &mut page.sections {
+                    if !matches!(s.id.as_str(), "summary" | "resources" | "warnings") {
+                        s.html = false;
+                    }
+                }
+            }
             page.title = format!("{} — {}", i.label(), path);
             let image = Section::summary(
                 "image",
