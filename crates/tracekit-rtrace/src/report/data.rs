@@ -308,7 +308,7 @@ impl Report {
             stacked: false,
             lines: vec![Line {
                 name: name.to_string(),
-                values: self.timeline.iter().map(|p| p.live_bytes as f64).collect(),
+                values: points.iter().map(|p| p.live_bytes as f64).collect(),
             }],
             folded: 0,
         };
@@ -478,7 +478,11 @@ fn thin(points: &[super::Point], n: usize) -> Vec<super::Point> {
         let lo = chunk.iter().min_by_key(|p| p.live_bytes);
         let hi = chunk.iter().max_by_key(|p| p.live_bytes);
         if let (Some(lo), Some(hi)) = (lo, hi) {
-            let (a, b) = if lo.call <= hi.call { (lo, hi) } else { (hi, lo) };
+            let (a, b) = if lo.call <= hi.call {
+                (lo, hi)
+            } else {
+                (hi, lo)
+            };
             out.push(*a);
             if b.call != a.call {
                 out.push(*b);
