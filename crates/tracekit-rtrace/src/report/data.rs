@@ -640,3 +640,83 @@ impl RecordingReport<'_> {
         pages
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Point, ResourceStats};
+    use super::*;
+
+    fn trace(i: u64, allocations: i64) -> Trace {
+        Trace {
+            resource: 0,
+            cost: Cost {
+                allocations,
+                ..Cost::default()
+            },
+            frames: vec![
+                (i, format!("leaf{i}"), None, false),
+                (1, "main".into(), None, false),
+            ],
+            key: Vec::new(),
+            module: None,
+        }
+    }
+
+    #[test]
+    fn flames_keep_the_heaviest_stacks_and_count_the_rest() {
+        let mut r = Report {
+            resources: vec![ResourceStats {
+                name: "memory".into(),
+                allocs: 1,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        // One heavy stack, 3000 of weight 1: each under the threshold.
+        r.traces.push(trace(0, 1_000_000));
+        for i in 1..=3000 {
+            r.traces.push(trace(i, 1));
+        }
+        let s = r.flame_section(0, Metric::Allocations);
+        let tracekit_report::Body::Flame(f) = &s.body else {
+            panic!("{s:?}")
+        };
+        assert_eq!(f.stacks.len(), 1);
+        assert_eq!(f.stacks[0].frames, ["main", "leaf0"]);
+        let more = f.more.as_ref().expect("more");
+        assert_eq!((more.stacks, more.weight), (3000, 3000.0));
+        // 2000 equal stacks are each at the threshold (1/2000): all kept.
+        r.traces.truncate(0);
+        for i in 1..=2000 {
+            r.traces.push(trace(i, 3));
+        }
+        let s = r.flame_section(0, Metric::Allocations);
+        let tracekit_report::Body::Flame(f) = &s.body else {
+            panic!("{s:?}")
+        };
+        assert_eq!(f.stacks.len(), FLAME_STACKS);
+        assert!(f.more.is_none());
+    }
+
+    #[test]
+    fn thinning_keeps_peaks_and_troughs_in_order() {
+        let points: Vec<Point> = (1..=1000u64)
+            .map(|call| Point {
+                call,
+                timestamp: None,
+                elapsed_ms: None,
+                live_bytes: match call {
+                    500 => 1_000_000,
+                    501 => -5,
+                    c => (c % 7) as i64,
+                },
+            })
+            .collect();
+        let t = thin(&points, SERIES_POINTS);
+        assert!(t.len() <= SERIES_POINTS, "{}", t.len());
+        assert!(t.windows(2).all(|w| w[0].call < w[1].call));
+        assert!(t.iter().any(|p| p.live_bytes == 1_000_000));
+        assert!(t.iter().any(|p| p.live_bytes == -5));
+        assert_eq!(thin(&points[..10], SERIES_POINTS).len(), 10);
+    }
+}
