@@ -133,8 +133,9 @@ fn command_trace(dir: &Path) -> PathBuf {
 /// Records `exe args`; returns the trace of its (only) process.
 fn record(exe: &Path, args: &[&str]) -> PathBuf {
     let dir = exe.with_extension("mem");
+    // A directory of text traces (the default is one .tkmem file).
     run(tracekit()
-        .args(["record", "mem", "-o"])
+        .args(["record", "mem", "--format", "text", "-o"])
         .arg(&dir)
         .arg("--")
         .arg(exe)
@@ -601,7 +602,7 @@ fn main() {
         .arg(&exe));
     let rec = exe.with_extension("mem");
     let mut child = tracekit()
-        .args(["record", "mem", "-o"])
+        .args(["record", "mem", "--format", "text", "-o"])
         .arg(&rec)
         .arg("--")
         .arg(&exe)
