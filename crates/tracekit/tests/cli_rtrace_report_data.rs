@@ -221,7 +221,13 @@ fn html_page_renders_in_chromium() {
         assert!(!html.contains(bad), "{bad}");
     }
     // Views the page draws another way stay in JSON only.
-    assert!(!html.contains("id=\"r1-memory-peak-backtraces\""));
+    for id in [
+        "memory-peak-backtraces",
+        "top_sites",
+        "memory-flame-allocated",
+    ] {
+        assert!(!html.contains(&format!("id=\"r1-{id}\"")), "{id}");
+    }
     assert!(html.len() < 400_000, "{} bytes", html.len());
     let selectors = [
         "article[data-dialect=rtrace]",
@@ -236,7 +242,7 @@ fn html_page_renders_in_chromium() {
         "#r1-memory-flame-leaked svg.tk-flame rect",
         "#r1-memory-peak table.tk-table tbody tr .tk-stack",
         "#r1-memory-leaked table.tk-table th[data-key=leaked]",
-        "#r1-top_sites .tk-stack",
+        "#r1-leak_sites .tk-stack",
         "#r2-leak_sites table.tk-table tbody tr",
     ];
     let Some(mut p) = common::chromium::check_page(&page, &selectors) else {

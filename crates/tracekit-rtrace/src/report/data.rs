@@ -17,9 +17,13 @@ use super::{Cost, Frames, Metric, RecordingReport, Report, Trace};
 /// The most stacks a flame graph keeps (the heaviest).
 pub const FLAME_STACKS: usize = 2000;
 
-/// Stacks lighter than this share of a flame graph's total weight are
-/// left out (counted in its `more`): they would be narrower than a pixel.
-pub const FLAME_MIN_SHARE: f64 = 0.0005;
+/// A frame of a flame graph whose weight (with its callees) is under this
+/// share of the total (1/500, two pixels of the page's 960) is cut off.
+pub const FLAME_MIN_SHARE: f64 = 0.002;
+
+/// The last frame of a stack whose callees were cut off (each under
+/// [`FLAME_MIN_SHARE`]): it weighs them together.
+pub const PRUNED_FRAME: &str = "…";
 
 /// The most points of the consumption series: the analysis's plot
 /// points (up to [`super::PLOT_POINTS`]) thinned to the lowest and the
@@ -29,7 +33,7 @@ pub const SERIES_POINTS: usize = 250;
 /// A recording's images whose pages show charts and views; the others
 /// (fewer allocation calls) show their totals only on the page (text and
 /// JSON hold them all).
-pub const PAGE_IMAGES: usize = 16;
+pub const PAGE_IMAGES: usize = 8;
 
 /// The flame graphs of each resource type, in heaptrack's order.
 const FLAMES: [Metric; 5] = [
@@ -150,14 +154,25 @@ impl Report {
             )
             .omit_text();
             for m in FLAMES {
-                group = group.child(self.flame_section(ri, m));
+                let f = self.flame_section(ri, m);
+                // Allocated bytes: in JSON; the page has the other four
+                // (heaptrack's), which keeps it small.
+                group = group.child(if m == Metric::Allocated {
+                    f.omit_html()
+                } else {
+                    f
+                });
             }
             for m in Metric::VIEWS {
                 group = group.child(self.view_section(ri, m));
             }
             page.push(group);
         }
-        page.push(self.sites_section("top_sites", "Costliest backtraces", false));
+        // The page's views list each place's costliest backtrace already.
+        page.push(
+            self.sites_section("top_sites", "Costliest backtraces", false)
+                .omit_html(),
+        );
         page.push(self.sites_section("leak_sites", "Leaking backtraces", true));
         if self.warnings.total() > 0 {
             page.push(
@@ -323,9 +338,11 @@ impl Report {
     }
 
     /// A flame graph of resource `ri`'s backtraces weighted by `m`:
-    /// function names, outermost first; the heaviest [`FLAME_STACKS`]
-    /// stacks of at least [`FLAME_MIN_SHARE`] of the total, the rest
-    /// counted.
+    /// function names, outermost first. A frame under
+    /// [`FLAME_MIN_SHARE`] of the total (with everything it called) is
+    /// cut off with its callees: its caller's stack ends in
+    /// [`PRUNED_FRAME`], weighing them all, so the total stays exact. At
+    /// most [`FLAME_STACKS`] stacks, the heaviest; the rest counted.
     fn flame_section(&self, ri: usize, m: Metric) -> Section {
         let mut merged: HashMap<Vec<&str>, f64> = HashMap::new();
         for t in self.traces.iter().filter(|t| t.resource == ri) {
@@ -337,13 +354,46 @@ impl Report {
             *merged.entry(frames).or_default() += v as f64;
         }
         let total: f64 = merged.values().sum();
-        let mut stacks: Vec<(Vec<&str>, f64)> = merged.into_iter().collect();
+        // The call tree's inclusive weights.
+        let mut kids: Vec<HashMap<&str, usize>> = vec![HashMap::new()];
+        let mut incl: Vec<f64> = vec![0.0];
+        let mut paths: Vec<Vec<usize>> = Vec::with_capacity(merged.len());
+        let merged: Vec<(Vec<&str>, f64)> = merged.into_iter().collect();
+        for (frames, w) in &merged {
+            let mut at = 0;
+            let mut path = Vec::with_capacity(frames.len());
+            for f in frames {
+                at = match kids[at].get(f) {
+                    Some(&n) => n,
+                    None => {
+                        kids.push(HashMap::new());
+                        incl.push(0.0);
+                        let n = kids.len() - 1;
+                        kids[at].insert(f, n);
+                        n
+                    }
+                };
+                incl[at] += w;
+                path.push(at);
+            }
+            paths.push(path);
+        }
+        let min = total * FLAME_MIN_SHARE;
+        let mut pruned: HashMap<Vec<&str>, f64> = HashMap::new();
+        for ((frames, w), path) in merged.iter().zip(&paths) {
+            let key = match path.iter().position(|&n| incl[n] < min) {
+                None => frames.clone(),
+                Some(k) => {
+                    let mut f = frames[..k].to_vec();
+                    f.push(PRUNED_FRAME);
+                    f
+                }
+            };
+            *pruned.entry(key).or_default() += w;
+        }
+        let mut stacks: Vec<(Vec<&str>, f64)> = pruned.into_iter().collect();
         stacks.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-        let keep = stacks
-            .iter()
-            .take(FLAME_STACKS)
-            .take_while(|s| s.1 >= total * FLAME_MIN_SHARE)
-            .count();
+        let keep = stacks.len().min(FLAME_STACKS);
         let rest = &stacks[keep..];
         let more = (!rest.is_empty()).then(|| MoreStacks {
             stacks: rest.len() as u64,
@@ -672,7 +722,8 @@ mod tests {
             }],
             ..Default::default()
         };
-        // One heavy stack, 3000 of weight 1: each under the threshold.
+        // One heavy stack, 3000 of weight 1 from one caller: each under
+        // the threshold, together in one stack ending in the pruned frame.
         r.traces.push(trace(0, 1_000_000));
         for i in 1..=3000 {
             r.traces.push(trace(i, 1));
@@ -681,20 +732,26 @@ mod tests {
         let tracekit_report::Body::Flame(f) = &s.body else {
             panic!("{s:?}")
         };
-        assert_eq!(f.stacks.len(), 1);
+        assert_eq!(f.stacks.len(), 2);
         assert_eq!(f.stacks[0].frames, ["main", "leaf0"]);
-        let more = f.more.as_ref().expect("more");
-        assert_eq!((more.stacks, more.weight), (3000, 3000.0));
-        // 2000 equal stacks are each at the threshold (1/2000): all kept.
+        assert_eq!(f.stacks[0].weight, 1_000_000.0);
+        assert_eq!(f.stacks[1].frames, ["main", PRUNED_FRAME]);
+        assert_eq!(f.stacks[1].weight, 3000.0);
+        assert!(f.more.is_none());
+        // 400 equal stacks are each over the threshold: all kept.
         r.traces.truncate(0);
-        for i in 1..=2000 {
+        for i in 1..=400 {
             r.traces.push(trace(i, 3));
         }
         let s = r.flame_section(0, Metric::Allocations);
         let tracekit_report::Body::Flame(f) = &s.body else {
             panic!("{s:?}")
         };
-        assert_eq!(f.stacks.len(), FLAME_STACKS);
+        assert_eq!(f.stacks.len(), 400);
+        assert!(f
+            .stacks
+            .iter()
+            .all(|s| s.frames.len() == 2 && s.weight == 3.0));
         assert!(f.more.is_none());
     }
 
