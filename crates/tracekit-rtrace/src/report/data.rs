@@ -440,15 +440,24 @@ impl Report {
         bt_columns.push(Column::new("stack", "backtrace", Unit::Stack));
         let mut bt = Table::new(bt_columns);
         for (i, (loc, traces)) in self.view(ri, m, usize::MAX).into_iter().enumerate() {
-            let mut row: Vec<Value> = vec![
-                (i + 1).into(),
-                loc.function.clone().into(),
-                loc.position.clone().into(),
-                loc.module.clone().into(),
-            ];
+            // Rows past `top` only count towards `more`'s totals.
+            let shown = i < self.top;
+            let mut row: Vec<Value> = if shown {
+                vec![
+                    (i + 1).into(),
+                    loc.function.clone().into(),
+                    loc.position.clone().into(),
+                    loc.module.clone().into(),
+                ]
+            } else {
+                vec![Value::Null; 4]
+            };
             row.extend(cost_values(&loc.cost));
             row.push(traces.len().into());
-            row.push(traces.first().map_or(Value::Null, |t| stack(&t.frames)));
+            row.push(match traces.first() {
+                Some(t) if shown => stack(&t.frames),
+                _ => Value::Null,
+            });
             t.row(row);
             if i < self.top {
                 for tr in traces.iter().take(SUB_TRACES) {
@@ -505,10 +514,15 @@ impl Report {
         columns.push(Column::new("stack", "backtrace", Unit::Stack));
         let mut t =
             Table::new(columns).sorted_by(if leaks { "leaked" } else { "allocations" }, true);
-        for tr in traces {
+        for (i, tr) in traces.into_iter().enumerate() {
+            // Rows past `top` only count towards `more`'s totals.
             let mut row: Vec<Value> = vec![self.resources[tr.resource].name.clone().into()];
             row.extend(cost_values(&tr.cost));
-            row.push(stack(&tr.frames));
+            row.push(if i < self.top {
+                stack(&tr.frames)
+            } else {
+                Value::Null
+            });
             t.row(row);
         }
         t.keep(self.top, &SUMMED);
