@@ -18,6 +18,7 @@ use crate::reader::{IntoItems, Item, Items};
 use crate::record::{Header, MemoryMap, ResourceDef};
 use crate::resolve::{Resolver, Symbol};
 
+mod data;
 mod diff;
 mod recording;
 mod svg;
@@ -219,6 +220,9 @@ pub struct Point {
     pub call: u64,
     /// Milliseconds of the recorder's monotonic clock, if recorded.
     pub timestamp: Option<u32>,
+    /// Milliseconds since the first timestamped call (the clock's wraps
+    /// at 24 h undone), if this call has a timestamp.
+    pub elapsed_ms: Option<u64>,
     pub live_bytes: i64,
 }
 
@@ -380,9 +384,10 @@ pub fn analyse_with<R: IntoItems>(input: R, top: usize, sym: &Symbolise) -> Resu
             Item::Map(m) => maps.push(m),
             Item::Call(fc) => {
                 report.calls += 1;
-                if let Some(t) = fc.call.timestamp {
-                    clock.tick(t);
-                }
+                let elapsed_ms = fc.call.timestamp.map(|t| {
+                    let t = clock.tick(t);
+                    t.saturating_sub(clock.first.unwrap_or(t))
+                });
                 let ri = resource_index(
                     registry.iter().map(|r| r.name.as_str()),
                     fc.call.resource_type.as_deref(),
@@ -493,6 +498,7 @@ pub fn analyse_with<R: IntoItems>(input: R, top: usize, sym: &Symbolise) -> Resu
                     let p = Point {
                         call: report.calls,
                         timestamp: fc.call.timestamp,
+                        elapsed_ms,
                         live_bytes: state[0].bytes,
                     };
                     let bucket = (report.calls - 1) / bucket_width;

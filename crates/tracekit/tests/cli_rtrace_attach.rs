@@ -186,19 +186,37 @@ fn report(path: &Path) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-/// The report of the recording's one process image.
+/// The report of the recording's one process image (`tracekit.report/1`:
+/// the recording's report, then one per image).
 fn image_report(v: &Value) -> &Value {
-    let procs = v["processes"].as_array().expect("processes");
-    assert_eq!(procs.len(), 1, "{v}");
-    &procs[0]
+    assert_eq!(v["schema"], "tracekit.report/1", "{v}");
+    let reports = v["reports"].as_array().expect("reports");
+    assert_eq!(reports.len(), 2, "{v}");
+    &reports[1]
 }
 
-fn find<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
-    match v {
-        Value::Object(m) => m.get(key).or_else(|| m.values().find_map(|x| find(x, key))),
-        Value::Array(a) => a.iter().find_map(|x| find(x, key)),
-        _ => None,
+/// The section `id` of a report, anywhere in its tree.
+fn section<'a>(r: &'a Value, id: &str) -> &'a Value {
+    fn walk<'a>(s: &'a Value, id: &str) -> Option<&'a Value> {
+        s.as_array()?.iter().find_map(|x| {
+            if x["id"] == id {
+                Some(x)
+            } else {
+                walk(&x["sections"], id)
+            }
+        })
     }
+    walk(&r["sections"], id).unwrap_or_else(|| panic!("no section {id}: {r}"))
+}
+
+/// The value of summary item `key` of section `id`.
+fn item<'a>(r: &'a Value, id: &str, key: &str) -> &'a Value {
+    let s = section(r, id);
+    s["items"]
+        .as_array()
+        .and_then(|a| a.iter().find(|i| i["key"] == key))
+        .map(|i| &i["value"])
+        .unwrap_or_else(|| panic!("no item {key}: {s}"))
 }
 
 #[test]
@@ -227,15 +245,15 @@ fn attach_records_what_follows_and_keeps_output_and_status() {
 
     let v = report(&out);
     let image = image_report(&v);
-    assert_eq!(find(image, "attached"), Some(&Value::Bool(true)), "{image}");
-    let mem = &find(image, "resources").unwrap()[0];
+    assert_eq!(item(image, "summary", "attached"), &Value::Bool(true));
+    let mem = &section(image, "resources")["rows"][0];
     // Exactly the 100 blocks of after the attach; the 3 blocks of before
     // are frees of blocks allocated before recording, none leaked.
     assert_eq!(mem["allocations"], 100, "{mem}");
     assert_eq!(mem["allocated_bytes"], 104950, "{mem}");
     assert_eq!(mem["unmatched_frees"], 3, "{mem}");
     assert_eq!(mem["leaked_blocks"], 0, "{mem}");
-    let notes = find(image, "notes").unwrap().to_string();
+    let notes = section(image, "recorder_notes").to_string();
     assert!(notes.contains("attached to a running process"), "{notes}");
     assert!(notes.contains("exited with status 7"), "{notes}");
 
@@ -272,9 +290,9 @@ fn sigint_detaches_and_leaves_the_program_running() {
 
     let v = report(&out);
     let image = image_report(&v);
-    let mem = &find(image, "resources").unwrap()[0];
+    let mem = &section(image, "resources")["rows"][0];
     assert_eq!(mem["allocations"], 10, "{mem}");
-    let notes = find(image, "notes").unwrap().to_string();
+    let notes = section(image, "recorder_notes").to_string();
     assert!(notes.contains("tracekit detached"), "{notes}");
 }
 

@@ -135,6 +135,7 @@ fn command_trace(dir: &Path) -> PathBuf {
 /// `cli_rtrace_record.rs`); returns the trace of its (only) process.
 fn record(exe: &Path, args: &[&str]) -> PathBuf {
     let dir = exe.with_extension("mem");
+    // A directory of text traces (the default is one .tkmem file).
     run(tracekit()
         .args(["record", "mem", "--format", "text", "-o"])
         .arg(&dir)

@@ -1,5 +1,6 @@
-//! Any bytes through the report's views (text, JSON, folded stacks, a diff
-//! against itself) and the heaptrack writer: errors are fine, panics not.
+//! Any bytes through the report's views (text, JSON, the report model
+//! drawn as JSON and HTML, folded stacks, a diff against itself) and the
+//! heaptrack writer: errors are fine, panics not.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -9,6 +10,9 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(rep) = report::analyse(data, 5, false) {
         let _ = rep.write_text(Vec::new(), "fuzz");
         let _ = rep.to_json("fuzz");
+        let page = [rep.to_report("fuzz")];
+        let _ = tracekit_report::json::write(&mut Vec::<u8>::new(), &page);
+        let _ = tracekit_report::html::write(&mut Vec::<u8>::new(), &page);
         for m in Metric::VIEWS {
             let _ = rep.folded(m);
         }

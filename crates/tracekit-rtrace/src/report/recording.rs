@@ -6,7 +6,6 @@ use std::io::Write;
 
 use serde_json::{json, Value};
 
-use super::text::human_bytes;
 use super::Report;
 use crate::recording::set::Recording;
 
@@ -19,45 +18,10 @@ pub struct RecordingReport<'a> {
 
 impl RecordingReport<'_> {
     /// A line per process image (parent, program, allocations, peak,
-    /// leaks, how it ended), then each image's report.
+    /// leaks, how it ended), then each image's report: the text of
+    /// [`RecordingReport::to_reports`].
     pub fn write_text<W: Write>(&self, mut out: W) -> std::io::Result<()> {
-        let rec = self.recording;
-        writeln!(
-            out,
-            "tracekit memory recording {}: {} process image(s)",
-            rec.path.display(),
-            rec.images.len()
-        )?;
-        if !rec.command.is_empty() {
-            writeln!(out, "  command: {}", rec.command.join(" "))?;
-        }
-        for (i, (_, r)) in rec.images.iter().zip(&self.reports) {
-            write!(out, "  {}", i.label())?;
-            if let Some(pp) = i.ppid {
-                write!(out, ", parent {pp}")?;
-            }
-            match r.resource("memory").map(|k| &r.resources[k]) {
-                Some(m) => write!(
-                    out,
-                    ": {} allocations, peak {}, never freed {} in {} blocks",
-                    m.allocs,
-                    human_bytes(m.peak_bytes),
-                    human_bytes(m.leaked_bytes),
-                    m.leaked_blocks
-                )?,
-                None => write!(out, ": {} calls", r.calls)?,
-            }
-            match &i.end {
-                Some(e) => writeln!(out, "; {e}")?,
-                None => writeln!(out)?,
-            }
-        }
-        for (i, (file, r)) in rec.images.iter().zip(&self.reports) {
-            writeln!(out)?;
-            writeln!(out, "==== {} ====", i.label())?;
-            r.write_text(&mut out, file)?;
-        }
-        Ok(())
+        tracekit_report::text::write(&mut out, &self.to_reports())
     }
 
     /// The same as JSON: each image's report under `processes`.

@@ -7,11 +7,23 @@ use serde_json::{json, Value};
 use super::{Cost, Frames, Location, Metric, Report, Site, Trace};
 
 /// Backtraces listed under each location.
-const SUB_TRACES: usize = 5;
+pub(super) const SUB_TRACES: usize = 5;
 
 impl Report {
-    /// The human report.
+    /// The human report: the text of [`Report::to_report`]'s sections
+    /// (each carries its part of this layout, which the tests pin).
     pub fn write_text<W: Write>(&self, mut out: W, file: &str) -> std::io::Result<()> {
+        tracekit_report::text::write_report(&mut out, &self.to_report(file))
+    }
+
+    /// The text's first lines: the trace, the process, notes, calls.
+    pub(super) fn header_text(&self, file: &str) -> String {
+        let mut out = Vec::new();
+        let _ = self.write_header(&mut out, file);
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
+    fn write_header<W: Write>(&self, mut out: W, file: &str) -> std::io::Result<()> {
         let h = &self.header;
         writeln!(out, "sp-rtrace trace {file}")?;
         writeln!(
@@ -40,6 +52,17 @@ impl Report {
             )?,
             None => writeln!(out, "  {} calls", self.calls)?,
         }
+        Ok(())
+    }
+
+    /// The totals of every resource type.
+    pub(super) fn resources_text(&self) -> String {
+        let mut out = Vec::new();
+        let _ = self.write_resources(&mut out);
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
+    fn write_resources<W: Write>(&self, mut out: W) -> std::io::Result<()> {
         for r in &self.resources {
             writeln!(out)?;
             writeln!(out, "{} ({}):", r.name, r.description)?;
@@ -82,30 +105,43 @@ impl Report {
                 r.temporary, r.largest
             )?;
         }
-        for (ri, r) in self.resources.iter().enumerate() {
-            if r.allocs == 0 {
-                continue;
-            }
-            for m in Metric::VIEWS {
-                writeln!(out)?;
-                writeln!(out, "{} [{}]", title(m), r.name)?;
-                let view = self.view(ri, m, self.top);
-                if view.is_empty() {
-                    writeln!(out, "  none")?;
-                }
-                for (loc, traces) in view {
-                    write_location(&mut out, loc, &traces, m)?;
-                }
-            }
+        Ok(())
+    }
+
+    /// One view (`m`) of resource `ri`: its `top` locations.
+    pub(super) fn view_text(&self, ri: usize, m: Metric) -> String {
+        let mut out = Vec::new();
+        let _ = self.write_view(&mut out, ri, m);
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
+    fn write_view<W: Write>(&self, mut out: W, ri: usize, m: Metric) -> std::io::Result<()> {
+        writeln!(out)?;
+        writeln!(out, "{} [{}]", title(m), self.resources[ri].name)?;
+        let view = self.view(ri, m, self.top);
+        if view.is_empty() {
+            writeln!(out, "  none")?;
         }
-        if self.warnings.total() > 0 {
-            writeln!(out)?;
-            writeln!(out, "{} warning(s) while reading:", self.warnings.total())?;
-            for w in self.warnings.kept() {
-                writeln!(out, "  line {}: {}", w.position, w.message)?;
-            }
+        for (loc, traces) in view {
+            write_location(&mut out, loc, &traces, m)?;
         }
         Ok(())
+    }
+
+    /// The reader's warnings (empty when there were none).
+    pub(super) fn warnings_text(&self) -> String {
+        let mut out = String::new();
+        if self.warnings.total() > 0 {
+            out.push('\n');
+            out.push_str(&format!(
+                "{} warning(s) while reading:\n",
+                self.warnings.total()
+            ));
+            for w in self.warnings.kept() {
+                out.push_str(&format!("  line {}: {}\n", w.position, w.message));
+            }
+        }
+        out
     }
 
     /// The same as JSON.

@@ -1016,15 +1016,7 @@ fn write_recording_report(
     json: bool,
     out: &mut dyn Write,
 ) -> Result<()> {
-    let mut reports = Vec::with_capacity(rec.images.len());
-    for image in &rec.images {
-        let trace = Trace::Image(image.clone());
-        reports.push((trace.name(), analyse(&trace, top, sym)?));
-    }
-    let whole = report::RecordingReport {
-        recording: rec,
-        reports,
-    };
+    let whole = recording_reports(rec, top, sym)?;
     if json {
         serde_json::to_writer_pretty(&mut *out, &whole.to_json())?;
         writeln!(out)?;
@@ -1054,6 +1046,23 @@ pub(crate) fn diff_report(
         &after.name(),
         top,
     ))
+}
+
+/// Every image of a recording analysed.
+fn recording_reports<'a>(
+    rec: &'a Recording,
+    top: usize,
+    sym: &Symbolise,
+) -> Result<report::RecordingReport<'a>> {
+    let mut reports = Vec::with_capacity(rec.images.len());
+    for image in &rec.images {
+        let trace = Trace::Image(image.clone());
+        reports.push((trace.name(), analyse(&trace, top, sym)?));
+    }
+    Ok(report::RecordingReport {
+        recording: rec,
+        reports,
+    })
 }
 
 /// The one trace of `input`: itself, or the only image of a recording
@@ -1377,8 +1386,15 @@ impl Dialect for OneImage {
     fn info(&self, inputs: &[Input], args: &info::Args) -> Result<ExitCode> {
         Rtrace.info(inputs, args)
     }
-    fn report(&self, inputs: &[Input], args: &crate::cmd::report::Args) -> Result<ExitCode> {
-        Rtrace.report(inputs, args)
+    fn reports_as_data(&self) -> bool {
+        Rtrace.reports_as_data()
+    }
+    fn reports(
+        &self,
+        inputs: &[Input],
+        args: &crate::cmd::report::Args,
+    ) -> Result<(Vec<tracekit_report::Report>, ExitCode)> {
+        Rtrace.reports(inputs, args)
     }
     fn targets(&self) -> &'static [Target] {
         Rtrace.targets()
@@ -1426,28 +1442,32 @@ impl Dialect for Rtrace {
         Ok(ExitCode::SUCCESS)
     }
 
-    fn report(&self, inputs: &[Input], args: &crate::cmd::report::Args) -> Result<ExitCode> {
-        let mut out = output(args.output.as_deref())?;
+    fn reports_as_data(&self) -> bool {
+        true
+    }
+
+    /// A trace's report; a recording's report, then each image's (see
+    /// `tracekit_rtrace::report::RecordingReport::to_reports`). The text
+    /// says the reader's warnings, as it always did.
+    fn reports(
+        &self,
+        inputs: &[Input],
+        args: &crate::cmd::report::Args,
+    ) -> Result<(Vec<tracekit_report::Report>, ExitCode)> {
         let sym = symbolise(true, &[], None);
+        let mut pages = Vec::new();
         for input in inputs {
             let trace = match recording_of(input)? {
                 Some(rec) if input.part.is_none() => {
-                    write_recording_report(&rec, args.top, &sym, args.json, &mut out)?;
+                    pages.extend(recording_reports(&rec, args.top, &sym)?.to_reports());
                     continue;
                 }
                 Some(rec) => Trace::Image(rec.images[0].clone()),
                 None => Trace::Input(input),
             };
-            let rep = analyse(&trace, args.top, &sym)?;
-            if args.json {
-                serde_json::to_writer_pretty(&mut out, &rep.to_json(&trace.name()))?;
-                writeln!(out)?;
-            } else {
-                rep.write_text(&mut out, &trace.name())?;
-            }
+            pages.push(analyse(&trace, args.top, &sym)?.to_report(&trace.name()));
         }
-        out.flush()?;
-        Ok(ExitCode::SUCCESS)
+        Ok((pages, ExitCode::SUCCESS))
     }
 
     fn diff(&self, base: &Input, new: &Input, args: &crate::cmd::report::Args) -> Result<ExitCode> {
