@@ -127,7 +127,10 @@ fn calls(trace: &str) -> BTreeMap<String, usize> {
 
 /// The report (JSON) of a recording's first image.
 fn report(rec: &Path) -> Value {
-    let out = ok(tracekit().args(["report", "--json"]).arg(rec).output());
+    let out = ok(tracekit()
+        .args(["rtrace", "report", "--json"])
+        .arg(rec)
+        .output());
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     v["processes"][0]["report"].clone()
 }
@@ -691,7 +694,11 @@ fn a_signal_in_use_is_left_alone() {
     assert_eq!(out.stdout, b"still here\n");
     // The shell's image, then the program's.
     let v: Value = serde_json::from_slice(
-        &ok(tracekit().args(["report", "--json"]).arg(&rec).output()).stdout,
+        &ok(tracekit()
+            .args(["rtrace", "report", "--json"])
+            .arg(&rec)
+            .output())
+        .stdout,
     )
     .unwrap();
     let rep = v["processes"]
@@ -840,7 +847,11 @@ fn a_fork_child_starts_in_its_parents_state() {
         .arg(&exe)
         .output());
     let v: Value = serde_json::from_slice(
-        &ok(tracekit().args(["report", "--json"]).arg(&rec).output()).stdout,
+        &ok(tracekit()
+            .args(["rtrace", "report", "--json"])
+            .arg(&rec)
+            .output())
+        .stdout,
     )
     .unwrap();
     let procs = v["processes"].as_array().unwrap();
