@@ -192,7 +192,23 @@ fn completions_name_every_subcommand_in_each_shell() {
             "zsh" => "_tracekit",
             _ => "tracekit.fish",
         });
-        let o = Command::new(shell).arg(check).arg(&file).output().unwrap();
+        // Run where the file is, with PWD saying so: zsh otherwise finds
+        // its directory by reading each parent directory of the test's own
+        // (outside the repository, in CI's standalone copy); and without
+        // the user's start-up files (zsh -f, fish --no-config).
+        let mut cmd = Command::new(shell);
+        match shell {
+            "zsh" => cmd.arg("-f"),
+            "fish" => cmd.arg("--no-config"),
+            _ => &mut cmd,
+        };
+        let o = cmd
+            .arg(check)
+            .arg(&file)
+            .current_dir(dir.path())
+            .env("PWD", dir.path())
+            .output()
+            .unwrap();
         assert!(
             o.status.success(),
             "{shell} {check}: {}",
