@@ -1,6 +1,9 @@
 //! Damaged logs: every truncation and many byte flips of a real log open
-//! with an error or read with warnings, never a panic, and the reader
-//! never returns more events than were written.
+//! with an error or read with warnings, never a panic. A cut log never
+//! reads more events than were written. The format carries no checksums,
+//! so a flipped record length or block fill can make the rest of that one
+//! block parse at other boundaries: a flip may add at most one block's
+//! worth of (header-sized) records, never more.
 
 use std::os::fd::AsRawFd;
 
@@ -41,6 +44,8 @@ fn read_all(bytes: Vec<u8>) -> Option<(usize, usize)> {
 fn truncations_and_flips_never_panic() {
     let log = sample_log();
     let (total, bad) = read_all(log.clone()).unwrap();
+    let block_size = LogReader::from_bytes(log.clone()).unwrap().meta.block_size as usize;
+    let one_block_of_records = block_size / tracekit_posix::log::RECORD_HEADER;
     assert_eq!(bad, 0);
     assert!(total > 100);
     let step = (log.len() / 300).max(1);
@@ -58,7 +63,10 @@ fn truncations_and_flips_never_panic() {
         let at = (seed % b.len() as u64) as usize;
         b[at] ^= (seed >> 32) as u8 | 1;
         if let Some((n, _)) = read_all(b) {
-            assert!(n <= total + 1);
+            assert!(
+                n <= total + one_block_of_records,
+                "flip at byte {at}: {n} events read, {total} written"
+            );
         }
     }
 }
