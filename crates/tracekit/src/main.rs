@@ -11,8 +11,8 @@ use clap::{Parser, Subcommand};
 mod cmd;
 mod formats;
 mod generate;
-mod input;
-mod progress;
+
+use tracekit_dialects::progress;
 
 /// Record, read, write, convert and analyse traces.
 ///

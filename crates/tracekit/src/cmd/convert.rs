@@ -14,7 +14,8 @@ use tracekit_otlp::sink::{FileOutput, OtlpSink, SinkOptions};
 use crate::cmd::otlp::{export_line, OtlpArgs};
 use crate::cmd::{output, usage};
 use crate::formats::{self, Dialect, Target, Writer, DIALECTS};
-use crate::input::Input;
+use tracekit_dialects::input::Input;
+use tracekit_dialects::options::ConvertOptions;
 
 /// The targets every dialect converts to; each dialect adds its own
 /// ([`Dialect::targets`]). Dispatch, `--help`, the values `--to` accepts
@@ -168,25 +169,37 @@ fn fallback_anchor(input: &Input) -> (i64, String) {
     (ns, what.to_string())
 }
 
-fn to_chrome(input: &Input, dialect: &'static dyn Dialect, args: &Args) -> Result<ExitCode> {
+fn to_chrome(
+    input: &Input,
+    dialect: &'static dyn Dialect,
+    args: &ConvertOptions,
+) -> Result<ExitCode> {
     let mut sink = ChromeSink::new(output(args.output.as_deref())?)?;
     let code = dialect.timeline(input, args, &mut sink)?;
     sink.into_inner()?.flush()?;
     Ok(code)
 }
 
-fn to_perfetto(input: &Input, dialect: &'static dyn Dialect, args: &Args) -> Result<ExitCode> {
+fn to_perfetto(
+    input: &Input,
+    dialect: &'static dyn Dialect,
+    args: &ConvertOptions,
+) -> Result<ExitCode> {
     let mut sink = PerfettoSink::new(output(args.output.as_deref())?);
     let code = dialect.timeline(input, args, &mut sink)?;
     sink.into_inner()?.flush()?;
     Ok(code)
 }
 
-fn to_otlp(input: &Input, dialect: &'static dyn Dialect, args: &Args) -> Result<ExitCode> {
+fn to_otlp(
+    input: &Input,
+    dialect: &'static dyn Dialect,
+    args: &ConvertOptions,
+) -> Result<ExitCode> {
     let anchor = fallback_anchor(input);
     let anchor_what = anchor.1.clone();
     let opts = SinkOptions {
-        redactor: args.otlp.redactor(&[], true)?,
+        redactor: args.otlp.redactor.clone(),
         fallback_anchor: Some(anchor),
         ..SinkOptions::default()
     };
@@ -199,7 +212,7 @@ fn to_otlp(input: &Input, dialect: &'static dyn Dialect, args: &Args) -> Result<
             );
         }
     };
-    match args.otlp.exporter_config()? {
+    match args.otlp.exporter.clone() {
         Some(config) => {
             if args.output.is_some() {
                 return usage("--to otlp writes to -o or sends to --otlp-endpoint, not both");
@@ -234,7 +247,24 @@ fn to_otlp(input: &Input, dialect: &'static dyn Dialect, args: &Args) -> Result<
     }
 }
 
+impl Args {
+    /// The typed options the dialects read (flags checked here, once).
+    pub fn options(&self) -> Result<ConvertOptions> {
+        Ok(ConvertOptions {
+            input: self.input.clone(),
+            more_inputs: self.more_inputs.clone(),
+            to: self.to.clone(),
+            output: self.output.clone(),
+            brief: self.brief,
+            full: self.full,
+            instr_map: self.instr_map.clone(),
+            otlp: self.otlp.options()?,
+        })
+    }
+}
+
 pub fn run(args: Args) -> Result<ExitCode> {
+    let args = args.options()?;
     let common = TARGETS.iter().find(|t| t.answers_to(&args.to));
     if let Some(Target {
         write: Writer::Inputs(write),
@@ -278,7 +308,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
 /// timeline mappings (the generic tables) and the dialects that write all
 /// their tables from that one pass (XRay); the other the other dialects'
 /// own passes (their tables). Each input is opened and detected once.
-fn parquet(args: &Args) -> Result<ExitCode> {
+fn parquet(args: &ConvertOptions) -> Result<ExitCode> {
     use tracekit_parquet::{BatchSink, ParquetDir, RecordBatch, Table};
     let Some(dir) = args.output.clone().filter(|o| o.as_os_str() != "-") else {
         return usage("--to parquet writes a directory of tables: name it with -o DIR");

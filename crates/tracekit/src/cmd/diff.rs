@@ -14,8 +14,9 @@ use anyhow::Result;
 use tracekit_report::Report;
 
 use crate::cmd::{output, usage};
-use crate::formats::{self, Dialect};
-use crate::input::Input;
+use crate::formats;
+use tracekit_dialects::input::Input;
+use tracekit_dialects::options::DiffOptions;
 
 #[derive(clap::Args, Debug)]
 #[command(
@@ -67,66 +68,13 @@ pub fn run(args: Args) -> Result<ExitCode> {
             other.name()
         ));
     }
-    let (report, code) = compare(d, &before, &after, &args)?;
+    let options = DiffOptions {
+        top: args.top,
+        instr_map: args.instr_map.clone(),
+    };
+    let (report, code) = d.compare(&before, &after, &options)?;
     write(&[report], &args)?;
     Ok(code)
-}
-
-/// The comparison of two inputs of dialect `d`, as data.
-pub fn compare(
-    d: &'static dyn Dialect,
-    before: &Input,
-    after: &Input,
-    args: &Args,
-) -> Result<(Report, ExitCode)> {
-    let name = d.name();
-    if name == super::posix::PosixLog.name() {
-        let mut b = super::posix::open_log(before)?;
-        let mut a = super::posix::open_log(after)?;
-        let r = tracekit_posix::diff::diff(
-            &mut b,
-            &before.display(),
-            &mut a,
-            &after.display(),
-            args.top,
-        );
-        return Ok((r, ExitCode::SUCCESS));
-    }
-    if name == super::trace2::Trace2.name() {
-        return trace2(before, after, args.top);
-    }
-    if name == super::rtrace::Rtrace.name() {
-        let r = super::rtrace::diff_report(before, after, args.top)?;
-        return Ok((r, ExitCode::SUCCESS));
-    }
-    if name == super::build::Kwinject.name() {
-        let tb = super::build::read_trace(before)?;
-        let ta = super::build::read_trace(after)?;
-        // Response files a link names are read where the build left them.
-        let read = |p: &str| std::fs::read_to_string(p).ok();
-        let (bb, ba) = (
-            tracekit_kwinject::analysis::Build::with_files(&tb, &read),
-            tracekit_kwinject::analysis::Build::with_files(&ta, &read),
-        );
-        let r = tracekit_kwinject::diff::builds(
-            &bb,
-            &before.display(),
-            &ba,
-            &after.display(),
-            args.top,
-        );
-        let lost = tb.lost() + ta.lost();
-        return Ok((r, ExitCode::from(u8::from(lost > 0))));
-    }
-    if name == super::ninja::NinjaLog.name() {
-        let r = super::ninja::diff_report(before, after, args.top)?;
-        return Ok((r, ExitCode::SUCCESS));
-    }
-    if name == super::xray::Xray.name() {
-        let r = super::xray::diff_report(before, after, &args.instr_map, args.top)?;
-        return Ok((r, ExitCode::SUCCESS));
-    }
-    usage(format!("diff: not available for {name} inputs"))
 }
 
 /// Renders `reports` as the arguments ask.
@@ -142,61 +90,4 @@ pub fn write(reports: &[Report], args: &Args) -> Result<()> {
     }
     out.flush().map_err(failed)?;
     Ok(())
-}
-
-/// One side of a Trace2 comparison: the report of every source of `input`
-/// (a file, a directory target, standard input), with the run times per
-/// command; the warnings are printed.
-fn trace2_side(
-    input: &Input,
-) -> Result<(
-    tracekit_trace2::report::Report,
-    std::collections::BTreeMap<tracekit_trace2::diff::CommandKey, Vec<i64>>,
-    bool,
-)> {
-    use super::trace2::{for_each_source, Content};
-    use tracekit_trace2::reader::for_each_record;
-    use tracekit_trace2::report::{self, ReportBuilder};
-    let mut builder = ReportBuilder::new(0);
-    let samples = tracekit_trace2::diff::Samples::attach(&mut builder);
-    let warnings = for_each_source(input, |name, format, content, warnings| {
-        let id = builder.source(name);
-        match content {
-            Content::Mapped(map) => report::report_mmap(map, format, id, &mut builder, warnings),
-            Content::Stream(r) => {
-                for_each_record(r, format, |rec| -> Result<()> {
-                    if let Some(ev) = rec.parse_or_warn(format, warnings) {
-                        builder.add(&ev, id);
-                    }
-                    Ok(())
-                })?;
-            }
-        }
-        Ok(())
-    })?;
-    let rep = builder.finish();
-    let lost = super::trace2::print_all_warnings(&warnings);
-    Ok((rep, samples.take(), lost))
-}
-
-fn trace2(before: &Input, after: &Input, top: usize) -> Result<(Report, ExitCode)> {
-    use tracekit_trace2::diff::{diff, Side};
-    let (rb, sb, lb) = trace2_side(before)?;
-    let (ra, sa, la) = trace2_side(after)?;
-    let (nb, na) = (before.display(), after.display());
-    let r = diff(
-        &Side {
-            name: &nb,
-            report: &rb,
-            samples: &sb,
-        },
-        &Side {
-            name: &na,
-            report: &ra,
-            samples: &sa,
-        },
-        top,
-    );
-    // As `report`: records lost or unreadable make the exit status 1.
-    Ok((r, ExitCode::from(u8::from(lb || la))))
 }

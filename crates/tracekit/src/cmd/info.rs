@@ -6,7 +6,8 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use crate::formats;
-use crate::input::Input;
+use tracekit_dialects::input::Input;
+use tracekit_dialects::options::InfoOptions;
 
 #[derive(clap::Args, Debug)]
 #[command(
@@ -31,9 +32,13 @@ pub fn run(args: Args) -> Result<ExitCode> {
         .iter()
         .map(|p| Input::open(p))
         .collect::<Result<Vec<_>>>()?;
+    let options = InfoOptions {
+        json: args.json,
+        instr_map: args.instr_map.clone(),
+    };
     let mut code = ExitCode::SUCCESS;
     for (dialect, group) in formats::group(inputs)? {
-        let c = dialect.info(&group, &args)?;
+        let c = dialect.info(&group, &options)?;
         if c != ExitCode::SUCCESS {
             code = c;
         }

@@ -86,6 +86,15 @@ pub fn parse_seconds(s: &str) -> Result<Duration, String> {
 }
 
 impl OtlpArgs {
+    /// What `convert --to otlp` needs: the redaction rules and, with an
+    /// endpoint, the exporter's configuration.
+    pub fn options(&self) -> Result<tracekit_dialects::options::OtlpOptions> {
+        Ok(tracekit_dialects::options::OtlpOptions {
+            redactor: self.redactor(&[], true)?,
+            exporter: self.exporter_config()?,
+        })
+    }
+
     /// The redaction rules (extra patterns from a config file come after
     /// the flags').
     pub fn redactor(&self, extra: &[(String, String)], urls: bool) -> Result<Arc<Redactor>> {

@@ -8,7 +8,8 @@ use anyhow::Result;
 
 use crate::cmd::output;
 use crate::formats;
-use crate::input::Input;
+use tracekit_dialects::input::Input;
+use tracekit_dialects::options::ReportOptions;
 
 #[derive(clap::Args, Debug)]
 #[command(
@@ -45,7 +46,21 @@ pub struct Args {
     pub diff: bool,
 }
 
+impl Args {
+    /// The typed options the dialects read.
+    pub fn options(&self) -> ReportOptions {
+        ReportOptions {
+            json: self.json,
+            html: self.html,
+            output: self.output.clone(),
+            top: self.top,
+            instr_map: self.instr_map.clone(),
+        }
+    }
+}
+
 pub fn run(args: Args) -> Result<ExitCode> {
+    let options = args.options();
     let inputs = args
         .inputs
         .iter()
@@ -79,7 +94,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 other.name()
             );
         }
-        return dialect.diff(base, new, &args);
+        return dialect.diff(base, new, &options);
     }
     let groups = formats::group(inputs)?;
     if args.html {
@@ -108,13 +123,13 @@ pub fn run(args: Args) -> Result<ExitCode> {
             if let Some(o) = out.as_mut() {
                 o.flush().map_err(failed)?;
             }
-            let c = dialect.report(&group, &args)?;
+            let c = dialect.report(&group, &options)?;
             if c != ExitCode::SUCCESS {
                 code = c;
             }
             continue;
         }
-        let (reports, c) = dialect.reports(&group, &args)?;
+        let (reports, c) = dialect.reports(&group, &options)?;
         if c != ExitCode::SUCCESS {
             code = c;
         }

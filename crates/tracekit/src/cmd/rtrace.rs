@@ -4,6 +4,8 @@
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use tracekit_dialects::options::DiffOptions;
+use tracekit_dialects::options::{ConvertOptions, InfoOptions, ReportOptions};
 
 use anyhow::{bail, Context, Result};
 
@@ -15,9 +17,9 @@ use tracekit_rtrace::recording::set::{ImageSource, RecordedImage, Recording};
 use tracekit_rtrace::report::{self, Metric, Symbolise};
 use tracekit_rtrace::ItemStream;
 
-use crate::cmd::{convert, info, output};
+use crate::cmd::output;
 use crate::formats::{Dialect, Target, Writer};
-use crate::input::Input;
+use tracekit_dialects::input::Input;
 
 #[derive(clap::Subcommand, Debug)]
 pub enum Command {
@@ -510,7 +512,7 @@ pub(crate) fn write_recorded(
     use tracekit_rtrace::recording::capture::Written;
     let stats = &recorded.stats;
     // -q: no summary lines; what was lost is still said.
-    let quiet = crate::progress::quiet();
+    let quiet = tracekit_dialects::progress::quiet();
     if stats.spilled_events > 0 && !quiet {
         eprintln!(
             "tracekit: {} event(s) of processes that did not exit normally were read from their spill files",
@@ -596,7 +598,7 @@ pub(crate) fn write_recorded(
 /// of a `.tkmem` file.
 fn run_decode(a: DecodeArgs) -> Result<ExitCode> {
     let input = Input::open(&a.input)?;
-    let quiet = crate::progress::quiet();
+    let quiet = tracekit_dialects::progress::quiet();
     if tracekit_rtrace::recording::sniff(&input.head) && !input.is_stdin() {
         let out = output(a.output.as_deref())?;
         let (info, stats) = tracekit_rtrace::recording::decode_file(&a.input, out)?;
@@ -723,7 +725,7 @@ fn run_postproc(a: PostprocArgs) -> Result<ExitCode> {
     let include = a.include.as_ref().map(read_index).transpose()?;
     let exclude = match (&include, &a.exclude) {
         (Some(_), Some(_)) => {
-            if !crate::progress::quiet() {
+            if !tracekit_dialects::progress::quiet() {
                 eprintln!("tracekit: --exclude is ignored because --include is given");
             }
             None
@@ -770,7 +772,7 @@ fn run_postproc(a: PostprocArgs) -> Result<ExitCode> {
     for (trace, out_path) in traces {
         let out = output(out_path.as_deref())?;
         let stats = postproc::run(trace.items()?, &opts, out).map_err(|e| trace.error(e))?;
-        if !crate::progress::quiet() {
+        if !tracekit_dialects::progress::quiet() {
             super::print_warnings(trace.name(), &stats.warnings);
         }
     }
@@ -847,7 +849,8 @@ fn image_items(image: &RecordedImage) -> Result<ItemStream<'static>> {
         ImageSource::File(p) => Rtrace::items(&Input::open(p)?),
         ImageSource::Packed(file, k) => {
             let events = tracekit_rtrace::recording::Events::packed(file, *k)?;
-            let progress = crate::progress::Progress::bytes(events.bytes(), &image.name());
+            let progress =
+                tracekit_dialects::progress::Progress::bytes(events.bytes(), &image.name());
             Ok(ItemStream(Box::new(
                 events.on_progress(move |n| progress.inc(n)),
             )))
@@ -1171,7 +1174,7 @@ impl Rtrace {
             );
         }
         let size = std::fs::metadata(&input.path).map_or(0, |m| m.len());
-        let progress = crate::progress::Progress::bytes(size, &input.display());
+        let progress = tracekit_dialects::progress::Progress::bytes(size, &input.display());
         let events = tracekit_rtrace::recording::Events::open(&input.path)?
             .on_progress(move |n| progress.inc(n));
         Ok(ItemStream(Box::new(events)))
@@ -1383,7 +1386,7 @@ impl Dialect for OneImage {
     fn sniff(&self, input: &Input) -> bool {
         Rtrace.sniff(input)
     }
-    fn info(&self, inputs: &[Input], args: &info::Args) -> Result<ExitCode> {
+    fn info(&self, inputs: &[Input], args: &InfoOptions) -> Result<ExitCode> {
         Rtrace.info(inputs, args)
     }
     fn reports_as_data(&self) -> bool {
@@ -1392,7 +1395,7 @@ impl Dialect for OneImage {
     fn reports(
         &self,
         inputs: &[Input],
-        args: &crate::cmd::report::Args,
+        args: &ReportOptions,
     ) -> Result<(Vec<tracekit_report::Report>, ExitCode)> {
         Rtrace.reports(inputs, args)
     }
@@ -1402,7 +1405,7 @@ impl Dialect for OneImage {
     fn timeline(
         &self,
         _input: &Input,
-        _args: &convert::Args,
+        _args: &ConvertOptions,
         sink: &mut dyn Sink,
     ) -> Result<ExitCode> {
         Rtrace::map_timeline(&Trace::Image(self.0.clone()), sink)
@@ -1410,6 +1413,14 @@ impl Dialect for OneImage {
 }
 
 impl Dialect for Rtrace {
+    fn compare(
+        &self,
+        before: &Input,
+        after: &Input,
+        options: &DiffOptions,
+    ) -> Result<(tracekit_report::Report, ExitCode)> {
+        Ok((diff_report(before, after, options.top)?, ExitCode::SUCCESS))
+    }
     fn name(&self) -> &'static str {
         "sp-rtrace text"
     }
@@ -1425,7 +1436,7 @@ impl Dialect for Rtrace {
             || tracekit_rtrace::recording::packed::sniff(&input.head)
     }
 
-    fn info(&self, inputs: &[Input], args: &info::Args) -> Result<ExitCode> {
+    fn info(&self, inputs: &[Input], args: &InfoOptions) -> Result<ExitCode> {
         let mut out = output(None)?;
         for input in inputs {
             match recording_of(input)? {
@@ -1452,7 +1463,7 @@ impl Dialect for Rtrace {
     fn reports(
         &self,
         inputs: &[Input],
-        args: &crate::cmd::report::Args,
+        args: &ReportOptions,
     ) -> Result<(Vec<tracekit_report::Report>, ExitCode)> {
         let sym = symbolise(true, &[], None);
         let mut pages = Vec::new();
@@ -1470,7 +1481,7 @@ impl Dialect for Rtrace {
         Ok((pages, ExitCode::SUCCESS))
     }
 
-    fn diff(&self, base: &Input, new: &Input, args: &crate::cmd::report::Args) -> Result<ExitCode> {
+    fn diff(&self, base: &Input, new: &Input, args: &ReportOptions) -> Result<ExitCode> {
         let mut out = output(args.output.as_deref())?;
         let base = &single_trace(base)?;
         let new = &single_trace(new)?;
@@ -1489,7 +1500,7 @@ impl Dialect for Rtrace {
     fn timeline(
         &self,
         input: &Input,
-        _args: &convert::Args,
+        _args: &ConvertOptions,
         sink: &mut dyn Sink,
     ) -> Result<ExitCode> {
         if let Some(rec) = recording_of(input)? {
@@ -1501,7 +1512,7 @@ impl Dialect for Rtrace {
     fn tables(
         &self,
         input: &Input,
-        args: &convert::Args,
+        args: &ConvertOptions,
         tables: &mut tracekit_parquet::Tables<'_>,
     ) -> Result<ExitCode> {
         let traces = match recording_of(input)? {
@@ -1598,8 +1609,8 @@ static TARGETS: &[Target] = &[
 /// (`image_outputs`); any other input as itself.
 fn each_image(
     input: &Input,
-    args: &convert::Args,
-    write: &dyn Fn(&Trace, &convert::Args) -> Result<()>,
+    args: &ConvertOptions,
+    write: &dyn Fn(&Trace, &ConvertOptions) -> Result<()>,
 ) -> Result<ExitCode> {
     let Some(rec) = recording_of(input)? else {
         write(&Trace::Input(input), args)?;
@@ -1621,7 +1632,7 @@ fn each_image(
     Ok(ExitCode::SUCCESS)
 }
 
-fn to_rtrace(input: &Input, args: &convert::Args) -> Result<ExitCode> {
+fn to_rtrace(input: &Input, args: &ConvertOptions) -> Result<ExitCode> {
     each_image(input, args, &|trace, args| {
         let mut out = output(args.output.as_deref())?;
         if trace.is_recording() {
@@ -1639,7 +1650,7 @@ fn to_rtrace(input: &Input, args: &convert::Args) -> Result<ExitCode> {
     })
 }
 
-fn to_heaptrack(input: &Input, args: &convert::Args, zstd: bool) -> Result<ExitCode> {
+fn to_heaptrack(input: &Input, args: &ConvertOptions, zstd: bool) -> Result<ExitCode> {
     each_image(input, args, &|trace, args| {
         let sym = symbolise(true, &[], None);
         let out = output(args.output.as_deref())?;
@@ -1669,7 +1680,7 @@ fn to_heaptrack(input: &Input, args: &convert::Args, zstd: bool) -> Result<ExitC
     })
 }
 
-fn flame(input: &Input, args: &convert::Args, metric: Metric) -> Result<ExitCode> {
+fn flame(input: &Input, args: &ConvertOptions, metric: Metric) -> Result<ExitCode> {
     each_image(input, args, &|trace, args| {
         let rep = analyse(trace, 0, &symbolise(true, &[], None))?;
         let mut out = output(args.output.as_deref())?;
@@ -1679,7 +1690,7 @@ fn flame(input: &Input, args: &convert::Args, metric: Metric) -> Result<ExitCode
     })
 }
 
-fn folded(input: &Input, args: &convert::Args, metric: Metric) -> Result<ExitCode> {
+fn folded(input: &Input, args: &ConvertOptions, metric: Metric) -> Result<ExitCode> {
     each_image(input, args, &|trace, args| {
         let rep = analyse(trace, 0, &symbolise(true, &[], None))?;
         let mut out = output(args.output.as_deref())?;
@@ -1689,7 +1700,7 @@ fn folded(input: &Input, args: &convert::Args, metric: Metric) -> Result<ExitCod
     })
 }
 
-fn timeline_svg(input: &Input, args: &convert::Args) -> Result<ExitCode> {
+fn timeline_svg(input: &Input, args: &ConvertOptions) -> Result<ExitCode> {
     each_image(input, args, &|trace, args| {
         let rep = analyse(trace, 0, &Symbolise::none())?;
         let mut out = output(args.output.as_deref())?;

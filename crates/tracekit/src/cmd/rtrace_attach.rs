@@ -116,7 +116,7 @@ pub fn record_attached(a: &RecordArgs, pid: i32) -> Result<ExitCode> {
             bail!("record mem -p: {e}");
         }
     };
-    let quiet = crate::progress::quiet();
+    let quiet = tracekit_dialects::progress::quiet();
     if !quiet {
         eprintln!(
             "tracekit: recording process {pid} ({}): {} call site(s) hooked; until it exits, or Ctrl-C to stop and leave it running",

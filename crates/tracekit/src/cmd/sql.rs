@@ -11,17 +11,17 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 #[cfg(feature = "sql")]
 use std::sync::Arc;
+use tracekit_dialects::options::ConvertOptions;
 
 use anyhow::Result;
 use tracekit_parquet::{BatchSink, Tables};
 #[cfg(feature = "sql")]
 use tracekit_sql::{Engine, Format, TraceSource};
 
-use crate::cmd::convert;
 #[cfg(feature = "sql")]
 use crate::cmd::output;
 use crate::formats::{self, Dialect};
-use crate::input::{dir_files, Input};
+use tracekit_dialects::input::{dir_files, Input};
 
 /// What `tracekit sql` says in a build without the `sql` feature.
 #[cfg(not(feature = "sql"))]
@@ -171,16 +171,12 @@ use std::io::Write as _;
 
 /// The arguments the dialects' table producers read (`-m`).
 #[cfg(feature = "sql")]
-pub fn convert_args(instr_map: Option<PathBuf>) -> convert::Args {
-    convert::Args {
+pub fn convert_args(instr_map: Option<PathBuf>) -> ConvertOptions {
+    ConvertOptions {
         input: PathBuf::from("-"),
-        more_inputs: Vec::new(),
         to: "parquet".into(),
-        output: None,
-        brief: false,
-        full: false,
         instr_map,
-        otlp: Default::default(),
+        ..ConvertOptions::default()
     }
 }
 
@@ -197,8 +193,8 @@ pub fn expand_inputs(paths: &[PathBuf]) -> Result<Vec<(PathBuf, &'static dyn Dia
         let input = Input::open(p)?;
         let d = formats::detect(&input)?;
         // Trace2 directories and ninja build directories are read whole.
-        let whole = d.name() == crate::cmd::trace2::Trace2.name()
-            || d.name() == crate::cmd::ninja::NinjaLog.name();
+        let whole = d.name() == tracekit_dialects::trace2::Trace2.name()
+            || d.name() == tracekit_dialects::ninja::NinjaLog.name();
         if input.is_dir && !whole {
             for f in dir_files(p)? {
                 let d = formats::detect(&Input::open(&f)?)?;
@@ -215,7 +211,7 @@ pub fn expand_inputs(paths: &[PathBuf]) -> Result<Vec<(PathBuf, &'static dyn Dia
 pub fn produce_from(
     path: &Path,
     dialect: &dyn Dialect,
-    args: &convert::Args,
+    args: &ConvertOptions,
     sink: &mut dyn BatchSink,
     batch_rows: usize,
 ) -> Result<ExitCode> {

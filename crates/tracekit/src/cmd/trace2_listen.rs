@@ -225,7 +225,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     raise_open_file_limit();
     let receiver = Receiver::bind(config)?;
     receiver.stop_on_signals(&[libc::SIGINT, libc::SIGTERM])?;
-    if !crate::progress::quiet() {
+    if !tracekit_dialects::progress::quiet() {
         let mut on = Vec::new();
         if let Some(p) = &args.socket {
             on.push(format!("{} (stream)", p.display()));
@@ -266,7 +266,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             (summary?, Some((fstats, estats)))
         }
     };
-    if !crate::progress::quiet() {
+    if !tracekit_dialects::progress::quiet() {
         eprintln!("tracekit trace2 listen: {}", one_line(&summary));
         if let Some((f, e)) = &otlp {
             eprintln!("tracekit trace2 listen: OTLP: {}", forward_line(f));

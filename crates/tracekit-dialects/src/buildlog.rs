@@ -14,9 +14,9 @@ use tracekit_kwinject::cdb::{resolve_on_path, CdbBuilder};
 use tracekit_kwinject::kwspec::SpecBuilder;
 use tracekit_kwinject::trace::Env;
 
-use super::build::{print_db_stats, usage, write_db, SpecArgs};
-use crate::cmd::output;
+use crate::build::{print_db_stats, usage, write_db, SpecOptions};
 use crate::input::Input;
+use crate::out::output;
 
 /// An entry whose directory the log does not spell out.
 struct Uncertain {
@@ -26,7 +26,7 @@ struct Uncertain {
     how: String,
 }
 
-pub fn spec_from_log(args: &SpecArgs) -> Result<ExitCode> {
+pub fn spec_from_log(args: &SpecOptions) -> Result<ExitCode> {
     let Some(path) = &args.from_log else {
         return usage("a build trace or --from-log LOG is needed");
     };

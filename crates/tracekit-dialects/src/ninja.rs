@@ -5,6 +5,8 @@
 //! given as further inputs of `report` give it where the directory is not
 //! at hand.
 
+use crate::options::DiffOptions;
+use crate::options::{ConvertOptions, InfoOptions, ReportOptions};
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -16,9 +18,9 @@ use tracekit_kwinject::ninja::{
     self, log, manifest, tools, DepKind, GraphSource, NinjaBuild, NinjaDiff,
 };
 
-use crate::cmd::{convert, info, output, report};
-use crate::formats::{Dialect, Target};
 use crate::input::Input;
+use crate::out::output;
+use crate::registry::{Dialect, Target};
 
 pub struct NinjaLog;
 
@@ -70,7 +72,7 @@ fn load(
         input.path.clone()
     };
     let log = log::read_log(&bytes).map_err(|e| e.in_file(&name))?;
-    super::print_warnings(name.display(), &log.warnings);
+    crate::out::print_warnings(name.display(), &log.warnings);
     let cwd = std::env::current_dir().context("the current directory")?;
     let dir = build_dir(input);
     let abs = ninja::build_dir(
@@ -101,7 +103,7 @@ pub(crate) fn diff_report(
     top: usize,
 ) -> Result<tracekit_report::Report> {
     if !is_log(before) || !is_log(after) {
-        return super::usage("diff compares two .ninja_log files (or build directories)");
+        return crate::out::usage("diff compares two .ninja_log files (or build directories)");
     }
     let a = load(before, None, &[])?;
     let b = load(after, None, &[])?;
@@ -349,6 +351,14 @@ fn warn_exit(b: &NinjaBuild) -> ExitCode {
 }
 
 impl Dialect for NinjaLog {
+    fn compare(
+        &self,
+        before: &Input,
+        after: &Input,
+        options: &DiffOptions,
+    ) -> Result<(tracekit_report::Report, ExitCode)> {
+        Ok((diff_report(before, after, options.top)?, ExitCode::SUCCESS))
+    }
     fn name(&self) -> &'static str {
         "ninja build log"
     }
@@ -357,7 +367,7 @@ impl Dialect for NinjaLog {
         is_log(input) || tools::sniff_deps(&input.head) || tools::sniff_graph(&input.head)
     }
 
-    fn info(&self, inputs: &[Input], args: &info::Args) -> Result<ExitCode> {
+    fn info(&self, inputs: &[Input], args: &InfoOptions) -> Result<ExitCode> {
         let mut out = output(None)?;
         let mut code = ExitCode::SUCCESS;
         for input in inputs.iter().filter(|i| is_log(i)) {
@@ -397,7 +407,7 @@ impl Dialect for NinjaLog {
         Ok(code)
     }
 
-    fn report(&self, inputs: &[Input], args: &report::Args) -> Result<ExitCode> {
+    fn report(&self, inputs: &[Input], args: &ReportOptions) -> Result<ExitCode> {
         let g = group(inputs)?;
         let mut out = output(args.output.as_deref())?;
         let mut code = ExitCode::SUCCESS;
@@ -420,7 +430,7 @@ impl Dialect for NinjaLog {
         Ok(code)
     }
 
-    fn diff(&self, base: &Input, new: &Input, args: &report::Args) -> Result<ExitCode> {
+    fn diff(&self, base: &Input, new: &Input, args: &ReportOptions) -> Result<ExitCode> {
         if !is_log(base) || !is_log(new) {
             anyhow::bail!("--diff compares two .ninja_log files (or build directories)");
         }
@@ -499,7 +509,7 @@ impl Dialect for NinjaLog {
     fn timeline(
         &self,
         input: &Input,
-        _args: &convert::Args,
+        _args: &ConvertOptions,
         sink: &mut dyn Sink,
     ) -> Result<ExitCode> {
         if !is_log(input) {
