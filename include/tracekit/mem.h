@@ -5,7 +5,7 @@
  * heap; `tracekit record mem` records them among the allocations, and the
  * report (section "markers"), the timeline conversions (`convert --to
  * chrome|perfetto`: instant events on the calling thread's track) and
- * `tracekit sql` (table `rtrace_markers`) show them.
+ * `tracekit sql` (the `instants` table) show them.
  *
  *     #include <tracekit/mem.h>
  *
