@@ -162,6 +162,26 @@ fn markers_reach_the_recording_report_timeline_and_sql() {
 
         // The report: the markers, and the live memory at each snapshot.
         let report = stdout(tracekit().arg("report").arg(&rec).output());
+        // The same from the decoded text (the text reader's items) as from
+        // the recording's (made without the text).
+        let decoded = tmp.path().join(format!("phases{k}.rtrace"));
+        std::fs::write(&decoded, &text).unwrap();
+        let of_text = stdout(
+            tracekit()
+                .args(["rtrace", "report", "--no-resolve"])
+                .arg(&decoded)
+                .output(),
+        );
+        let of_rec = stdout(
+            tracekit()
+                .args(["rtrace", "report", "--no-resolve"])
+                .arg(&rec)
+                .output(),
+        );
+        // (The recording's report starts with its processes' table.)
+        let body = |r: &str| r.find("\n  process ").map(|i| r[i..].to_string());
+        assert_eq!(body(&of_text), body(&of_rec));
+        assert!(of_text.contains("markers: 4 (2 snapshot(s))"), "{of_text}");
         assert!(report.contains("markers: 4 (2 snapshot(s))"), "{report}");
         assert!(report.contains("mark      \"load\" at main"), "{report}");
         assert!(
