@@ -237,7 +237,10 @@ pub const STREAM_MAX_DATA: usize = 4096;
 // A backtrace definition of the deepest backtrace and its allocation
 // always fit a batch.
 const _: () = assert!(STACK_HEAD + 8 * MAX_DEPTH + ALLOC_LEN <= STREAM_MAX_DATA);
-const _: () = assert!(STACK_HEAD + 8 * MAX_DEPTH + MARK_HEAD + MARK_NAME_MAX + 1 <= STREAM_MAX_DATA);
+// So do a backtrace definition and the longest marker record.
+const _: () = assert!(
+    STACK_HEAD + 8 * MAX_DEPTH + MARK_HEAD + MARK_NAME_MAX.div_ceil(8) * 8 <= STREAM_MAX_DATA
+);
 
 /// A process image's spill file, `<prefix>.<nonce as 16 hex digits>`: a
 /// shared mapping that holds the image's per-thread batches while they

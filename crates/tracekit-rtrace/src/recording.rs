@@ -1202,8 +1202,7 @@ impl crate::reader::Items for Events<'_> {
                     if rec[0] == KIND_MARK {
                         // The comment the text has for it, one line.
                         let rec = rec.to_vec();
-                        if let Some(m) = marker_of(&rec, ts, &mut image.stacks, &mut image.stats)
-                        {
+                        if let Some(m) = marker_of(&rec, ts, &mut image.stacks, &mut image.stats) {
                             self.line += 1;
                             return Ok(Some(Item::Comment(m.line())));
                         }

@@ -320,6 +320,16 @@ impl Symbolise {
     }
 }
 
+/// A marker met in the pass, its backtraces named after it: a snapshot's
+/// top live sites are (trace, bytes, blocks).
+struct PendingMarker {
+    marker: crate::marker::Marker,
+    calls_before: u64,
+    elapsed_ms: Option<u64>,
+    live: Option<(i64, u64)>,
+    top: Vec<(u32, i64, u64)>,
+}
+
 /// A live block: its size and backtrace.
 struct Live {
     size: i64,
@@ -396,9 +406,7 @@ pub fn analyse_with<R: IntoItems>(input: R, top: usize, sym: &Symbolise) -> Resu
     let mut clock = Clock::default();
     // Markers: each with the trace ids of a snapshot's top live sites
     // (bytes, blocks), named after the pass.
-    let mut markers: Vec<(crate::marker::Marker, u64, Option<u64>, Vec<(u32, i64, u64)>)> =
-        Vec::new();
-    let mut snapshot_live: Vec<Option<(i64, u64)>> = Vec::new();
+    let mut markers: Vec<PendingMarker> = Vec::new();
 
     while let Some(item) = asm.next_item()? {
         match item {
@@ -445,8 +453,13 @@ pub fn analyse_with<R: IntoItems>(input: R, top: usize, sym: &Symbolise) -> Resu
                         top.truncate(SNAPSHOT_SITES);
                         sites = top;
                     }
-                    snapshot_live.push(live);
-                    markers.push((m, report.calls, elapsed, sites));
+                    markers.push(PendingMarker {
+                        marker: m,
+                        calls_before: report.calls,
+                        elapsed_ms: elapsed,
+                        live,
+                        top: sites,
+                    });
                 }
             }
             Item::Resource(r) if !registry.iter().any(|x| x.name == r.name) => {
@@ -666,7 +679,14 @@ pub fn analyse_with<R: IntoItems>(input: R, top: usize, sym: &Symbolise) -> Resu
     report.locations = merge_locations(&report.traces);
 
     let mem = registry.iter().position(|r| r.name == "memory");
-    for ((m, calls_before, elapsed_ms, top), live) in markers.into_iter().zip(snapshot_live) {
+    for PendingMarker {
+        marker: m,
+        calls_before,
+        elapsed_ms,
+        live,
+        top,
+    } in markers
+    {
         let texts = vec![None; m.frames.len()];
         let (frames, _) = name_frames(&mut resolver, &m.frames, &texts, sym.resolve);
         let sites = top

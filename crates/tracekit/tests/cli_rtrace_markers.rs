@@ -145,14 +145,22 @@ fn markers_reach_the_recording_report_timeline_and_sql() {
             .collect();
         assert_eq!(marks.len(), 4, "{text}");
         assert!(marks[0].contains(" mark thread="), "{}", marks[0]);
-        assert!(marks[0].contains(" name=\"load\" frames=0x"), "{}", marks[0]);
+        assert!(
+            marks[0].contains(" name=\"load\" frames=0x"),
+            "{}",
+            marks[0]
+        );
         assert!(marks[1].contains(" snapshot "), "{}", marks[1]);
         assert!(
             marks[2].contains(&format!("name=\"{}\" length=400 ", "x".repeat(255))),
             "{}",
             marks[2]
         );
-        assert!(marks[3].contains(r#"name="after \"free\"""#), "{}", marks[3]);
+        assert!(
+            marks[3].contains(r#"name="after \"free\"""#),
+            "{}",
+            marks[3]
+        );
         // In number order among the calls: load's two mallocs come
         // between the first two markers.
         let at = |needle: &str| text.find(needle).unwrap();
@@ -186,11 +194,16 @@ fn markers_reach_the_recording_report_timeline_and_sql() {
         assert!(report.contains("mark      \"load\" at main"), "{report}");
         assert!(
             report.contains("snapshot  \"loaded\" at main (")
-                && report.contains("      live: 1.5 KiB in 2 block(s)\n        1000 B in 1 block(s) from load ("),
+                && report.contains(
+                    "      live: 1.5 KiB in 2 block(s)\n        1000 B in 1 block(s) from load ("
+                ),
             "{report}"
         );
         assert!(report.contains("(name cut: 400 bytes)"), "{report}");
-        assert!(report.contains("      live: 500 B in 1 block(s)\n"), "{report}");
+        assert!(
+            report.contains("      live: 500 B in 1 block(s)\n"),
+            "{report}"
+        );
 
         let json = ok(tracekit().args(["report", "--json"]).arg(&rec).output()).stdout;
         let doc = tracekit_report::json::parse(&json).expect("tracekit.report/1");
@@ -200,7 +213,10 @@ fn markers_reach_the_recording_report_timeline_and_sql() {
         let kinds: Vec<&Value> = (0..4).map(|r| cell(t, r, "kind")).collect();
         assert_eq!(
             kinds,
-            ["mark", "snapshot", "mark", "snapshot"].map(|k| Value::Text(k.into())).iter().collect::<Vec<_>>()
+            ["mark", "snapshot", "mark", "snapshot"]
+                .map(|k| Value::Text(k.into()))
+                .iter()
+                .collect::<Vec<_>>()
         );
         assert_eq!(cell(t, 1, "live_bytes").as_f64(), Some(1500.0));
         assert_eq!(cell(t, 1, "live_blocks").as_f64(), Some(2.0));
@@ -221,7 +237,10 @@ fn markers_reach_the_recording_report_timeline_and_sql() {
             .arg(&rec)
             .output());
         let html = std::fs::read_to_string(&page).unwrap();
-        assert!(html.contains("Live at each snapshot"), "page without the markers");
+        assert!(
+            html.contains("Live at each snapshot"),
+            "page without the markers"
+        );
 
         // The timeline: instants on the thread's track.
         let chrome = stdout(
@@ -258,9 +277,15 @@ fn markers_reach_the_recording_report_timeline_and_sql() {
         let rows: Vec<&str> = rows.lines().collect();
         assert_eq!(rows.len(), 5, "{rows:?}");
         assert!(rows.contains(&"load,mark,true"), "{rows:?}");
-        assert!(rows.contains(&format!("{},mark,true", "x".repeat(255)).as_str()), "{rows:?}");
+        assert!(
+            rows.contains(&format!("{},mark,true", "x".repeat(255)).as_str()),
+            "{rows:?}"
+        );
         assert!(rows.contains(&"loaded,snapshot,true"), "{rows:?}");
-        assert!(rows.contains(&"\"after \"\"free\"\"\",snapshot,true"), "{rows:?}");
+        assert!(
+            rows.contains(&"\"after \"\"free\"\"\",snapshot,true"),
+            "{rows:?}"
+        );
     }
 }
 
@@ -288,7 +313,10 @@ fn text_recordings_carry_the_markers() {
     assert_eq!(text.matches("\n## tracekit-marker: ").count(), 4, "{text}");
     let report = stdout(tracekit().arg("report").arg(&trace).output());
     assert!(report.contains("markers: 4 (2 snapshot(s))"), "{report}");
-    assert!(report.contains("      live: 1.5 KiB in 2 block(s)\n"), "{report}");
+    assert!(
+        report.contains("      live: 1.5 KiB in 2 block(s)\n"),
+        "{report}"
+    );
     // sp-rtrace's post-processor keeps permanent comments: so does ours.
     let post = stdout(tracekit().args(["rtrace", "postproc"]).arg(&trace).output());
     assert_eq!(post.matches("## tracekit-marker: ").count(), 4, "{post}");

@@ -269,20 +269,27 @@ impl Report {
             "warnings": self.warnings.total(),
         });
         if !self.markers.is_empty() || self.markers_omitted > 0 {
-            v["markers"] = self.markers.iter().map(|m| json!({
-                "index": m.marker.index,
-                "timestamp_ms": m.marker.timestamp,
-                "elapsed_ms": m.elapsed_ms,
-                "thread": m.marker.thread,
-                "kind": m.marker.kind.name(),
-                "name": m.marker.name,
-                "name_length": m.marker.cut_from,
-                "calls_before": m.calls_before,
-                "frames": frames_json(&m.frames),
-                "live_bytes": m.live.map(|l| l.0),
-                "live_blocks": m.live.map(|l| l.1),
-                "sites": m.sites.iter().map(site).collect::<Vec<_>>(),
-            })).collect::<Vec<_>>().into();
+            v["markers"] = self
+                .markers
+                .iter()
+                .map(|m| {
+                    json!({
+                        "index": m.marker.index,
+                        "timestamp_ms": m.marker.timestamp,
+                        "elapsed_ms": m.elapsed_ms,
+                        "thread": m.marker.thread,
+                        "kind": m.marker.kind.name(),
+                        "name": m.marker.name,
+                        "name_length": m.marker.cut_from,
+                        "calls_before": m.calls_before,
+                        "frames": frames_json(&m.frames),
+                        "live_bytes": m.live.map(|l| l.0),
+                        "live_blocks": m.live.map(|l| l.1),
+                        "sites": m.sites.iter().map(site).collect::<Vec<_>>(),
+                    })
+                })
+                .collect::<Vec<_>>()
+                .into();
             v["markers_omitted"] = self.markers_omitted.into();
         }
         v
