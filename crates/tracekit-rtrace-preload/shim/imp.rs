@@ -1552,6 +1552,85 @@ fn void(seq: u64) {
     record(KIND_VOID, 0, 0, 0, 0, seq, 0, 0, false);
 }
 
+// ---------------------------------------------------------------------
+// Markers from the program (`include/tracekit/mem.h`): the program's weak
+// references to these two functions bind to our definitions when we are
+// preloaded; without us they are null and the program skips the calls.
+
+trampoline!(tracekit_mem_mark => h_mark, "rsi", "rdx", (name: *const c_char) -> ());
+trampoline!(tracekit_mem_snapshot => h_snapshot, "rsi", "rdx", (name: *const c_char) -> ());
+
+unsafe extern "C" fn h_mark(name: *const c_char, sp: usize, fp: usize) {
+    // SAFETY: the program's C string (or null), and the caller's frame.
+    unsafe { mark(MARK_MARK, name, sp, fp) }
+}
+
+unsafe extern "C" fn h_snapshot(name: *const c_char, sp: usize, fp: usize) {
+    // SAFETY: as for `h_mark`.
+    unsafe { mark(MARK_SNAPSHOT, name, sp, fp) }
+}
+
+/// Records a marker (see `wire::KIND_MARK`). Recorded while recording is
+/// paused too (a marker is no allocation); not from inside our own code.
+/// The name is copied into the record (at most `MARK_NAME_MAX` bytes, cut
+/// at a UTF-8 character boundary; its whole length is kept). The thread's
+/// id is one `gettid` system call: markers are rare calls the program
+/// makes on purpose, not a hooked function's events.
+unsafe fn mark(kind: u8, name: *const c_char, sp: usize, fp: usize) {
+    let Some(slot) = release_slot(u32::MAX) else {
+        return;
+    };
+    // SAFETY: errno is this thread's.
+    let errno = unsafe { *libc::__errno_location() };
+    slot.guard.store(true, Ordering::Relaxed);
+    let seq = take_seq();
+    let ts = now_ms_in(slot);
+    // SAFETY: raw system call without arguments; it cannot fail.
+    let tid = unsafe { libc::syscall(SYS_GETTID) } as u32;
+    // The name's whole length (saturating) and the bytes kept.
+    let mut full: usize = 0;
+    if !name.is_null() {
+        // SAFETY: a C string, as the header's contract says.
+        while unsafe { *name.add(full) } != 0 {
+            full += 1;
+            if full == u32::MAX as usize {
+                break;
+            }
+        }
+    }
+    let mut n = full.min(MARK_NAME_MAX);
+    if n < full {
+        // Cut at a character boundary: not inside a UTF-8 sequence.
+        // SAFETY: `n < full`, so byte n is part of the string.
+        while n > 0 && unsafe { *name.add(n) } as u8 & 0xC0 == 0x80 {
+            n -= 1;
+        }
+    }
+    let stack = backtrace_id(slot, sp, fp);
+    let mut rec = [0u8; MARK_HEAD + MARK_NAME_MAX + 1];
+    rec[0] = KIND_MARK;
+    rec[1] = kind;
+    rec[2] = n as u8;
+    rec[4..8].copy_from_slice(&ts.to_le_bytes());
+    rec[8..16].copy_from_slice(&seq.to_le_bytes());
+    rec[16..20].copy_from_slice(&tid.to_le_bytes());
+    rec[20..24].copy_from_slice(&stack.to_le_bytes());
+    rec[24..28].copy_from_slice(&(full as u32).to_le_bytes());
+    for (k, b) in rec[MARK_HEAD..MARK_HEAD + n].iter_mut().enumerate() {
+        // SAFETY: k < n ≤ the string's length.
+        *b = unsafe { *name.add(k) } as u8;
+    }
+    let len = record_len(&rec).unwrap_or(MARK_HEAD);
+    // SAFETY: our own batch.
+    unsafe { append(slot, &rec[..len], &[]) };
+    slot.guard.store(false, Ordering::Relaxed);
+    // SAFETY: as above.
+    unsafe { *libc::__errno_location() = errno };
+}
+
+/// `gettid` on x86_64.
+const SYS_GETTID: core::ffi::c_long = 186;
+
 // Function ids (index into FUNCTIONS).
 const F_MALLOC: u8 = 0;
 const F_CALLOC: u8 = 1;

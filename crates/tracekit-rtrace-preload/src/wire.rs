@@ -32,10 +32,27 @@ pub const TAG_END: [u8; 4] = *b"TKEN";
 ///   backtrace that later allocation records of the same thread name by
 ///   its number (numbers are unique within a process image; a thread
 ///   defines each backtrace it uses before its first use).
+/// * `KIND_MARK`, [`MARK_HEAD`] + n rounded up to a multiple of 8 bytes:
+///   kind, mark kind (`MARK_*`), n (bytes of the name kept, at most
+///   [`MARK_NAME_MAX`]), 0, ts_ms u32, seq u64, thread id u32 (the
+///   kernel's tid), stack u32 (0: no backtrace), the name's length in the
+///   program u32 (saturating; more than n: the name was cut), 0 u32, then
+///   the n bytes of the name and zeros to the next multiple of 8. A marker
+///   the program asked for (`tracekit_mem_mark`, `tracekit_mem_snapshot`
+///   of `include/tracekit/mem.h`); it takes an event number like a call.
 pub const KIND_ALLOC: u8 = 1;
 pub const KIND_FREE: u8 = 2;
 pub const KIND_VOID: u8 = 3;
 pub const KIND_STACK: u8 = 4;
+pub const KIND_MARK: u8 = 5;
+pub const MARK_HEAD: usize = 32;
+/// The longest name a marker keeps (bytes); a longer one is cut at a UTF-8
+/// character boundary at or below this.
+pub const MARK_NAME_MAX: usize = 255;
+/// Marker kinds: a named point (a phase), and a snapshot (a point at which
+/// the report shows the live heap).
+pub const MARK_MARK: u8 = 1;
+pub const MARK_SNAPSHOT: u8 = 2;
 pub const ALLOC_LEN: usize = 40;
 pub const FREE_LEN: usize = 24;
 pub const VOID_LEN: usize = 16;
@@ -58,11 +75,12 @@ pub fn record_len(b: &[u8]) -> Option<usize> {
         KIND_FREE => Some(FREE_LEN),
         KIND_VOID => Some(VOID_LEN),
         KIND_STACK => Some(STACK_HEAD + 8 * *b.get(1)? as usize),
+        KIND_MARK => Some(MARK_HEAD + (*b.get(2)? as usize).div_ceil(8) * 8),
         _ => None,
     }
 }
 
-/// The event number of an allocation, release or void record.
+/// The event number of an allocation, release, void or marker record.
 #[inline]
 pub fn record_seq(b: &[u8]) -> u64 {
     let mut a = [0u8; 8];
@@ -219,6 +237,10 @@ pub const STREAM_MAX_DATA: usize = 4096;
 // A backtrace definition of the deepest backtrace and its allocation
 // always fit a batch.
 const _: () = assert!(STACK_HEAD + 8 * MAX_DEPTH + ALLOC_LEN <= STREAM_MAX_DATA);
+// So do a backtrace definition and the longest marker record.
+const _: () = assert!(
+    STACK_HEAD + 8 * MAX_DEPTH + MARK_HEAD + MARK_NAME_MAX.div_ceil(8) * 8 <= STREAM_MAX_DATA
+);
 
 /// A process image's spill file, `<prefix>.<nonce as 16 hex digits>`: a
 /// shared mapping that holds the image's per-thread batches while they

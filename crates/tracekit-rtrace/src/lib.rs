@@ -9,6 +9,7 @@
 pub mod allocations;
 pub mod heaptrack;
 mod live;
+pub mod marker;
 pub mod postproc;
 pub mod reader;
 pub mod record;

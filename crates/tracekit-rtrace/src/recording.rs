@@ -21,6 +21,7 @@ use std::sync::Arc;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use tracekit_core::{Error, Position, Result, Warnings};
 
+use crate::marker::{Marker, MarkerKind};
 use crate::reader::{Backtrace, FullCall, Item};
 use crate::record::{format_call, format_frame, Call, CallKind, Frame, Header, HeaderField};
 
@@ -63,6 +64,9 @@ pub struct DecodeStats {
     pub unknown_backtraces: u64,
     /// Events that arrived twice (dropped).
     pub duplicates: u64,
+    /// Markers the program made (`include/tracekit/mem.h`), written as
+    /// `## tracekit-marker: ` comments (not counted in `events`).
+    pub markers: u64,
 }
 
 /// Where the recorder file's bytes come from: a file read with `pread`
@@ -1195,6 +1199,15 @@ impl crate::reader::Items for Events<'_> {
                         continue;
                     }
                     let ts = monotonic_ms(u32_at(rec, 4), &mut image.last_ts);
+                    if rec[0] == KIND_MARK {
+                        // The comment the text has for it, one line.
+                        let rec = rec.to_vec();
+                        if let Some(m) = marker_of(&rec, ts, &mut image.stacks, &mut image.stats) {
+                            self.line += 1;
+                            return Ok(Some(Item::Comment(m.line())));
+                        }
+                        continue;
+                    }
                     // The record is copied out: the merge keeps it.
                     let mut e = [0u8; ALLOC_LEN];
                     let n = rec.len().min(ALLOC_LEN);
@@ -1334,6 +1347,19 @@ fn emit(
     if kind == KIND_VOID {
         return 0;
     }
+    if kind == KIND_MARK {
+        let ts = monotonic_ms(u32_at(e, 4), last_ts);
+        let Some(m) = marker_of(e, ts, stacks, stats) else {
+            return 0;
+        };
+        let line = m.line();
+        // The buffer has room for the longest call with 255 frames, more
+        // than the longest marker line (a 255-byte name escaped, 64 frames).
+        let n = line.len().min(out.len() - 1);
+        out[..n].copy_from_slice(&line.as_bytes()[..n]);
+        out[n] = b'\n';
+        return n + 1;
+    }
     let (res, func) = (e[1], e[2]);
     stats.events += 1;
     let ts = monotonic_ms(u32_at(e, 4), last_ts);
@@ -1359,6 +1385,40 @@ fn emit(
     }
     out[n] = b'\n';
     n + 1
+}
+
+/// The marker of a `KIND_MARK` record (`None`: an unknown marker kind, or
+/// a record too short), its backtrace from `stacks`.
+fn marker_of(e: &[u8], ts: u32, stacks: &mut Stacks, stats: &mut DecodeStats) -> Option<Marker> {
+    let kind = MarkerKind::from_wire(*e.get(1)?)?;
+    if e.len() < MARK_HEAD {
+        return None;
+    }
+    let n = e[2] as usize;
+    let name = String::from_utf8_lossy(e.get(MARK_HEAD..MARK_HEAD + n)?).into_owned();
+    let full = u64::from(u32_at(e, 24));
+    let stack = u32_at(e, 20);
+    let frames = if stack == 0 {
+        Vec::new()
+    } else {
+        match stacks.get(stack) {
+            Some(f) => f.to_vec(),
+            None => {
+                stats.unknown_backtraces += 1;
+                Vec::new()
+            }
+        }
+    };
+    stats.markers += 1;
+    Some(Marker {
+        index: u64_at(e, 8).wrapping_add(1),
+        timestamp: Some(ts),
+        kind,
+        thread: u32_at(e, 16),
+        name,
+        cut_from: (full > n as u64).then_some(full),
+        frames,
+    })
 }
 
 /// How an image ended, in words, as its header and end chunk say (see

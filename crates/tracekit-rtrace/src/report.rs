@@ -226,6 +226,32 @@ pub struct Point {
     pub live_bytes: i64,
 }
 
+/// A marker the program made (`include/tracekit/mem.h`), as the report
+/// shows it.
+#[derive(Debug, Clone)]
+pub struct MarkerStat {
+    pub marker: crate::marker::Marker,
+    /// Calls before it.
+    pub calls_before: u64,
+    /// Milliseconds since the first timestamped call or marker.
+    pub elapsed_ms: Option<u64>,
+    /// Its backtrace, named as the allocations' are.
+    pub frames: Frames,
+    /// A snapshot's view of the `memory` resource at its point: bytes and
+    /// blocks live (`None`: not a snapshot, or no `memory` resource).
+    pub live: Option<(i64, u64)>,
+    /// A snapshot's backtraces holding the most bytes live at its point
+    /// (at most [`SNAPSHOT_SITES`], most bytes first; `blocks` and
+    /// `bytes` are what each held live then).
+    pub sites: Vec<Site>,
+}
+
+/// The most markers a report lists (the first ones; the rest are counted
+/// in [`Report::markers_omitted`]).
+pub const MARKERS_MAX: usize = 1000;
+/// The backtraces a snapshot lists.
+pub const SNAPSHOT_SITES: usize = 5;
+
 /// Everything `tracekit report` shows for an sp-rtrace trace.
 #[derive(Debug, Default)]
 pub struct Report {
@@ -252,6 +278,11 @@ pub struct Report {
     /// Permanent comments of the recorder (`## tracekit: …`): how the
     /// program ended, what could not be recorded.
     pub notes: Vec<String>,
+    /// Markers the program made, in the order of the trace (at most
+    /// [`MARKERS_MAX`]).
+    pub markers: Vec<MarkerStat>,
+    /// Markers past [`MARKERS_MAX`], not listed.
+    pub markers_omitted: u64,
     pub warnings: Warnings,
 }
 
@@ -287,6 +318,16 @@ impl Symbolise {
     pub fn none() -> Self {
         Symbolise::default()
     }
+}
+
+/// A marker met in the pass, its backtraces named after it: a snapshot's
+/// top live sites are (trace, bytes, blocks).
+struct PendingMarker {
+    marker: crate::marker::Marker,
+    calls_before: u64,
+    elapsed_ms: Option<u64>,
+    live: Option<(i64, u64)>,
+    top: Vec<(u32, i64, u64)>,
 }
 
 /// A live block: its size and backtrace.
@@ -363,6 +404,9 @@ pub fn analyse_with<R: IntoItems>(input: R, top: usize, sym: &Symbolise) -> Resu
     let mut bucket_width: u64 = 1;
     let mut leak_orphans: Vec<(usize, Live)> = Vec::new();
     let mut clock = Clock::default();
+    // Markers: each with the trace ids of a snapshot's top live sites
+    // (bytes, blocks), named after the pass.
+    let mut markers: Vec<PendingMarker> = Vec::new();
 
     while let Some(item) = asm.next_item()? {
         match item {
@@ -370,6 +414,52 @@ pub fn analyse_with<R: IntoItems>(input: R, top: usize, sym: &Symbolise) -> Resu
             Item::Comment(c) => {
                 if let Some(note) = c.strip_prefix("## tracekit: ") {
                     report.notes.push(note.to_string());
+                } else if c.starts_with(crate::marker::PREFIX) {
+                    let Some(m) = crate::marker::Marker::parse(&c) else {
+                        report.warnings.push(
+                            tracekit_core::Position::Unknown,
+                            format!("a damaged marker comment (ignored): {c}"),
+                        );
+                        continue;
+                    };
+                    if markers.len() >= MARKERS_MAX {
+                        report.markers_omitted += 1;
+                        continue;
+                    }
+                    let elapsed = m.timestamp.map(|t| {
+                        let t = clock.tick(t);
+                        t.saturating_sub(clock.first.unwrap_or(t))
+                    });
+                    let mut live = None;
+                    let mut sites = Vec::new();
+                    let mem = registry.iter().position(|r| r.name == "memory");
+                    if let (crate::marker::MarkerKind::Snapshot, Some(ri)) = (m.kind, mem) {
+                        let st = &state[ri];
+                        live = Some((st.bytes, st.blocks));
+                        // The top live backtraces: one pass over them
+                        // (bounded: at most MARKERS_MAX snapshots).
+                        let mut top: Vec<(u32, i64, u64)> = Vec::new();
+                        for (tid, agg) in st.traces.iter().enumerate() {
+                            if agg.live_blocks == 0 {
+                                continue;
+                            }
+                            top.push((tid as u32, agg.live, agg.live_blocks));
+                            if top.len() > 4 * SNAPSHOT_SITES {
+                                top.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+                                top.truncate(SNAPSHOT_SITES);
+                            }
+                        }
+                        top.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+                        top.truncate(SNAPSHOT_SITES);
+                        sites = top;
+                    }
+                    markers.push(PendingMarker {
+                        marker: m,
+                        calls_before: report.calls,
+                        elapsed_ms: elapsed,
+                        live,
+                        top: sites,
+                    });
                 }
             }
             Item::Resource(r) if !registry.iter().any(|x| x.name == r.name) => {
@@ -587,6 +677,46 @@ pub fn analyse_with<R: IntoItems>(input: R, top: usize, sym: &Symbolise) -> Resu
         }
     }
     report.locations = merge_locations(&report.traces);
+
+    let mem = registry.iter().position(|r| r.name == "memory");
+    for PendingMarker {
+        marker: m,
+        calls_before,
+        elapsed_ms,
+        live,
+        top,
+    } in markers
+    {
+        let texts = vec![None; m.frames.len()];
+        let (frames, _) = name_frames(&mut resolver, &m.frames, &texts, sym.resolve);
+        let sites = top
+            .into_iter()
+            .filter_map(|(tid, bytes, blocks)| {
+                let (frames, _) = named.get_mut(tid as usize)?.get_or_insert_with(|| {
+                    name_frames(
+                        &mut resolver,
+                        &trace_list[tid as usize],
+                        &trace_texts[tid as usize],
+                        sym.resolve,
+                    )
+                });
+                Some(Site {
+                    resource: registry[mem?].name.clone(),
+                    blocks,
+                    bytes,
+                    frames: frames.clone(),
+                })
+            })
+            .collect();
+        report.markers.push(MarkerStat {
+            marker: m,
+            calls_before,
+            elapsed_ms,
+            frames,
+            live,
+            sites,
+        });
+    }
 
     let site = |t: &Trace, blocks: u64, bytes: i64| Site {
         resource: registry[t.resource].name.clone(),

@@ -11,6 +11,13 @@
 //!   time it was made, named after the allocating function, with its size,
 //!   id and backtrace (as the trace writes its frames).
 //!
+//! * The markers the program made (`include/tracekit/mem.h`, read from
+//!   their `## tracekit-marker: ` comments, [`crate::marker`]): an
+//!   instant each on its thread's track (declared at the thread's first
+//!   marker), named after the marker, category `mark` or `snapshot`, with
+//!   its index, kind, the name's length when it was cut, its backtrace
+//!   and, for a snapshot, the memory in use at its point.
+//!
 //! Time: the calls' milliseconds (sp-rtrace writes the time of day, a
 //! monotonic clock modulo 24 h), unwrapped at midnight; relative, since the
 //! trace does not say its time zone. Calls without a time cannot be placed
@@ -39,6 +46,8 @@ pub struct MapStats {
     pub calls: u64,
     pub counter_samples: u64,
     pub leaks: u64,
+    /// Markers written as instants.
+    pub markers: u64,
     /// Calls without a timestamp (not placed; still counted in the live set).
     pub untimed: u64,
 }
@@ -138,6 +147,8 @@ fn map_one<R: IntoItems, S: Sink + ?Sized>(
     let leaks_track: TrackId = process + 1;
     let mut next_track: TrackId = process + 2;
     let mut pid: i64 = 0;
+    // Marker threads' tracks, by thread id.
+    let mut threads: FxHashMap<u32, TrackId> = FxHashMap::default();
     let start = |sink: &mut S,
                  tracks: &mut Tracks,
                  header: Option<&crate::record::Header>|
@@ -269,6 +280,44 @@ fn map_one<R: IntoItems, S: Sink + ?Sized>(
                 }
                 r.in_use += change;
             }
+            Item::Comment(c) if c.starts_with(crate::marker::PREFIX) => {
+                let Some(m) = crate::marker::Marker::parse(&c) else {
+                    continue;
+                };
+                if !started {
+                    started = true;
+                    pid = start(sink, tracks, None)?;
+                }
+                let Some(ts) = m.timestamp.map(|t| clock.tick(t) as i64) else {
+                    stats.untimed += 1;
+                    continue;
+                };
+                let track = match threads.get(&m.thread) {
+                    Some(&t) => t,
+                    None => {
+                        let t = next_track;
+                        next_track += 1;
+                        sink.event(&Event::Track(Track {
+                            id: t,
+                            parent: Some(process),
+                            kind: TrackKind::Thread {
+                                pid,
+                                tid: i64::from(m.thread),
+                            },
+                            name: None,
+                            sort_index: None,
+                        }))
+                        .map_err(io)?;
+                        threads.insert(m.thread, t);
+                        t
+                    }
+                };
+                let memory = resources
+                    .iter()
+                    .find(|r| r.def.name == "memory")
+                    .map(|r| r.in_use);
+                marker(sink, track, ts, &m, memory, &mut stats)?;
+            }
             _ => {}
         }
     }
@@ -296,6 +345,52 @@ fn map_one<R: IntoItems, S: Sink + ?Sized>(
     tracks.next = next_track;
     let warnings = asm.take_warnings();
     Ok((stats, warnings))
+}
+
+/// A marker as an instant on its thread's track; `memory` is the memory in
+/// use at its point (written for snapshots).
+fn marker<S: Sink + ?Sized>(
+    sink: &mut S,
+    track: TrackId,
+    ts: i64,
+    m: &crate::marker::Marker,
+    memory: Option<i64>,
+    stats: &mut MapStats,
+) -> Result<()> {
+    use std::fmt::Write as _;
+    stats.markers += 1;
+    let mut trace = String::new();
+    for a in &m.frames {
+        if !trace.is_empty() {
+            trace.push('\n');
+        }
+        let _ = write!(trace, "0x{a:x}");
+    }
+    let kind = m.kind.name();
+    let mut args: Vec<(&str, Value<'_>)> = vec![
+        ("index", Value::UInt(m.index)),
+        ("kind", Value::Str(kind.as_bytes())),
+    ];
+    if let Some(n) = m.cut_from {
+        args.push(("name_length", Value::UInt(n)));
+    }
+    if m.kind == crate::marker::MarkerKind::Snapshot {
+        if let Some(bytes) = memory {
+            args.push(("memory_in_use", Value::Int(bytes)));
+        }
+    }
+    if !trace.is_empty() {
+        args.push(("backtrace", Value::Str(trace.as_bytes())));
+    }
+    sink.event(&Event::Instant {
+        track,
+        ts,
+        name: Name::text(m.name.as_bytes()),
+        category: kind.as_bytes(),
+        scope: Scope::Thread,
+        args: &args,
+    })
+    .map_err(io)
 }
 
 fn declare<S: Sink + ?Sized>(

@@ -683,13 +683,15 @@ impl Recorded {
                 allocs: c.allocs,
                 frees: c.frees,
                 events: c.allocs + c.frees,
-                lost: c.numbers.saturating_sub(c.allocs + c.frees + c.voids),
+                lost: c
+                    .numbers
+                    .saturating_sub(c.allocs + c.frees + c.voids + c.marks),
                 ..Default::default()
             };
             let info = match &file {
                 Some(f) => {
                     let k = image.index as usize;
-                    if c.numbers != c.allocs + c.frees + c.voids {
+                    if c.numbers != c.allocs + c.frees + c.voids + c.marks {
                         let (_, s) = super::Decoder::packed(f, k)?.write_to(io::sink())?;
                         stats = s;
                     }

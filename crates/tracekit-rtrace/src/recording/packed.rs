@@ -240,7 +240,10 @@ struct Ev {
 }
 
 impl Ev {
-    /// The fields of a whole allocation, release or void record.
+    /// The fields of a whole allocation, release, void or marker record (a
+    /// marker's: `res` its kind, `id` its thread, `size` its name's length
+    /// in the program, `node` its backtrace; the name is the record's
+    /// bytes after [`MARK_HEAD`]).
     fn from_wire(r: &[u8]) -> Ev {
         let u32_at = |i: usize| u32::from_le_bytes([r[i], r[i + 1], r[i + 2], r[i + 3]]);
         let u64_at = |i: usize| {
@@ -267,18 +270,32 @@ impl Ev {
                 e.func = r[2];
                 e.id = u64_at(16);
             }
+            KIND_MARK => {
+                e.res = r[1];
+                e.id = u64::from(u32_at(16));
+                e.node = u32_at(20);
+                e.size = u64::from(u32_at(24));
+            }
             _ => {}
         }
         e
     }
 
+    /// The name of a marker record (see [`Ev::from_wire`]).
+    fn mark_name(r: &[u8]) -> &[u8] {
+        let n = r.get(2).copied().unwrap_or(0) as usize;
+        r.get(MARK_HEAD..MARK_HEAD + n).unwrap_or_default()
+    }
+
     /// Appends the record in the wire layout (the stack field holds the
-    /// node).
-    fn write_wire(&self, out: &mut Vec<u8>) {
+    /// node); `name` is a marker's name (at most [`MARK_NAME_MAX`] bytes).
+    fn write_wire(&self, out: &mut Vec<u8>, name: &[u8]) {
         let start = out.len();
+        let name = &name[..name.len().min(MARK_NAME_MAX)];
         let len = match self.kind {
             KIND_ALLOC => ALLOC_LEN,
             KIND_FREE => FREE_LEN,
+            KIND_MARK => MARK_HEAD + name.len().div_ceil(8) * 8,
             _ => VOID_LEN,
         };
         out.resize(start + len, 0);
@@ -298,6 +315,14 @@ impl Ev {
                 r[1] = self.res;
                 r[2] = self.func;
                 r[16..24].copy_from_slice(&self.id.to_le_bytes());
+            }
+            KIND_MARK => {
+                r[1] = self.res;
+                r[2] = name.len() as u8;
+                r[16..20].copy_from_slice(&(self.id as u32).to_le_bytes());
+                r[20..24].copy_from_slice(&self.node.to_le_bytes());
+                r[24..28].copy_from_slice(&(self.size as u32).to_le_bytes());
+                r[MARK_HEAD..MARK_HEAD + name.len()].copy_from_slice(name);
             }
             _ => {}
         }
@@ -319,7 +344,14 @@ const S_APTR: usize = 8;
 const S_APTRX: usize = 9;
 const S_FREF: usize = 10;
 const S_FPTR: usize = 11;
-const STREAMS: usize = 12;
+/// Markers (since the streams were 14): a u8 per void event, its marker
+/// kind (0: a plain void event), and per marker its thread, backtrace
+/// node, name length in the program and kept name.
+const S_MARK: usize = 12;
+const S_MTEXT: usize = 13;
+const STREAMS: usize = 14;
+/// The streams a block must have (version 1's first writers wrote 12).
+const STREAMS_MIN: usize = 12;
 
 /// `kind` in the low bits of a code byte (the function, up to 62, above;
 /// 63: the function byte is in `S_FUNC`).
@@ -546,7 +578,8 @@ impl BlockEncoder {
         }
     }
 
-    fn push(&mut self, e: &Ev) {
+    /// Adds an event; `name` is a marker's name (empty for the others).
+    fn push(&mut self, e: &Ev, name: &[u8]) {
         let s = &mut self.streams;
         let m = &mut self.m;
         self.count += 1;
@@ -568,6 +601,19 @@ impl BlockEncoder {
         put_sv(&mut s[S_MS], i64::from(e.ts.wrapping_sub(m.ts) as i32));
         m.ts = e.ts;
         if kind == EV_VOID {
+            // A marker is a void event to readers of 12 streams.
+            if e.kind == KIND_MARK && e.res != 0 {
+                s[S_MARK].push(e.res);
+                let t = &mut s[S_MTEXT];
+                put_uv(t, e.id);
+                put_uv(t, u64::from(e.node));
+                put_uv(t, e.size);
+                let name = &name[..name.len().min(MARK_NAME_MAX)];
+                put_uv(t, name.len() as u64);
+                t.extend_from_slice(name);
+            } else {
+                s[S_MARK].push(0);
+            }
             return;
         }
         s[S_RES].push(e.res);
@@ -645,7 +691,7 @@ fn decode_block(p: &[u8], first: u64, count: u32, out: &mut Vec<u8>) -> Option<(
     let _thread = c.uv()?;
     let n = usize::try_from(c.uv()?).ok()?;
     // Every stream has its length; every event at least three bytes.
-    if n < STREAMS || n > p.len() || count as usize > p.len() {
+    if n < STREAMS_MIN || n > p.len() || count as usize > p.len() {
         return None;
     }
     let mut lens = Vec::with_capacity(n);
@@ -656,6 +702,7 @@ fn decode_block(p: &[u8], first: u64, count: u32, out: &mut Vec<u8>) -> Option<(
     for len in lens {
         s.push(Cur::new(c.bytes(len)?));
     }
+    let marks = n >= STREAMS;
     let mut m = Model::new(first);
     let mut e = Ev::default();
     for _ in 0..count {
@@ -677,6 +724,23 @@ fn decode_block(p: &[u8], first: u64, count: u32, out: &mut Vec<u8>) -> Option<(
                 }
                 e.kind = KIND_VOID;
                 e.res = 0;
+                let mark = if marks { s[S_MARK].u8()? } else { 0 };
+                if mark != 0 {
+                    let t = &mut s[S_MTEXT];
+                    let (tid, node, full) = (t.uv()?, t.uv()?, t.uv()?);
+                    let len = usize::try_from(t.uv()?).ok()?;
+                    if len > MARK_NAME_MAX {
+                        return None;
+                    }
+                    let name = t.bytes(len)?;
+                    e.kind = KIND_MARK;
+                    e.res = mark;
+                    e.id = u64::from(u32::try_from(tid).ok()?);
+                    e.node = u32::try_from(node).ok()?;
+                    e.size = u64::from(u32::try_from(full).ok()?);
+                    e.write_wire(out, name);
+                    continue;
+                }
             }
             EV_ALLOC => {
                 e.kind = KIND_ALLOC;
@@ -730,7 +794,7 @@ fn decode_block(p: &[u8], first: u64, count: u32, out: &mut Vec<u8>) -> Option<(
             }
             _ => return None,
         }
-        e.write_wire(out);
+        e.write_wire(out, &[]);
     }
     Some(())
 }
@@ -801,8 +865,11 @@ pub struct ImageCounts {
     pub frees: u64,
     /// Numbers taken that produced no call (a failed `realloc`).
     pub voids: u64,
+    /// Markers the program made (`include/tracekit/mem.h`).
+    pub marks: u64,
     /// One more than the largest event number (0: none): with no
-    /// duplicates, `allocs + frees + voids` short of it is what was lost.
+    /// duplicates, `allocs + frees + voids + marks` short of it is what
+    /// was lost.
     pub numbers: u64,
 }
 
@@ -999,17 +1066,23 @@ impl<W: Write> Writer<W> {
             }
             let mut e = Ev::from_wire(r);
             let c = &mut self.counts[k];
+            let mut name: &[u8] = &[];
             match e.kind {
                 KIND_ALLOC => {
                     e.node = self.images[k].get(e.node);
                     c.allocs += 1;
                 }
                 KIND_FREE => c.frees += 1,
+                KIND_MARK => {
+                    e.node = self.images[k].get(e.node);
+                    name = Ev::mark_name(r);
+                    c.marks += 1;
+                }
                 _ => c.voids += 1,
             }
             c.numbers = c.numbers.max(e.seq.saturating_add(1));
             let b = enc.get_or_insert_with(|| BlockEncoder::new(e.seq));
-            b.push(&e);
+            b.push(&e, name);
             if b.count == u32::MAX
                 || b.streams.iter().map(Vec::len).sum::<usize>() >= MAX_PAYLOAD / 2
             {
@@ -1711,10 +1784,15 @@ pub(crate) fn decode_events(
     let mut at = start;
     while at < out.len() {
         let len = record_len(&out[at..]).unwrap_or(out.len() - at);
-        if out[at] == KIND_ALLOC {
-            let node = u32::from_le_bytes(out[at + 32..at + 36].try_into().unwrap_or_default());
+        let field = match out[at] {
+            KIND_ALLOC => Some(32),
+            KIND_MARK => Some(20),
+            _ => None,
+        };
+        if let Some(f) = field.filter(|&f| at + f + 4 <= out.len()) {
+            let node = u32::from_le_bytes(out[at + f..at + f + 4].try_into().unwrap_or_default());
             if node != UNKNOWN_NODE && node >= block.nodes {
-                out[at + 32..at + 36].copy_from_slice(&UNKNOWN_NODE.to_le_bytes());
+                out[at + f..at + f + 4].copy_from_slice(&UNKNOWN_NODE.to_le_bytes());
             }
         }
         at += len.max(1);
@@ -1746,6 +1824,90 @@ mod tests {
         }
         assert!(c.done());
         assert_eq!(Cur::new(&[0xff; 11]).uv(), None);
+    }
+
+    /// Markers ride in the events block as void events plus streams 12
+    /// and 13: they come back whole, and a block without those streams
+    /// (files of version 1's first writers) still decodes, its void events
+    /// plain.
+    #[test]
+    fn markers_round_trip_and_old_blocks_read() {
+        let mut mark = Vec::new();
+        Ev {
+            kind: KIND_MARK,
+            res: MARK_SNAPSHOT,
+            ts: 77,
+            seq: 11,
+            id: 4242,
+            node: 5,
+            size: 400,
+            ..Ev::default()
+        }
+        .write_wire(&mut mark, &[b'n'; 300]);
+        assert_eq!(record_len(&mark), Some(mark.len()));
+        assert_eq!(mark.len(), MARK_HEAD + 256);
+        let events = [
+            Ev {
+                kind: KIND_ALLOC,
+                ts: 70,
+                seq: 10,
+                size: 16,
+                id: 0x1000,
+                node: 3,
+                ..Ev::default()
+            },
+            Ev::from_wire(&mark),
+            Ev {
+                kind: KIND_VOID,
+                ts: 78,
+                seq: 12,
+                ..Ev::default()
+            },
+        ];
+        let mut enc = BlockEncoder::new(10);
+        for e in &events {
+            let name = if e.kind == KIND_MARK {
+                Ev::mark_name(&mark)
+            } else {
+                &[]
+            };
+            enc.push(e, name);
+        }
+        let mut p = Vec::new();
+        enc.finish(1, &mut p);
+        let mut wire = Vec::new();
+        assert!(decode_block(&p, 10, 3, &mut wire).is_some());
+        let mut expected = Vec::new();
+        events[0].write_wire(&mut expected, &[]);
+        expected.extend_from_slice(&mark);
+        events[2].write_wire(&mut expected, &[]);
+        assert_eq!(wire, expected);
+        assert_eq!(Ev::mark_name(&mark), &[b'n'; 255][..]);
+
+        // The same block as the first writers made it: 12 streams.
+        let mut old = Vec::new();
+        put_uv(&mut old, 1);
+        put_uv(&mut old, STREAMS_MIN as u64);
+        for s in &enc.streams[..STREAMS_MIN] {
+            put_uv(&mut old, s.len() as u64);
+        }
+        for s in &enc.streams[..STREAMS_MIN] {
+            old.extend_from_slice(s);
+        }
+        let mut wire = Vec::new();
+        assert!(decode_block(&old, 10, 3, &mut wire).is_some());
+        let mut expected = Vec::new();
+        events[0].write_wire(&mut expected, &[]);
+        let mut void = events[1];
+        (void.kind, void.res, void.id, void.node, void.size) = (KIND_VOID, 0, 0, 0, 0);
+        void.write_wire(&mut expected, &[]);
+        events[2].write_wire(&mut expected, &[]);
+        assert_eq!(wire, expected);
+
+        // Cut anywhere: never a panic.
+        for cut in 0..p.len() {
+            let _ = decode_block(&p[..cut], 10, 3, &mut Vec::new());
+        }
     }
 
     /// Every field of every kind of event comes back, whatever its value.
@@ -1792,7 +1954,7 @@ mod tests {
         }
         let mut enc = BlockEncoder::new(events[0].seq);
         for e in &events {
-            enc.push(e);
+            enc.push(e, &[]);
         }
         let mut p = Vec::new();
         enc.finish(9, &mut p);

@@ -140,6 +140,9 @@ impl Report {
         page.text = TextForm::Omit;
         page.push(self.summary_section(file));
         page.push(self.resources_section());
+        if let Some(s) = self.markers_section() {
+            page.push(s);
+        }
         if let Some(s) = self.usage_section() {
             page.push(s);
         }
@@ -286,6 +289,65 @@ impl Report {
             ]);
         }
         Section::table("resources", "Resource types", t).verbatim(self.resources_text())
+    }
+
+    /// The markers the program made (none: no section, and the text is
+    /// what it was before markers existed). Snapshots carry the live
+    /// memory at their point and the backtraces holding the most of it.
+    fn markers_section(&self) -> Option<Section> {
+        if self.markers.is_empty() && self.markers_omitted == 0 {
+            return None;
+        }
+        let mut t = Table::new(vec![
+            Column::new("index", "index", Unit::Id),
+            Column::new("elapsed_ms", "time", Unit::Ms),
+            Column::new("thread", "thread", Unit::Id),
+            Column::new("kind", "kind", Unit::Text),
+            Column::new("name", "name", Unit::Text),
+            Column::new("name_length", "name's length (cut)", Unit::Bytes),
+            Column::new("calls_before", "calls before", Unit::Count),
+            Column::new("live_bytes", "live", Unit::Bytes),
+            Column::new("live_blocks", "live blocks", Unit::Count),
+            Column::new("stack", "called from", Unit::Stack),
+        ]);
+        let mut sites = Table::new(vec![
+            Column::new("index", "marker", Unit::Id),
+            Column::new("name", "snapshot", Unit::Text),
+            Column::new("bytes", "live", Unit::Bytes),
+            Column::new("blocks", "live blocks", Unit::Count),
+            Column::new("stack", "backtrace", Unit::Stack),
+        ]);
+        for m in &self.markers {
+            let k = &m.marker;
+            t.row(vec![
+                k.index.into(),
+                m.elapsed_ms.into(),
+                u64::from(k.thread).into(),
+                k.kind.name().into(),
+                k.name.clone().into(),
+                k.cut_from.into(),
+                m.calls_before.into(),
+                m.live.map(|l| l.0).into(),
+                m.live.map(|l| l.1).into(),
+                stack(&m.frames),
+            ]);
+            for s in &m.sites {
+                sites.row(vec![
+                    k.index.into(),
+                    k.name.clone().into(),
+                    s.bytes.into(),
+                    s.blocks.into(),
+                    stack(&s.frames),
+                ]);
+            }
+        }
+        let mut section = Section::table("markers", "Markers", t).verbatim(self.markers_text());
+        if !sites.rows.is_empty() {
+            section = section.child(
+                Section::table("snapshot_sites", "Live at each snapshot", sites).omit_text(),
+            );
+        }
+        Some(section)
     }
 
     /// Bytes in use of the first resource type over time (or over calls

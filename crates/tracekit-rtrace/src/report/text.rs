@@ -128,6 +128,78 @@ impl Report {
         Ok(())
     }
 
+    /// The markers the program made, each on a line (time since the
+    /// first call, thread, kind, name), a snapshot's live memory and the
+    /// backtraces holding the most of it under it.
+    pub(super) fn markers_text(&self) -> String {
+        use std::fmt::Write as _;
+        let mut out = String::new();
+        let snapshots = self
+            .markers
+            .iter()
+            .filter(|m| m.marker.kind == crate::marker::MarkerKind::Snapshot)
+            .count();
+        let _ = writeln!(
+            out,
+            "\nmarkers: {} ({snapshots} snapshot(s))",
+            self.markers.len() as u64 + self.markers_omitted
+        );
+        for m in &self.markers {
+            let k = &m.marker;
+            let when = match m.elapsed_ms {
+                Some(ms) => format!("+{:.3} s", ms as f64 / 1000.0),
+                None => format!("call {}", m.calls_before),
+            };
+            let _ = write!(
+                out,
+                "  {when}  thread {}  {:<8}  {}",
+                k.thread,
+                k.kind.name(),
+                serde_json::Value::from(k.name.as_str())
+            );
+            if let Some(n) = k.cut_from {
+                let _ = write!(out, " (name cut: {n} bytes)");
+            }
+            if let Some(f) = m.frames.first() {
+                let _ = write!(out, " at {}", f.1);
+                if let Some(p) = &f.2 {
+                    let _ = write!(out, " ({p})");
+                }
+            }
+            out.push('\n');
+            if let Some((bytes, blocks)) = m.live {
+                let _ = writeln!(
+                    out,
+                    "      live: {} in {blocks} block(s)",
+                    human_bytes(bytes)
+                );
+                for s in &m.sites {
+                    let _ = write!(
+                        out,
+                        "        {} in {} block(s)",
+                        human_bytes(s.bytes),
+                        s.blocks
+                    );
+                    if let Some(f) = super::location_frame(&s.frames).map(|i| &s.frames[i]) {
+                        let _ = write!(out, " from {}", f.1);
+                        if let Some(p) = &f.2 {
+                            let _ = write!(out, " ({p})");
+                        }
+                    }
+                    out.push('\n');
+                }
+            }
+        }
+        if self.markers_omitted > 0 {
+            let _ = writeln!(
+                out,
+                "  ... and {} more marker(s), not listed",
+                self.markers_omitted
+            );
+        }
+        out
+    }
+
     /// The reader's warnings (empty when there were none).
     pub(super) fn warnings_text(&self) -> String {
         let mut out = String::new();
@@ -173,7 +245,7 @@ impl Report {
             }
             views.insert(r.name.clone(), Value::Object(per));
         }
-        json!({
+        let mut v = json!({
             "file": file,
             "format": "sp-rtrace",
             "header": header,
@@ -195,7 +267,32 @@ impl Report {
             "leaks": self.leaks.iter().map(site).collect::<Vec<_>>(),
             "top_sites": self.top_sites.iter().map(site).collect::<Vec<_>>(),
             "warnings": self.warnings.total(),
-        })
+        });
+        if !self.markers.is_empty() || self.markers_omitted > 0 {
+            v["markers"] = self
+                .markers
+                .iter()
+                .map(|m| {
+                    json!({
+                        "index": m.marker.index,
+                        "timestamp_ms": m.marker.timestamp,
+                        "elapsed_ms": m.elapsed_ms,
+                        "thread": m.marker.thread,
+                        "kind": m.marker.kind.name(),
+                        "name": m.marker.name,
+                        "name_length": m.marker.cut_from,
+                        "calls_before": m.calls_before,
+                        "frames": frames_json(&m.frames),
+                        "live_bytes": m.live.map(|l| l.0),
+                        "live_blocks": m.live.map(|l| l.1),
+                        "sites": m.sites.iter().map(site).collect::<Vec<_>>(),
+                    })
+                })
+                .collect::<Vec<_>>()
+                .into();
+            v["markers_omitted"] = self.markers_omitted.into();
+        }
+        v
     }
 }
 
