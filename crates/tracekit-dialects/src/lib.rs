@@ -20,5 +20,7 @@ pub mod out;
 pub mod posix;
 pub mod progress;
 pub mod registry;
+pub mod rtrace;
+pub mod rtrace_attach;
 pub mod trace2;
 pub mod xray;

@@ -9,7 +9,7 @@ pub use tracekit_dialects::registry::*;
 /// The dialects, in detection order (most specific first).
 pub static DIALECTS: &[&dyn Dialect] = &[
     &tracekit_dialects::trace2::Trace2,
-    &crate::cmd::rtrace::Rtrace,
+    &tracekit_dialects::rtrace::Rtrace,
     &tracekit_dialects::xray::Xray,
     &tracekit_dialects::build::Kwinject,
     &tracekit_dialects::ninja::NinjaLog,

@@ -9,11 +9,10 @@ pub mod posix;
 pub mod record;
 pub mod report;
 pub mod rtrace;
-pub mod rtrace_attach;
 pub mod sql;
 pub mod trace2;
 pub mod trace2_listen;
 pub mod xray;
 // Dialect modules: add yours above this line.
 
-pub use tracekit_dialects::out::{closed_stdout, is_usage, output, print_warnings, usage};
+pub use tracekit_dialects::out::{closed_stdout, is_usage, output, usage};

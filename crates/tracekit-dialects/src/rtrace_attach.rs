@@ -12,7 +12,7 @@ use anyhow::{bail, Context, Result};
 use tracekit_rtrace::recording::attach;
 use tracekit_rtrace::recording::capture::{Capture, Outputs};
 
-use super::rtrace::RecordArgs;
+use crate::rtrace::RecordOptions;
 
 /// Set by SIGINT (and SIGTERM) while recording an attached process.
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -56,7 +56,7 @@ fn give(path: &Path, uid: u32, gid: u32) -> Result<()> {
         .with_context(|| format!("{}: cannot give it to uid {uid}", path.display()))
 }
 
-pub fn record_attached(a: &RecordArgs, pid: i32) -> Result<ExitCode> {
+pub fn record_attached(a: &RecordOptions, pid: i32) -> Result<ExitCode> {
     let target = attach::check(pid).map_err(|e| anyhow::anyhow!("record mem -p: {e}"))?;
     // SAFETY: geteuid cannot fail.
     let me = unsafe { libc::geteuid() };
@@ -72,7 +72,7 @@ pub fn record_attached(a: &RecordArgs, pid: i32) -> Result<ExitCode> {
         .prefix("tracekit-rtrace-")
         .tempdir()
         .context("cannot create a temporary directory")?;
-    let lib = super::rtrace::preload_library(lib_dir.path())?;
+    let lib = crate::rtrace::preload_library(lib_dir.path())?;
     if other_user {
         give(lib_dir.path(), target.uid, target.gid)?;
         give(&lib, target.uid, target.gid)?;
@@ -80,7 +80,7 @@ pub fn record_attached(a: &RecordArgs, pid: i32) -> Result<ExitCode> {
     let stdout = a.output.as_deref() == Some(Path::new("-"));
     let outputs = Outputs {
         path: a.output.clone().filter(|_| !stdout),
-        format: a.format(),
+        format: a.format,
         stdout,
         command: command_line(pid, &target.executable),
     };
@@ -116,7 +116,7 @@ pub fn record_attached(a: &RecordArgs, pid: i32) -> Result<ExitCode> {
             bail!("record mem -p: {e}");
         }
     };
-    let quiet = tracekit_dialects::progress::quiet();
+    let quiet = crate::progress::quiet();
     if !quiet {
         eprintln!(
             "tracekit: recording process {pid} ({}): {} call site(s) hooked; until it exits, or Ctrl-C to stop and leave it running",
@@ -138,6 +138,6 @@ pub fn record_attached(a: &RecordArgs, pid: i32) -> Result<ExitCode> {
     let recorded = capture
         .finish_with_end(&outputs, pid, None)
         .with_context(|| "reading the recorder's trace stream".to_string())?;
-    super::rtrace::write_recorded(recorded)?;
+    crate::rtrace::write_recorded(recorded)?;
     Ok(ExitCode::SUCCESS)
 }
