@@ -91,7 +91,7 @@ done
 # The traces must hold what ran: N+2 processes (bash, seq, N x true).
 for v in tracekit-preload tracekit-ptrace; do
     [ -f "$DATA/micro/$v/micro.trace" ] || continue
-    n=$("$TK" info --json "$DATA/micro/$v/micro.trace" | python3 -c 'import json,sys; print(json.load(sys.stdin)["processes"])')
+    n=$("$TK" info --json "$DATA/micro/$v/micro.trace" | python3 -c 'import json,sys; print(json.load(sys.stdin)["details"]["process_records"])')
     echo "$v: last trace has $n processes (expected $((N + 2)))"
 done
 

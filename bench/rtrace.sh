@@ -116,7 +116,7 @@ for ((r = 0; r < REPS; r++)); do
 done
 for p in $PROGRAMS; do
   "$INFO" -q info --json "$D/$p.tkmem" 2> /dev/null | head -2 | tail -1 \
-    | python3 -c 'import json,sys; print(json.load(sys.stdin).get("allocations", 0))' \
+    | python3 -c 'import json,sys; print(json.load(sys.stdin).get("details", {}).get("allocations", 0))' \
     > "$D/${p}_allocs.txt" 2> /dev/null || echo 0 > "$D/${p}_allocs.txt"
   "$INFO" -q info --json "$D/$p.tkmem" 2> /dev/null | head -1 > "$D/${p}_tkmem_info.json"
 done

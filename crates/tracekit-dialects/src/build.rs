@@ -558,21 +558,29 @@ impl Dialect for Kwinject {
             let compiles = b.compile_units;
             let span = b.span().map(|(s, e)| e - s);
             if args.json {
-                serde_json::to_writer(
-                    &mut out,
-                    &serde_json::json!({
-                        "file": input.display(), "format": "kwinject",
-                        "version": t.version, "creator": t.creator,
-                        "env_variables": t.env.len(), "processes": t.processes.len(),
+                crate::info::Info {
+                    input: input.display(),
+                    dialect: "build",
+                    format: "kwinject build trace".into(),
+                    version: t.version.map(|v| v.to_string()),
+                    producer: t.creator.clone(),
+                    events: Some(t.processes.len() as u64),
+                    processes: Some(ids.len() as u64),
+                    duration_s: span.map(|us| us as f64 / 1e6),
+                    warnings: Some(t.warnings.total()),
+                    lost: Some(t.lost()),
+                    details: serde_json::json!({
+                        "env_variables": t.env.len(),
+                        "process_records": t.processes.len(),
                         "distinct_ids": ids.len(), "compile_units": compiles,
-                        "span_us": span, "warnings": t.warnings.total(),
-                        "lost_records": t.lost(),
+                        "span_us": span,
                         "truncated": t.truncated.as_ref().map(|x| serde_json::json!({
                             "records": x.records, "of": x.of, "reason": x.reason,
                         })),
                     }),
-                )?;
-                writeln!(out)?;
+                    ..Default::default()
+                }
+                .write_line(&mut out)?;
             } else {
                 writeln!(out, "{}: kwinject build trace", input.display())?;
                 writeln!(

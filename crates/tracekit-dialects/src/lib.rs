@@ -13,14 +13,22 @@
 
 pub mod build;
 pub mod buildlog;
+pub mod convert;
+pub mod info;
 pub mod input;
 pub mod ninja;
 pub mod options;
+pub mod otlp;
 pub mod out;
 pub mod posix;
 pub mod progress;
 pub mod registry;
+pub mod report;
 pub mod rtrace;
 pub mod rtrace_attach;
+#[cfg(feature = "sql")]
+pub mod sql;
+pub mod tables;
 pub mod trace2;
+pub mod trace2_listen;
 pub mod xray;

@@ -376,16 +376,21 @@ impl Dialect for NinjaLog {
                 code = ExitCode::from(1);
             }
             if args.json {
-                serde_json::to_writer(
-                    &mut out,
-                    &json!({
-                        "file": input.display(), "format": "ninja_log", "version": b.log.version,
+                crate::info::Info {
+                    input: input.display(),
+                    dialect: "ninja",
+                    format: "ninja build log".into(),
+                    version: Some(format!("v{}", b.log.version)),
+                    events: Some(b.log.entries.len() as u64),
+                    warnings: Some(b.log.warnings.total()),
+                    details: json!({
                         "entries": b.log.entries.len(), "targets": b.targets.len(),
                         "runs": b.runs, "last_run_wall_ms": b.wall_us().map(|w| w / 1000),
-                        "graph": graph_text(&b), "warnings": b.log.warnings.total(),
+                        "graph": graph_text(&b),
                     }),
-                )?;
-                writeln!(out)?;
+                    ..Default::default()
+                }
+                .write_line(&mut out)?;
             } else {
                 writeln!(out, "{}: ninja build log", input.display())?;
                 writeln!(out, "  version:       v{}", b.log.version)?;

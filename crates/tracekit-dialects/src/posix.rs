@@ -367,8 +367,23 @@ fn posix_info(inputs: &[Input], args: &InfoOptions) -> Result<ExitCode> {
                 "event_types": types,
             });
             if args.json {
-                serde_json::to_writer(&mut out, &v)?;
-                writeln!(out)?;
+                let lost = r.meta.events_lost_stream + r.meta.events_lost_log;
+                crate::info::Info {
+                    input: input.display(),
+                    dialect: "posix",
+                    format: "POSIX trace log".into(),
+                    version: crate::info::text(v.get("version")),
+                    producer: crate::info::text(v.get("producer")),
+                    events: Some(s.events),
+                    processes: Some(s.pids.len() as u64),
+                    threads: Some(s.threads.len() as u64),
+                    duration_s: span,
+                    warnings: Some(r.warnings.total()),
+                    lost: Some(lost),
+                    details: v,
+                    ..Default::default()
+                }
+                .write_line(&mut out)?;
                 continue;
             }
             writeln!(out, "{}", input.display())?;

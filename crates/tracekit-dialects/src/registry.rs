@@ -161,3 +161,45 @@ pub fn warn_row_stats(input: &Input, s: &tracekit_parquet::timeline::RowStats) {
         );
     }
 }
+
+/// The dialects, in detection order (most specific first).
+pub static DIALECTS: &[&dyn Dialect] = &[
+    &crate::trace2::Trace2,
+    &crate::rtrace::Rtrace,
+    &crate::xray::Xray,
+    &crate::build::Kwinject,
+    &crate::ninja::NinjaLog,
+    &crate::posix::PosixLog,
+    // Add your dialect above this line (one entry).
+];
+
+/// Finds the dialect of `input`, or says which formats were tried.
+pub fn detect(input: &Input) -> Result<&'static dyn Dialect> {
+    for d in DIALECTS {
+        if d.sniff(input) {
+            return Ok(*d);
+        }
+    }
+    let tried: Vec<&str> = DIALECTS.iter().map(|d| d.name()).collect();
+    Err(tracekit_core::Error::UnknownFormat {
+        file: input.path.clone(),
+        tried: tried.join(", "),
+    }
+    .into())
+}
+
+/// Groups inputs by dialect, keeping the order of first appearance, so a
+/// report over several files of one dialect sees them together.
+pub fn group(inputs: Vec<Input>) -> Result<Vec<(&'static dyn Dialect, Vec<Input>)>> {
+    let mut groups: Vec<(&'static dyn Dialect, Vec<Input>)> = Vec::new();
+    for input in inputs {
+        let d = detect(&input)?;
+        // By name: the dialects are zero-sized statics, which may share
+        // one address.
+        match groups.iter_mut().find(|(g, _)| g.name() == d.name()) {
+            Some((_, v)) => v.push(input),
+            None => groups.push((d, vec![input])),
+        }
+    }
+    Ok(groups)
+}

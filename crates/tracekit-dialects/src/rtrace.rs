@@ -998,10 +998,7 @@ impl Rtrace {
         };
         let name = trace.name();
         if json {
-            let v = serde_json::json!({
-                "file": name,
-                "format": "sp-rtrace",
-                "version": counts.header.get("version"),
+            let details = serde_json::json!({
                 "arch": counts.header.get("arch"),
                 "process": counts.header.get("process"),
                 "pid": counts.header.get("pid"),
@@ -1021,8 +1018,22 @@ impl Rtrace {
                 "first_timestamp_ms": counts.first_ts,
                 "last_timestamp_ms": counts.last_ts,
             });
-            serde_json::to_writer(&mut *out, &v)?;
-            writeln!(out)?;
+            let duration_s = match (counts.first_ts, counts.last_ts) {
+                (Some(a), Some(b)) if b >= a => Some(f64::from(b - a) / 1e3),
+                _ => None,
+            };
+            crate::info::Info {
+                input: name.to_string(),
+                dialect: "rtrace",
+                format: "sp-rtrace text".into(),
+                version: counts.header.get("version").map(str::to_string),
+                producer: counts.header.get("origin").map(str::to_string),
+                events: Some(counts.allocs + counts.frees),
+                duration_s,
+                details,
+                ..Default::default()
+            }
+            .write_line(out)?;
             return Ok(());
         }
         let h = &counts.header;
@@ -1078,15 +1089,11 @@ impl Rtrace {
         use tracekit_rtrace::recording::packed as p;
         let kind = |k: u8| f.bytes_by_kind[k as usize];
         if json {
-            let v = serde_json::json!({
-                "file": name,
-                "format": "tkmem",
-                "version": p::VERSION,
+            let details = serde_json::json!({
                 "command": f.head.command,
                 "pid": f.root_pid(),
                 "origin": f.head.origin,
                 "images": f.images.len(),
-                "events": events,
                 "bytes": f.size,
                 "blocks": f.blocks,
                 "event_bytes": kind(p::KIND_EVENTS),
@@ -1099,8 +1106,17 @@ impl Rtrace {
                     "offset": d.offset, "bytes": d.bytes, "reason": d.reason,
                 })),
             });
-            serde_json::to_writer(&mut *out, &v)?;
-            writeln!(out)?;
+            crate::info::Info {
+                input: name.to_string(),
+                dialect: "rtrace",
+                format: "tracekit memory recording (.tkmem)".into(),
+                version: Some(p::VERSION.to_string()),
+                producer: f.head.origin.clone(),
+                events: Some(events),
+                details,
+                ..Default::default()
+            }
+            .write_line(out)?;
             return Ok(());
         }
         writeln!(

@@ -269,8 +269,8 @@ impl Dialect for Trace2 {
             summary.finish();
             let files = warnings.len();
             if args.json {
-                serde_json::to_writer(&mut out, &info_json(input, &summary, &formats, files))?;
-                writeln!(out)?;
+                let warned: u64 = warnings.iter().map(|(_, w)| w.total()).sum();
+                info_json(input, &summary, &formats, files, warned).write_line(&mut out)?;
             } else {
                 write_info_text(&mut out, input, &summary, &formats, files)?;
             }
@@ -622,25 +622,46 @@ fn write_info_text(
     Ok(())
 }
 
-fn info_json(input: &Input, s: &Summary, formats: &[Format], files: usize) -> serde_json::Value {
-    serde_json::json!({
-        "input": input.display(),
-        "dialect": "trace2",
-        "format": format_names(formats),
-        "formats": formats.iter().map(|f| f.name()).collect::<Vec<_>>(),
-        "evt_versions": s.evt_versions,
-        "producers": s.producers,
-        "files": files,
-        "bytes": s.bytes,
-        "events": s.records,
-        "events_by_kind": s.by_kind,
-        "first_time": s.first_utc.map(fmt_utc).or(s.first_of_day.map(fmt_tod)),
-        "last_time": s.last_utc.map(fmt_utc).or(s.last_of_day.map(fmt_tod)),
-        "duration_s": span_secs(s),
-        "processes": s.processes,
-        "unfinished_processes": s.unfinished,
-        "threads": s.threads,
-    })
+fn info_json(
+    input: &Input,
+    s: &Summary,
+    formats: &[Format],
+    files: usize,
+    warnings: u64,
+) -> crate::info::Info {
+    let first = s.first_utc.map(fmt_utc).or(s.first_of_day.map(fmt_tod));
+    let last = s.last_utc.map(fmt_utc).or(s.last_of_day.map(fmt_tod));
+    crate::info::Info {
+        input: input.display(),
+        dialect: "trace2",
+        format: format_names(formats),
+        version: (!s.evt_versions.is_empty()).then(|| {
+            s.evt_versions
+                .iter()
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        }),
+        producer: (!s.producers.is_empty())
+            .then(|| s.producers.iter().cloned().collect::<Vec<_>>().join(", ")),
+        events: Some(s.records),
+        processes: Some(s.processes),
+        threads: Some(s.threads),
+        first_time: first,
+        last_time: last,
+        duration_s: span_secs(s),
+        warnings: Some(warnings),
+        lost: None,
+        details: serde_json::json!({
+            "formats": formats.iter().map(|f| f.name()).collect::<Vec<_>>(),
+            "evt_versions": s.evt_versions,
+            "producers": s.producers,
+            "files": files,
+            "bytes": s.bytes,
+            "events_by_kind": s.by_kind,
+            "unfinished_processes": s.unfinished,
+        }),
+    }
 }
 
 /// The timeline's rows, handing over the `trace2_processes` rows the

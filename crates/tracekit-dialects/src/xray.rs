@@ -409,7 +409,19 @@ impl Dialect for Xray {
                 "error": error,
             });
             if args.json {
-                all.push(v);
+                all.push(crate::info::Info {
+                    input: input.display(),
+                    dialect: "xray",
+                    format: format!("LLVM XRay {kind} log"),
+                    version: Some(h.version.to_string()),
+                    events: Some(total),
+                    processes: Some(summary.processes as u64),
+                    threads: Some(summary.threads as u64),
+                    duration_s: Some(span),
+                    warnings: Some(warnings.total()),
+                    details: v,
+                    ..Default::default()
+                });
             } else {
                 writeln!(
                     out,
@@ -441,13 +453,8 @@ impl Dialect for Xray {
                 }
             }
         }
-        if args.json {
-            let v = if all.len() == 1 {
-                all.remove(0)
-            } else {
-                serde_json::Value::Array(all)
-            };
-            writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
+        for info in &all {
+            info.write_line(&mut out)?;
         }
         out.flush()?;
         Ok(ExitCode::SUCCESS)

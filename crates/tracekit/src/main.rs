@@ -9,7 +9,6 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod cmd;
-mod formats;
 mod generate;
 
 use tracekit_dialects::progress;

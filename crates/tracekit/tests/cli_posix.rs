@@ -78,9 +78,12 @@ fn dump_info_and_report_count_what_was_lost() {
     let (ok, out, err) = tracekit(&["info", "--json", p]);
     assert!(ok, "{err}");
     let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
-    assert_eq!(v["lost_in_stream"], stream);
-    assert_eq!(v["lost_in_log"], logged);
-    assert_eq!(v["lost_after_shutdown"], 7);
+    assert_eq!(v["schema"], "tracekit.info/1");
+    assert_eq!(v["dialect"], "posix");
+    assert_eq!(v["lost"], stream + logged);
+    assert_eq!(v["details"]["lost_in_stream"], stream);
+    assert_eq!(v["details"]["lost_in_log"], logged);
+    assert_eq!(v["details"]["lost_after_shutdown"], 7);
 
     let (ok, out, err) = tracekit(&["report", p]);
     assert!(ok, "{err}");

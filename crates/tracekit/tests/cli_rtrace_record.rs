@@ -132,10 +132,14 @@ fn a_recording_of_several_processes_is_one_file() {
             .arg(&file)
             .output_lines(),
     );
-    assert_eq!(info["format"], "tkmem", "{info}");
-    assert_eq!(info["images"], 3, "{info}");
-    assert_eq!(info["finished"], true, "{info}");
-    let root = info["pid"].as_i64().unwrap();
+    assert_eq!(info["dialect"], "rtrace", "{info}");
+    assert_eq!(
+        info["format"], "tracekit memory recording (.tkmem)",
+        "{info}"
+    );
+    assert_eq!(info["details"]["images"], 3, "{info}");
+    assert_eq!(info["details"]["finished"], true, "{info}");
+    let root = info["details"]["pid"].as_i64().unwrap();
     assert_eq!(left[0], format!("tracekit-mem.{root}.tkmem"));
     let rep = json(
         tracekit()
@@ -259,7 +263,7 @@ fn a_recording_of_several_processes_is_one_file() {
                 .arg(&again)
                 .output_lines(),
         );
-        assert_eq!(info["images"], 3, "{info}");
+        assert_eq!(info["details"]["images"], 3, "{info}");
     }
     // A directory is not a .tkmem file.
     let out = tracekit()

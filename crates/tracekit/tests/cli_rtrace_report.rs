@@ -693,7 +693,7 @@ fn raw_recordings_decode_to_the_text_trace() {
         serde_json::from_slice(&stdout).unwrap()
     };
     let (a, b) = (info(&raw), info(&text));
-    assert_eq!(a["allocations"], b["allocations"]);
-    assert_eq!(a["frames"], b["frames"]);
-    assert!(a["allocations"].as_u64().unwrap() >= 40);
+    assert_eq!(a["details"]["allocations"], b["details"]["allocations"]);
+    assert_eq!(a["details"]["frames"], b["details"]["frames"]);
+    assert!(a["details"]["allocations"].as_u64().unwrap() >= 40);
 }

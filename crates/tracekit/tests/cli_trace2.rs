@@ -64,7 +64,8 @@ fn info_detects_each_format_from_content() {
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
         assert_eq!(v["format"], want);
         assert_eq!(v["processes"], 19, "{file}");
-        assert_eq!(v["producers"][0], "git 2.47.3");
+        assert_eq!(v["producer"], "git 2.47.3");
+        assert_eq!(v["details"]["producers"][0], "git 2.47.3");
     }
     let out = run(&[
         "info",
@@ -73,8 +74,10 @@ fn info_detects_each_format_from_content() {
     ]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(v["events"], 320);
-    assert_eq!(v["events_by_kind"]["region_enter"], 53);
-    assert_eq!(v["evt_versions"][0], "4");
+    assert_eq!(v["schema"], "tracekit.info/1");
+    assert_eq!(v["dialect"], "trace2");
+    assert_eq!(v["details"]["events_by_kind"]["region_enter"], 53);
+    assert_eq!(v["version"], "4");
     assert_eq!(v["first_time"], "2026-11-21T19:54:27.895574Z");
 }
 
@@ -89,7 +92,7 @@ fn info_reads_directory_targets() {
     ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
-    assert_eq!(v["files"], 6);
+    assert_eq!(v["details"]["files"], 6);
     assert_eq!(v["processes"], 6);
     // The maxFiles sentinel holds a full session plus `too_many_files`.
     let out = run(&[
@@ -100,7 +103,7 @@ fn info_reads_directory_targets() {
             .expect("utf8"),
     ]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
-    assert_eq!(v["events_by_kind"]["too_many_files"], 1);
+    assert_eq!(v["details"]["events_by_kind"]["too_many_files"], 1);
 }
 
 #[test]
@@ -698,7 +701,7 @@ fn info_counts_daemonised_children() {
     let out = run(&["info", "--json", event.to_str().expect("utf8")]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
-    assert_eq!(v["events_by_kind"]["version"], 18);
+    assert_eq!(v["details"]["events_by_kind"]["version"], 18);
     assert_eq!(v["processes"], 21);
-    assert_eq!(v["unfinished_processes"], 0);
+    assert_eq!(v["details"]["unfinished_processes"], 0);
 }

@@ -204,3 +204,47 @@ fn every_crate_has_its_section_in_architecture_md() {
         );
     }
 }
+
+/// The binary only parses flags into typed options and hands them to the
+/// library: no dialect implements its interface here, and the crate stays
+/// small (issue 27's bound: 2,500 lines).
+#[test]
+fn the_binary_holds_no_dialect_logic() {
+    fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).expect("read src") {
+            let p = e.expect("entry").path();
+            if p.is_dir() {
+                rust_files(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    rust_files(&workspace_root().join("crates/tracekit/src"), &mut files);
+    let mut lines = 0;
+    for f in &files {
+        let text = std::fs::read_to_string(f).expect("read");
+        lines += text.lines().count();
+        assert!(
+            !text.contains("impl Dialect for") && !text.contains("Dialect for "),
+            "{}: a dialect belongs in tracekit-dialects",
+            f.display()
+        );
+    }
+    assert!(
+        lines < 2500,
+        "crates/tracekit/src holds {lines} lines: move what is not flag parsing into tracekit-dialects"
+    );
+}
+
+#[test]
+fn the_dialect_registry_parses_no_command_line() {
+    let all = packages();
+    let p = package(&all, "tracekit-dialects");
+    assert!(
+        !p.external.contains("clap"),
+        "tracekit-dialects depends on clap"
+    );
+    assert!(!p.internal.contains("tracekit"));
+}

@@ -1,22 +1,13 @@
-//! `tracekit diff BEFORE AFTER`: what changed between two traces of one
-//! dialect. Each dialect crate computes its comparison as data (a
-//! `tracekit_report::Report`: `tracekit_trace2::diff`, `tracekit_xray::diff`,
-//! `tracekit_kwinject::diff`, `tracekit_rtrace::report::diff`,
-//! `tracekit_posix::diff`); this verb opens both inputs, checks that they
-//! are of one dialect, and renders the report as text, `--json` or
-//! `--html` (docs/diff.md).
+//! `tracekit diff BEFORE AFTER`: its flags (the work is
+//! `tracekit_dialects::report::diff`: each dialect's `compare`, a report as
+//! data, rendered as text, `--json` or `--html`; docs/diff.md).
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use tracekit_report::Report;
 
-use crate::cmd::{output, usage};
-use crate::formats;
-use tracekit_dialects::input::Input;
-use tracekit_dialects::options::DiffOptions;
+use tracekit_dialects::options::ReportOptions;
 
 #[derive(clap::Args, Debug)]
 #[command(
@@ -49,45 +40,12 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
-    if args.html && args.output.is_none() {
-        return usage("diff --html writes a page: give -o FILE (or -o - for standard output)");
-    }
-    if args.before.as_os_str() == "-" && args.after.as_os_str() == "-" {
-        return usage("diff: only one side can be standard input (-)");
-    }
-    let before = Input::open(&args.before)?;
-    let after = Input::open(&args.after)?;
-    let d = formats::detect(&before)?;
-    let other = formats::detect(&after)?;
-    if d.name() != other.name() {
-        return usage(format!(
-            "diff compares two traces of one dialect: {} is {}, {} is {}",
-            before.display(),
-            d.name(),
-            after.display(),
-            other.name()
-        ));
-    }
-    let options = DiffOptions {
+    let options = ReportOptions {
+        json: args.json,
+        html: args.html,
+        output: args.output,
         top: args.top,
-        instr_map: args.instr_map.clone(),
+        instr_map: args.instr_map,
     };
-    let (report, code) = d.compare(&before, &after, &options)?;
-    write(&[report], &args)?;
-    Ok(code)
-}
-
-/// Renders `reports` as the arguments ask.
-pub fn write(reports: &[Report], args: &Args) -> Result<()> {
-    let failed = |e: std::io::Error| tracekit_core::Error::io(args.output.as_deref(), e);
-    let mut out = output(args.output.as_deref())?;
-    if args.html {
-        tracekit_report::html::write(&mut out, reports).map_err(failed)?;
-    } else if args.json {
-        tracekit_report::json::write(&mut out, reports).map_err(failed)?;
-    } else {
-        tracekit_report::text::write(&mut out, reports).map_err(failed)?;
-    }
-    out.flush().map_err(failed)?;
-    Ok(())
+    tracekit_dialects::report::diff(&args.before, &args.after, &options)
 }

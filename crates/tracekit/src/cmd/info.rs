@@ -5,7 +5,6 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use crate::formats;
 use tracekit_dialects::input::Input;
 use tracekit_dialects::options::InfoOptions;
 
@@ -17,7 +16,8 @@ pub struct Args {
     /// Trace files or directories (`-` reads standard input).
     #[arg(required = true, value_name = "FILE|DIR")]
     pub inputs: Vec<PathBuf>,
-    /// Print JSON instead of text, one object per input.
+    /// Print JSON instead of text: one object per input and line, the same
+    /// fields for every dialect (`tracekit.info/1`, docs/info-json.md).
     #[arg(long)]
     pub json: bool,
     /// The instrumented binary, for formats that need it to name things
@@ -36,12 +36,5 @@ pub fn run(args: Args) -> Result<ExitCode> {
         json: args.json,
         instr_map: args.instr_map.clone(),
     };
-    let mut code = ExitCode::SUCCESS;
-    for (dialect, group) in formats::group(inputs)? {
-        let c = dialect.info(&group, &options)?;
-        if c != ExitCode::SUCCESS {
-            code = c;
-        }
-    }
-    Ok(code)
+    tracekit_dialects::info::run(inputs, &options)
 }

@@ -15,4 +15,4 @@ pub mod trace2_listen;
 pub mod xray;
 // Dialect modules: add yours above this line.
 
-pub use tracekit_dialects::out::{closed_stdout, is_usage, output, usage};
+pub use tracekit_dialects::out::{closed_stdout, is_usage};

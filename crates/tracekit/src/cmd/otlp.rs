@@ -3,13 +3,11 @@
 //! spool and redaction. The work is done by `tracekit_otlp`.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Result};
-use tracekit_otlp::exporter::{ExportStats, ExporterConfig};
+use tracekit_otlp::exporter::ExporterConfig;
 use tracekit_otlp::http::HttpConfig;
-use tracekit_otlp::redact::Redactor;
 
 /// Compression of OTLP request bodies.
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -90,25 +88,13 @@ impl OtlpArgs {
     /// endpoint, the exporter's configuration.
     pub fn options(&self) -> Result<tracekit_dialects::options::OtlpOptions> {
         Ok(tracekit_dialects::options::OtlpOptions {
-            redactor: self.redactor(&[], true)?,
+            redactor: tracekit_dialects::otlp::redactor(
+                &self.redact,
+                &[],
+                !self.keep_url_credentials,
+            )?,
             exporter: self.exporter_config()?,
         })
-    }
-
-    /// The redaction rules (extra patterns from a config file come after
-    /// the flags').
-    pub fn redactor(&self, extra: &[(String, String)], urls: bool) -> Result<Arc<Redactor>> {
-        let mut rules = Vec::new();
-        for r in &self.redact {
-            let Some((pattern, replacement)) = r.split_once('=') else {
-                bail!("--redact {r:?}: expected REGEX=REPLACEMENT");
-            };
-            rules.push((pattern.to_string(), replacement.to_string()));
-        }
-        rules.extend(extra.iter().cloned());
-        let redactor = Redactor::new(urls && !self.keep_url_credentials, &rules)
-            .map_err(anyhow::Error::msg)?;
-        Ok(Arc::new(redactor))
     }
 
     /// The exporter's configuration, when an endpoint is given.
@@ -146,29 +132,4 @@ impl OtlpArgs {
         };
         Ok(Some(config))
     }
-}
-
-/// `N sessions sent (R replayed), S spooled, D dropped, ...`.
-pub fn export_line(s: &ExportStats) -> String {
-    let mut line = format!(
-        "{} sessions sent ({} replayed from the spool) in {} requests ({} spans, {} bytes), \
-         {} spooled, {} dropped past the spool bound, {} rejected by the collector; \
-         {} sessions waiting in the spool",
-        s.sessions_sent,
-        s.sessions_replayed,
-        s.requests_sent,
-        s.spans_sent,
-        s.bytes_sent,
-        s.sessions_spooled,
-        s.sessions_dropped,
-        s.sessions_rejected,
-        s.spool_pending_sessions
-    );
-    if s.outages > 0 {
-        line.push_str(&format!(
-            " ({} outage(s), {} retries)",
-            s.outages, s.retries
-        ));
-    }
-    line
 }

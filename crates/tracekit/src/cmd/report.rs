@@ -1,15 +1,13 @@
 //! `tracekit report`: analyse traces.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Result;
 
-use crate::cmd::output;
-use crate::formats;
 use tracekit_dialects::input::Input;
 use tracekit_dialects::options::ReportOptions;
+use tracekit_dialects::report;
 
 #[derive(clap::Args, Debug)]
 #[command(
@@ -61,101 +59,21 @@ impl Args {
 
 pub fn run(args: Args) -> Result<ExitCode> {
     let options = args.options();
-    let inputs = args
-        .inputs
-        .iter()
-        .map(|p| Input::open(p))
-        .collect::<Result<Vec<_>>>()?;
     if args.diff {
-        let [base, new] = &inputs[..] else {
+        let [base, new] = &args.inputs[..] else {
             anyhow::bail!("--diff compares two traces: A (the base) and B");
         };
         if args.html {
             // The page is `tracekit diff`'s (text and JSON keep the form
             // `report --diff` always printed).
-            return crate::cmd::diff::run(crate::cmd::diff::Args {
-                before: args.inputs[0].clone(),
-                after: args.inputs[1].clone(),
-                json: false,
-                html: true,
-                output: args.output.clone(),
-                top: args.top,
-                instr_map: args.instr_map.clone(),
-            });
+            return report::diff(base, new, &options);
         }
-        let dialect = formats::detect(base)?;
-        let other = formats::detect(new)?;
-        if dialect.name() != other.name() {
-            anyhow::bail!(
-                "--diff: {} is {}, {} is {}",
-                base.display(),
-                dialect.name(),
-                new.display(),
-                other.name()
-            );
-        }
-        return dialect.diff(base, new, &options);
+        return report::report_diff(&Input::open(base)?, &Input::open(new)?, &options);
     }
-    let groups = formats::group(inputs)?;
-    if args.html {
-        if let Some((d, _)) = groups.iter().find(|(d, _)| !d.reports_as_data()) {
-            eprintln!(
-                "tracekit: report --html: not available for {} yet (Git Trace2, XRay traces, build traces, memory traces and POSIX trace logs have it)",
-                d.name()
-            );
-            return Ok(ExitCode::from(2));
-        }
-        if args.output.is_none() {
-            eprintln!(
-                "tracekit: report --html writes a page: give -o FILE (or -o - for standard output)"
-            );
-            return Ok(ExitCode::from(2));
-        }
-    }
-    let mut code = ExitCode::SUCCESS;
-    // The dialects whose reports are data share one output: text as each
-    // group is analysed, one JSON document or one page for all at the end.
-    let mut out: Option<Box<dyn Write>> = None;
-    let mut collected = Vec::new();
-    let failed = |e: std::io::Error| tracekit_core::Error::io(args.output.as_deref(), e);
-    for (dialect, group) in groups {
-        if !dialect.reports_as_data() {
-            if let Some(o) = out.as_mut() {
-                o.flush().map_err(failed)?;
-            }
-            let c = dialect.report(&group, &options)?;
-            if c != ExitCode::SUCCESS {
-                code = c;
-            }
-            continue;
-        }
-        let (reports, c) = dialect.reports(&group, &options)?;
-        if c != ExitCode::SUCCESS {
-            code = c;
-        }
-        if args.html || args.json {
-            collected.extend(reports);
-            continue;
-        }
-        let o = match out.as_mut() {
-            Some(o) => o,
-            None => out.insert(output(args.output.as_deref())?),
-        };
-        tracekit_report::text::write(o, &reports).map_err(failed)?;
-    }
-    if args.html || (args.json && !collected.is_empty()) {
-        let o = match out.as_mut() {
-            Some(o) => o,
-            None => out.insert(output(args.output.as_deref())?),
-        };
-        if args.html {
-            tracekit_report::html::write(o, &collected).map_err(failed)?;
-        } else {
-            tracekit_report::json::write(o, &collected).map_err(failed)?;
-        }
-    }
-    if let Some(mut o) = out {
-        o.flush().map_err(failed)?;
-    }
-    Ok(code)
+    let inputs = args
+        .inputs
+        .iter()
+        .map(|p| Input::open(p))
+        .collect::<Result<Vec<_>>>()?;
+    report::run(inputs, &options)
 }

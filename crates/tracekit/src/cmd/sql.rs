@@ -1,27 +1,15 @@
-//! `tracekit sql`: SQL over traces and Parquet directories, with the
-//! embedded DataFusion of `tracekit-sql`; and what `convert --to parquet`
-//! shares with it (which inputs, how one input's rows are produced).
+//! `tracekit sql`: its flags (the work is `tracekit_dialects::sql`, SQL
+//! over traces and Parquet directories with the embedded DataFusion of
+//! `tracekit-sql`).
 //!
 //! The engine is the `sql` cargo feature (a default one): a build without it
 //! keeps the command, which then says how to get it (`NOT_BUILT`).
 
-use std::path::{Path, PathBuf};
+#[cfg(feature = "sql")]
+use std::path::PathBuf;
 use std::process::ExitCode;
-#[cfg(feature = "sql")]
-use std::sync::atomic::{AtomicBool, Ordering};
-#[cfg(feature = "sql")]
-use std::sync::Arc;
-use tracekit_dialects::options::ConvertOptions;
 
 use anyhow::Result;
-use tracekit_parquet::{BatchSink, Tables};
-#[cfg(feature = "sql")]
-use tracekit_sql::{Engine, Format, TraceSource};
-
-#[cfg(feature = "sql")]
-use crate::cmd::output;
-use crate::formats::{self, Dialect};
-use tracekit_dialects::input::{dir_files, Input};
 
 /// What `tracekit sql` says in a build without the `sql` feature.
 #[cfg(not(feature = "sql"))]
@@ -99,125 +87,18 @@ pub enum OutputFormat {
 
 #[cfg(feature = "sql")]
 pub fn run(args: Args) -> Result<ExitCode> {
-    let format = match args.format {
-        OutputFormat::Table => Format::Table,
-        OutputFormat::Csv => Format::Csv,
-        OutputFormat::Json => Format::Json,
-    };
-    let mut out = output(args.output.as_deref())?;
-    if args.schema {
-        if format == Format::Json {
-            writeln!(out, "{}", tracekit_sql::schema_json())?;
-        } else {
-            tracekit_sql::write_schema(&mut out)?;
-        }
-        out.flush()?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    let Some(query) = args.query.as_deref() else {
-        eprintln!("tracekit: sql needs a query (or --schema)");
-        return Ok(ExitCode::from(2));
-    };
-    let mut options = tracekit_sql::Options::default();
-    if let Some(limit) = args.memory_limit {
-        options.memory_limit = limit;
-    }
-    // A panic inside the engine becomes the query's error (naming the
-    // file at fault), not a crash report.
-    tracekit_sql::quiet_engine_panics();
-    let mut engine = Engine::with_options(options)?;
-    let convert_args = convert_args(args.instr_map.clone());
-    // Set when a trace had unreadable records (warned on stderr as they
-    // are met): the answer is printed, and the exit code says it is partial.
-    let unreadable = Arc::new(AtomicBool::new(false));
-    for path in &args.inputs {
-        if path.is_dir() && tracekit_sql::is_parquet_dir(path) {
-            engine.add_parquet_dir(path);
-            continue;
-        }
-        // An input of no known format fails here, naming it, whether or
-        // not the query reads a table it would fill.
-        for (p, dialect) in expand_inputs(std::slice::from_ref(path))? {
-            let a = convert_args.clone();
-            let file = p.clone();
-            let unreadable = unreadable.clone();
-            engine.add_trace(TraceSource {
-                name: p.display().to_string(),
-                produce: Arc::new(move |sink: &mut dyn BatchSink| {
-                    let code = produce_from(&file, dialect, &a, sink, tracekit_sql::BATCH_ROWS)
-                        .map_err(|e| format!("{e:#}"))?;
-                    if code != ExitCode::SUCCESS {
-                        unreadable.store(true, Ordering::Relaxed);
-                    }
-                    Ok(())
-                }),
-            });
-        }
-    }
-    match engine.print(query, format, &mut out) {
-        Ok(()) if unreadable.load(Ordering::Relaxed) => Ok(ExitCode::from(1)),
-        Ok(()) => Ok(ExitCode::SUCCESS),
-        // A broken pipe (`| head`) is not an error.
-        Err(e) if e.is_broken_pipe() => Ok(ExitCode::SUCCESS),
-        Err(e) => {
-            eprintln!("tracekit: sql: {e}");
-            Ok(ExitCode::from(if e.is_usage() { 2 } else { 1 }))
-        }
-    }
-}
-
-#[cfg(feature = "sql")]
-use std::io::Write as _;
-
-/// The arguments the dialects' table producers read (`-m`).
-#[cfg(feature = "sql")]
-pub fn convert_args(instr_map: Option<PathBuf>) -> ConvertOptions {
-    ConvertOptions {
-        input: PathBuf::from("-"),
-        to: "parquet".into(),
-        instr_map,
-        ..ConvertOptions::default()
-    }
-}
-
-/// The inputs to read, opened and detected: files as they are; a
-/// directory of Git Trace2 files as one input (sessions span its files);
-/// any other directory as its files, one by one. Standard input cannot be
-/// read twice, so it is refused.
-pub fn expand_inputs(paths: &[PathBuf]) -> Result<Vec<(PathBuf, &'static dyn Dialect)>> {
-    let mut out = Vec::new();
-    for p in paths {
-        if p.as_os_str() == "-" {
-            anyhow::bail!("<stdin>: tables are written from files (name the file or directory)");
-        }
-        let input = Input::open(p)?;
-        let d = formats::detect(&input)?;
-        // Trace2 directories and ninja build directories are read whole.
-        let whole = d.name() == tracekit_dialects::trace2::Trace2.name()
-            || d.name() == tracekit_dialects::ninja::NinjaLog.name();
-        if input.is_dir && !whole {
-            for f in dir_files(p)? {
-                let d = formats::detect(&Input::open(&f)?)?;
-                out.push((f, d));
-            }
-        } else {
-            out.push((p.clone(), d));
-        }
-    }
-    Ok(out)
-}
-
-/// Writes the tables of the trace at `path` (of `dialect`) that `sink` wants.
-pub fn produce_from(
-    path: &Path,
-    dialect: &dyn Dialect,
-    args: &ConvertOptions,
-    sink: &mut dyn BatchSink,
-    batch_rows: usize,
-) -> Result<ExitCode> {
-    let input = Input::open(path)?;
-    let mut tables = Tables::new(sink, batch_rows);
-    let code = dialect.tables(&input, args, &mut tables)?;
-    tables.flush()?;
-    Ok(code)
+    use tracekit_sql::Format;
+    tracekit_dialects::sql::run(&tracekit_dialects::sql::SqlOptions {
+        query: args.query,
+        inputs: args.inputs,
+        format: match args.format {
+            OutputFormat::Table => Format::Table,
+            OutputFormat::Csv => Format::Csv,
+            OutputFormat::Json => Format::Json,
+        },
+        schema: args.schema,
+        output: args.output,
+        instr_map: args.instr_map,
+        memory_limit: args.memory_limit,
+    })
 }

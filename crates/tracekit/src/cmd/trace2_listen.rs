@@ -2,18 +2,15 @@
 //! The work is done by `tracekit_trace2::receiver`; this is its command
 //! line.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Result;
-use tracekit_otlp::exporter::Exporter;
-use tracekit_otlp::trace2::filter::{Detail, FilterConfig, Pattern, Rules};
-use tracekit_otlp::trace2::{host_name, ForwardStats, Forwarder, ForwarderConfig};
-use tracekit_trace2::receiver::{Config, Receiver, Summary};
+use tracekit_dialects::trace2_listen;
+use tracekit_trace2::receiver::Config;
 
-use crate::cmd::otlp::{export_line, parse_seconds, OtlpArgs};
+use crate::cmd::otlp::{parse_seconds, OtlpArgs};
 
 /// The teaching part of `--help` (the one-line summary comes from the
 /// subcommand list in `trace2.rs`).
@@ -168,46 +165,21 @@ pub struct Args {
     pub shutdown_timeout: Duration,
 }
 
-/// The forwarder's configuration from the flags and the filter file.
-fn forwarder_config(args: &Args) -> Result<ForwarderConfig> {
-    let (filter, mut rules) = match &args.filter {
-        Some(path) => {
-            let filter = FilterConfig::load(path).map_err(anyhow::Error::msg)?;
-            let rules = filter
-                .compile()
-                .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-            (filter, rules)
-        }
-        None => (FilterConfig::default(), Rules::default()),
-    };
-    // The flags add to the file's rules.
-    rules.keep.extend(args.keep.iter().cloned());
-    rules.drop.extend(args.drop.iter().cloned());
-    if let Some(d) = &args.detail {
-        rules.detail = Detail::parse(d).map_err(|e| anyhow::anyhow!("--detail {e}"))?;
-    }
-    let patterns: Vec<(String, String)> = filter
-        .redact
-        .patterns
-        .iter()
-        .map(|Pattern { pattern, replace }| (pattern.clone(), replace.clone()))
-        .collect();
-    let redactor = args
-        .otlp
-        .redactor(&patterns, filter.redact.url_credentials)?;
-    Ok(ForwarderConfig {
-        rules,
-        redactor,
+/// What the forwarder reads from the flags (the filter file is read by
+/// `trace2_listen::forwarder_config`).
+fn forward_options(args: &Args) -> trace2_listen::ForwardOptions {
+    trace2_listen::ForwardOptions {
+        filter: args.filter.clone(),
+        keep: args.keep.clone(),
+        drop: args.drop.clone(),
+        detail: args.detail.clone(),
+        redact: args.otlp.redact.clone(),
+        keep_url_credentials: args.otlp.keep_url_credentials,
+        omit_host: args.omit_host,
+        omit_user: args.omit_user,
         settle: args.settle,
         session_timeout: args.session_timeout,
-        host: if filter.resource.host && !args.omit_host {
-            host_name()
-        } else {
-            None
-        },
-        user: filter.resource.user && !args.omit_user,
-        ..ForwarderConfig::default()
-    })
+    }
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
@@ -218,152 +190,16 @@ pub fn run(args: Args) -> Result<ExitCode> {
         grace: args.grace.min(Duration::from_secs(86_400)),
     };
     let forwarding = match args.otlp.exporter_config()? {
-        Some(export) => Some((export, forwarder_config(&args)?)),
+        Some(export) => Some((
+            export,
+            trace2_listen::forwarder_config(&forward_options(&args))?,
+        )),
         None => None,
     };
-    let shutdown_timeout = args.shutdown_timeout;
-    raise_open_file_limit();
-    let receiver = Receiver::bind(config)?;
-    receiver.stop_on_signals(&[libc::SIGINT, libc::SIGTERM])?;
-    if !tracekit_dialects::progress::quiet() {
-        let mut on = Vec::new();
-        if let Some(p) = &args.socket {
-            on.push(format!("{} (stream)", p.display()));
-        }
-        if let Some(p) = &args.dgram_socket {
-            on.push(format!("{} (dgram)", p.display()));
-        }
-        let mut to = Vec::new();
-        if let Some(dir) = &args.dir {
-            to.push(format!("writing to {}", dir.display()));
-        }
-        if let Some((export, _)) = &forwarding {
-            to.push(format!(
-                "sending OTLP to {} (spool: {})",
-                export.http.url,
-                export
-                    .spool_dir
-                    .as_ref()
-                    .map_or("none".to_string(), |d| d.display().to_string())
-            ));
-        }
-        eprintln!(
-            "tracekit trace2 listen: listening on {}, {}; stop with Ctrl-C",
-            on.join(" and "),
-            to.join(" and ")
-        );
-    }
-    let (summary, otlp) = match forwarding {
-        None => (receiver.run()?, None),
-        Some((export, fconfig)) => {
-            let exporter = Exporter::start(export)?;
-            let mut forwarder = Forwarder::new(fconfig, &exporter);
-            let summary = receiver.run_with(&mut forwarder);
-            // Sessions still open are sent (or spooled) even if the
-            // receiver failed.
-            let (_, fstats) = forwarder.finish();
-            let estats = exporter.finish(shutdown_timeout);
-            (summary?, Some((fstats, estats)))
-        }
-    };
-    if !tracekit_dialects::progress::quiet() {
-        eprintln!("tracekit trace2 listen: {}", one_line(&summary));
-        if let Some((f, e)) = &otlp {
-            eprintln!("tracekit trace2 listen: OTLP: {}", forward_line(f));
-            eprintln!("tracekit trace2 listen: OTLP: {}", export_line(e));
-            for w in f.warnings.iter().take(5) {
-                eprintln!("tracekit trace2 listen: warning: {w}");
-            }
-            for err in e.errors.iter().rev().take(3) {
-                eprintln!("tracekit trace2 listen: OTLP error: {err}");
-            }
-        }
-        for warning in summary.warnings.kept().iter().take(10) {
-            eprintln!("tracekit trace2 listen: warning: {}", warning.message);
-        }
-        if summary.warnings.total() > 10 {
-            eprintln!(
-                "tracekit trace2 listen: ... and {} more warnings",
-                summary.warnings.total() - 10
-            );
-        }
-    }
-    if args.json {
-        let mut json = serde_json::json!({
-            "sessions": summary.sessions,
-            "connections": summary.connections,
-            "datagrams": summary.datagrams,
-            "lines": summary.lines,
-            "bytes": summary.bytes,
-            "partial_lines": summary.partial_lines,
-            "lines_without_sid": summary.lines_without_sid,
-            "truncated_datagrams": summary.truncated_datagrams,
-            "lines_lost": summary.lines_lost,
-            "warnings": summary.warnings.kept().iter().map(|w| w.message.clone()).collect::<Vec<_>>(),
-            "warnings_total": summary.warnings.total(),
-        });
-        if let Some((f, e)) = &otlp {
-            json["otlp"] = serde_json::json!({ "forward": f, "export": e });
-        }
-        let mut out = std::io::stdout().lock();
-        writeln!(out, "{json}")?;
-    }
-    Ok(if summary.lines_lost > 0 {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
+    trace2_listen::listen(trace2_listen::ListenOptions {
+        config,
+        forwarding,
+        shutdown_timeout: args.shutdown_timeout,
+        json: args.json,
     })
-}
-
-fn forward_line(f: &ForwardStats) -> String {
-    format!(
-        "{} sessions ({} processes, {} spans) forwarded, {} sessions filtered, \
-         {} processes at dl:drop, {} without start, {} without time, {} late; {} EVENT lines unparsed, \
-         {} PERF/NORMAL lines not forwarded",
-        f.sessions,
-        f.processes,
-        f.spans,
-        f.sessions_filtered,
-        f.processes_filtered,
-        f.processes_without_start,
-        f.processes_without_time,
-        f.late_processes,
-        f.lines_unparsed,
-        f.lines_not_event
-    )
-}
-
-fn one_line(s: &Summary) -> String {
-    format!(
-        "{} sessions, {} lines, {} bytes from {} connections and {} datagrams; \
-         {} partial lines, {} lines without sid, {} truncated datagrams, {} lines lost",
-        s.sessions,
-        s.lines,
-        s.bytes,
-        s.connections,
-        s.datagrams,
-        s.partial_lines,
-        s.lines_without_sid,
-        s.truncated_datagrams,
-        s.lines_lost
-    )
-}
-
-/// Every connected git process holds a socket and an output file open;
-/// the usual soft limit of 1024 descriptors is reached at ~500 concurrent
-/// processes, so raise it to the hard limit (what a shell's `ulimit -n`
-/// could do too).
-fn raise_open_file_limit() {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit/setrlimit with a valid pointer to an rlimit.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max
-        {
-            limit.rlim_cur = limit.rlim_max;
-            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
-        }
-    }
 }

@@ -365,10 +365,6 @@ pub fn command() -> clap::Command {
 }
 
 pub fn run(raw: RawArgs) -> Result<ExitCode> {
-    run_inner(raw)
-}
-
-fn run_inner(raw: RawArgs) -> Result<ExitCode> {
     if raw.args.is_empty() {
         // Like llvm-xray without a subcommand: the overview, exit 0.
         use clap::CommandFactory;
