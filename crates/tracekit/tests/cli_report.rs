@@ -103,6 +103,40 @@ const TEXT_CASES: &[(&str, &[&str])] = &[
             "buildtrace/recorded/hello-make-j2.trace",
         ],
     ),
+    // `.ninja_log` reports: taken from the CLI before they became data (a
+    // build directory with build.ninja, a log alone, a log with `ninja -t
+    // graph`/`-t deps` output and --top, two logs, `report --diff`).
+    ("ninja-expat-dir", &["buildtrace/logs/expat-2.5.0/build"]),
+    (
+        "ninja-expat-run1",
+        &["buildtrace/logs/expat-2.5.0/run1.ninja_log"],
+    ),
+    (
+        "ninja-expat-tools-top3",
+        &[
+            "--top",
+            "3",
+            "buildtrace/logs/expat-2.5.0/build/.ninja_log",
+            "buildtrace/logs/expat-2.5.0/ninja-t-graph.dot",
+            "buildtrace/logs/expat-2.5.0/ninja-t-deps.log",
+        ],
+    ),
+    (
+        "ninja-two-logs",
+        &[
+            "buildtrace/logs/expat-2.5.0/run1.ninja_log",
+            "buildtrace/logs/expat-2.5.0/ninja-1.13.0-v7.ninja_log",
+            "buildtrace/logs/expat-2.5.0/ninja-t-graph.dot",
+        ],
+    ),
+    (
+        "ninja-diff",
+        &[
+            "--diff",
+            "buildtrace/logs/expat-2.5.0/run1.ninja_log",
+            "buildtrace/logs/expat-2.5.0/build",
+        ],
+    ),
 ];
 
 /// A path of the tables above: `examples/...` from the repository's
