@@ -14,8 +14,8 @@
 use std::io::{self, Write};
 
 use tracekit_report::{
-    Body, Column, Item, Lane, Level, Note, Report, Section, Span, SpanView, Spans, Table,
-    TextForm, Unit, Value,
+    Body, Column, Item, Lane, Level, Note, Report, Section, Span, SpanView, Spans, Table, TextForm,
+    Unit, Value,
 };
 
 use super::{log, DepKind, GraphSource, NinjaBuild, Target};
@@ -440,7 +440,12 @@ pub fn to_report(b: &NinjaBuild, name: &str, opts: &Options) -> Report {
             ),
             Item::new("jobs_from", "job slots from", "observed", Unit::Text),
             Item::new("slot_wait", "job-slot waits", ms(slot), Unit::Ms),
-            Item::new("waited_targets", "targets that waited", waited_n, Unit::Count),
+            Item::new(
+                "waited_targets",
+                "targets that waited",
+                waited_n,
+                Unit::Count,
+            ),
             Item::new(
                 "other_wait",
                 "other delays of ready targets (fewer commands running)",
@@ -555,8 +560,7 @@ fn gantt(b: &NinjaBuild, cap: usize) -> Option<Section> {
                 parent: None,
                 highlight: critical[i],
                 detail: Some(format!(
-                    "{}, {}; outputs: {}; .ninja_log line {}",
-                    fmt_ms(t.duration_ms() * 1000),
+                    "{}; outputs: {}; .ninja_log line {}",
                     b.info[i].kind.as_str(),
                     t.name(),
                     t.line
@@ -576,4 +580,104 @@ fn gantt(b: &NinjaBuild, cap: usize) -> Option<Section> {
             more: (idx.len() - keep.len()) as u64,
         }),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ninja::{manifest, read_log};
+
+    /// A generated header on the critical path (from ninja's deps log),
+    /// a long target off it; the tables keep `top` rows and the Gantt
+    /// chart the critical path's spans first.
+    fn build() -> NinjaBuild {
+        let log = read_log(
+            b"# ninja log v5\n0\t100\t0\tgen.h\t1\n100\t130\t0\tb.o\t2\n130\t150\t0\tapp\t3\n0\t200\t0\tc.o\t4\n",
+        )
+        .unwrap();
+        let m = manifest::read_manifest(
+            "rule cc\n  command = cc -c $in -o $out\nrule ld\n  command = cc $in -o $out\nrule gen\n  command = ./gen > $out\nbuild gen.h: gen\nbuild b.o: cc ../b.c\nbuild c.o: cc ../c.c\nbuild app: ld b.o\n",
+            "build.ninja",
+            &|_| None,
+        )
+        .unwrap();
+        let deps = vec![(
+            "b.o".to_string(),
+            vec!["../b.c".to_string(), "/w/b/gen.h".to_string()],
+        )];
+        NinjaBuild::new(
+            log,
+            "/w/b",
+            GraphSource::Manifest(m.files.clone()),
+            m.edges,
+            &deps,
+        )
+    }
+
+    fn table<'a>(r: &'a Report, id: &str) -> &'a Table {
+        match r.find(id).map(|s| &s.body) {
+            Some(Body::Table(t)) => t,
+            other => panic!("{id}: {other:?}"),
+        }
+    }
+
+    fn column(t: &Table, key: &str) -> Vec<Value> {
+        let c = t.column(key).unwrap();
+        t.rows.iter().map(|r| r[c].clone()).collect()
+    }
+
+    #[test]
+    fn critical_path_says_how_each_target_is_linked() {
+        let b = build();
+        let r = to_report(&b, "x/.ninja_log", &Options::default());
+        let path = table(&r, "critical_path");
+        assert_eq!(
+            column(path, "name"),
+            ["gen.h", "../b.c → b.o", "app"].map(Value::from)
+        );
+        assert_eq!(
+            column(path, "link"),
+            [Value::Null, "header".into(), "declared".into()]
+        );
+        assert_eq!(
+            column(path, "via"),
+            [Value::Null, "/w/b/gen.h".into(), "b.o".into()]
+        );
+        assert_eq!(
+            column(path, "duration_ms"),
+            [100u64, 30, 20].map(Value::from)
+        );
+        // The text says the same.
+        let text = match &r.find("critical_path").unwrap().text {
+            TextForm::Verbatim(t) => t.clone(),
+            other => panic!("{other:?}"),
+        };
+        assert!(text.contains("../b.c → b.o  (header /w/b/gen.h)"), "{text}");
+        assert!(text.contains("1 from ninja's deps log"), "{text}");
+    }
+
+    #[test]
+    fn tables_and_gantt_are_bounded() {
+        let b = build();
+        let opts = Options {
+            top: 1,
+            gantt_spans: 2,
+        };
+        let r = to_report(&b, "x/.ninja_log", &opts);
+        let slowest = table(&r, "slowest_targets");
+        assert_eq!(column(slowest, "outputs"), [Value::from("c.o")]);
+        let more = slowest.more.as_ref().unwrap();
+        assert_eq!(more.rows, 3);
+        let c = slowest.column("duration_ms").unwrap();
+        assert_eq!(more.totals[c], Value::UInt(150));
+        // The critical path's two longest, then nothing: c.o (the
+        // longest of all) and app are counted.
+        let Some(Body::Spans(g)) = r.find("gantt").map(|s| &s.body) else {
+            panic!("no gantt");
+        };
+        let names: Vec<&str> = g.spans.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["gen.h", "../b.c → b.o"]);
+        assert!(g.spans.iter().all(|s| s.highlight));
+        assert_eq!(g.more, 2);
+    }
 }
