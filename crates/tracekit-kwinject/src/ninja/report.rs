@@ -588,11 +588,12 @@ mod tests {
     use crate::ninja::{manifest, read_log};
 
     /// A generated header on the critical path (from ninja's deps log),
-    /// a long target off it; the tables keep `top` rows and the Gantt
-    /// chart the critical path's spans first.
+    /// the longest target off it (one run: entries in the order they
+    /// ended); the tables keep `top` rows and the Gantt chart the
+    /// critical path's spans first.
     fn build() -> NinjaBuild {
         let log = read_log(
-            b"# ninja log v5\n0\t100\t0\tgen.h\t1\n100\t130\t0\tb.o\t2\n130\t150\t0\tapp\t3\n0\t200\t0\tc.o\t4\n",
+            b"# ninja log v5\n0\t100\t0\tgen.h\t1\n100\t130\t0\tb.o\t2\n0\t140\t0\tc.o\t4\n130\t150\t0\tapp\t3\n",
         )
         .unwrap();
         let m = manifest::read_manifest(
@@ -669,7 +670,7 @@ mod tests {
         let more = slowest.more.as_ref().unwrap();
         assert_eq!(more.rows, 3);
         let c = slowest.column("duration_ms").unwrap();
-        assert_eq!(more.totals[c], Value::UInt(150));
+        assert_eq!(more.totals[c], Value::UInt(100 + 30 + 20));
         // The critical path's two longest, then nothing: c.o (the
         // longest of all) and app are counted.
         let Some(Body::Spans(g)) = r.find("gantt").map(|s| &s.body) else {
