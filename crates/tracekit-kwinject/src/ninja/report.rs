@@ -60,7 +60,7 @@ pub fn graph_text(b: &NinjaBuild) -> String {
 /// Microseconds as milliseconds: a whole number when it is one (the log's
 /// times are whole milliseconds), else a fraction.
 fn ms(us: u64) -> Value {
-    if us % 1000 == 0 {
+    if us.is_multiple_of(1000) {
         Value::UInt(us / 1000)
     } else {
         Value::Float(us as f64 / 1e3)
