@@ -14,9 +14,8 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use serde_json::json;
 use tracekit_core::timeline::Sink;
-use tracekit_kwinject::ninja::{
-    self, log, manifest, tools, DepKind, GraphSource, NinjaBuild, NinjaDiff,
-};
+use tracekit_kwinject::ninja::report::{fmt_ms, graph_text};
+use tracekit_kwinject::ninja::{self, log, manifest, tools, GraphSource, NinjaBuild, NinjaDiff};
 
 use crate::input::Input;
 use crate::out::output;
@@ -152,196 +151,6 @@ fn group(inputs: &[Input]) -> Result<Group<'_>> {
     Ok(g)
 }
 
-fn fmt_ms(us: u64) -> String {
-    if us >= 1_000_000 {
-        format!("{:.2} s", us as f64 / 1e6)
-    } else {
-        format!("{:.1} ms", us as f64 / 1e3)
-    }
-}
-
-fn graph_text(b: &NinjaBuild) -> String {
-    match &b.graph {
-        GraphSource::Manifest(files) => format!("build.ninja ({} files)", files.len()),
-        GraphSource::ToolGraph => "ninja -t graph output".into(),
-        GraphSource::None => "none (no build.ninja beside the log)".into(),
-    }
-}
-
-fn report_text(b: &NinjaBuild, name: &str, top: usize, out: &mut dyn Write) -> Result<()> {
-    let last = b.last_run();
-    writeln!(
-        out,
-        "ninja log v{}: {name}: {} targets from {} entries, {} runs in the log",
-        b.log.version,
-        b.targets.len(),
-        b.log.entries.len(),
-        b.runs
-    )?;
-    if let Some(w) = b.wall_us() {
-        writeln!(
-            out,
-            "Last run: {} targets, wall time {} (the timeline's)",
-            last.len(),
-            fmt_ms(w)
-        )?;
-    }
-    writeln!(out, "Dependency graph: {}", graph_text(b))?;
-    if b.not_in_graph > 0 {
-        writeln!(
-            out,
-            "  {} targets of the log have no build statement in the graph (removed since?)",
-            b.not_in_graph
-        )?;
-    }
-    let mut order: Vec<usize> = (0..b.targets.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(b.targets[i].duration_ms()));
-    writeln!(
-        out,
-        "\nSlowest targets (the latest entry of each output, over all runs):"
-    )?;
-    for &i in order.iter().take(top) {
-        writeln!(
-            out,
-            "  {:>10}  {:<7}  {}",
-            fmt_ms(b.targets[i].duration_ms() * 1000),
-            b.info[i].kind.as_str(),
-            b.info[i].name
-        )?;
-    }
-    match &b.critical_path {
-        None => writeln!(
-            out,
-            "\nCritical path: unknown (no build.ninja beside the log, and no ninja -t graph given)"
-        )?,
-        Some(cp) => {
-            writeln!(
-                out,
-                "\nCritical path (the longest chain of targets over the dependency graph, each \
-                 weighted by its measured time; {}{}):",
-                fmt_ms(cp.total_us),
-                b.wall_us()
-                    .map(|w| format!(" against {} wall time of the last run", fmt_ms(w)))
-                    .unwrap_or_default()
-            )?;
-            for (k, &s) in cp.steps.iter().enumerate() {
-                let via = match k.checked_sub(1).map(|e| &b.deps[cp.edges[e]]) {
-                    Some(d) if d.kind == DepKind::Header => format!("  (header {})", d.file),
-                    Some(d) => format!("  (needs {})", d.file),
-                    None => String::new(),
-                };
-                writeln!(
-                    out,
-                    "  {:>10}  {:<7}  {}{via}",
-                    fmt_ms(b.targets[s].duration_ms() * 1000),
-                    b.info[s].kind.as_str(),
-                    b.info[s].name
-                )?;
-            }
-            let declared = b
-                .deps
-                .iter()
-                .filter(|d| d.kind == DepKind::Declared)
-                .count();
-            let headers = b.deps.len() - declared;
-            writeln!(
-                out,
-                "  Dependencies: {declared} declared in the graph (through {} build statements \
-                 that ran nothing: phony, or not in the log), {headers} from ninja's deps log \
-                 (ninja -t deps)",
-                b.passes.len()
-            )?;
-        }
-    }
-    if let Some(w) = &b.waits {
-        let (slot, other) = w.totals();
-        let mut waited: Vec<_> = w.waits.iter().filter(|x| x.slot_us > 0).collect();
-        waited.sort_by_key(|x| std::cmp::Reverse(x.slot_us));
-        writeln!(
-            out,
-            "\nJob-slot waits of the last run (time a target that was ready waited while {} \
-             commands ran: the most seen at once, the log does not say ninja's -j; ready: the \
-             targets it depends on had ended): {} in all, {} targets",
-            w.jobs,
-            fmt_ms(slot),
-            waited.len()
-        )?;
-        for x in waited.iter().take(top) {
-            writeln!(
-                out,
-                "  {:>10}  {:<7}  {}",
-                fmt_ms(x.slot_us),
-                b.info[x.step].kind.as_str(),
-                b.info[x.step].name
-            )?;
-        }
-        writeln!(
-            out,
-            "  Other delays of ready targets (fewer commands running): {} in all",
-            fmt_ms(other)
-        )?;
-    }
-    Ok(())
-}
-
-fn report_json(b: &NinjaBuild, name: &str, top: usize) -> serde_json::Value {
-    let mut order: Vec<usize> = (0..b.targets.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(b.targets[i].duration_ms()));
-    let targets: Vec<serde_json::Value> = b
-        .targets
-        .iter()
-        .zip(&b.info)
-        .map(|(t, i)| {
-            json!({
-                "outputs": t.outputs, "start_ms": t.start_ms, "end_ms": t.end_ms,
-                "duration_ms": t.duration_ms(), "run": t.run, "hash": t.hash,
-                "line": t.line, "kind": i.kind.as_str(), "name": i.name,
-                "in_graph": i.edge.is_some(),
-            })
-        })
-        .collect();
-    json!({
-        "format": "ninja_log",
-        "file": name,
-        "version": b.log.version,
-        "entries": b.log.entries.len(),
-        "runs": b.runs,
-        "targets": targets,
-        "slowest": order.iter().take(top).collect::<Vec<_>>(),
-        "last_run_wall_ms": b.wall_us().map(|w| w / 1000),
-        "graph": match &b.graph {
-            GraphSource::Manifest(f) => json!({"build_ninja": f}),
-            GraphSource::ToolGraph => json!("ninja -t graph"),
-            GraphSource::None => serde_json::Value::Null,
-        },
-        "not_in_graph": b.not_in_graph,
-        // Dependency nodes from targets.len() on: statements that ran nothing.
-        "passes": b.passes.iter().map(|&e| json!({
-            "rule": b.edges[e].rule, "outputs": b.edges[e].outputs,
-        })).collect::<Vec<_>>(),
-        "dependencies": b.deps.iter().map(|d| json!({
-            "from": d.from, "to": d.to, "file": d.file,
-            "kind": match d.kind { DepKind::Declared => "declared", DepKind::Header => "header" },
-        })).collect::<Vec<_>>(),
-        "critical_path": b.critical_path.as_ref().map(|c| json!({
-            "targets": c.steps, "dependencies": c.edges, "total_ms": c.total_us / 1000,
-        })),
-        "job_slots": b.waits.as_ref().map(|w| {
-            let (slot, other) = w.totals();
-            json!({
-                "jobs": w.jobs, "from": "observed",
-                "slot_wait_ms": slot / 1000, "other_wait_ms": other / 1000,
-                "waits": w.waits.iter().map(|x| json!({
-                    "target": x.step, "ready_ms": x.ready_us / 1000,
-                    "ready_after": x.ready_after,
-                    "slot_wait_ms": x.slot_us / 1000, "other_wait_ms": x.other_us / 1000,
-                })).collect::<Vec<_>>(),
-            })
-        }),
-        "warnings": b.log.warnings.total(),
-    })
-}
-
 fn warn_exit(b: &NinjaBuild) -> ExitCode {
     if b.log.warnings.is_empty() {
         ExitCode::SUCCESS
@@ -412,27 +221,30 @@ impl Dialect for NinjaLog {
         Ok(code)
     }
 
-    fn report(&self, inputs: &[Input], args: &ReportOptions) -> Result<ExitCode> {
+    fn reports_as_data(&self) -> bool {
+        true
+    }
+
+    fn reports(
+        &self,
+        inputs: &[Input],
+        args: &ReportOptions,
+    ) -> Result<(Vec<tracekit_report::Report>, ExitCode)> {
         let g = group(inputs)?;
-        let mut out = output(args.output.as_deref())?;
         let mut code = ExitCode::SUCCESS;
+        let opts = ninja::report::Options {
+            top: args.top,
+            ..Default::default()
+        };
+        let mut reports = Vec::with_capacity(g.logs.len());
         for input in &g.logs {
             let b = load(input, g.graph.as_ref(), &g.deps)?;
             if warn_exit(&b) != ExitCode::SUCCESS {
                 code = ExitCode::from(1);
             }
-            if args.json {
-                serde_json::to_writer_pretty(
-                    &mut out,
-                    &report_json(&b, &input.display(), args.top),
-                )?;
-                writeln!(out)?;
-            } else {
-                report_text(&b, &input.display(), args.top, &mut out)?;
-            }
+            reports.push(ninja::report::to_report(&b, &input.display(), &opts));
         }
-        out.flush()?;
-        Ok(code)
+        Ok((reports, code))
     }
 
     fn diff(&self, base: &Input, new: &Input, args: &ReportOptions) -> Result<ExitCode> {

@@ -21,7 +21,7 @@ pub fn run(inputs: Vec<Input>, options: &ReportOptions) -> Result<ExitCode> {
     if options.html {
         if let Some((d, _)) = groups.iter().find(|(d, _)| !d.reports_as_data()) {
             eprintln!(
-                "tracekit: report --html: not available for {} yet (Git Trace2, XRay traces, build traces, memory traces and POSIX trace logs have it)",
+                "tracekit: report --html: not available for {} (its report is not data)",
                 d.name()
             );
             return Ok(ExitCode::from(2));

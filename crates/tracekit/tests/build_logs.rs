@@ -354,26 +354,80 @@ fn report_json(args: &[&Path]) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+/// The one report of a `report --json` document of one `.ninja_log`
+/// (`tracekit.report/1`, docs/report-json.md).
+fn ninja_report(args: &[&Path]) -> Value {
+    let doc = report_json(args);
+    assert_eq!(doc["schema"], "tracekit.report/1");
+    let reports = doc["reports"].as_array().unwrap();
+    assert_eq!(reports.len(), 1, "{doc}");
+    assert_eq!(reports[0]["dialect"], "ninja");
+    reports[0].clone()
+}
+
+/// The section `id` of a report, anywhere in its tree.
+fn section<'a>(r: &'a Value, id: &str) -> &'a Value {
+    fn find<'a>(s: &'a Value, id: &str) -> Option<&'a Value> {
+        s.as_array()?.iter().find_map(|x| {
+            if x["id"] == id {
+                Some(x)
+            } else {
+                find(&x["sections"], id)
+            }
+        })
+    }
+    find(&r["sections"], id).unwrap_or_else(|| panic!("no section {id}"))
+}
+
+/// A summary item's value.
+fn item(r: &Value, section_id: &str, key: &str) -> Value {
+    section(r, section_id)["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["key"] == key)
+        .unwrap_or_else(|| panic!("no item {key} in {section_id}"))["value"]
+        .clone()
+}
+
+/// A table's rows (objects keyed by column).
+fn rows<'a>(r: &'a Value, id: &str) -> &'a Vec<Value> {
+    section(r, id)["rows"].as_array().unwrap()
+}
+
+/// A column of the critical path, in order.
+fn path_of(r: &Value, column: &str) -> Vec<String> {
+    rows(r, "critical_path")
+        .iter()
+        .map(|t| t[column].as_str().unwrap().to_string())
+        .collect()
+}
+
 /// The real expat CMake + Ninja build directory (build.ninja, its
 /// included rules.ninja, and a .ninja_log of two runs): the last entry of
 /// each output wins, and the critical path goes over the real graph.
 #[test]
 fn ninja_log_of_a_real_cmake_build() {
     let dir = root().join("expat-2.5.0/build");
-    let r = report_json(&[&dir]);
-    assert_eq!(r["version"], 5);
-    assert_eq!(r["entries"], 22);
-    assert_eq!(r["runs"], 2);
-    let targets = r["targets"].as_array().unwrap();
+    let r = ninja_report(&[&dir]);
+    assert_eq!(item(&r, "summary", "version"), 5);
+    assert_eq!(item(&r, "summary", "entries"), 22);
+    assert_eq!(item(&r, "summary", "runs"), 2);
+    assert_eq!(item(&r, "summary", "targets"), 10);
+    let targets = rows(&r, "slowest_targets");
     assert_eq!(targets.len(), 10);
     // The second run's xmlparse.c.o (line 14: 17 → 23677 ms), not the
     // first's (line 3: 1 → 16808).
     let xmlparse = targets
         .iter()
-        .find(|t| t["outputs"][0] == "CMakeFiles/expat.dir/lib/xmlparse.c.o")
+        .find(|t| t["outputs"] == "CMakeFiles/expat.dir/lib/xmlparse.c.o")
         .unwrap();
     assert_eq!(xmlparse["duration_ms"], 23660);
     assert_eq!(xmlparse["line"], 14);
+    assert_eq!(
+        (&xmlparse["start_ms"], &xmlparse["run"]),
+        (&17.into(), &2.into())
+    );
     // Named from its command in build.ninja (the source as CMake wrote
     // it: absolute, outside this copy of the build directory).
     assert_eq!(
@@ -384,44 +438,50 @@ fn ninja_log_of_a_real_cmake_build() {
     // The symlink step's two outputs are one target.
     assert!(targets
         .iter()
-        .any(|t| t["outputs"] == serde_json::json!(["libexpat.so.1", "libexpat.so"])));
-    let names = |r: &Value| -> Vec<String> {
-        r["critical_path"]["targets"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|i| {
-                r["targets"][i.as_u64().unwrap() as usize]["outputs"][0]
-                    .as_str()
-                    .unwrap()
-                    .to_string()
-            })
-            .collect()
-    };
-    let path = names(&r);
+        .any(|t| t["outputs"] == "libexpat.so.1, libexpat.so"));
+    let path = path_of(&r, "outputs");
     assert_eq!(
         path,
         [
             "CMakeFiles/expat.dir/lib/xmlparse.c.o",
             "libexpat.so.1.8.10",
-            "libexpat.so.1",
+            "libexpat.so.1, libexpat.so",
             "xmlwf/xmlwf"
         ]
     );
+    // Each linked to the one before by an input its build statement
+    // declares (the symlinks' libexpat.so for xmlwf).
+    let linked: Vec<(&Value, &Value)> = rows(&r, "critical_path")
+        .iter()
+        .map(|t| (&t["link"], &t["via"]))
+        .collect();
+    assert_eq!(
+        linked,
+        [
+            (&Value::Null, &Value::Null),
+            (
+                &"declared".into(),
+                &"CMakeFiles/expat.dir/lib/xmlparse.c.o".into()
+            ),
+            (&"declared".into(), &"libexpat.so.1.8.10".into()),
+            (&"declared".into(), &"libexpat.so".into()),
+        ]
+    );
     // 23660 + 300 + 246 + 147 ms, the four targets' durations in the log.
-    assert_eq!(r["critical_path"]["total_ms"], 24353);
+    assert_eq!(item(&r, "summary", "critical_path"), 24353);
+    assert_eq!(item(&r, "critical_path_totals", "total"), 24353);
+    assert_eq!(item(&r, "critical_path_totals", "wall_time"), 26913);
     // Job slots: at most 2 commands ran at once (ninja -j2). xmltok.c.o,
     // ready at the run's start, started at 2862 ms when xmlrole.c.o ended:
     // from 17 ms (the first start) on, both slots were busy.
-    let j = &r["job_slots"];
-    assert_eq!(j["jobs"], 2);
-    let xmltok = j["waits"]
-        .as_array()
-        .unwrap()
+    assert_eq!(item(&r, "job_slot_totals", "jobs"), 2);
+    let xmltok = rows(&r, "job_slot_waits")
         .iter()
         .find(|w| {
-            r["targets"][w["target"].as_u64().unwrap() as usize]["outputs"][0]
-                == "CMakeFiles/expat.dir/lib/xmltok.c.o"
+            w["name"]
+                .as_str()
+                .unwrap()
+                .ends_with("CMakeFiles/expat.dir/lib/xmltok.c.o")
         })
         .unwrap();
     assert_eq!(
@@ -431,21 +491,35 @@ fn ninja_log_of_a_real_cmake_build() {
         ),
         (Some(2845), Some(17))
     );
+    // The last run on a Gantt chart: every target, two lanes, the
+    // critical path highlighted.
+    let gantt = section(&r, "gantt");
+    assert_eq!(gantt["spans"].as_array().unwrap().len(), 10);
+    assert_eq!(gantt["lanes"].as_array().unwrap().len(), 2);
+    let lit = gantt["spans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["highlight"] == true)
+        .count();
+    assert_eq!(lit, 4);
     // ninja's own graph (`ninja -t graph`) gives the same path for the
     // log alone; ninja's deps log (`ninja -t deps`) adds no edge here (no
     // generated header).
     let tmp = tempfile::tempdir().unwrap();
     let log = tmp.path().join(".ninja_log");
     std::fs::copy(dir.join(".ninja_log"), &log).unwrap();
-    let alone = report_json(&[&log]);
-    assert_eq!(alone["critical_path"], Value::Null);
-    let g = report_json(&[
+    let alone = ninja_report(&[&log]);
+    assert_eq!(item(&alone, "summary", "critical_path"), Value::Null);
+    assert_eq!(section(&alone, "critical_path")["kind"], "notes");
+    let g = ninja_report(&[
         &log,
         &root().join("expat-2.5.0/ninja-t-graph.dot"),
         &root().join("expat-2.5.0/ninja-t-deps.log"),
     ]);
-    assert_eq!(names(&g), path);
-    assert_eq!(g["critical_path"]["total_ms"], 24353);
+    assert_eq!(path_of(&g, "outputs"), path);
+    assert_eq!(item(&g, "summary", "critical_path"), 24353);
+    assert_eq!(item(&g, "critical_path_totals", "header_dependencies"), 0);
 }
 
 #[test]
@@ -542,18 +616,9 @@ fn live_ninja_t_commands_equals_the_recorded_build() {
     let (a, b) = (keys(&read(&logged)), keys(&read(&recorded)));
     assert_eq!(a, b);
     assert_eq!(a.len(), 3);
-    let r = report_json(&[&p]);
-    assert_eq!(r["targets"].as_array().unwrap().len(), 5);
-    let path: Vec<&str> = r["critical_path"]["targets"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| {
-            r["targets"][i.as_u64().unwrap() as usize]["name"]
-                .as_str()
-                .unwrap()
-        })
-        .collect();
+    let r = ninja_report(&[&p]);
+    assert_eq!(item(&r, "summary", "targets"), 5);
+    let path = path_of(&r, "name");
     assert_eq!(path.len(), 3, "{path:?}");
     assert_eq!(path[1..], ["libab.a", "app"]);
 }
@@ -723,35 +788,28 @@ fn response_files_in_a_log() {
 /// with ninja 1.11's `-t graph` of its build directory: the same path.
 #[test]
 fn ninja_log_v7_of_the_same_build() {
-    let r = report_json(&[
+    let r = ninja_report(&[
         &root().join("expat-2.5.0/ninja-1.13.0-v7.ninja_log"),
         &root().join("expat-2.5.0/ninja-t-graph.dot"),
     ]);
-    assert_eq!(r["version"], 7);
+    assert_eq!(item(&r, "summary", "version"), 7);
     assert_eq!(
-        (r["runs"].as_u64(), r["warnings"].as_u64()),
+        (
+            item(&r, "summary", "runs").as_u64(),
+            item(&r, "summary", "warnings").as_u64()
+        ),
         (Some(1), Some(0))
     );
-    assert_eq!(r["targets"].as_array().unwrap().len(), 10);
-    let path: Vec<&str> = r["critical_path"]["targets"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| {
-            r["targets"][i.as_u64().unwrap() as usize]["outputs"][0]
-                .as_str()
-                .unwrap()
-        })
-        .collect();
+    assert_eq!(rows(&r, "slowest_targets").len(), 10);
     assert_eq!(
-        path,
+        path_of(&r, "outputs"),
         [
             "CMakeFiles/expat.dir/lib/xmlparse.c.o",
             "libexpat.so.1.8.10",
-            "libexpat.so.1",
+            "libexpat.so.1, libexpat.so",
             "xmlwf/xmlwf"
         ]
     );
     // 4583 + 120 + 104 + 60 ms.
-    assert_eq!(r["critical_path"]["total_ms"], 4867);
+    assert_eq!(item(&r, "summary", "critical_path"), 4867);
 }

@@ -1,13 +1,14 @@
 //! `tracekit report` for the dialects whose reports are data
-//! (`crates/tracekit-report`: Git Trace2, XRay traces, build traces, POSIX
-//! trace logs):
+//! (`crates/tracekit-report`: Git Trace2, XRay traces, build traces,
+//! `.ninja_log`s, POSIX trace logs):
 //! * the text is what `tracekit report` printed before the reports became
 //!   data, byte for byte (`tests/expected/report/`, taken from the CLI
 //!   before that change; `TRACEKIT_BLESS=1` rewrites them);
 //! * `--json` (`docs/report-json.md`) carries the figures other tools
 //!   print: llvm-xray 14's `account` and `stack` (the corpus goldens),
 //!   `tracekit posix dump`; the Trace2 and build reports' sections and
-//!   figures (the text's, the critical path's);
+//!   figures (the text's, the critical path's; `.ninja_log`s' in
+//!   `build_logs.rs`);
 //! * `--html` writes one self-contained page that headless Chromium
 //!   renders without errors or requests (`common::chromium`).
 
@@ -101,6 +102,40 @@ const TEXT_CASES: &[(&str, &[&str])] = &[
         &[
             "examples/build/make-nested.trace",
             "buildtrace/recorded/hello-make-j2.trace",
+        ],
+    ),
+    // `.ninja_log` reports: taken from the CLI before they became data (a
+    // build directory with build.ninja, a log alone, a log with `ninja -t
+    // graph`/`-t deps` output and --top, two logs, `report --diff`).
+    ("ninja-expat-dir", &["buildtrace/logs/expat-2.5.0/build"]),
+    (
+        "ninja-expat-run1",
+        &["buildtrace/logs/expat-2.5.0/run1.ninja_log"],
+    ),
+    (
+        "ninja-expat-tools-top3",
+        &[
+            "--top",
+            "3",
+            "buildtrace/logs/expat-2.5.0/build/.ninja_log",
+            "buildtrace/logs/expat-2.5.0/ninja-t-graph.dot",
+            "buildtrace/logs/expat-2.5.0/ninja-t-deps.log",
+        ],
+    ),
+    (
+        "ninja-two-logs",
+        &[
+            "buildtrace/logs/expat-2.5.0/run1.ninja_log",
+            "buildtrace/logs/expat-2.5.0/ninja-1.13.0-v7.ninja_log",
+            "buildtrace/logs/expat-2.5.0/ninja-t-graph.dot",
+        ],
+    ),
+    (
+        "ninja-diff",
+        &[
+            "--diff",
+            "buildtrace/logs/expat-2.5.0/run1.ninja_log",
+            "buildtrace/logs/expat-2.5.0/build",
         ],
     ),
 ];
@@ -701,6 +736,21 @@ fn pages() -> Vec<(&'static str, Vec<String>, &'static [&'static str])> {
                 "#r0-parallelism svg.tk-series-chart path",
             ],
         ),
+        (
+            "ninja-expat.html",
+            vec![corpus("buildtrace/logs/expat-2.5.0/build")],
+            &[
+                "article[data-dialect=ninja]",
+                "#r0-summary dl.tk-summary div[data-key=critical_path]",
+                "#r0-slowest_targets table.tk-table tbody tr",
+                "#r0-critical_path table.tk-table tbody tr",
+                "#r0-critical_path_totals dl.tk-summary div[data-key=wall_time]",
+                "#r0-job_slot_waits table.tk-table tbody tr",
+                "#r0-job_slot_totals dl.tk-summary div[data-key=jobs]",
+                "#r0-gantt svg.tk-gantt.has-hl rect.span.hl",
+                "#r0-gantt svg.tk-gantt text.lane",
+            ],
+        ),
     ]
 }
 
@@ -799,21 +849,6 @@ fn html_usage_errors_exit_2() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("-o FILE"));
     let o = tracekit(&["report", "--html", "--json", "-o", "-", &pool]);
     assert_eq!(o.status.code(), Some(2));
-    // `.ninja_log` files print their own report still.
-    let ninja = "../../tests/corpus/buildtrace/logs/expat-2.5.0/run1.ninja_log";
-    let o = tracekit(&["report", "--html", "-o", "-", ninja]);
-    assert_eq!(
-        o.status.code(),
-        Some(2),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("not available for"),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    assert!(o.stdout.is_empty());
 }
 
 #[test]
@@ -885,6 +920,32 @@ fn html_pages_render_in_chromium() {
                 slowest.as_str().is_some_and(|s| s.ends_with("/hiredis.c")),
                 "{slowest}"
             );
+        } else if name.starts_with("ninja") {
+            // The critical path over build.ninja's graph, highlighted on
+            // the last run's lanes (two: ninja -j2).
+            let path = page.eval(
+                "[...document.querySelectorAll('#r0-critical_path > .tk-scroll tbody tr')].map(r => r.cells[4].textContent)",
+            );
+            assert_eq!(
+                path,
+                serde_json::json!([
+                    "CMakeFiles/expat.dir/lib/xmlparse.c.o",
+                    "libexpat.so.1.8.10",
+                    "libexpat.so.1, libexpat.so",
+                    "xmlwf/xmlwf"
+                ]),
+                "{name}"
+            );
+            let hl = page.eval(
+                "[...document.querySelectorAll('#r0-gantt g')].filter(g => g.querySelector('rect.span.hl')).map(g => g.querySelector('title').textContent)",
+            );
+            let hl: Vec<String> = serde_json::from_value(hl).expect("titles");
+            assert_eq!(hl.len(), 4, "{hl:?}");
+            assert!(hl.iter().any(|t| t.contains("xmlparse.c.o")), "{hl:?}");
+            let lanes = page.eval(
+                "[...document.querySelectorAll('#r0-gantt text.lane')].map(t => t.firstChild.textContent)",
+            );
+            assert_eq!(lanes, serde_json::json!(["lane 1", "lane 2"]), "{name}");
         } else if name.starts_with("posix") {
             // A text column sorts ascending on the first click.
             page.click("#r0-event_types th[data-key=event]");

@@ -1,7 +1,7 @@
 //! Any bytes as a `.ninja_log`, a `build.ninja` (its includes read from
 //! the same bytes), `ninja -t deps` and `ninja -t graph` text, then the
-//! analysis and the diff of the log with itself. Errors are fine, panics
-//! are not.
+//! analysis, its report (as data, rendered as text) and the diff of the
+//! log with itself. Errors are fine, panics are not.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -24,5 +24,8 @@ fuzz_target!(|data: &[u8]| {
         let b = NinjaBuild::new(log, "/w/b", GraphSource::ToolGraph, graph.clone(), &deps);
         let _ = NinjaDiff::new(&b.targets, &b.targets);
         let _ = b.wall_us();
+        let opts = ninja::report::Options { top: 5, gantt_spans: 50 };
+        let r = ninja::report::to_report(&b, "fuzz", &opts);
+        let _ = tracekit_report::text::write(&mut Vec::new(), &[r]);
     }
 });

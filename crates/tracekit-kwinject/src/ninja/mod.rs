@@ -20,9 +20,12 @@
 //! * [`NinjaDiff`]: what got slower between two logs.
 //! * [`map_timeline`]: the last run on the timeline model, one lane per
 //!   concurrent command as ninjatracing reconstructs them.
+//! * [`report`]: the report as data (`tracekit_report`): the text, JSON
+//!   and HTML of `tracekit report`.
 
 pub mod log;
 pub mod manifest;
+pub mod report;
 pub mod tools;
 
 use std::collections::{HashMap, HashSet};

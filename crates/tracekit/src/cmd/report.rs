@@ -11,7 +11,7 @@ use tracekit_dialects::report;
 
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Examples:\n  tracekit report trace.event.jsonl\n  tracekit report --json /var/log/git-trace2/ > report.json\n  tracekit report trace.xray -m ./app\n  tracekit report --html -o report.html trace.xray -m ./app   # one self-contained page\n  tracekit report --diff before.rtrace after.rtrace   # what grew (memory traces)\n  tracekit report build/                               # a ninja build directory\n  tracekit report --diff old.ninja_log build/          # the targets that got slower\n\n--json prints the structure of docs/report-json.md (\"schema\": \"tracekit.report/1\") for Git Trace2, XRay traces, build traces, memory traces and POSIX trace logs; .ninja_log files print their own JSON until they move to it. --html needs -o (a file, or - for standard output) and is available for those five (tracekit report --html -o mem.html app.tkmem)."
+    after_help = "Examples:\n  tracekit report trace.event.jsonl\n  tracekit report --json /var/log/git-trace2/ > report.json\n  tracekit report trace.xray -m ./app\n  tracekit report --html -o report.html trace.xray -m ./app   # one self-contained page\n  tracekit report --diff before.rtrace after.rtrace   # what grew (memory traces)\n  tracekit report build/                               # a ninja build directory\n  tracekit report --diff old.ninja_log build/          # the targets that got slower\n\n--json prints the structure of docs/report-json.md (\"schema\": \"tracekit.report/1\"). --html needs -o (a file, or - for standard output): tracekit report --html -o mem.html app.tkmem."
 )]
 pub struct Args {
     /// Trace files or directories (`-` reads standard input). Files of one
