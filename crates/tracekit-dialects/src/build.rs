@@ -619,10 +619,6 @@ impl Dialect for Kwinject {
         Ok(lost_exit(lost))
     }
 
-    fn reports_as_data(&self) -> bool {
-        true
-    }
-
     fn reports(
         &self,
         inputs: &[Input],

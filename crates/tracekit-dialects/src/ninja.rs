@@ -221,10 +221,6 @@ impl Dialect for NinjaLog {
         Ok(code)
     }
 
-    fn reports_as_data(&self) -> bool {
-        true
-    }
-
     fn reports(
         &self,
         inputs: &[Input],

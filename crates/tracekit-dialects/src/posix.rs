@@ -283,10 +283,6 @@ impl Dialect for PosixLog {
         posix_info(inputs, args)
     }
 
-    fn reports_as_data(&self) -> bool {
-        true
-    }
-
     fn reports(
         &self,
         inputs: &[Input],

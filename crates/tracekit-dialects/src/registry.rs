@@ -20,28 +20,14 @@ pub trait Dialect: Sync {
     /// directory, the head of its first file).
     fn sniff(&self, input: &Input) -> bool;
     fn info(&self, inputs: &[Input], args: &InfoOptions) -> Result<ExitCode>;
-    /// `report` for dialects that print their own report (text and JSON).
-    /// Dialects whose reports are data implement [`Dialect::reports`]
-    /// instead, and `report` renders those.
-    fn report(&self, inputs: &[Input], args: &ReportOptions) -> Result<ExitCode> {
-        let _ = (inputs, args);
-        anyhow::bail!("{}: report is not implemented", self.name())
-    }
-    /// Whether [`Dialect::reports`] builds this dialect's reports (text,
-    /// JSON and HTML are then rendered from them by `tracekit_report`).
-    fn reports_as_data(&self) -> bool {
-        false
-    }
-    /// The reports of `inputs` as data (`tracekit_report::Report`), and the
-    /// exit status; warnings are printed here.
+    /// The reports of `inputs` as data (`tracekit_report::Report`: text,
+    /// JSON and the HTML page are rendered from them), and the exit
+    /// status; warnings are printed here.
     fn reports(
         &self,
         inputs: &[Input],
         args: &ReportOptions,
-    ) -> Result<(Vec<tracekit_report::Report>, ExitCode)> {
-        let _ = (inputs, args);
-        anyhow::bail!("{}: reports as data are not available", self.name())
-    }
+    ) -> Result<(Vec<tracekit_report::Report>, ExitCode)>;
     /// The `convert --to` targets the dialect writes itself (its own
     /// formats), beside the targets of every dialect
     /// ([`crate::convert::TARGETS`]): what `convert` dispatches to and what its

@@ -19,13 +19,6 @@ use crate::registry;
 pub fn run(inputs: Vec<Input>, options: &ReportOptions) -> Result<ExitCode> {
     let groups = registry::group(inputs)?;
     if options.html {
-        if let Some((d, _)) = groups.iter().find(|(d, _)| !d.reports_as_data()) {
-            eprintln!(
-                "tracekit: report --html: not available for {} (its report is not data)",
-                d.name()
-            );
-            return Ok(ExitCode::from(2));
-        }
         if options.output.is_none() {
             eprintln!(
                 "tracekit: report --html writes a page: give -o FILE (or -o - for standard output)"
@@ -34,22 +27,12 @@ pub fn run(inputs: Vec<Input>, options: &ReportOptions) -> Result<ExitCode> {
         }
     }
     let mut code = ExitCode::SUCCESS;
-    // The dialects whose reports are data share one output: text as each
-    // group is analysed, one JSON document or one page for all at the end.
+    // One output for every dialect's reports: text as each group is
+    // analysed, one JSON document or one page for all at the end.
     let mut out: Option<Box<dyn Write>> = None;
     let mut collected = Vec::new();
     let failed = |e: std::io::Error| tracekit_core::Error::io(options.output.as_deref(), e);
     for (dialect, group) in groups {
-        if !dialect.reports_as_data() {
-            if let Some(o) = out.as_mut() {
-                o.flush().map_err(failed)?;
-            }
-            let c = dialect.report(&group, options)?;
-            if c != ExitCode::SUCCESS {
-                code = c;
-            }
-            continue;
-        }
         let (reports, c) = dialect.reports(&group, options)?;
         if c != ExitCode::SUCCESS {
             code = c;

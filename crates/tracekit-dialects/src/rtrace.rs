@@ -1168,9 +1168,6 @@ impl Dialect for OneImage {
     fn info(&self, inputs: &[Input], args: &InfoOptions) -> Result<ExitCode> {
         Rtrace.info(inputs, args)
     }
-    fn reports_as_data(&self) -> bool {
-        Rtrace.reports_as_data()
-    }
     fn reports(
         &self,
         inputs: &[Input],
@@ -1230,10 +1227,6 @@ impl Dialect for Rtrace {
         }
         out.flush()?;
         Ok(ExitCode::SUCCESS)
-    }
-
-    fn reports_as_data(&self) -> bool {
-        true
     }
 
     /// A trace's report; a recording's report, then each image's (see

@@ -280,10 +280,6 @@ impl Dialect for Trace2 {
         Ok(exit_code(lost))
     }
 
-    fn reports_as_data(&self) -> bool {
-        true
-    }
-
     fn reports(
         &self,
         inputs: &[Input],

@@ -460,10 +460,6 @@ impl Dialect for Xray {
         Ok(ExitCode::SUCCESS)
     }
 
-    fn reports_as_data(&self) -> bool {
-        true
-    }
-
     fn reports(
         &self,
         inputs: &[Input],

@@ -259,7 +259,7 @@ pub fn ninja_logs(
     top: usize,
 ) -> Report {
     let nd = NinjaDiff::new(&before.targets, &after.targets);
-    let mut rep = Report::new("build", format!("ninja logs {before_name} → {after_name}"));
+    let mut rep = Report::new("ninja", format!("ninja logs {before_name} → {after_name}"));
     rep.input(before_name, Some("ninja build log".into()));
     rep.input(after_name, Some("ninja build log".into()));
     let wall = |b: &NinjaBuild| {

@@ -33,10 +33,9 @@
 //!    today's text with [`Section::verbatim`] (the report's own header is
 //!    [`Report::text`]); sections the text never showed get
 //!    [`Section::omit_text`]. The body must still hold all the data.
-//! 3. In `crates/tracekit/src/cmd/<dialect>.rs`, implement
-//!    `Dialect::reports_as_data` (true) and `Dialect::reports` (print the
-//!    warnings there); `tracekit report` then renders text, `--json` and
-//!    `--html`.
+//! 3. In `crates/tracekit-dialects/src/<dialect>.rs`, implement
+//!    `Dialect::reports` (print the warnings there); `tracekit report`
+//!    then renders text, `--json` and `--html`.
 //! 4. Document the section ids, columns and items in
 //!    `docs/report-json.md`; add the page to the browser test with
 //!    `common::chromium::check_page(path, &[selectors])`.

@@ -22,7 +22,8 @@ pub struct Document {
 /// One report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Report {
-    /// Which dialect made it: `trace2`, `xray`, `build`, `rtrace`, `posix`.
+    /// Which dialect made it: `trace2`, `xray`, `build`, `ninja`, `rtrace`,
+    /// `posix`.
     pub dialect: String,
     pub title: String,
     pub inputs: Vec<Input>,

@@ -454,6 +454,7 @@ fn ninja_logs_as_report_diff() {
     let root = corpus("buildtrace/logs/expat-2.5.0");
     let (a, b) = (format!("{root}/run1.ninja_log"), format!("{root}/build"));
     let r = diff_json(&[&a, &b]);
+    assert_eq!(r.dialect, "ninja");
     let first = &rows(table(&r, "units"))[0];
     assert_eq!(
         first["unit"],
