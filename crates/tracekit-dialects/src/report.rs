@@ -18,13 +18,11 @@ use crate::registry;
 /// dialects' reports rendered into one output.
 pub fn run(inputs: Vec<Input>, options: &ReportOptions) -> Result<ExitCode> {
     let groups = registry::group(inputs)?;
-    if options.html {
-        if options.output.is_none() {
-            eprintln!(
-                "tracekit: report --html writes a page: give -o FILE (or -o - for standard output)"
-            );
-            return Ok(ExitCode::from(2));
-        }
+    if options.html && options.output.is_none() {
+        eprintln!(
+            "tracekit: report --html writes a page: give -o FILE (or -o - for standard output)"
+        );
+        return Ok(ExitCode::from(2));
     }
     let mut code = ExitCode::SUCCESS;
     // One output for every dialect's reports: text as each group is
