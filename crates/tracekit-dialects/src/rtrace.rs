@@ -39,9 +39,9 @@ pub struct RecordOptions {
     /// Return addresses kept per allocation (0 = none; default and most:
     /// 64, the whole stack but for deeper recursion).
     pub backtrace_depth: usize,
-    /// The recording: a .tkmem file (default tracekit-mem.<pid>.tkmem in
+    /// The recording: a .tkmem file (default `tracekit-mem.<pid>.tkmem` in
     /// the current directory), or with --format text or raw a directory
-    /// (default tracekit-mem.<pid>); `-`: standard output.
+    /// (default `tracekit-mem.<pid>`); `-`: standard output.
     pub output: Option<PathBuf>,
     /// What to write: tkmem (one compact file), text (a directory of
     /// sp-rtrace text traces), raw (a directory of raw recordings).
@@ -94,8 +94,8 @@ pub struct PostprocOptions {
     /// Drop the calls whose indices are listed in FILE (ignored with
     /// --include).
     pub exclude: Option<PathBuf>,
-    /// Keep calls whose backtrace passes through <start>+<size> (hex) of
-    /// the module whose path contains <target>.
+    /// Keep calls whose backtrace passes through `<start>+<size>` (hex) of
+    /// the module whose path contains `<target>`.
     pub call_address: Option<String>,
     /// Look modules up under this directory (cross resolving).
     pub root: Option<PathBuf>,

@@ -187,7 +187,7 @@ fn each_event_parsed_ahead(
     }
 }
 
-/// Prints each source's warnings (as [`super::print_warnings`] does) and
+/// Prints each source's warnings (as [`crate::out::print_warnings`] does) and
 /// says whether any record was lost.
 pub(crate) fn print_all_warnings(all: &[(String, Warnings)]) -> bool {
     let mut lost = false;
