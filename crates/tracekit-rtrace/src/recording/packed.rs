@@ -508,9 +508,16 @@ impl Live {
     fn push(&mut self, addr: u64, class: u64) -> usize {
         let j = self.slots.len() + 1;
         let low = j & j.wrapping_neg();
-        let below = self.prefix(j - 1) - self.prefix(j - low);
+        // Live ones among ordinals j - low + 1 .. j - 1: the nodes from
+        // j - 1 down to j - low (one walk, not two prefixes).
+        let mut below = 0;
+        let mut i = j - 1;
+        while i > j - low {
+            below += self.tree[i - 1];
+            i &= i - 1;
+        }
         self.slots.push((addr, class));
-        self.tree.push(below as u32 + 1);
+        self.tree.push(below + 1);
         self.count += 1;
         j - 1
     }
@@ -533,6 +540,28 @@ impl Live {
         }
         self.count -= 1;
         self.slots[ordinal]
+    }
+
+    /// Drops the released allocations when they are most of the tree, so
+    /// that it stays the size of what is live (the ranks stay the same;
+    /// the ordinals change, so only the decoder, which keeps none, calls
+    /// it).
+    fn compact(&mut self) {
+        if self.slots.len() < 4096 || self.count * 4 > self.slots.len() {
+            return;
+        }
+        let mut live = Vec::with_capacity(self.count * 2);
+        for (i, &slot) in self.slots.iter().enumerate() {
+            if self.prefix(i + 1) > self.prefix(i) {
+                live.push(slot);
+            }
+        }
+        self.slots.clear();
+        self.tree.clear();
+        self.count = 0;
+        for (addr, class) in live {
+            self.push(addr, class);
+        }
     }
 
     /// The allocation of rank `r` (1: the latest live one), taken out.
@@ -786,6 +815,7 @@ fn decode_block(p: &[u8], first: u64, count: u32, out: &mut Vec<u8>) -> Option<(
                         m.released(e.id, None);
                     }
                     r => {
+                        m.live.compact();
                         let (addr, class) = m.live.take_rank(r)?;
                         e.id = addr;
                         m.released(addr, Some(class));
