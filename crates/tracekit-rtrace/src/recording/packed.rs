@@ -1980,6 +1980,33 @@ mod tests {
         }
     }
 
+    /// The decoder's live tree, compacted whenever it may be, names the
+    /// same allocation by rank as a plain list does.
+    #[test]
+    fn live_ranks_survive_compaction() {
+        let mut live = Live::default();
+        let mut list: Vec<(u64, u64)> = Vec::new();
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut compacted = false;
+        for i in 0..20_000u64 {
+            live.push(i, i % 7);
+            list.push((i, i % 7));
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            if list.len() > 300 || x.is_multiple_of(3) {
+                let r = (x % list.len() as u64) as usize + 1;
+                let before = live.slots.len();
+                live.compact();
+                compacted |= live.slots.len() < before;
+                assert_eq!(live.take_rank(r), Some(list.remove(list.len() - r)));
+            }
+        }
+        assert!(compacted);
+        assert_eq!(live.count, list.len());
+        assert_eq!(live.take_rank(list.len() + 1), None);
+    }
+
     /// Every field of every kind of event comes back, whatever its value.
     #[test]
     fn events_round_trip() {
