@@ -3,6 +3,8 @@
 //! resource type and id, with sp-rtrace's rules), resource lookup, and
 //! backtrace interning.
 
+use std::collections::hash_map::Entry;
+
 use rustc_hash::FxHashMap;
 
 /// A block's key: its resource type (an index the caller keeps) and id.
@@ -44,29 +46,32 @@ impl<V> Default for LiveSet<V> {
 
 impl<V> LiveSet<V> {
     pub(crate) fn alloc(&mut self, key: Key, refcount: bool, block: V) -> Allocated<V> {
-        match self.blocks.get_mut(&key) {
-            Some((_, refs)) if refcount => {
-                *refs += 1;
+        // One lookup: the block is new, or a reference, or replaces.
+        match self.blocks.entry(key) {
+            Entry::Vacant(v) => {
+                v.insert((block, 1));
+                Allocated::New { replaced: None }
+            }
+            Entry::Occupied(mut o) if refcount => {
+                o.get_mut().1 += 1;
                 Allocated::Referenced(block)
             }
-            _ => Allocated::New {
-                replaced: self.blocks.insert(key, (block, 1)).map(|(v, _)| v),
+            Entry::Occupied(mut o) => Allocated::New {
+                replaced: Some(std::mem::replace(o.get_mut(), (block, 1)).0),
             },
         }
     }
 
     pub(crate) fn free(&mut self, key: Key, refcount: bool) -> Freed<V> {
-        let Some((_, refs)) = self.blocks.get_mut(&key) else {
+        let Entry::Occupied(mut o) = self.blocks.entry(key) else {
             return Freed::Unmatched;
         };
+        let refs = &mut o.get_mut().1;
         *refs = refs.saturating_sub(1);
         if *refs > 0 && refcount {
             return Freed::Unreferenced;
         }
-        match self.blocks.remove(&key) {
-            Some((v, _)) => Freed::Released(v),
-            None => Freed::Unmatched,
-        }
+        Freed::Released(o.remove().0)
     }
 
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&Key, &V)> {

@@ -1060,6 +1060,7 @@ impl<'a> Events<'a> {
     }
 
     /// The item of one event record (`None` for a void one).
+    #[inline(always)]
     fn call(&mut self, e: &[u8], ts: u32) -> Option<Item> {
         let kind = e[0];
         if kind == KIND_VOID {
@@ -1211,7 +1212,12 @@ impl crate::reader::Items for Events<'_> {
                     // The record is copied out: the merge keeps it.
                     let mut e = [0u8; ALLOC_LEN];
                     let n = rec.len().min(ALLOC_LEN);
-                    e[..n].copy_from_slice(&rec[..n]);
+                    match rec.get(..ALLOC_LEN) {
+                        // A whole allocation record (most): a copy of a
+                        // known length.
+                        Some(whole) => e.copy_from_slice(whole),
+                        None => e[..n].copy_from_slice(&rec[..n]),
+                    }
                     if let Some(item) = self.call(&e[..n], ts) {
                         return Ok(Some(item));
                     }

@@ -330,6 +330,10 @@ struct PendingMarker {
     top: Vec<(u32, i64, u64)>,
 }
 
+/// Backtraces the pass knows by the pointer of their frames (each slot
+/// holds its frames, so a pointer is not reused while known).
+const SEEN_FRAMES: usize = 64;
+
 /// A live block: its size and backtrace.
 struct Live {
     size: i64,
@@ -395,6 +399,7 @@ pub fn analyse_with<R: IntoItems>(input: R, top: usize, sym: &Symbolise) -> Resu
     let mut state: Vec<ResourceState> = Vec::new();
     let mut live: LiveSet<Live> = LiveSet::default();
     let mut addrs: Vec<u64> = Vec::new();
+    let mut seen_frames: Vec<Option<(crate::reader::Backtrace, u32)>> = vec![None; SEEN_FRAMES];
     // The block the previous call allocated: freeing it next makes it
     // temporary.
     let mut last_alloc: Option<(usize, u64)> = None;
@@ -472,7 +477,7 @@ pub fn analyse_with<R: IntoItems>(input: R, top: usize, sym: &Symbolise) -> Resu
                 state.push(ResourceState::default());
             }
             Item::Map(m) => maps.push(m),
-            Item::Call(fc) => {
+            Item::Call(ref fc) => {
                 report.calls += 1;
                 let elapsed_ms = fc.call.timestamp.map(|t| {
                     let t = clock.tick(t);
@@ -521,13 +526,25 @@ pub fn analyse_with<R: IntoItems>(input: R, top: usize, sym: &Symbolise) -> Resu
                 let previous = last_alloc.take();
                 if fc.call.is_alloc() {
                     let size = fc.call.size();
-                    addrs.clear();
-                    addrs.extend(fc.frames.iter().map(|f| f.addr));
-                    let (tid, new) = traces.intern(&addrs);
-                    if new {
-                        trace_list.push(addrs.clone());
-                        trace_texts.push(fc.frames.iter().map(|f| f.text.clone()).collect());
-                    }
+                    // A recording's calls share their backtrace's frames:
+                    // those met lately are known by their pointer.
+                    let slot =
+                        (std::rc::Rc::as_ptr(&fc.frames) as *const u8 as usize >> 4) % SEEN_FRAMES;
+                    let tid = match &seen_frames[slot] {
+                        Some((f, tid)) if std::rc::Rc::ptr_eq(f, &fc.frames) => *tid,
+                        _ => {
+                            addrs.clear();
+                            addrs.extend(fc.frames.iter().map(|f| f.addr));
+                            let (tid, new) = traces.intern(&addrs);
+                            if new {
+                                trace_list.push(addrs.clone());
+                                trace_texts
+                                    .push(fc.frames.iter().map(|f| f.text.clone()).collect());
+                            }
+                            seen_frames[slot] = Some((fc.frames.clone(), tid));
+                            tid
+                        }
+                    };
                     if st.traces.len() <= tid as usize {
                         st.traces.resize_with(tid as usize + 1, TraceAgg::default);
                     }

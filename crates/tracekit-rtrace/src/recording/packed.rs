@@ -402,10 +402,37 @@ struct Model {
     /// The encoder's index of `live` by address: the allocation's ordinal.
     live_at: HashMap<u64, usize>,
     /// Released addresses by class, and all of them, the latest last.
-    classes: HashMap<u64, Vec<u64>>,
+    classes: Classes,
     freed: Vec<u64>,
     /// The last allocation's address and class.
     last: (u64, u64),
+}
+
+/// Released addresses by class: the small classes (most) by index, the
+/// others hashed.
+#[derive(Default)]
+struct Classes {
+    small: Vec<Vec<u64>>,
+    large: HashMap<u64, Vec<u64>>,
+}
+
+/// Classes below this many bytes are kept by index.
+const SMALL_CLASS: u64 = 1 << 16;
+
+impl Classes {
+    /// The released addresses of `class`, the latest last.
+    #[inline]
+    fn list(&mut self, class: u64) -> &mut Vec<u64> {
+        if class < SMALL_CLASS {
+            let k = (class / 16) as usize;
+            if self.small.len() <= k {
+                self.small.resize_with(k + 1, Vec::new);
+            }
+            &mut self.small[k]
+        } else {
+            self.large.entry(class).or_default()
+        }
+    }
 }
 
 impl Model {
@@ -452,7 +479,7 @@ impl Model {
 
     fn released(&mut self, addr: u64, class: Option<u64>) {
         if let Some(c) = class {
-            self.classes.entry(c).or_default().push(addr);
+            self.classes.list(c).push(addr);
         }
         self.freed.push(addr);
     }
@@ -490,6 +517,8 @@ struct Live {
     /// The Fenwick tree over `slots` (1-based: `tree[j - 1]` counts the
     /// live ones among ordinals `j - lowbit(j) .. j`).
     tree: Vec<u32>,
+    /// Whether each ordinal is still live.
+    alive: Vec<bool>,
     count: usize,
 }
 
@@ -508,9 +537,17 @@ impl Live {
     fn push(&mut self, addr: u64, class: u64) -> usize {
         let j = self.slots.len() + 1;
         let low = j & j.wrapping_neg();
-        let below = self.prefix(j - 1) - self.prefix(j - low);
+        // Live ones among ordinals j - low + 1 .. j - 1: the nodes from
+        // j - 1 down to j - low (one walk, not two prefixes).
+        let mut below = 0;
+        let mut i = j - 1;
+        while i > j - low {
+            below += self.tree[i - 1];
+            i &= i - 1;
+        }
         self.slots.push((addr, class));
-        self.tree.push(below as u32 + 1);
+        self.alive.push(true);
+        self.tree.push(below + 1);
         self.count += 1;
         j - 1
     }
@@ -532,7 +569,34 @@ impl Live {
             j += j & j.wrapping_neg();
         }
         self.count -= 1;
+        self.alive[ordinal] = false;
         self.slots[ordinal]
+    }
+
+    /// Drops the released allocations when they are most of the tree, so
+    /// that it stays the size of what is live (the ranks stay the same;
+    /// the ordinals change, so only the decoder, which keeps none, calls
+    /// it).
+    fn compact(&mut self) {
+        if self.slots.len() < 1024 || self.count * 4 > self.slots.len() {
+            return;
+        }
+        // In place: the live ones moved down, then a tree of all live
+        // (node j counts the lowbit(j) ordinals it covers).
+        let mut w = 0;
+        for i in 0..self.slots.len() {
+            if self.alive[i] {
+                self.slots[w] = self.slots[i];
+                w += 1;
+            }
+        }
+        self.slots.truncate(w);
+        self.alive.clear();
+        self.alive.resize(w, true);
+        self.tree.clear();
+        self.tree
+            .extend((1..=w).map(|j| (j & j.wrapping_neg()) as u32));
+        self.count = w;
     }
 
     /// The allocation of rank `r` (1: the latest live one), taken out.
@@ -550,10 +614,15 @@ impl Live {
             1 << (usize::BITS - 1 - n.leading_zeros())
         };
         while step > 0 {
-            if pos + step <= n && (self.tree[pos + step - 1] as usize) < k {
-                pos += step;
-                k -= self.tree[pos - 1] as usize;
-            }
+            // Without a branch on the data (its outcome is random).
+            let next: usize = pos + step;
+            let t = self
+                .tree
+                .get(next.wrapping_sub(1))
+                .map_or(usize::MAX, |&t| t as usize);
+            let go = t < k;
+            pos = if go { next } else { pos };
+            k -= if go { t } else { 0 };
             step >>= 1;
         }
         Some(self.take(pos))
@@ -633,7 +702,7 @@ impl BlockEncoder {
             m.info_seen(info);
             let class = class_of(e.size);
             let addr = e.id;
-            let list = m.classes.entry(class).or_default();
+            let list = m.classes.list(class);
             let predicted = m.last.0.wrapping_add(m.last.1);
             if let Some(d) = list.iter().rev().take(CLASS_TOP).position(|&a| a == addr) {
                 list.remove(list.len() - 1 - d);
@@ -758,7 +827,7 @@ fn decode_block(p: &[u8], first: u64, count: u32, out: &mut Vec<u8>) -> Option<(
                 (e.size, e.node) = info;
                 let class = class_of(e.size);
                 let predicted = m.last.0.wrapping_add(m.last.1);
-                let list = m.classes.entry(class).or_default();
+                let list = m.classes.list(class);
                 e.id = match s[S_APTR].u8()? {
                     d @ 0..=7 => Model::take_at(list, d as usize)?,
                     APTR_CLASS_DEEP => {
@@ -786,6 +855,7 @@ fn decode_block(p: &[u8], first: u64, count: u32, out: &mut Vec<u8>) -> Option<(
                         m.released(e.id, None);
                     }
                     r => {
+                        m.live.compact();
                         let (addr, class) = m.live.take_rank(r)?;
                         e.id = addr;
                         m.released(addr, Some(class));
@@ -1908,6 +1978,33 @@ mod tests {
         for cut in 0..p.len() {
             let _ = decode_block(&p[..cut], 10, 3, &mut Vec::new());
         }
+    }
+
+    /// The decoder's live tree, compacted whenever it may be, names the
+    /// same allocation by rank as a plain list does.
+    #[test]
+    fn live_ranks_survive_compaction() {
+        let mut live = Live::default();
+        let mut list: Vec<(u64, u64)> = Vec::new();
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut compacted = false;
+        for i in 0..20_000u64 {
+            live.push(i, i % 7);
+            list.push((i, i % 7));
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            if list.len() > 300 || x.is_multiple_of(3) {
+                let r = (x % list.len() as u64) as usize + 1;
+                let before = live.slots.len();
+                live.compact();
+                compacted |= live.slots.len() < before;
+                assert_eq!(live.take_rank(r), Some(list.remove(list.len() - r)));
+            }
+        }
+        assert!(compacted);
+        assert_eq!(live.count, list.len());
+        assert_eq!(live.take_rank(list.len() + 1), None);
     }
 
     /// Every field of every kind of event comes back, whatever its value.
