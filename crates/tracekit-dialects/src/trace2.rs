@@ -187,6 +187,27 @@ fn each_event_parsed_ahead(
     }
 }
 
+/// Feeds every record of every source of `input` to `builder` (mapped
+/// files parsed by two threads, pages handed back behind them); each
+/// source's warnings, not yet printed.
+fn feed_report(input: &Input, builder: &mut ReportBuilder) -> Result<Vec<(String, Warnings)>> {
+    for_each_source(input, |name, format, content, warnings| {
+        let id = builder.source(name);
+        match content {
+            Content::Mapped(map) => report::report_mmap(map, format, id, builder, warnings),
+            Content::Stream(r) => {
+                for_each_record(r, format, |rec| -> Result<()> {
+                    if let Some(ev) = rec.parse_or_warn(format, warnings) {
+                        builder.add(&ev, id);
+                    }
+                    Ok(())
+                })?;
+            }
+        }
+        Ok(())
+    })
+}
+
 /// Prints each source's warnings (as [`crate::out::print_warnings`] does) and
 /// says whether any record was lost.
 pub(crate) fn print_all_warnings(all: &[(String, Warnings)]) -> bool {
@@ -288,27 +309,7 @@ impl Dialect for Trace2 {
         let mut builder = ReportBuilder::new(args.top);
         let mut all = Vec::new();
         for input in inputs {
-            all.extend(for_each_source(
-                input,
-                |name, format, content, warnings| {
-                    let id = builder.source(name);
-                    match content {
-                        // Parsed by two threads, pages handed back behind them.
-                        Content::Mapped(map) => {
-                            report::report_mmap(map, format, id, &mut builder, warnings)
-                        }
-                        Content::Stream(r) => {
-                            for_each_record(r, format, |rec| -> Result<()> {
-                                if let Some(ev) = rec.parse_or_warn(format, warnings) {
-                                    builder.add(&ev, id);
-                                }
-                                Ok(())
-                            })?;
-                        }
-                    }
-                    Ok(())
-                },
-            )?);
+            all.extend(feed_report(input, &mut builder)?);
         }
         let rep = builder.finish();
         // Records the report could not pair are in it (anomalies); said
@@ -384,23 +385,7 @@ impl Dialect for Trace2 {
                 builder.on_process(move |p| {
                     let _ = tx.send(OwnedProcessRow::from(p));
                 });
-                let all = for_each_source(&input, |name, format, content, warnings| {
-                    let id = builder.source(name);
-                    match content {
-                        Content::Mapped(map) => {
-                            report::report_mmap(map, format, id, &mut builder, warnings)
-                        }
-                        Content::Stream(r) => {
-                            for_each_record(r, format, |rec| -> Result<()> {
-                                if let Some(ev) = rec.parse_or_warn(format, warnings) {
-                                    builder.add(&ev, id);
-                                }
-                                Ok(())
-                            })?;
-                        }
-                    }
-                    Ok(())
-                })?;
+                let all = feed_report(&input, &mut builder)?;
                 drop(builder.finish());
                 Ok(all)
             });
@@ -748,25 +733,9 @@ fn trace2_side(
     std::collections::BTreeMap<tracekit_trace2::diff::CommandKey, Vec<i64>>,
     bool,
 )> {
-    use tracekit_trace2::reader::for_each_record;
-    use tracekit_trace2::report::{self, ReportBuilder};
     let mut builder = ReportBuilder::new(0);
     let samples = tracekit_trace2::diff::Samples::attach(&mut builder);
-    let warnings = for_each_source(input, |name, format, content, warnings| {
-        let id = builder.source(name);
-        match content {
-            Content::Mapped(map) => report::report_mmap(map, format, id, &mut builder, warnings),
-            Content::Stream(r) => {
-                for_each_record(r, format, |rec| -> Result<()> {
-                    if let Some(ev) = rec.parse_or_warn(format, warnings) {
-                        builder.add(&ev, id);
-                    }
-                    Ok(())
-                })?;
-            }
-        }
-        Ok(())
-    })?;
+    let warnings = feed_report(input, &mut builder)?;
     let rep = builder.finish();
     let lost = print_all_warnings(&warnings);
     Ok((rep, samples.take(), lost))

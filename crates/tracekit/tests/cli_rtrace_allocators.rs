@@ -14,9 +14,12 @@
 
 #![cfg(all(target_arch = "x86_64", target_os = "linux"))]
 
+mod common;
+use common::ok;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use serde_json::Value;
 
@@ -32,34 +35,7 @@ fn tracekit() -> Command {
 }
 
 fn build(dir: &Path, name: &str, src: &str, flags: &[&str]) -> PathBuf {
-    let c = dir.join(format!("{name}.c"));
-    std::fs::write(&c, src).unwrap();
-    let exe = dir.join(name);
-    let out = Command::new("cc")
-        .arg("-O0")
-        .arg("-g")
-        .arg("-o")
-        .arg(&exe)
-        .arg(&c)
-        .args(flags)
-        .output()
-        .expect("a C compiler (cc) is needed for this test");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    exe
-}
-
-fn ok(out: std::io::Result<Output>) -> Output {
-    let out = out.expect("run a command");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
+    common::cc(dir, name, src, &["-O0", "-g"], flags)
 }
 
 /// Whether `file` (a library or header of the allocator packages) is

@@ -11,6 +11,8 @@
 
 #![cfg(all(target_arch = "x86_64", target_os = "linux"))]
 
+mod common;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStderr, Command, Stdio};
@@ -22,22 +24,7 @@ fn tracekit() -> Command {
 }
 
 fn build(dir: &Path, name: &str, src: &str, flags: &[&str]) -> PathBuf {
-    let c = dir.join(format!("{name}.c"));
-    std::fs::write(&c, src).unwrap();
-    let exe = dir.join(name);
-    let out = Command::new("cc")
-        .args(flags)
-        .arg("-o")
-        .arg(&exe)
-        .arg(&c)
-        .output()
-        .expect("a C compiler (cc) is needed for this test");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    exe
+    common::cc(dir, name, src, flags, &[])
 }
 
 /// Allocates 3 blocks, says `ready`, waits for a line; then allocates 100

@@ -9,6 +9,9 @@
 
 #![cfg(all(target_arch = "x86_64", target_os = "linux"))]
 
+mod common;
+use common::ok;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -23,34 +26,10 @@ fn include_dir() -> PathBuf {
 }
 
 fn build(dir: &Path, name: &str, src: &str, flags: &[&str]) -> PathBuf {
-    let c = dir.join(format!("{name}.c"));
-    std::fs::write(&c, src).unwrap();
-    let exe = dir.join(name);
-    let out = Command::new("cc")
-        .args(flags)
-        .arg("-I")
-        .arg(include_dir())
-        .arg("-o")
-        .arg(&exe)
-        .arg(&c)
-        .output()
-        .expect("a C compiler (cc) is needed for this test");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    exe
-}
-
-fn ok(out: std::io::Result<Output>) -> Output {
-    let out = out.expect("run a command");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
+    let include = include_dir();
+    let mut before = flags.to_vec();
+    before.extend(["-I", include.to_str().expect("utf8 path")]);
+    common::cc(dir, name, src, &before, &[])
 }
 
 fn stdout(out: std::io::Result<Output>) -> String {

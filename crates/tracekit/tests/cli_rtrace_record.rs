@@ -12,6 +12,9 @@
 
 #![cfg(all(target_arch = "x86_64", target_os = "linux"))]
 
+mod common;
+use common::ok;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -22,32 +25,7 @@ fn tracekit() -> Command {
 }
 
 fn build(dir: &Path, name: &str, src: &str, flags: &[&str]) -> PathBuf {
-    let c = dir.join(format!("{name}.c"));
-    std::fs::write(&c, src).unwrap();
-    let exe = dir.join(name);
-    let out = Command::new("cc")
-        .args(flags)
-        .arg("-o")
-        .arg(&exe)
-        .arg(&c)
-        .output()
-        .expect("a C compiler (cc) is needed for this test");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    exe
-}
-
-fn ok(out: std::io::Result<Output>) -> Output {
-    let out = out.expect("run a command");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
+    common::cc(dir, name, src, flags, &[])
 }
 
 fn json(out: std::io::Result<Output>) -> Value {

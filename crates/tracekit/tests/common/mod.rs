@@ -227,3 +227,37 @@ pub fn posix_log(path: &Path, events: u32) {
     }
     api::shutdown(trid).unwrap();
 }
+
+/// Compiles the C source `src` into `dir/name` with `cc BEFORE -o EXE
+/// SOURCE AFTER` (libraries go after the source); fails the test with the
+/// compiler's message.
+pub fn cc(dir: &Path, name: &str, src: &str, before: &[&str], after: &[&str]) -> PathBuf {
+    let c = dir.join(format!("{name}.c"));
+    std::fs::write(&c, src).expect("write the C source");
+    let exe = dir.join(name);
+    let out = Command::new("cc")
+        .args(before)
+        .arg("-o")
+        .arg(&exe)
+        .arg(&c)
+        .args(after)
+        .output()
+        .expect("a C compiler (cc) is needed for this test");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
+
+/// The output of a command that must succeed (its stderr otherwise).
+pub fn ok(out: std::io::Result<std::process::Output>) -> std::process::Output {
+    let out = out.expect("run a command");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
