@@ -303,6 +303,31 @@ impl<R: BufRead> Iterator for Assembler<R> {
     }
 }
 
+/// A call of a recording as a pass that needs neither its function's
+/// name nor its frames takes it (the report's): what its
+/// [`Item::Call`] says, its backtrace named by a number that
+/// [`Items::backtrace`] turns into frames. No allocation per call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallEvent {
+    pub index: i64,
+    pub timestamp: Option<u32>,
+    /// The resource type's name, as [`Call::resource_type`] has it.
+    pub resource_type: Option<&'static str>,
+    /// The size of an allocation; `None`: a release.
+    pub alloc: Option<i64>,
+    pub id: u64,
+    /// The backtrace (0: none, the empty one): the same number is the
+    /// same frames throughout the source.
+    pub stack: u32,
+}
+
+/// What [`Items::next_event`] yields.
+#[derive(Debug, Clone)]
+pub enum Event {
+    Item(Item),
+    Call(CallEvent),
+}
+
 /// A trace as [`Item`]s, what every analysis reads: the [`Assembler`] of a
 /// text trace, or the events of a recording
 /// ([`crate::recording::Events`]: a raw recording or an image of a
@@ -312,6 +337,16 @@ pub trait Items {
     fn next_item(&mut self) -> Result<Option<Item>>;
     /// The problems met so far that did not stop reading (taken).
     fn take_warnings(&mut self) -> Warnings;
+    /// The next item or, from a source that has them (a recording), the
+    /// next call as a [`CallEvent`]: the same sequence [`Items::next_item`]
+    /// gives. Use one of the two throughout.
+    fn next_event(&mut self) -> Result<Option<Event>> {
+        Ok(self.next_item()?.map(Event::Item))
+    }
+    /// The frames of a [`CallEvent`]'s backtrace (`None`: not known).
+    fn backtrace(&mut self, _stack: u32) -> Option<Backtrace> {
+        None
+    }
 }
 
 impl<R: BufRead> Items for Assembler<R> {
@@ -329,6 +364,12 @@ impl<I: Items + ?Sized> Items for Box<I> {
     }
     fn take_warnings(&mut self) -> Warnings {
         (**self).take_warnings()
+    }
+    fn next_event(&mut self) -> Result<Option<Event>> {
+        (**self).next_event()
+    }
+    fn backtrace(&mut self, stack: u32) -> Option<Backtrace> {
+        (**self).backtrace(stack)
     }
 }
 
@@ -355,6 +396,12 @@ impl Items for ItemStream<'_> {
     }
     fn take_warnings(&mut self) -> Warnings {
         self.0.take_warnings()
+    }
+    fn next_event(&mut self) -> Result<Option<Event>> {
+        self.0.next_event()
+    }
+    fn backtrace(&mut self, stack: u32) -> Option<Backtrace> {
+        self.0.backtrace(stack)
     }
 }
 

@@ -22,7 +22,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use tracekit_core::{Error, Position, Result, Warnings};
 
 use crate::marker::{Marker, MarkerKind};
-use crate::reader::{Backtrace, FullCall, Item};
+use crate::reader::{Backtrace, CallEvent, Event, FullCall, Item};
 use crate::record::{format_call, format_frame, Call, CallKind, Frame, Header, HeaderField};
 
 /// The recorder's event layout.
@@ -1117,6 +1117,52 @@ impl<'a> Events<'a> {
         }))
     }
 
+    /// The [`Event`] of one event record (`None` for a void one): what
+    /// [`Events::call`] makes of it, the backtrace by its number.
+    #[inline(always)]
+    fn call_event(&mut self, e: &[u8], ts: u32) -> Option<Event> {
+        let kind = e[0];
+        if kind == KIND_VOID {
+            return None;
+        }
+        let stats = &mut self.image.stats;
+        stats.events += 1;
+        let index = u64_at(e, 8).wrapping_add(1);
+        let res = e[1] as usize;
+        let (alloc, id) = if kind == KIND_ALLOC && e.len() >= ALLOC_LEN {
+            stats.allocs += 1;
+            (Some(u64_at(e, 16).min(i64::MAX as u64)), u64_at(e, 24))
+        } else {
+            stats.frees += 1;
+            (None, u64_at(e, 16))
+        };
+        let Some(index) = i64::try_from(index).ok().filter(|_| ts < 360_000_000) else {
+            return Some(Event::Item(self.call_from_text(e, ts)));
+        };
+        let mut stack = 0;
+        let mut depth = 0;
+        if alloc.is_some() && u32_at(e, 32) != 0 {
+            let s = u32_at(e, 32);
+            let known = match self.frames_dense.get(s as usize) {
+                Some(Some(f)) => Some(f.len()),
+                _ => self.image.stacks.get(s).map(<[u64]>::len),
+            };
+            match known {
+                Some(n) => (stack, depth) = (s, n),
+                None => self.image.stats.unknown_backtraces += 1,
+            }
+        }
+        self.line += 2 + depth as u64;
+        Some(Event::Call(CallEvent {
+            index,
+            timestamp: Some(ts),
+            resource_type: self.image.tags.get(res).copied().flatten(),
+            alloc: alloc.map(|size| size as i64),
+            id,
+            stack,
+        }))
+    }
+
     /// [`Events::call`] for a record the fast path does not take: its text
     /// as the decoder writes it, read back.
     #[cold]
@@ -1167,11 +1213,19 @@ fn parse_lines(
     Ok(asm.reader.line())
 }
 
-impl crate::reader::Items for Events<'_> {
-    fn next_item(&mut self) -> Result<Option<Item>> {
+impl Events<'_> {
+    /// The next item, made by `item` of the prologue's and the closing
+    /// items and the markers, by `call` of a call's record (whole or as
+    /// far as it goes) and time (`None`: a void one).
+    #[inline(always)]
+    fn next_with<T>(
+        &mut self,
+        item: impl Fn(Item) -> T,
+        call: impl Fn(&mut Self, &[u8], u32) -> Option<T>,
+    ) -> Result<Option<T>> {
         loop {
-            if let Some(item) = self.queue.pop_front() {
-                return Ok(Some(item));
+            if let Some(i) = self.queue.pop_front() {
+                return Ok(Some(item(i)));
             }
             match self.state {
                 EventsState::Done => return Ok(None),
@@ -1205,7 +1259,7 @@ impl crate::reader::Items for Events<'_> {
                         let rec = rec.to_vec();
                         if let Some(m) = marker_of(&rec, ts, &mut image.stacks, &mut image.stats) {
                             self.line += 1;
-                            return Ok(Some(Item::Comment(m.line())));
+                            return Ok(Some(item(Item::Comment(m.line()))));
                         }
                         continue;
                     }
@@ -1218,16 +1272,33 @@ impl crate::reader::Items for Events<'_> {
                         Some(whole) => e.copy_from_slice(whole),
                         None => e[..n].copy_from_slice(&rec[..n]),
                     }
-                    if let Some(item) = self.call(&e[..n], ts) {
+                    if let Some(item) = call(self, &e[..n], ts) {
                         return Ok(Some(item));
                     }
                 }
             }
         }
     }
+}
+
+impl crate::reader::Items for Events<'_> {
+    fn next_item(&mut self) -> Result<Option<Item>> {
+        self.next_with(|i| i, |s, e, ts| s.call(e, ts))
+    }
 
     fn take_warnings(&mut self) -> Warnings {
         std::mem::take(&mut self.warnings)
+    }
+
+    fn next_event(&mut self) -> Result<Option<Event>> {
+        self.next_with(Event::Item, |s, e, ts| s.call_event(e, ts))
+    }
+
+    fn backtrace(&mut self, stack: u32) -> Option<Backtrace> {
+        if stack == 0 {
+            return Some(self.empty.clone());
+        }
+        self.frames(stack)
     }
 }
 
