@@ -20,7 +20,7 @@ pub mod summary;
 pub mod timeline;
 
 pub use reader::{
-    Assembler, CallEvent, Event, FullCall, IntoItems, Item, ItemStream, Items, Reader,
+    Assembler, Batch, CallEvent, FullCall, IntoItems, Item, ItemStream, Items, Reader,
 };
 pub use record::{Call, CallKind, Frame, Header, Record};
 

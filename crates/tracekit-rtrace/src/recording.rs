@@ -22,7 +22,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use tracekit_core::{Error, Position, Result, Warnings};
 
 use crate::marker::{Marker, MarkerKind};
-use crate::reader::{Backtrace, CallEvent, Event, FullCall, Item};
+use crate::reader::{Backtrace, Batch, CallEvent, FullCall, Item, CALL_BATCH};
 use crate::record::{format_call, format_frame, Call, CallKind, Frame, Header, HeaderField};
 
 /// The recorder's event layout.
@@ -1117,10 +1117,11 @@ impl<'a> Events<'a> {
         }))
     }
 
-    /// The [`Event`] of one event record (`None` for a void one): what
-    /// [`Events::call`] makes of it, the backtrace by its number.
+    /// The [`CallEvent`] of one event record (`None` for a void one), or
+    /// the item [`Events::call`] makes of a record the fast path does not
+    /// take.
     #[inline(always)]
-    fn call_event(&mut self, e: &[u8], ts: u32) -> Option<Event> {
+    fn call_event(&mut self, e: &[u8], ts: u32) -> Option<std::result::Result<CallEvent, Item>> {
         let kind = e[0];
         if kind == KIND_VOID {
             return None;
@@ -1137,7 +1138,7 @@ impl<'a> Events<'a> {
             (None, u64_at(e, 16))
         };
         let Some(index) = i64::try_from(index).ok().filter(|_| ts < 360_000_000) else {
-            return Some(Event::Item(self.call_from_text(e, ts)));
+            return Some(Err(self.call_from_text(e, ts)));
         };
         let mut stack = 0;
         let mut depth = 0;
@@ -1153,7 +1154,7 @@ impl<'a> Events<'a> {
             }
         }
         self.line += 2 + depth as u64;
-        Some(Event::Call(CallEvent {
+        Some(Ok(CallEvent {
             index,
             timestamp: Some(ts),
             resource_type: self.image.tags.get(res).copied().flatten(),
@@ -1221,7 +1222,7 @@ impl Events<'_> {
     fn next_with<T>(
         &mut self,
         item: impl Fn(Item) -> T,
-        call: impl Fn(&mut Self, &[u8], u32) -> Option<T>,
+        mut call: impl FnMut(&mut Self, &[u8], u32) -> Option<T>,
     ) -> Result<Option<T>> {
         loop {
             if let Some(i) = self.queue.pop_front() {
@@ -1290,8 +1291,15 @@ impl crate::reader::Items for Events<'_> {
         std::mem::take(&mut self.warnings)
     }
 
-    fn next_event(&mut self) -> Result<Option<Event>> {
-        self.next_with(Event::Item, |s, e, ts| s.call_event(e, ts))
+    fn next_calls(&mut self, calls: &mut Vec<CallEvent>) -> Result<Batch> {
+        let next = self.next_with(Batch::Item, |s, e, ts| {
+            match s.call_event(e, ts)? {
+                Ok(c) => calls.push(c),
+                Err(item) => return Some(Batch::Item(item)),
+            }
+            (calls.len() >= CALL_BATCH).then_some(Batch::Full)
+        })?;
+        Ok(next.unwrap_or(Batch::End))
     }
 
     fn backtrace(&mut self, stack: u32) -> Option<Backtrace> {

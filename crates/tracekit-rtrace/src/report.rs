@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use tracekit_core::{Result, Warnings};
 
 use crate::live::{resource_index, Allocated, Backtraces, Freed, LiveSet};
-use crate::reader::{Event, IntoItems, Item, Items};
+use crate::reader::{Batch, CallEvent, IntoItems, Item, Items, CALL_BATCH};
 use crate::record::{Header, MemoryMap, ResourceDef};
 use crate::resolve::{Resolver, Symbol};
 
@@ -582,7 +582,7 @@ pub fn analyse_with<R: IntoItems>(input: R, top: usize, sym: &Symbolise) -> Resu
     let mut addrs: Vec<u64> = Vec::new();
     let mut seen_frames: Vec<Option<(crate::reader::Backtrace, u32)>> = vec![None; SEEN_FRAMES];
     // The backtrace number of each stack number of the calls given as
-    // [`CallEvent`]s (`u32::MAX`: not met yet).
+    // `CallEvent`s (`u32::MAX`: not met yet).
     let mut stack_tids: Vec<u32> = Vec::new();
     let mut stack_tids_sparse: HashMap<u32, u32> = HashMap::new();
     // Markers: each with the trace ids of a snapshot's top live sites
@@ -601,51 +601,55 @@ pub fn analyse_with<R: IntoItems>(input: R, top: usize, sym: &Symbolise) -> Resu
         tid
     };
 
-    while let Some(event) = asm.next_event()? {
-        let item = match event {
-            Event::Item(item) => item,
-            Event::Call(c) => {
-                // The backtrace of an allocation, by its stack number.
-                let tid = match c.alloc {
-                    None => 0,
-                    Some(_) => {
-                        let k = c.stack as usize;
-                        let known = if k < STACK_DENSE {
-                            stack_tids.get(k).copied().filter(|&t| t != u32::MAX)
-                        } else {
-                            stack_tids_sparse.get(&c.stack).copied()
-                        };
-                        match known {
-                            Some(t) => t,
-                            None => {
-                                let frames = asm.backtrace(c.stack).unwrap_or_default();
-                                let t = intern(&frames);
-                                if k < STACK_DENSE {
-                                    if stack_tids.len() <= k {
-                                        stack_tids.resize(k + 1, u32::MAX);
-                                    }
-                                    stack_tids[k] = t;
-                                } else {
-                                    stack_tids_sparse.insert(c.stack, t);
+    let mut calls: Vec<CallEvent> = Vec::with_capacity(CALL_BATCH);
+    loop {
+        calls.clear();
+        let next = asm.next_calls(&mut calls)?;
+        for c in &calls {
+            // The backtrace of an allocation, by its stack number.
+            let tid = match c.alloc {
+                None => 0,
+                Some(_) => {
+                    let k = c.stack as usize;
+                    let known = if k < STACK_DENSE {
+                        stack_tids.get(k).copied().filter(|&t| t != u32::MAX)
+                    } else {
+                        stack_tids_sparse.get(&c.stack).copied()
+                    };
+                    match known {
+                        Some(t) => t,
+                        None => {
+                            let frames = asm.backtrace(c.stack).unwrap_or_default();
+                            let t = intern(&frames);
+                            if k < STACK_DENSE {
+                                if stack_tids.len() <= k {
+                                    stack_tids.resize(k + 1, u32::MAX);
                                 }
-                                t
+                                stack_tids[k] = t;
+                            } else {
+                                stack_tids_sparse.insert(c.stack, t);
                             }
+                            t
                         }
                     }
-                };
-                pass.call(
-                    &mut report,
-                    CallIn {
-                        index: c.index,
-                        timestamp: c.timestamp,
-                        resource_type: c.resource_type,
-                        alloc: c.alloc,
-                        id: c.id,
-                    },
-                    tid,
-                );
-                continue;
-            }
+                }
+            };
+            pass.call(
+                &mut report,
+                CallIn {
+                    index: c.index,
+                    timestamp: c.timestamp,
+                    resource_type: c.resource_type,
+                    alloc: c.alloc,
+                    id: c.id,
+                },
+                tid,
+            );
+        }
+        let item = match next {
+            Batch::Item(item) => item,
+            Batch::Full => continue,
+            Batch::End => break,
         };
         let Pass {
             registry,
