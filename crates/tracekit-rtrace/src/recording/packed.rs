@@ -604,6 +604,16 @@ impl Live {
         if r == 0 || r > self.count {
             return None;
         }
+        // Most releases are of recent allocations: counted back from the
+        // latest, over a few slots, before searching the tree.
+        let n = self.slots.len();
+        let mut seen = 0;
+        for i in (n.saturating_sub(RANK_SCAN)..n).rev() {
+            seen += usize::from(self.alive[i]);
+            if seen == r {
+                return Some(self.take(i));
+            }
+        }
         // The k-th live one from the first.
         let mut k = self.count - r + 1;
         let n = self.tree.len();
@@ -626,6 +636,76 @@ impl Live {
             step >>= 1;
         }
         Some(self.take(pos))
+    }
+}
+
+/// Slots [`Live::take_rank`] counts back over before searching its tree.
+const RANK_SCAN: usize = 16;
+
+/// The decoder's (size, node) pairs: each distinct pair of the block
+/// numbered once, the successor table and the recent pairs kept by
+/// number (no hashing per allocation; the pairs are what
+/// [`Model::recent`], [`Model::next`] and [`Model::prev_info`] hold for the
+/// encoder).
+struct Pairs {
+    ids: HashMap<(u64, u32), u32>,
+    pairs: Vec<(u64, u32)>,
+    /// The number of the pair that followed each pair last (`NO_PAIR`:
+    /// none yet).
+    next: Vec<u32>,
+    /// The recent pairs, the most recent last.
+    recent: Vec<u32>,
+    /// The last allocation's pair ((0, 0) at first).
+    prev: u32,
+}
+
+const NO_PAIR: u32 = u32::MAX;
+
+impl Pairs {
+    fn new() -> Pairs {
+        let mut p = Pairs {
+            ids: HashMap::default(),
+            pairs: Vec::new(),
+            next: Vec::new(),
+            recent: Vec::with_capacity(RECENT_INFO),
+            prev: 0,
+        };
+        p.prev = p.intern((0, 0));
+        p
+    }
+
+    fn intern(&mut self, pair: (u64, u32)) -> u32 {
+        let n = self.pairs.len() as u32;
+        let id = *self.ids.entry(pair).or_insert(n);
+        if id == n {
+            self.pairs.push(pair);
+            self.next.push(NO_PAIR);
+        }
+        id
+    }
+
+    /// The pair at position `k` (0: the most recent), moved to the front.
+    #[inline]
+    fn recent_front(&mut self, k: usize) -> Option<u32> {
+        let i = self.recent.len().checked_sub(k + 1)?;
+        let v = self.recent[i];
+        self.recent[i..].rotate_left(1);
+        Some(v)
+    }
+
+    fn recent_push(&mut self, id: u32) {
+        if self.recent.len() == RECENT_INFO {
+            self.recent.remove(0);
+        }
+        self.recent.push(id);
+    }
+
+    /// The allocation's pair came: the successor table learns it.
+    #[inline]
+    fn seen(&mut self, id: u32) -> (u64, u32) {
+        self.next[self.prev as usize] = id;
+        self.prev = id;
+        self.pairs[id as usize]
     }
 }
 
@@ -773,6 +853,7 @@ fn decode_block(p: &[u8], first: u64, count: u32, out: &mut Vec<u8>) -> Option<(
     }
     let marks = n >= STREAMS;
     let mut m = Model::new(first);
+    let mut pairs = Pairs::new();
     let mut e = Ev::default();
     for _ in 0..count {
         let code = s[S_CODE].u8()?;
@@ -814,17 +895,17 @@ fn decode_block(p: &[u8], first: u64, count: u32, out: &mut Vec<u8>) -> Option<(
             EV_ALLOC => {
                 e.kind = KIND_ALLOC;
                 e.res = s[S_RES].u8()?;
-                let info = match s[S_INFO].u8()? {
-                    INFO_NEXT => *m.next.get(&m.prev_info)?,
+                let id = match s[S_INFO].u8()? {
+                    INFO_NEXT => Some(pairs.next[pairs.prev as usize]).filter(|&i| i != NO_PAIR)?,
                     INFO_NEW => {
                         let info = (s[S_SIZE].uv()?, u32::try_from(s[S_NODE].uv()?).ok()?);
-                        m.recent_push(info);
-                        info
+                        let id = pairs.intern(info);
+                        pairs.recent_push(id);
+                        id
                     }
-                    k => m.recent_front(k as usize - 1)?,
+                    k => pairs.recent_front(k as usize - 1)?,
                 };
-                m.info_seen(info);
-                (e.size, e.node) = info;
+                (e.size, e.node) = pairs.seen(id);
                 let class = class_of(e.size);
                 let predicted = m.last.0.wrapping_add(m.last.1);
                 let list = m.classes.list(class);
