@@ -604,16 +604,6 @@ impl Live {
         if r == 0 || r > self.count {
             return None;
         }
-        // Most releases are of recent allocations: counted back from the
-        // latest, over a few slots, before searching the tree.
-        let n = self.slots.len();
-        let mut seen = 0;
-        for i in (n.saturating_sub(RANK_SCAN)..n).rev() {
-            seen += usize::from(self.alive[i]);
-            if seen == r {
-                return Some(self.take(i));
-            }
-        }
         // The k-th live one from the first.
         let mut k = self.count - r + 1;
         let n = self.tree.len();
@@ -638,9 +628,6 @@ impl Live {
         Some(self.take(pos))
     }
 }
-
-/// Slots [`Live::take_rank`] counts back over before searching its tree.
-const RANK_SCAN: usize = 16;
 
 /// The decoder's (size, node) pairs: each distinct pair of the block
 /// numbered once, the successor table and the recent pairs kept by
@@ -2086,6 +2073,39 @@ mod tests {
         assert!(compacted);
         assert_eq!(live.count, list.len());
         assert_eq!(live.take_rank(list.len() + 1), None);
+    }
+
+    /// Ranks near either end and far from both, with many live, before
+    /// and after compaction, are found as a plain list finds them.
+    #[test]
+    fn live_ranks_near_the_ends_and_far_from_them() {
+        let mut live = Live::default();
+        let mut list: Vec<(u64, u64)> = Vec::new();
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        for i in 0..40_000u64 {
+            live.push(i, i % 5);
+            list.push((i, i % 5));
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            if i % 3 != 0 {
+                // Near the latest, near the oldest, or anywhere.
+                let n = list.len() as u64;
+                let r = match x % 3 {
+                    0 => x % n.min(100),
+                    1 => n - 1 - x % n.min(100),
+                    _ => x % n,
+                } as usize
+                    + 1;
+                live.compact();
+                assert_eq!(live.take_rank(r), Some(list.remove(list.len() - r)));
+            }
+        }
+        assert_eq!(live.count, list.len());
+        while !list.is_empty() {
+            assert_eq!(live.take_rank(list.len()), Some(list.remove(0)));
+        }
+        assert_eq!(live.take_rank(1), None);
     }
 
     /// Every field of every kind of event comes back, whatever its value.
