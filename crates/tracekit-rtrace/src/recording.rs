@@ -1267,10 +1267,10 @@ impl Events<'_> {
                     // The record is copied out: the merge keeps it.
                     let mut e = [0u8; ALLOC_LEN];
                     let n = rec.len().min(ALLOC_LEN);
-                    match rec.get(..ALLOC_LEN) {
+                    match rec.get(..ALLOC_LEN).and_then(|w| <[u8; ALLOC_LEN]>::try_from(w).ok()) {
                         // A whole allocation record (most): a copy of a
                         // known length.
-                        Some(whole) => e.copy_from_slice(whole),
+                        Some(whole) => e = whole,
                         None => e[..n].copy_from_slice(&rec[..n]),
                     }
                     if let Some(item) = call(self, &e[..n], ts) {

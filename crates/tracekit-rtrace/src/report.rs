@@ -391,9 +391,10 @@ struct Pass {
     /// temporary.
     last_alloc: Option<(usize, u64)>,
     /// Timeline: full-resolution points are folded into buckets that
-    /// double in width whenever the point budget is exceeded.
+    /// double in width whenever the point budget is exceeded (the width:
+    /// 2 to this power).
     timeline: Vec<Point>,
-    bucket_width: u64,
+    bucket_shift: u32,
     leak_orphans: Vec<(usize, Live)>,
     clock: Clock,
 }
@@ -514,9 +515,9 @@ impl Pass {
                     elapsed_ms,
                     live_bytes: self.state[0].bytes,
                 };
-                let bucket = (report.calls - 1) / self.bucket_width;
+                let bucket = (report.calls - 1) >> self.bucket_shift;
                 match self.timeline.last_mut() {
-                    Some(last) if (last.call - 1) / self.bucket_width == bucket => {
+                    Some(last) if (last.call - 1) >> self.bucket_shift == bucket => {
                         if p.live_bytes >= last.live_bytes {
                             *last = p;
                         }
@@ -524,13 +525,13 @@ impl Pass {
                     _ => self.timeline.push(p),
                 }
                 if self.timeline.len() > PLOT_POINTS {
-                    self.bucket_width *= 2;
+                    self.bucket_shift += 1;
                     let mut merged: Vec<Point> = Vec::with_capacity(PLOT_POINTS / 2 + 1);
                     for p in self.timeline.drain(..) {
                         match merged.last_mut() {
                             Some(l)
-                                if (l.call - 1) / self.bucket_width
-                                    == (p.call - 1) / self.bucket_width =>
+                                if (l.call - 1) >> self.bucket_shift
+                                    == (p.call - 1) >> self.bucket_shift =>
                             {
                                 if p.live_bytes >= l.live_bytes {
                                     *l = p;
@@ -569,7 +570,7 @@ pub fn analyse_with<R: IntoItems>(input: R, top: usize, sym: &Symbolise) -> Resu
         live: LiveSet::default(),
         last_alloc: None,
         timeline: Vec::new(),
-        bucket_width: 1,
+        bucket_shift: 0,
         leak_orphans: Vec::new(),
         clock: Clock::default(),
     };

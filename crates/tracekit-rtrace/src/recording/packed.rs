@@ -641,7 +641,7 @@ struct Pairs {
     /// none yet).
     next: Vec<u32>,
     /// The recent pairs, the most recent last.
-    recent: Vec<u32>,
+    recent: std::collections::VecDeque<u32>,
     /// The last allocation's pair ((0, 0) at first).
     prev: u32,
 }
@@ -654,7 +654,7 @@ impl Pairs {
             ids: HashMap::default(),
             pairs: Vec::new(),
             next: Vec::new(),
-            recent: Vec::with_capacity(RECENT_INFO),
+            recent: std::collections::VecDeque::with_capacity(RECENT_INFO),
             prev: 0,
         };
         p.prev = p.intern((0, 0));
@@ -674,17 +674,20 @@ impl Pairs {
     /// The pair at position `k` (0: the most recent), moved to the front.
     #[inline]
     fn recent_front(&mut self, k: usize) -> Option<u32> {
+        if k == 0 {
+            return self.recent.back().copied();
+        }
         let i = self.recent.len().checked_sub(k + 1)?;
-        let v = self.recent[i];
-        self.recent[i..].rotate_left(1);
+        let v = self.recent.remove(i)?;
+        self.recent.push_back(v);
         Some(v)
     }
 
     fn recent_push(&mut self, id: u32) {
         if self.recent.len() == RECENT_INFO {
-            self.recent.remove(0);
+            self.recent.pop_front();
         }
-        self.recent.push(id);
+        self.recent.push_back(id);
     }
 
     /// The allocation's pair came: the successor table learns it.
