@@ -263,7 +263,7 @@ enum ChunkSource<'a> {
     Packed {
         src: Arc<dyn Source + Send + Sync>,
         blocks: Vec<packed::EventsRef>,
-        scratch: (Vec<u8>, Vec<u8>),
+        scratch: (Vec<u8>, Vec<u8>, packed::BlockState),
     },
 }
 

@@ -633,7 +633,8 @@ impl Live {
 /// numbered once, the successor table and the recent pairs kept by
 /// number (no hashing per allocation; the pairs are what
 /// [`Model::recent`], [`Model::next`] and [`Model::prev_info`] hold for the
-/// encoder).
+/// encoder). [`Pairs::reset`] starts a block.
+#[derive(Default)]
 struct Pairs {
     ids: HashMap<(u64, u32), u32>,
     pairs: Vec<(u64, u32)>,
@@ -649,16 +650,13 @@ struct Pairs {
 const NO_PAIR: u32 = u32::MAX;
 
 impl Pairs {
-    fn new() -> Pairs {
-        let mut p = Pairs {
-            ids: HashMap::default(),
-            pairs: Vec::new(),
-            next: Vec::new(),
-            recent: std::collections::VecDeque::with_capacity(RECENT_INFO),
-            prev: 0,
-        };
-        p.prev = p.intern((0, 0));
-        p
+    /// Empties it for a block (the lists keep their room).
+    fn reset(&mut self) {
+        self.ids.clear();
+        self.pairs.clear();
+        self.next.clear();
+        self.recent.clear();
+        self.prev = self.intern((0, 0));
     }
 
     fn intern(&mut self, pair: (u64, u32)) -> u32 {
@@ -825,7 +823,50 @@ impl BlockEncoder {
 /// `first`) into wire records appended to `out` (the stack field holds
 /// the node); `None` at the first thing that does not decode (the records
 /// before it are kept).
+#[cfg(test)]
 fn decode_block(p: &[u8], first: u64, count: u32, out: &mut Vec<u8>) -> Option<()> {
+    decode_block_with(p, first, count, out, &mut BlockState::default())
+}
+
+/// What decoding an events block builds, kept from block to block so
+/// that its lists keep their room (each block starts from it emptied).
+#[derive(Default)]
+pub(crate) struct BlockState {
+    m: Model,
+    pairs: Pairs,
+}
+
+impl Model {
+    /// Empties the decoder's state for a block starting at number
+    /// `first` (the lists keep their room).
+    fn reset(&mut self, first: u64) {
+        self.seq = first.wrapping_sub(1);
+        self.ts = 0;
+        self.recent.clear();
+        self.next.clear();
+        self.prev_info = (0, 0);
+        self.live_at.clear();
+        self.live.slots.clear();
+        self.live.tree.clear();
+        self.live.alive.clear();
+        self.live.count = 0;
+        for l in &mut self.classes.small {
+            l.clear();
+        }
+        self.classes.large.clear();
+        self.freed.clear();
+        self.last = (0, 0);
+    }
+}
+
+/// [`decode_block`] with the state kept from the last block.
+fn decode_block_with(
+    p: &[u8],
+    first: u64,
+    count: u32,
+    out: &mut Vec<u8>,
+    state: &mut BlockState,
+) -> Option<()> {
     let mut c = Cur::new(p);
     let _thread = c.uv()?;
     let n = usize::try_from(c.uv()?).ok()?;
@@ -842,8 +883,9 @@ fn decode_block(p: &[u8], first: u64, count: u32, out: &mut Vec<u8>) -> Option<(
         s.push(Cur::new(c.bytes(len)?));
     }
     let marks = n >= STREAMS;
-    let mut m = Model::new(first);
-    let mut pairs = Pairs::new();
+    let BlockState { m, pairs } = state;
+    m.reset(first);
+    pairs.reset();
     let mut e = Ev::default();
     for _ in 0..count {
         let code = s[S_CODE].u8()?;
@@ -1905,10 +1947,10 @@ pub(crate) fn decode_events(
     src: &dyn Source,
     block: &EventsRef,
     out: &mut Vec<u8>,
-    scratch: &mut (Vec<u8>, Vec<u8>),
+    scratch: &mut (Vec<u8>, Vec<u8>, BlockState),
 ) -> Result<u64> {
     let h = &block.header;
-    let (payload, raw) = scratch;
+    let (payload, raw, state) = scratch;
     payload.resize(h.stored as usize, 0);
     src.read_at(block.offset, payload)
         .map_err(|e| Error::io(None, e))?;
@@ -1920,7 +1962,7 @@ pub(crate) fn decode_events(
     };
     let start = out.len();
     out.reserve((h.count as usize).min(p.len()) * ALLOC_LEN);
-    let whole = decode_block(p, h.first, h.count, out).is_some();
+    let whole = decode_block_with(p, h.first, h.count, out, state).is_some();
     // Nodes not defined before the block are damage: no backtrace.
     let mut at = start;
     while at < out.len() {
