@@ -825,7 +825,17 @@ impl BlockEncoder {
 /// before it are kept).
 #[cfg(test)]
 fn decode_block(p: &[u8], first: u64, count: u32, out: &mut Vec<u8>) -> Option<()> {
-    decode_block_with(p, first, count, out, &mut BlockState::default())
+    decode_block_with(p, first, count, u32::MAX, out, &mut BlockState::default())
+}
+
+/// `node`, or [`UNKNOWN_NODE`] when it is not below `nodes`.
+#[inline]
+fn known_node(node: u32, nodes: u32) -> u32 {
+    if node < nodes {
+        node
+    } else {
+        UNKNOWN_NODE
+    }
 }
 
 /// What decoding an events block builds, kept from block to block so
@@ -859,11 +869,14 @@ impl Model {
     }
 }
 
-/// [`decode_block`] with the state kept from the last block.
+/// [`decode_block`] with the state kept from the last block; a node not
+/// below `nodes` (not defined before the block: damage) becomes
+/// [`UNKNOWN_NODE`].
 fn decode_block_with(
     p: &[u8],
     first: u64,
     count: u32,
+    nodes: u32,
     out: &mut Vec<u8>,
     state: &mut BlockState,
 ) -> Option<()> {
@@ -918,7 +931,7 @@ fn decode_block_with(
                     e.kind = KIND_MARK;
                     e.res = mark;
                     e.id = u64::from(u32::try_from(tid).ok()?);
-                    e.node = u32::try_from(node).ok()?;
+                    e.node = known_node(u32::try_from(node).ok()?, nodes);
                     e.size = u64::from(u32::try_from(full).ok()?);
                     e.write_wire(out, name);
                     continue;
@@ -938,6 +951,7 @@ fn decode_block_with(
                     k => pairs.recent_front(k as usize - 1)?,
                 };
                 (e.size, e.node) = pairs.seen(id);
+                e.node = known_node(e.node, nodes);
                 let class = class_of(e.size);
                 let predicted = m.last.0.wrapping_add(m.last.1);
                 let list = m.classes.list(class);
@@ -1960,26 +1974,9 @@ pub(crate) fn decode_events(
             return Err(Error::malformed(Position::Offset(block.offset), why));
         }
     };
-    let start = out.len();
     out.reserve((h.count as usize).min(p.len()) * ALLOC_LEN);
-    let whole = decode_block_with(p, h.first, h.count, out, state).is_some();
     // Nodes not defined before the block are damage: no backtrace.
-    let mut at = start;
-    while at < out.len() {
-        let len = record_len(&out[at..]).unwrap_or(out.len() - at);
-        let field = match out[at] {
-            KIND_ALLOC => Some(32),
-            KIND_MARK => Some(20),
-            _ => None,
-        };
-        if let Some(f) = field.filter(|&f| at + f + 4 <= out.len()) {
-            let node = u32::from_le_bytes(out[at + f..at + f + 4].try_into().unwrap_or_default());
-            if node != UNKNOWN_NODE && node >= block.nodes {
-                out[at + f..at + f + 4].copy_from_slice(&UNKNOWN_NODE.to_le_bytes());
-            }
-        }
-        at += len.max(1);
-    }
+    let whole = decode_block_with(p, h.first, h.count, block.nodes, out, state).is_some();
     Ok(if whole { 0 } else { p.len() as u64 })
 }
 
