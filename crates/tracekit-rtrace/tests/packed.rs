@@ -372,8 +372,8 @@ fn a_tkmem_file_reads_back_as_its_raw_recordings() {
             );
             // The report: from the text's items, from the raw file's and
             // the .tkmem file's calls (given as CallEvents), the same.
-            let of_text = report_of(Assembler::new(Reader::new(&raw[..])));
-            assert!(of_text.contains("\"allocs\": "), "{of_text}");
+            let of_text = report_of(&raw[..]);
+            assert!(of_text.contains("\"allocations\": "), "{of_text}");
             assert_eq!(
                 of_text,
                 report_of(ItemStream(Box::new(Events::open(&image.path).unwrap()))),
