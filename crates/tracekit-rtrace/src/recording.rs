@@ -558,17 +558,19 @@ impl<'a> Merge<'a> {
         }
     }
 
-    /// Moves cursor `i` past its current record.
+    /// Moves cursor `i` past its current record; whether it has another.
     #[inline]
-    fn step(&mut self, i: usize, stacks: &mut Stacks, stats: &mut DecodeStats) {
+    fn step(&mut self, i: usize, stacks: &mut Stacks, stats: &mut DecodeStats) -> bool {
         let c = &mut self.open[i];
         c.off += c.len;
         if c.advance(stacks) {
             self.hot = i;
+            true
         } else {
             let c = self.open.swap_remove(i);
             stats.truncated_bytes += (c.payload.len() - c.off) as u64;
             self.spare.push(c.payload);
+            false
         }
     }
 
@@ -576,7 +578,20 @@ impl<'a> Merge<'a> {
     #[inline]
     fn next(&mut self, stacks: &mut Stacks, stats: &mut DecodeStats) -> Result<Option<&[u8]>> {
         if let Some(i) = self.taken.take() {
-            self.step(i, stacks, stats);
+            // Most often the same chunk holds the next number, and no
+            // chunk waits to be opened before it.
+            if self.step(i, stacks, stats)
+                && self.open[i].seq == self.next
+                && self
+                    .pending
+                    .get(self.pending_at)
+                    .is_none_or(|&(first, _)| first > self.next)
+            {
+                self.next = self.next.saturating_add(1);
+                self.taken = Some(i);
+                let c = &self.open[i];
+                return Ok(Some(&c.payload[c.off..c.off + c.len]));
+            }
         }
         loop {
             // Open the chunks whose turn has come.
@@ -634,7 +649,7 @@ impl<'a> Merge<'a> {
             }
             // A number seen before: the same event delivered twice.
             stats.duplicates += 1;
-            self.step(i, stacks, stats);
+            let _ = self.step(i, stacks, stats);
         }
     }
 }
