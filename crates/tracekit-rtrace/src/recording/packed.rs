@@ -614,15 +614,16 @@ impl Live {
             1 << (usize::BITS - 1 - n.leading_zeros())
         };
         while step > 0 {
-            // Without a branch on the data (its outcome is random).
+            // Without a branch on the data (its outcome is random; the
+            // compiler makes a branch of an `if` or a comparison, so the
+            // sign of a difference): a node past the end counts as more
+            // than any `k` (counts and `k` are below 2^32).
             let next: usize = pos + step;
-            let t = self
-                .tree
-                .get(next.wrapping_sub(1))
-                .map_or(usize::MAX, |&t| t as usize);
-            let go = t < k;
-            pos = if go { next } else { pos };
-            k -= if go { t } else { 0 };
+            let past = usize::from(next > n) << 62;
+            let t = self.tree[(next - 1).min(n - 1)] as u64 | past as u64;
+            let go = ((t.wrapping_sub(k as u64) >> 63) as usize).wrapping_neg();
+            pos += step & go;
+            k -= t as usize & go;
             step >>= 1;
         }
         Some(self.take(pos))
