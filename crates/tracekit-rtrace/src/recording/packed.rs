@@ -517,8 +517,12 @@ struct Live {
     /// The Fenwick tree over `slots` (1-based: `tree[j - 1]` counts the
     /// live ones among ordinals `j - lowbit(j) .. j`).
     tree: Vec<u32>,
-    /// Whether each ordinal is still live.
-    alive: Vec<bool>,
+    /// Whether each ordinal is still live: bit `i % 64` of word `i / 64`,
+    /// and how many are, per word.
+    bits: Vec<u64>,
+    word_live: Vec<u8>,
+    /// The words before this one have none live.
+    lo: usize,
     count: usize,
 }
 
@@ -545,8 +549,14 @@ impl Live {
             below += self.tree[i - 1];
             i &= i - 1;
         }
+        let (w, b) = ((j - 1) / 64, (j - 1) % 64);
+        if b == 0 {
+            self.bits.push(0);
+            self.word_live.push(0);
+        }
+        self.bits[w] |= 1 << b;
+        self.word_live[w] += 1;
         self.slots.push((addr, class));
-        self.alive.push(true);
         self.tree.push(below + 1);
         self.count += 1;
         j - 1
@@ -569,7 +579,8 @@ impl Live {
             j += j & j.wrapping_neg();
         }
         self.count -= 1;
-        self.alive[ordinal] = false;
+        self.bits[ordinal / 64] &= !(1 << (ordinal % 64));
+        self.word_live[ordinal / 64] -= 1;
         self.slots[ordinal]
     }
 
@@ -585,24 +596,72 @@ impl Live {
         // (node j counts the lowbit(j) ordinals it covers).
         let mut w = 0;
         for i in 0..self.slots.len() {
-            if self.alive[i] {
+            if self.bits[i / 64] >> (i % 64) & 1 != 0 {
                 self.slots[w] = self.slots[i];
                 w += 1;
             }
         }
         self.slots.truncate(w);
-        self.alive.clear();
-        self.alive.resize(w, true);
+        self.bits.clear();
+        self.bits.resize(w / 64, u64::MAX);
+        self.word_live.clear();
+        self.word_live.resize(w / 64, 64);
+        if w % 64 != 0 {
+            self.bits.push((1 << (w % 64)) - 1);
+            self.word_live.push((w % 64) as u8);
+        }
+        self.lo = 0;
         self.tree.clear();
         self.tree
             .extend((1..=w).map(|j| (j & j.wrapping_neg()) as u32));
         self.count = w;
     }
 
+    /// The ordinal of rank `r` (1 ≤ r ≤ count), if it is within
+    /// [`RANK_SCAN`] words of the end it is nearer.
+    #[inline]
+    fn near_end(&mut self, r: usize) -> Option<usize> {
+        let k = self.count - r + 1;
+        if k <= r {
+            // The k-th live one from the first.
+            while self.word_live.get(self.lo) == Some(&0) {
+                self.lo += 1;
+            }
+            let mut k = k;
+            let end = self.word_live.len().min(self.lo + RANK_SCAN);
+            for w in self.lo..end {
+                let n = self.word_live[w] as usize;
+                if n >= k {
+                    return Some(w * 64 + select_bit(self.bits[w], k));
+                }
+                k -= n;
+            }
+        } else {
+            // The r-th live one from the last.
+            let mut r = r;
+            let start = self.word_live.len().saturating_sub(RANK_SCAN);
+            for w in (start..self.word_live.len()).rev() {
+                let n = self.word_live[w] as usize;
+                if n >= r {
+                    return Some(w * 64 + select_bit(self.bits[w], n - r + 1));
+                }
+                r -= n;
+            }
+        }
+        None
+    }
+
     /// The allocation of rank `r` (1: the latest live one), taken out.
     fn take_rank(&mut self, r: usize) -> Option<(u64, u64)> {
         if r == 0 || r > self.count {
             return None;
+        }
+        // Most releases are of allocations near the latest or the oldest
+        // live one: counted from that end a word at a time (loads that do
+        // not wait for each other), over a few words, before searching the
+        // tree (whose steps do).
+        if let Some(ordinal) = self.near_end(r) {
+            return Some(self.take(ordinal));
         }
         // The k-th live one from the first.
         let mut k = self.count - r + 1;
@@ -628,6 +687,29 @@ impl Live {
         }
         Some(self.take(pos))
     }
+}
+
+/// Words of live bits [`Live::take_rank`] counts over from an end before
+/// searching its tree.
+const RANK_SCAN: usize = 16;
+
+/// The position of the `k`-th set bit of `word` from bit 0 (1 ≤ k ≤ its
+/// set bits): halves of the word counted, a fixed six steps.
+#[inline]
+fn select_bit(mut word: u64, mut k: usize) -> usize {
+    let mut pos = 0;
+    for shift in [32, 16, 8, 4, 2, 1] {
+        let low = word & ((1u64 << shift) - 1);
+        let n = low.count_ones() as usize;
+        if k > n {
+            k -= n;
+            word >>= shift;
+            pos += shift;
+        } else {
+            word = low;
+        }
+    }
+    pos
 }
 
 /// The decoder's (size, node) pairs: each distinct pair of the block
@@ -859,7 +941,9 @@ impl Model {
         self.live_at.clear();
         self.live.slots.clear();
         self.live.tree.clear();
-        self.live.alive.clear();
+        self.live.bits.clear();
+        self.live.word_live.clear();
+        self.live.lo = 0;
         self.live.count = 0;
         for l in &mut self.classes.small {
             l.clear();
