@@ -524,6 +524,9 @@ struct Live {
     /// The words before this one have none live.
     lo: usize,
     count: usize,
+    /// The tree is not kept up to date (empty) until a search needs it
+    /// (the decoder's: most ranks are found from the live bits).
+    lazy: bool,
 }
 
 impl Live {
@@ -540,14 +543,17 @@ impl Live {
     /// Appends a live allocation; returns its ordinal.
     fn push(&mut self, addr: u64, class: u64) -> usize {
         let j = self.slots.len() + 1;
-        let low = j & j.wrapping_neg();
-        // Live ones among ordinals j - low + 1 .. j - 1: the nodes from
-        // j - 1 down to j - low (one walk, not two prefixes).
-        let mut below = 0;
-        let mut i = j - 1;
-        while i > j - low {
-            below += self.tree[i - 1];
-            i &= i - 1;
+        if !self.lazy {
+            let low = j & j.wrapping_neg();
+            // Live ones among ordinals j - low + 1 .. j - 1: the nodes
+            // from j - 1 down to j - low (one walk, not two prefixes).
+            let mut below = 0;
+            let mut i = j - 1;
+            while i > j - low {
+                below += self.tree[i - 1];
+                i &= i - 1;
+            }
+            self.tree.push(below + 1);
         }
         let (w, b) = ((j - 1) / 64, (j - 1) % 64);
         if b == 0 {
@@ -557,9 +563,24 @@ impl Live {
         self.bits[w] |= 1 << b;
         self.word_live[w] += 1;
         self.slots.push((addr, class));
-        self.tree.push(below + 1);
         self.count += 1;
         j - 1
+    }
+
+    /// Builds the tree from the live bits (it was lazy); it is kept up to
+    /// date from now on.
+    fn build_tree(&mut self) {
+        let n = self.slots.len();
+        self.tree.clear();
+        self.tree
+            .extend((0..n).map(|i| (self.bits[i / 64] >> (i % 64) & 1) as u32));
+        for j in 1..=n {
+            let parent = j + (j & j.wrapping_neg());
+            if parent <= n {
+                self.tree[parent - 1] += self.tree[j - 1];
+            }
+        }
+        self.lazy = false;
     }
 
     fn is_live(&self, ordinal: usize) -> bool {
@@ -574,7 +595,7 @@ impl Live {
     /// Takes allocation `ordinal` out (it must be live).
     fn take(&mut self, ordinal: usize) -> (u64, u64) {
         let mut j = ordinal + 1;
-        while j <= self.tree.len() {
+        while !self.lazy && j <= self.tree.len() {
             self.tree[j - 1] -= 1;
             j += j & j.wrapping_neg();
         }
@@ -612,8 +633,10 @@ impl Live {
         }
         self.lo = 0;
         self.tree.clear();
-        self.tree
-            .extend((1..=w).map(|j| (j & j.wrapping_neg()) as u32));
+        if !self.lazy {
+            self.tree
+                .extend((1..=w).map(|j| (j & j.wrapping_neg()) as u32));
+        }
         self.count = w;
     }
 
@@ -662,6 +685,9 @@ impl Live {
         // tree (whose steps do).
         if let Some(ordinal) = self.near_end(r) {
             return Some(self.take(ordinal));
+        }
+        if self.lazy {
+            self.build_tree();
         }
         // The k-th live one from the first.
         let mut k = self.count - r + 1;
@@ -944,6 +970,7 @@ impl Model {
         self.live.bits.clear();
         self.live.word_live.clear();
         self.live.lo = 0;
+        self.live.lazy = true;
         self.live.count = 0;
         for l in &mut self.classes.small {
             l.clear();
@@ -2206,7 +2233,16 @@ mod tests {
     /// and after compaction, are found as a plain list finds them.
     #[test]
     fn live_ranks_near_the_ends_and_far_from_them() {
-        let mut live = Live::default();
+        for lazy in [false, true] {
+            live_ranks_as_a_list(lazy);
+        }
+    }
+
+    fn live_ranks_as_a_list(lazy: bool) {
+        let mut live = Live {
+            lazy,
+            ..Live::default()
+        };
         let mut list: Vec<(u64, u64)> = Vec::new();
         let mut x = 0x2545_F491_4F6C_DD1Du64;
         for i in 0..40_000u64 {
