@@ -263,7 +263,7 @@ enum ChunkSource<'a> {
     Packed {
         src: Arc<dyn Source + Send + Sync>,
         blocks: Vec<packed::EventsRef>,
-        scratch: (Vec<u8>, Vec<u8>, packed::BlockState),
+        scratch: Box<(Vec<u8>, Vec<u8>, packed::BlockState)>,
     },
 }
 
@@ -1282,7 +1282,10 @@ impl Events<'_> {
                     // The record is copied out: the merge keeps it.
                     let mut e = [0u8; ALLOC_LEN];
                     let n = rec.len().min(ALLOC_LEN);
-                    match rec.get(..ALLOC_LEN).and_then(|w| <[u8; ALLOC_LEN]>::try_from(w).ok()) {
+                    match rec
+                        .get(..ALLOC_LEN)
+                        .and_then(|w| <[u8; ALLOC_LEN]>::try_from(w).ok())
+                    {
                         // A whole allocation record (most): a copy of a
                         // known length.
                         Some(whole) => e = whole,

@@ -407,142 +407,143 @@ impl Pass {
     /// Takes one call; `tid` is an allocation's backtrace number.
     #[inline]
     fn call(&mut self, report: &mut Report, c: CallIn<'_>, tid: u32) {
-            report.calls += 1;
-            let elapsed_ms = c.timestamp.map(|t| {
-                let t = self.clock.tick(t);
-                t.saturating_sub(self.clock.first.unwrap_or(t))
-            });
-            let ri = resource_index(
-                self.registry.iter().map(|r| r.name.as_str()),
-                c.resource_type,
-            );
-            let ri = match ri {
-                Some(i) => i,
-                None => {
-                    // A call of an unregistered type: register it so
-                    // nothing is dropped.
-                    let name = c.resource_type
-                        .map(str::to_string)
-                        .unwrap_or_else(|| "memory".to_string());
-                    report.resources.push(ResourceStats {
-                        name: name.clone(),
-                        ..Default::default()
-                    });
-                    self.registry.push(ResourceDef {
-                        id: 0,
-                        name,
-                        description: String::new(),
-                        flags: None,
-                    });
-                    self.state.push(ResourceState::default());
-                    self.registry.len() - 1
-                }
-            };
-            let refcount = self.registry[ri].is_refcount();
-            let stats = &mut report.resources[ri];
-            let st = &mut self.state[ri];
-            let key = (ri, c.id);
-            // `free(NULL)` does nothing: counted apart, and (as for
-            // heaptrack, which never sees it) it does not end the run
-            // after an allocation that makes a block temporary.
-            if c.alloc.is_none() && c.id == 0 && self.registry[ri].name == "memory" {
-                stats.frees += 1;
-                stats.null_frees += 1;
-                return;
+        report.calls += 1;
+        let elapsed_ms = c.timestamp.map(|t| {
+            let t = self.clock.tick(t);
+            t.saturating_sub(self.clock.first.unwrap_or(t))
+        });
+        let ri = resource_index(
+            self.registry.iter().map(|r| r.name.as_str()),
+            c.resource_type,
+        );
+        let ri = match ri {
+            Some(i) => i,
+            None => {
+                // A call of an unregistered type: register it so
+                // nothing is dropped.
+                let name = c
+                    .resource_type
+                    .map(str::to_string)
+                    .unwrap_or_else(|| "memory".to_string());
+                report.resources.push(ResourceStats {
+                    name: name.clone(),
+                    ..Default::default()
+                });
+                self.registry.push(ResourceDef {
+                    id: 0,
+                    name,
+                    description: String::new(),
+                    flags: None,
+                });
+                self.state.push(ResourceState::default());
+                self.registry.len() - 1
             }
-            let previous = self.last_alloc.take();
-            if let Some(size) = c.alloc {
-                if st.traces.len() <= tid as usize {
-                    st.traces.resize_with(tid as usize + 1, TraceAgg::default);
+        };
+        let refcount = self.registry[ri].is_refcount();
+        let stats = &mut report.resources[ri];
+        let st = &mut self.state[ri];
+        let key = (ri, c.id);
+        // `free(NULL)` does nothing: counted apart, and (as for
+        // heaptrack, which never sees it) it does not end the run
+        // after an allocation that makes a block temporary.
+        if c.alloc.is_none() && c.id == 0 && self.registry[ri].name == "memory" {
+            stats.frees += 1;
+            stats.null_frees += 1;
+            return;
+        }
+        let previous = self.last_alloc.take();
+        if let Some(size) = c.alloc {
+            if st.traces.len() <= tid as usize {
+                st.traces.resize_with(tid as usize + 1, TraceAgg::default);
+            }
+            let gen = st.peak_gen;
+            let agg = &mut st.traces[tid as usize];
+            agg.cost.allocations += 1;
+            agg.cost.allocated += size;
+            agg.cost.largest = agg.cost.largest.max(size);
+            stats.allocs += 1;
+            stats.allocated_bytes += size;
+            stats.largest = stats.largest.max(size);
+            let block = Live { size, trace: tid };
+            if let Allocated::New { replaced } = self.live.alloc(key, refcount, block) {
+                agg.sync_peak(gen);
+                agg.live += size;
+                agg.live_blocks += 1;
+                // Same key allocated again without a free: the
+                // older block stays counted as leaked.
+                if let Some(old) = replaced {
+                    self.leak_orphans.push((ri, old));
                 }
-                let gen = st.peak_gen;
-                let agg = &mut st.traces[tid as usize];
-                agg.cost.allocations += 1;
-                agg.cost.allocated += size;
-                agg.cost.largest = agg.cost.largest.max(size);
-                stats.allocs += 1;
-                stats.allocated_bytes += size;
-                stats.largest = stats.largest.max(size);
-                let block = Live { size, trace: tid };
-                if let Allocated::New { replaced } = self.live.alloc(key, refcount, block) {
+                st.bytes += size;
+                st.blocks += 1;
+                self.last_alloc = Some(key);
+            }
+            if st.bytes > stats.peak_bytes {
+                stats.peak_bytes = st.bytes;
+                stats.peak_blocks = st.blocks;
+                stats.peak_at_index = c.index;
+                st.peak_gen += 1;
+            }
+        } else {
+            stats.frees += 1;
+            match self.live.free(key, refcount) {
+                Freed::Released(Live { size, trace }) => {
+                    st.bytes -= size;
+                    st.blocks -= 1;
+                    let gen = st.peak_gen;
+                    let agg = &mut st.traces[trace as usize];
                     agg.sync_peak(gen);
-                    agg.live += size;
-                    agg.live_blocks += 1;
-                    // Same key allocated again without a free: the
-                    // older block stays counted as leaked.
-                    if let Some(old) = replaced {
-                        self.leak_orphans.push((ri, old));
+                    agg.live -= size;
+                    agg.live_blocks -= 1;
+                    if previous == Some(key) {
+                        agg.cost.temporary += 1;
+                        stats.temporary += 1;
                     }
-                    st.bytes += size;
-                    st.blocks += 1;
-                    self.last_alloc = Some(key);
                 }
-                if st.bytes > stats.peak_bytes {
-                    stats.peak_bytes = st.bytes;
-                    stats.peak_blocks = st.blocks;
-                    stats.peak_at_index = c.index;
-                    st.peak_gen += 1;
-                }
-            } else {
-                stats.frees += 1;
-                match self.live.free(key, refcount) {
-                    Freed::Released(Live { size, trace }) => {
-                        st.bytes -= size;
-                        st.blocks -= 1;
-                        let gen = st.peak_gen;
-                        let agg = &mut st.traces[trace as usize];
-                        agg.sync_peak(gen);
-                        agg.live -= size;
-                        agg.live_blocks -= 1;
-                        if previous == Some(key) {
-                            agg.cost.temporary += 1;
-                            stats.temporary += 1;
-                        }
-                    }
-                    Freed::Unreferenced => {}
-                    Freed::Unmatched => {
-                        stats.unmatched_frees += 1;
-                        // heaptrack drops a free it cannot match
-                        // before counting temporaries: the run goes on.
-                        self.last_alloc = previous;
-                    }
+                Freed::Unreferenced => {}
+                Freed::Unmatched => {
+                    stats.unmatched_frees += 1;
+                    // heaptrack drops a free it cannot match
+                    // before counting temporaries: the run goes on.
+                    self.last_alloc = previous;
                 }
             }
-            if ri == 0 {
-                let p = Point {
-                    call: report.calls,
-                    timestamp: c.timestamp,
-                    elapsed_ms,
-                    live_bytes: self.state[0].bytes,
-                };
-                let bucket = (report.calls - 1) >> self.bucket_shift;
-                match self.timeline.last_mut() {
-                    Some(last) if (last.call - 1) >> self.bucket_shift == bucket => {
-                        if p.live_bytes >= last.live_bytes {
-                            *last = p;
-                        }
+        }
+        if ri == 0 {
+            let p = Point {
+                call: report.calls,
+                timestamp: c.timestamp,
+                elapsed_ms,
+                live_bytes: self.state[0].bytes,
+            };
+            let bucket = (report.calls - 1) >> self.bucket_shift;
+            match self.timeline.last_mut() {
+                Some(last) if (last.call - 1) >> self.bucket_shift == bucket => {
+                    if p.live_bytes >= last.live_bytes {
+                        *last = p;
                     }
-                    _ => self.timeline.push(p),
                 }
-                if self.timeline.len() > PLOT_POINTS {
-                    self.bucket_shift += 1;
-                    let mut merged: Vec<Point> = Vec::with_capacity(PLOT_POINTS / 2 + 1);
-                    for p in self.timeline.drain(..) {
-                        match merged.last_mut() {
-                            Some(l)
-                                if (l.call - 1) >> self.bucket_shift
-                                    == (p.call - 1) >> self.bucket_shift =>
-                            {
-                                if p.live_bytes >= l.live_bytes {
-                                    *l = p;
-                                }
+                _ => self.timeline.push(p),
+            }
+            if self.timeline.len() > PLOT_POINTS {
+                self.bucket_shift += 1;
+                let mut merged: Vec<Point> = Vec::with_capacity(PLOT_POINTS / 2 + 1);
+                for p in self.timeline.drain(..) {
+                    match merged.last_mut() {
+                        Some(l)
+                            if (l.call - 1) >> self.bucket_shift
+                                == (p.call - 1) >> self.bucket_shift =>
+                        {
+                            if p.live_bytes >= l.live_bytes {
+                                *l = p;
                             }
-                            _ => merged.push(p),
                         }
+                        _ => merged.push(p),
                     }
-                    self.timeline = merged;
                 }
+                self.timeline = merged;
             }
+        }
     }
 }
 
