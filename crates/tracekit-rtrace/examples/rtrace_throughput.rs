@@ -5,7 +5,8 @@
 //!
 //! `report` of a `.tkmem` recording analyses every image as `tracekit
 //! report` does, symbols resolved (bench/rtrace-report.sh times it against
-//! heaptrack_print).
+//! heaptrack_print); `report OUT` writes the images' text reports to the
+//! file OUT, `report OUT json` their JSON (to compare a change's output).
 //!
 //! Prints MB/s per CPU-second of the chosen pass (bench/rtrace.sh times
 //! the CLI instead).
@@ -30,7 +31,9 @@ fn head(path: &str) -> Vec<u8> {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let Some(path) = args.get(1) else {
-        eprintln!("usage: rtrace_throughput TRACE [read|plain|-l|-lc|report|resolve|decode]");
+        eprintln!(
+            "usage: rtrace_throughput TRACE [read|plain|-l|-lc|report [OUT [json]]|resolve|decode]"
+        );
         std::process::exit(2);
     };
     let mode = args.get(2).map(String::as_str).unwrap_or("plain");
@@ -60,13 +63,22 @@ fn main() {
             let file =
                 tracekit_rtrace::recording::packed::PackedFile::open(path.as_ref()).expect("open");
             let sym = tracekit_rtrace::report::Symbolise::system();
+            let mut out: Box<dyn std::io::Write> = match args.get(3) {
+                Some(p) => Box::new(std::fs::File::create(p).expect("create OUT")),
+                None => Box::new(std::io::sink()),
+            };
+            let json = args.get(4).is_some_and(|a| a == "json");
             let mut calls = 0;
             for k in 0..file.images.len() {
                 let items = tracekit_rtrace::ItemStream(Box::new(
                     tracekit_rtrace::recording::Events::packed(&file, k).expect("image"),
                 ));
                 let rep = tracekit_rtrace::report::analyse_with(items, 20, &sym).expect("report");
-                rep.write_text(std::io::sink(), path).expect("write");
+                if json {
+                    serde_json::to_writer_pretty(&mut out, &rep.to_json(path)).expect("write");
+                } else {
+                    rep.write_text(&mut out, path).expect("write");
+                }
                 calls += rep.calls;
             }
             eprintln!("{} images, {calls} calls", file.images.len());

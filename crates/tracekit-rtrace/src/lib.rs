@@ -19,7 +19,9 @@ pub mod resolve;
 pub mod summary;
 pub mod timeline;
 
-pub use reader::{Assembler, FullCall, IntoItems, Item, ItemStream, Items, Reader};
+pub use reader::{
+    Assembler, Batch, CallEvent, FullCall, IntoItems, Item, ItemStream, Items, Reader,
+};
 pub use record::{Call, CallKind, Frame, Header, Record};
 
 /// Does this look like an sp-rtrace text trace? (First line is a header

@@ -303,6 +303,40 @@ impl<R: BufRead> Iterator for Assembler<R> {
     }
 }
 
+/// A call of a recording as a pass that needs neither its function's
+/// name nor its frames takes it (the report's): what its
+/// [`Item::Call`] says, its backtrace named by a number that
+/// [`Items::backtrace`] turns into frames. No allocation per call;
+/// given in batches ([`Items::next_calls`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallEvent {
+    pub index: i64,
+    pub timestamp: Option<u32>,
+    /// The resource type's name, as [`Call::resource_type`] has it.
+    pub resource_type: Option<&'static str>,
+    /// The size of an allocation; `None`: a release.
+    pub alloc: Option<i64>,
+    pub id: u64,
+    /// The backtrace (0: none, the empty one): the same number is the
+    /// same frames throughout the source.
+    pub stack: u32,
+}
+
+/// What [`Items::next_calls`] gives after the calls it appended.
+#[derive(Debug, Clone)]
+pub enum Batch {
+    /// The next item (after the calls).
+    Item(Item),
+    /// The calls filled the batch: more may follow.
+    Full,
+    /// The end of the trace.
+    End,
+}
+
+/// The calls [`Items::next_calls`] appends at most (the batch's
+/// capacity).
+pub const CALL_BATCH: usize = 1024;
+
 /// A trace as [`Item`]s, what every analysis reads: the [`Assembler`] of a
 /// text trace, or the events of a recording
 /// ([`crate::recording::Events`]: a raw recording or an image of a
@@ -312,6 +346,21 @@ pub trait Items {
     fn next_item(&mut self) -> Result<Option<Item>>;
     /// The problems met so far that did not stop reading (taken).
     fn take_warnings(&mut self) -> Warnings;
+    /// From a source that has them (a recording): its next calls as
+    /// [`CallEvent`]s, appended to `calls` (at most [`CALL_BATCH`]), then
+    /// what comes after them. The same sequence [`Items::next_item`]
+    /// gives; use one of the two throughout. Other sources give their
+    /// items one at a time.
+    fn next_calls(&mut self, _calls: &mut Vec<CallEvent>) -> Result<Batch> {
+        Ok(match self.next_item()? {
+            Some(item) => Batch::Item(item),
+            None => Batch::End,
+        })
+    }
+    /// The frames of a [`CallEvent`]'s backtrace (`None`: not known).
+    fn backtrace(&mut self, _stack: u32) -> Option<Backtrace> {
+        None
+    }
 }
 
 impl<R: BufRead> Items for Assembler<R> {
@@ -329,6 +378,12 @@ impl<I: Items + ?Sized> Items for Box<I> {
     }
     fn take_warnings(&mut self) -> Warnings {
         (**self).take_warnings()
+    }
+    fn next_calls(&mut self, calls: &mut Vec<CallEvent>) -> Result<Batch> {
+        (**self).next_calls(calls)
+    }
+    fn backtrace(&mut self, stack: u32) -> Option<Backtrace> {
+        (**self).backtrace(stack)
     }
 }
 
@@ -355,6 +410,12 @@ impl Items for ItemStream<'_> {
     }
     fn take_warnings(&mut self) -> Warnings {
         self.0.take_warnings()
+    }
+    fn next_calls(&mut self, calls: &mut Vec<CallEvent>) -> Result<Batch> {
+        self.0.next_calls(calls)
+    }
+    fn backtrace(&mut self, stack: u32) -> Option<Backtrace> {
+        self.0.backtrace(stack)
     }
 }
 

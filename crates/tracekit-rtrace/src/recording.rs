@@ -22,7 +22,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use tracekit_core::{Error, Position, Result, Warnings};
 
 use crate::marker::{Marker, MarkerKind};
-use crate::reader::{Backtrace, FullCall, Item};
+use crate::reader::{Backtrace, Batch, CallEvent, FullCall, Item, CALL_BATCH};
 use crate::record::{format_call, format_frame, Call, CallKind, Frame, Header, HeaderField};
 
 /// The recorder's event layout.
@@ -263,7 +263,7 @@ enum ChunkSource<'a> {
     Packed {
         src: Arc<dyn Source + Send + Sync>,
         blocks: Vec<packed::EventsRef>,
-        scratch: (Vec<u8>, Vec<u8>),
+        scratch: Box<(Vec<u8>, Vec<u8>, packed::BlockState)>,
     },
 }
 
@@ -558,17 +558,19 @@ impl<'a> Merge<'a> {
         }
     }
 
-    /// Moves cursor `i` past its current record.
+    /// Moves cursor `i` past its current record; whether it has another.
     #[inline]
-    fn step(&mut self, i: usize, stacks: &mut Stacks, stats: &mut DecodeStats) {
+    fn step(&mut self, i: usize, stacks: &mut Stacks, stats: &mut DecodeStats) -> bool {
         let c = &mut self.open[i];
         c.off += c.len;
         if c.advance(stacks) {
             self.hot = i;
+            true
         } else {
             let c = self.open.swap_remove(i);
             stats.truncated_bytes += (c.payload.len() - c.off) as u64;
             self.spare.push(c.payload);
+            false
         }
     }
 
@@ -576,7 +578,20 @@ impl<'a> Merge<'a> {
     #[inline]
     fn next(&mut self, stacks: &mut Stacks, stats: &mut DecodeStats) -> Result<Option<&[u8]>> {
         if let Some(i) = self.taken.take() {
-            self.step(i, stacks, stats);
+            // Most often the same chunk holds the next number, and no
+            // chunk waits to be opened before it.
+            if self.step(i, stacks, stats)
+                && self.open[i].seq == self.next
+                && self
+                    .pending
+                    .get(self.pending_at)
+                    .is_none_or(|&(first, _)| first > self.next)
+            {
+                self.next = self.next.saturating_add(1);
+                self.taken = Some(i);
+                let c = &self.open[i];
+                return Ok(Some(&c.payload[c.off..c.off + c.len]));
+            }
         }
         loop {
             // Open the chunks whose turn has come.
@@ -634,7 +649,7 @@ impl<'a> Merge<'a> {
             }
             // A number seen before: the same event delivered twice.
             stats.duplicates += 1;
-            self.step(i, stacks, stats);
+            let _ = self.step(i, stacks, stats);
         }
     }
 }
@@ -1117,6 +1132,53 @@ impl<'a> Events<'a> {
         }))
     }
 
+    /// The [`CallEvent`] of one event record (`None` for a void one), or
+    /// the item [`Events::call`] makes of a record the fast path does not
+    /// take.
+    #[inline(always)]
+    fn call_event(&mut self, e: &[u8], ts: u32) -> Option<std::result::Result<CallEvent, Item>> {
+        let kind = e[0];
+        if kind == KIND_VOID {
+            return None;
+        }
+        let stats = &mut self.image.stats;
+        stats.events += 1;
+        let index = u64_at(e, 8).wrapping_add(1);
+        let res = e[1] as usize;
+        let (alloc, id) = if kind == KIND_ALLOC && e.len() >= ALLOC_LEN {
+            stats.allocs += 1;
+            (Some(u64_at(e, 16).min(i64::MAX as u64)), u64_at(e, 24))
+        } else {
+            stats.frees += 1;
+            (None, u64_at(e, 16))
+        };
+        let Some(index) = i64::try_from(index).ok().filter(|_| ts < 360_000_000) else {
+            return Some(Err(self.call_from_text(e, ts)));
+        };
+        let mut stack = 0;
+        let mut depth = 0;
+        if alloc.is_some() && u32_at(e, 32) != 0 {
+            let s = u32_at(e, 32);
+            let known = match self.frames_dense.get(s as usize) {
+                Some(Some(f)) => Some(f.len()),
+                _ => self.image.stacks.get(s).map(<[u64]>::len),
+            };
+            match known {
+                Some(n) => (stack, depth) = (s, n),
+                None => self.image.stats.unknown_backtraces += 1,
+            }
+        }
+        self.line += 2 + depth as u64;
+        Some(Ok(CallEvent {
+            index,
+            timestamp: Some(ts),
+            resource_type: self.image.tags.get(res).copied().flatten(),
+            alloc: alloc.map(|size| size as i64),
+            id,
+            stack,
+        }))
+    }
+
     /// [`Events::call`] for a record the fast path does not take: its text
     /// as the decoder writes it, read back.
     #[cold]
@@ -1167,11 +1229,19 @@ fn parse_lines(
     Ok(asm.reader.line())
 }
 
-impl crate::reader::Items for Events<'_> {
-    fn next_item(&mut self) -> Result<Option<Item>> {
+impl Events<'_> {
+    /// The next item, made by `item` of the prologue's and the closing
+    /// items and the markers, by `call` of a call's record (whole or as
+    /// far as it goes) and time (`None`: a void one).
+    #[inline(always)]
+    fn next_with<T>(
+        &mut self,
+        item: impl Fn(Item) -> T,
+        mut call: impl FnMut(&mut Self, &[u8], u32) -> Option<T>,
+    ) -> Result<Option<T>> {
         loop {
-            if let Some(item) = self.queue.pop_front() {
-                return Ok(Some(item));
+            if let Some(i) = self.queue.pop_front() {
+                return Ok(Some(item(i)));
             }
             match self.state {
                 EventsState::Done => return Ok(None),
@@ -1205,29 +1275,56 @@ impl crate::reader::Items for Events<'_> {
                         let rec = rec.to_vec();
                         if let Some(m) = marker_of(&rec, ts, &mut image.stacks, &mut image.stats) {
                             self.line += 1;
-                            return Ok(Some(Item::Comment(m.line())));
+                            return Ok(Some(item(Item::Comment(m.line()))));
                         }
                         continue;
                     }
                     // The record is copied out: the merge keeps it.
                     let mut e = [0u8; ALLOC_LEN];
                     let n = rec.len().min(ALLOC_LEN);
-                    match rec.get(..ALLOC_LEN) {
+                    match rec
+                        .get(..ALLOC_LEN)
+                        .and_then(|w| <[u8; ALLOC_LEN]>::try_from(w).ok())
+                    {
                         // A whole allocation record (most): a copy of a
                         // known length.
-                        Some(whole) => e.copy_from_slice(whole),
+                        Some(whole) => e = whole,
                         None => e[..n].copy_from_slice(&rec[..n]),
                     }
-                    if let Some(item) = self.call(&e[..n], ts) {
+                    if let Some(item) = call(self, &e[..n], ts) {
                         return Ok(Some(item));
                     }
                 }
             }
         }
     }
+}
+
+impl crate::reader::Items for Events<'_> {
+    fn next_item(&mut self) -> Result<Option<Item>> {
+        self.next_with(|i| i, |s, e, ts| s.call(e, ts))
+    }
 
     fn take_warnings(&mut self) -> Warnings {
         std::mem::take(&mut self.warnings)
+    }
+
+    fn next_calls(&mut self, calls: &mut Vec<CallEvent>) -> Result<Batch> {
+        let next = self.next_with(Batch::Item, |s, e, ts| {
+            match s.call_event(e, ts)? {
+                Ok(c) => calls.push(c),
+                Err(item) => return Some(Batch::Item(item)),
+            }
+            (calls.len() >= CALL_BATCH).then_some(Batch::Full)
+        })?;
+        Ok(next.unwrap_or(Batch::End))
+    }
+
+    fn backtrace(&mut self, stack: u32) -> Option<Backtrace> {
+        if stack == 0 {
+            return Some(self.empty.clone());
+        }
+        self.frames(stack)
     }
 }
 

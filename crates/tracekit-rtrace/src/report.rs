@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use tracekit_core::{Result, Warnings};
 
 use crate::live::{resource_index, Allocated, Backtraces, Freed, LiveSet};
-use crate::reader::{IntoItems, Item, Items};
+use crate::reader::{Batch, CallEvent, IntoItems, Item, Items, CALL_BATCH};
 use crate::record::{Header, MemoryMap, ResourceDef};
 use crate::resolve::{Resolver, Symbol};
 
@@ -371,6 +371,182 @@ struct ResourceState {
     traces: Vec<TraceAgg>,
 }
 
+/// A call as the pass takes it (from an [`Item::Call`] or a
+/// [`crate::reader::CallEvent`]).
+struct CallIn<'a> {
+    index: i64,
+    timestamp: Option<u32>,
+    resource_type: Option<&'a str>,
+    /// The size of an allocation; `None`: a release.
+    alloc: Option<i64>,
+    id: u64,
+}
+
+/// The pass's running state: resource types, live blocks, the timeline.
+struct Pass {
+    registry: Vec<ResourceDef>,
+    state: Vec<ResourceState>,
+    live: LiveSet<Live>,
+    /// The block the previous call allocated: freeing it next makes it
+    /// temporary.
+    last_alloc: Option<(usize, u64)>,
+    /// Timeline: full-resolution points are folded into buckets that
+    /// double in width whenever the point budget is exceeded (the width:
+    /// 2 to this power).
+    timeline: Vec<Point>,
+    bucket_shift: u32,
+    leak_orphans: Vec<(usize, Live)>,
+    clock: Clock,
+}
+
+/// Stack numbers of [`crate::reader::CallEvent`]s kept by index (4 bytes
+/// each, as far as the largest number seen); the others are hashed.
+const STACK_DENSE: usize = 1 << 20;
+
+impl Pass {
+    /// Takes one call; `tid` is an allocation's backtrace number.
+    #[inline]
+    fn call(&mut self, report: &mut Report, c: CallIn<'_>, tid: u32) {
+        report.calls += 1;
+        let elapsed_ms = c.timestamp.map(|t| {
+            let t = self.clock.tick(t);
+            t.saturating_sub(self.clock.first.unwrap_or(t))
+        });
+        let ri = resource_index(
+            self.registry.iter().map(|r| r.name.as_str()),
+            c.resource_type,
+        );
+        let ri = match ri {
+            Some(i) => i,
+            None => {
+                // A call of an unregistered type: register it so
+                // nothing is dropped.
+                let name = c
+                    .resource_type
+                    .map(str::to_string)
+                    .unwrap_or_else(|| "memory".to_string());
+                report.resources.push(ResourceStats {
+                    name: name.clone(),
+                    ..Default::default()
+                });
+                self.registry.push(ResourceDef {
+                    id: 0,
+                    name,
+                    description: String::new(),
+                    flags: None,
+                });
+                self.state.push(ResourceState::default());
+                self.registry.len() - 1
+            }
+        };
+        let refcount = self.registry[ri].is_refcount();
+        let stats = &mut report.resources[ri];
+        let st = &mut self.state[ri];
+        let key = (ri, c.id);
+        // `free(NULL)` does nothing: counted apart, and (as for
+        // heaptrack, which never sees it) it does not end the run
+        // after an allocation that makes a block temporary.
+        if c.alloc.is_none() && c.id == 0 && self.registry[ri].name == "memory" {
+            stats.frees += 1;
+            stats.null_frees += 1;
+            return;
+        }
+        let previous = self.last_alloc.take();
+        if let Some(size) = c.alloc {
+            if st.traces.len() <= tid as usize {
+                st.traces.resize_with(tid as usize + 1, TraceAgg::default);
+            }
+            let gen = st.peak_gen;
+            let agg = &mut st.traces[tid as usize];
+            agg.cost.allocations += 1;
+            agg.cost.allocated += size;
+            agg.cost.largest = agg.cost.largest.max(size);
+            stats.allocs += 1;
+            stats.allocated_bytes += size;
+            stats.largest = stats.largest.max(size);
+            let block = Live { size, trace: tid };
+            if let Allocated::New { replaced } = self.live.alloc(key, refcount, block) {
+                agg.sync_peak(gen);
+                agg.live += size;
+                agg.live_blocks += 1;
+                // Same key allocated again without a free: the
+                // older block stays counted as leaked.
+                if let Some(old) = replaced {
+                    self.leak_orphans.push((ri, old));
+                }
+                st.bytes += size;
+                st.blocks += 1;
+                self.last_alloc = Some(key);
+            }
+            if st.bytes > stats.peak_bytes {
+                stats.peak_bytes = st.bytes;
+                stats.peak_blocks = st.blocks;
+                stats.peak_at_index = c.index;
+                st.peak_gen += 1;
+            }
+        } else {
+            stats.frees += 1;
+            match self.live.free(key, refcount) {
+                Freed::Released(Live { size, trace }) => {
+                    st.bytes -= size;
+                    st.blocks -= 1;
+                    let gen = st.peak_gen;
+                    let agg = &mut st.traces[trace as usize];
+                    agg.sync_peak(gen);
+                    agg.live -= size;
+                    agg.live_blocks -= 1;
+                    if previous == Some(key) {
+                        agg.cost.temporary += 1;
+                        stats.temporary += 1;
+                    }
+                }
+                Freed::Unreferenced => {}
+                Freed::Unmatched => {
+                    stats.unmatched_frees += 1;
+                    // heaptrack drops a free it cannot match
+                    // before counting temporaries: the run goes on.
+                    self.last_alloc = previous;
+                }
+            }
+        }
+        if ri == 0 {
+            let p = Point {
+                call: report.calls,
+                timestamp: c.timestamp,
+                elapsed_ms,
+                live_bytes: self.state[0].bytes,
+            };
+            let bucket = (report.calls - 1) >> self.bucket_shift;
+            match self.timeline.last_mut() {
+                Some(last) if (last.call - 1) >> self.bucket_shift == bucket => {
+                    if p.live_bytes >= last.live_bytes {
+                        *last = p;
+                    }
+                }
+                _ => self.timeline.push(p),
+            }
+            if self.timeline.len() > PLOT_POINTS {
+                self.bucket_shift += 1;
+                let mut merged: Vec<Point> = Vec::with_capacity(PLOT_POINTS / 2 + 1);
+                for p in self.timeline.drain(..) {
+                    match merged.last_mut() {
+                        Some(l)
+                            if (l.call - 1) >> self.bucket_shift
+                                == (p.call - 1) >> self.bucket_shift =>
+                        {
+                            if p.live_bytes >= l.live_bytes {
+                                *l = p;
+                            }
+                        }
+                        _ => merged.push(p),
+                    }
+                }
+                self.timeline = merged;
+            }
+        }
+    }
+}
+
 /// Builds the report; `top` limits the ranked lists; `resolve` names
 /// frames through the module files (system debug directory).
 pub fn analyse<R: IntoItems>(input: R, top: usize, resolve: bool) -> Result<Report> {
@@ -389,31 +565,100 @@ pub fn analyse_with<R: IntoItems>(input: R, top: usize, sym: &Symbolise) -> Resu
         top,
         ..Default::default()
     };
-    let mut registry: Vec<ResourceDef> = Vec::new();
+    let mut pass = Pass {
+        registry: Vec::new(),
+        state: Vec::new(),
+        live: LiveSet::default(),
+        last_alloc: None,
+        timeline: Vec::new(),
+        bucket_shift: 0,
+        leak_orphans: Vec::new(),
+        clock: Clock::default(),
+    };
     let mut maps: Vec<MemoryMap> = Vec::new();
     let mut traces = Backtraces::default();
     let mut trace_list: Vec<Vec<u64>> = Vec::new();
     // Resolved text already in the trace (first occurrence), used when
     // the module files are not on this machine.
     let mut trace_texts: Vec<Vec<Option<String>>> = Vec::new();
-    let mut state: Vec<ResourceState> = Vec::new();
-    let mut live: LiveSet<Live> = LiveSet::default();
     let mut addrs: Vec<u64> = Vec::new();
     let mut seen_frames: Vec<Option<(crate::reader::Backtrace, u32)>> = vec![None; SEEN_FRAMES];
-    // The block the previous call allocated: freeing it next makes it
-    // temporary.
-    let mut last_alloc: Option<(usize, u64)> = None;
-    // Timeline: full-resolution points are folded into buckets that double
-    // in width whenever the point budget is exceeded.
-    let mut timeline: Vec<Point> = Vec::new();
-    let mut bucket_width: u64 = 1;
-    let mut leak_orphans: Vec<(usize, Live)> = Vec::new();
-    let mut clock = Clock::default();
+    // The backtrace number of each stack number of the calls given as
+    // `CallEvent`s (`u32::MAX`: not met yet).
+    let mut stack_tids: Vec<u32> = Vec::new();
+    let mut stack_tids_sparse: HashMap<u32, u32> = HashMap::new();
     // Markers: each with the trace ids of a snapshot's top live sites
     // (bytes, blocks), named after the pass.
     let mut markers: Vec<PendingMarker> = Vec::new();
 
-    while let Some(item) = asm.next_item()? {
+    // Interns a backtrace's frames: its number.
+    let mut intern = |frames: &crate::reader::Backtrace| -> u32 {
+        addrs.clear();
+        addrs.extend(frames.iter().map(|f| f.addr));
+        let (tid, new) = traces.intern(&addrs);
+        if new {
+            trace_list.push(addrs.clone());
+            trace_texts.push(frames.iter().map(|f| f.text.clone()).collect());
+        }
+        tid
+    };
+
+    let mut calls: Vec<CallEvent> = Vec::with_capacity(CALL_BATCH);
+    loop {
+        calls.clear();
+        let next = asm.next_calls(&mut calls)?;
+        for c in &calls {
+            // The backtrace of an allocation, by its stack number.
+            let tid = match c.alloc {
+                None => 0,
+                Some(_) => {
+                    let k = c.stack as usize;
+                    let known = if k < STACK_DENSE {
+                        stack_tids.get(k).copied().filter(|&t| t != u32::MAX)
+                    } else {
+                        stack_tids_sparse.get(&c.stack).copied()
+                    };
+                    match known {
+                        Some(t) => t,
+                        None => {
+                            let frames = asm.backtrace(c.stack).unwrap_or_default();
+                            let t = intern(&frames);
+                            if k < STACK_DENSE {
+                                if stack_tids.len() <= k {
+                                    stack_tids.resize(k + 1, u32::MAX);
+                                }
+                                stack_tids[k] = t;
+                            } else {
+                                stack_tids_sparse.insert(c.stack, t);
+                            }
+                            t
+                        }
+                    }
+                }
+            };
+            pass.call(
+                &mut report,
+                CallIn {
+                    index: c.index,
+                    timestamp: c.timestamp,
+                    resource_type: c.resource_type,
+                    alloc: c.alloc,
+                    id: c.id,
+                },
+                tid,
+            );
+        }
+        let item = match next {
+            Batch::Item(item) => item,
+            Batch::Full => continue,
+            Batch::End => break,
+        };
+        let Pass {
+            registry,
+            state,
+            clock,
+            ..
+        } = &mut pass;
         match item {
             Item::Header(h) => report.header = h,
             Item::Comment(c) => {
@@ -478,169 +723,47 @@ pub fn analyse_with<R: IntoItems>(input: R, top: usize, sym: &Symbolise) -> Resu
             }
             Item::Map(m) => maps.push(m),
             Item::Call(ref fc) => {
-                report.calls += 1;
-                let elapsed_ms = fc.call.timestamp.map(|t| {
-                    let t = clock.tick(t);
-                    t.saturating_sub(clock.first.unwrap_or(t))
-                });
-                let ri = resource_index(
-                    registry.iter().map(|r| r.name.as_str()),
-                    fc.call.resource_type.as_deref(),
-                );
-                let ri = match ri {
-                    Some(i) => i,
-                    None => {
-                        // A call of an unregistered type: register it so
-                        // nothing is dropped.
-                        let name = fc
-                            .call
-                            .resource_type
-                            .clone()
-                            .unwrap_or_else(|| "memory".to_string());
-                        report.resources.push(ResourceStats {
-                            name: name.clone(),
-                            ..Default::default()
-                        });
-                        registry.push(ResourceDef {
-                            id: 0,
-                            name,
-                            description: String::new(),
-                            flags: None,
-                        });
-                        state.push(ResourceState::default());
-                        registry.len() - 1
-                    }
-                };
-                let refcount = registry[ri].is_refcount();
-                let stats = &mut report.resources[ri];
-                let st = &mut state[ri];
-                let key = (ri, fc.call.id);
-                // `free(NULL)` does nothing: counted apart, and (as for
-                // heaptrack, which never sees it) it does not end the run
-                // after an allocation that makes a block temporary.
-                if !fc.call.is_alloc() && fc.call.id == 0 && registry[ri].name == "memory" {
-                    stats.frees += 1;
-                    stats.null_frees += 1;
-                    continue;
-                }
-                let previous = last_alloc.take();
-                if fc.call.is_alloc() {
-                    let size = fc.call.size();
+                let tid = if fc.call.is_alloc() {
                     // A recording's calls share their backtrace's frames:
                     // those met lately are known by their pointer.
                     let slot =
                         (std::rc::Rc::as_ptr(&fc.frames) as *const u8 as usize >> 4) % SEEN_FRAMES;
-                    let tid = match &seen_frames[slot] {
+                    match &seen_frames[slot] {
                         Some((f, tid)) if std::rc::Rc::ptr_eq(f, &fc.frames) => *tid,
                         _ => {
-                            addrs.clear();
-                            addrs.extend(fc.frames.iter().map(|f| f.addr));
-                            let (tid, new) = traces.intern(&addrs);
-                            if new {
-                                trace_list.push(addrs.clone());
-                                trace_texts
-                                    .push(fc.frames.iter().map(|f| f.text.clone()).collect());
-                            }
+                            let tid = intern(&fc.frames);
                             seen_frames[slot] = Some((fc.frames.clone(), tid));
                             tid
                         }
-                    };
-                    if st.traces.len() <= tid as usize {
-                        st.traces.resize_with(tid as usize + 1, TraceAgg::default);
-                    }
-                    let gen = st.peak_gen;
-                    let agg = &mut st.traces[tid as usize];
-                    agg.cost.allocations += 1;
-                    agg.cost.allocated += size;
-                    agg.cost.largest = agg.cost.largest.max(size);
-                    stats.allocs += 1;
-                    stats.allocated_bytes += size;
-                    stats.largest = stats.largest.max(size);
-                    let block = Live { size, trace: tid };
-                    if let Allocated::New { replaced } = live.alloc(key, refcount, block) {
-                        agg.sync_peak(gen);
-                        agg.live += size;
-                        agg.live_blocks += 1;
-                        // Same key allocated again without a free: the
-                        // older block stays counted as leaked.
-                        if let Some(old) = replaced {
-                            leak_orphans.push((ri, old));
-                        }
-                        st.bytes += size;
-                        st.blocks += 1;
-                        last_alloc = Some(key);
-                    }
-                    if st.bytes > stats.peak_bytes {
-                        stats.peak_bytes = st.bytes;
-                        stats.peak_blocks = st.blocks;
-                        stats.peak_at_index = fc.call.index;
-                        st.peak_gen += 1;
                     }
                 } else {
-                    stats.frees += 1;
-                    match live.free(key, refcount) {
-                        Freed::Released(Live { size, trace }) => {
-                            st.bytes -= size;
-                            st.blocks -= 1;
-                            let gen = st.peak_gen;
-                            let agg = &mut st.traces[trace as usize];
-                            agg.sync_peak(gen);
-                            agg.live -= size;
-                            agg.live_blocks -= 1;
-                            if previous == Some(key) {
-                                agg.cost.temporary += 1;
-                                stats.temporary += 1;
-                            }
-                        }
-                        Freed::Unreferenced => {}
-                        Freed::Unmatched => {
-                            stats.unmatched_frees += 1;
-                            // heaptrack drops a free it cannot match
-                            // before counting temporaries: the run goes on.
-                            last_alloc = previous;
-                        }
-                    }
-                }
-                if ri == 0 {
-                    let p = Point {
-                        call: report.calls,
+                    0
+                };
+                pass.call(
+                    &mut report,
+                    CallIn {
+                        index: fc.call.index,
                         timestamp: fc.call.timestamp,
-                        elapsed_ms,
-                        live_bytes: state[0].bytes,
-                    };
-                    let bucket = (report.calls - 1) / bucket_width;
-                    match timeline.last_mut() {
-                        Some(last) if (last.call - 1) / bucket_width == bucket => {
-                            if p.live_bytes >= last.live_bytes {
-                                *last = p;
-                            }
-                        }
-                        _ => timeline.push(p),
-                    }
-                    if timeline.len() > PLOT_POINTS {
-                        bucket_width *= 2;
-                        let mut merged: Vec<Point> = Vec::with_capacity(PLOT_POINTS / 2 + 1);
-                        for p in timeline.drain(..) {
-                            match merged.last_mut() {
-                                Some(l)
-                                    if (l.call - 1) / bucket_width
-                                        == (p.call - 1) / bucket_width =>
-                                {
-                                    if p.live_bytes >= l.live_bytes {
-                                        *l = p;
-                                    }
-                                }
-                                _ => merged.push(p),
-                            }
-                        }
-                        timeline = merged;
-                    }
-                }
+                        resource_type: fc.call.resource_type.as_deref(),
+                        alloc: fc.call.is_alloc().then(|| fc.call.size()),
+                        id: fc.call.id,
+                    },
+                    tid,
+                );
             }
             _ => {}
         }
     }
     report.warnings.extend(asm.take_warnings());
+    let Pass {
+        registry,
+        mut state,
+        live,
+        timeline,
+        leak_orphans,
+        clock,
+        ..
+    } = pass;
     report.timeline = timeline;
     report.runtime_ms = clock.elapsed();
 

@@ -7,7 +7,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use tracekit_rtrace::reader::{Assembler, Item, Items, Reader};
+use tracekit_rtrace::reader::{Assembler, Item, ItemStream, Items, Reader};
 use tracekit_rtrace::recording::capture::{self, ImageEnd, PackedWriter};
 use tracekit_rtrace::recording::packed::{self, Finish, PackedFile, RecordingHead, Writer};
 use tracekit_rtrace::recording::set::Recording;
@@ -308,8 +308,18 @@ fn items_of(mut items: impl Items) -> Vec<String> {
     v
 }
 
+/// The report's text and JSON.
+fn report_of(items: impl tracekit_rtrace::IntoItems) -> String {
+    let rep = tracekit_rtrace::report::analyse(items, 5, false).unwrap();
+    let mut text = Vec::new();
+    rep.write_text(&mut text, "t").unwrap();
+    let json = serde_json::to_string_pretty(&rep.to_json("t")).unwrap();
+    format!("{}\n{json}", String::from_utf8_lossy(&text))
+}
+
 /// The same stream split both ways reads back the same: text byte for
-/// byte, items with their line numbers, and the decode's counts.
+/// byte, items with their line numbers, the decode's counts, and the
+/// report.
 #[test]
 fn a_tkmem_file_reads_back_as_its_raw_recordings() {
     for seed in [1u64, 0x9e37_79b9] {
@@ -358,6 +368,20 @@ fn a_tkmem_file_reads_back_as_its_raw_recordings() {
             assert_eq!(
                 from_text,
                 items_of(Events::packed(&file, k).unwrap()),
+                "image {k}"
+            );
+            // The report: from the text's items, from the raw file's and
+            // the .tkmem file's calls (given as CallEvents), the same.
+            let of_text = report_of(&raw[..]);
+            assert!(of_text.contains("\"allocations\": "), "{of_text}");
+            assert_eq!(
+                of_text,
+                report_of(ItemStream(Box::new(Events::open(&image.path).unwrap()))),
+                "image {k}"
+            );
+            assert_eq!(
+                of_text,
+                report_of(ItemStream(Box::new(Events::packed(&file, k).unwrap()))),
                 "image {k}"
             );
         }

@@ -517,9 +517,16 @@ struct Live {
     /// The Fenwick tree over `slots` (1-based: `tree[j - 1]` counts the
     /// live ones among ordinals `j - lowbit(j) .. j`).
     tree: Vec<u32>,
-    /// Whether each ordinal is still live.
-    alive: Vec<bool>,
+    /// Whether each ordinal is still live: bit `i % 64` of word `i / 64`,
+    /// and how many are, per word.
+    bits: Vec<u64>,
+    word_live: Vec<u8>,
+    /// The words before this one have none live.
+    lo: usize,
     count: usize,
+    /// The tree is not kept up to date (empty) until a search needs it
+    /// (the decoder's: most ranks are found from the live bits).
+    lazy: bool,
 }
 
 impl Live {
@@ -536,20 +543,44 @@ impl Live {
     /// Appends a live allocation; returns its ordinal.
     fn push(&mut self, addr: u64, class: u64) -> usize {
         let j = self.slots.len() + 1;
-        let low = j & j.wrapping_neg();
-        // Live ones among ordinals j - low + 1 .. j - 1: the nodes from
-        // j - 1 down to j - low (one walk, not two prefixes).
-        let mut below = 0;
-        let mut i = j - 1;
-        while i > j - low {
-            below += self.tree[i - 1];
-            i &= i - 1;
+        if !self.lazy {
+            let low = j & j.wrapping_neg();
+            // Live ones among ordinals j - low + 1 .. j - 1: the nodes
+            // from j - 1 down to j - low (one walk, not two prefixes).
+            let mut below = 0;
+            let mut i = j - 1;
+            while i > j - low {
+                below += self.tree[i - 1];
+                i &= i - 1;
+            }
+            self.tree.push(below + 1);
         }
+        let (w, b) = ((j - 1) / 64, (j - 1) % 64);
+        if b == 0 {
+            self.bits.push(0);
+            self.word_live.push(0);
+        }
+        self.bits[w] |= 1 << b;
+        self.word_live[w] += 1;
         self.slots.push((addr, class));
-        self.alive.push(true);
-        self.tree.push(below + 1);
         self.count += 1;
         j - 1
+    }
+
+    /// Builds the tree from the live bits (it was lazy); it is kept up to
+    /// date from now on.
+    fn build_tree(&mut self) {
+        let n = self.slots.len();
+        self.tree.clear();
+        self.tree
+            .extend((0..n).map(|i| (self.bits[i / 64] >> (i % 64) & 1) as u32));
+        for j in 1..=n {
+            let parent = j + (j & j.wrapping_neg());
+            if parent <= n {
+                self.tree[parent - 1] += self.tree[j - 1];
+            }
+        }
+        self.lazy = false;
     }
 
     fn is_live(&self, ordinal: usize) -> bool {
@@ -564,12 +595,13 @@ impl Live {
     /// Takes allocation `ordinal` out (it must be live).
     fn take(&mut self, ordinal: usize) -> (u64, u64) {
         let mut j = ordinal + 1;
-        while j <= self.tree.len() {
+        while !self.lazy && j <= self.tree.len() {
             self.tree[j - 1] -= 1;
             j += j & j.wrapping_neg();
         }
         self.count -= 1;
-        self.alive[ordinal] = false;
+        self.bits[ordinal / 64] &= !(1 << (ordinal % 64));
+        self.word_live[ordinal / 64] -= 1;
         self.slots[ordinal]
     }
 
@@ -585,24 +617,77 @@ impl Live {
         // (node j counts the lowbit(j) ordinals it covers).
         let mut w = 0;
         for i in 0..self.slots.len() {
-            if self.alive[i] {
+            if self.bits[i / 64] >> (i % 64) & 1 != 0 {
                 self.slots[w] = self.slots[i];
                 w += 1;
             }
         }
         self.slots.truncate(w);
-        self.alive.clear();
-        self.alive.resize(w, true);
+        self.bits.clear();
+        self.bits.resize(w / 64, u64::MAX);
+        self.word_live.clear();
+        self.word_live.resize(w / 64, 64);
+        if w % 64 != 0 {
+            self.bits.push((1 << (w % 64)) - 1);
+            self.word_live.push((w % 64) as u8);
+        }
+        self.lo = 0;
         self.tree.clear();
-        self.tree
-            .extend((1..=w).map(|j| (j & j.wrapping_neg()) as u32));
+        if !self.lazy {
+            self.tree
+                .extend((1..=w).map(|j| (j & j.wrapping_neg()) as u32));
+        }
         self.count = w;
+    }
+
+    /// The ordinal of rank `r` (1 ≤ r ≤ count), if it is within
+    /// [`RANK_SCAN`] words of the end it is nearer.
+    #[inline]
+    fn near_end(&mut self, r: usize) -> Option<usize> {
+        let k = self.count - r + 1;
+        if k <= r {
+            // The k-th live one from the first.
+            while self.word_live.get(self.lo) == Some(&0) {
+                self.lo += 1;
+            }
+            let mut k = k;
+            let end = self.word_live.len().min(self.lo + RANK_SCAN);
+            for w in self.lo..end {
+                let n = self.word_live[w] as usize;
+                if n >= k {
+                    return Some(w * 64 + select_bit(self.bits[w], k));
+                }
+                k -= n;
+            }
+        } else {
+            // The r-th live one from the last.
+            let mut r = r;
+            let start = self.word_live.len().saturating_sub(RANK_SCAN);
+            for w in (start..self.word_live.len()).rev() {
+                let n = self.word_live[w] as usize;
+                if n >= r {
+                    return Some(w * 64 + select_bit(self.bits[w], n - r + 1));
+                }
+                r -= n;
+            }
+        }
+        None
     }
 
     /// The allocation of rank `r` (1: the latest live one), taken out.
     fn take_rank(&mut self, r: usize) -> Option<(u64, u64)> {
         if r == 0 || r > self.count {
             return None;
+        }
+        // Most releases are of allocations near the latest or the oldest
+        // live one: counted from that end a word at a time (loads that do
+        // not wait for each other), over a few words, before searching the
+        // tree (whose steps do).
+        if let Some(ordinal) = self.near_end(r) {
+            return Some(self.take(ordinal));
+        }
+        if self.lazy {
+            self.build_tree();
         }
         // The k-th live one from the first.
         let mut k = self.count - r + 1;
@@ -614,18 +699,133 @@ impl Live {
             1 << (usize::BITS - 1 - n.leading_zeros())
         };
         while step > 0 {
-            // Without a branch on the data (its outcome is random).
+            // Without a branch on the data (its outcome is random; the
+            // compiler makes a branch of an `if` or a comparison, so the
+            // sign of a difference): a node past the end counts as more
+            // than any `k` (counts and `k` are below 2^32).
             let next: usize = pos + step;
-            let t = self
-                .tree
-                .get(next.wrapping_sub(1))
-                .map_or(usize::MAX, |&t| t as usize);
-            let go = t < k;
-            pos = if go { next } else { pos };
-            k -= if go { t } else { 0 };
+            let past = usize::from(next > n) << 62;
+            let t = self.tree[(next - 1).min(n - 1)] as u64 | past as u64;
+            let go = ((t.wrapping_sub(k as u64) >> 63) as usize).wrapping_neg();
+            pos += step & go;
+            k -= t as usize & go;
             step >>= 1;
         }
         Some(self.take(pos))
+    }
+}
+
+/// Words of live bits [`Live::take_rank`] counts over from an end before
+/// searching its tree.
+const RANK_SCAN: usize = 16;
+
+/// The position of the `k`-th set bit of `word` from bit 0 (1 ≤ k ≤ its
+/// set bits), without a branch on the data: the set bits counted per
+/// byte and summed up the bytes, the byte where the sum reaches `k` found
+/// by the borrow of a subtraction, then the bit in that byte from a table.
+#[inline]
+fn select_bit(word: u64, k: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut c = word - ((word >> 1) & 0x5555_5555_5555_5555);
+    c = (c & 0x3333_3333_3333_3333) + ((c >> 2) & 0x3333_3333_3333_3333);
+    c = (c + (c >> 4)) & 0x0f0f_0f0f_0f0f_0f0f;
+    // Byte i: the set bits of bytes 0..=i (at most 64).
+    let sums = c.wrapping_mul(ONES);
+    let k = k as u64;
+    // The high bit of byte i is set where that sum is at least k.
+    let reached = ((sums | HIGH) - k * ONES) & HIGH;
+    let byte = (reached.trailing_zeros() / 8).min(7) as usize;
+    let before = ((sums << 8) >> (8 * byte)) & 0xff;
+    let bits = (word >> (8 * byte)) & 0xff;
+    8 * byte + SELECT_IN_BYTE[bits as usize][(k - before - 1) as usize & 7] as usize
+}
+
+/// `SELECT_IN_BYTE[b][i]`: the position of the `i + 1`-th set bit of
+/// byte `b` (0 where there is none).
+const SELECT_IN_BYTE: [[u8; 8]; 256] = {
+    let mut t = [[0u8; 8]; 256];
+    let mut b = 0;
+    while b < 256 {
+        let mut i = 0;
+        let mut bit = 0;
+        while bit < 8 {
+            if b >> bit & 1 != 0 {
+                t[b][i] = bit as u8;
+                i += 1;
+            }
+            bit += 1;
+        }
+        b += 1;
+    }
+    t
+};
+
+/// The decoder's (size, node) pairs: each distinct pair of the block
+/// numbered once, the successor table and the recent pairs kept by
+/// number (no hashing per allocation; the pairs are what
+/// [`Model::recent`], [`Model::next`] and [`Model::prev_info`] hold for the
+/// encoder). [`Pairs::reset`] starts a block.
+#[derive(Default)]
+struct Pairs {
+    ids: HashMap<(u64, u32), u32>,
+    pairs: Vec<(u64, u32)>,
+    /// The number of the pair that followed each pair last (`NO_PAIR`:
+    /// none yet).
+    next: Vec<u32>,
+    /// The recent pairs, the most recent last.
+    recent: std::collections::VecDeque<u32>,
+    /// The last allocation's pair ((0, 0) at first).
+    prev: u32,
+}
+
+const NO_PAIR: u32 = u32::MAX;
+
+impl Pairs {
+    /// Empties it for a block (the lists keep their room).
+    fn reset(&mut self) {
+        self.ids.clear();
+        self.pairs.clear();
+        self.next.clear();
+        self.recent.clear();
+        self.prev = self.intern((0, 0));
+    }
+
+    fn intern(&mut self, pair: (u64, u32)) -> u32 {
+        let n = self.pairs.len() as u32;
+        let id = *self.ids.entry(pair).or_insert(n);
+        if id == n {
+            self.pairs.push(pair);
+            self.next.push(NO_PAIR);
+        }
+        id
+    }
+
+    /// The pair at position `k` (0: the most recent), moved to the front.
+    #[inline]
+    fn recent_front(&mut self, k: usize) -> Option<u32> {
+        if k == 0 {
+            return self.recent.back().copied();
+        }
+        let i = self.recent.len().checked_sub(k + 1)?;
+        let v = self.recent.remove(i)?;
+        self.recent.push_back(v);
+        Some(v)
+    }
+
+    fn recent_push(&mut self, id: u32) {
+        if self.recent.len() == RECENT_INFO {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(id);
+    }
+
+    /// The allocation's pair came: the successor table learns it.
+    #[inline]
+    fn seen(&mut self, id: u32) -> (u64, u32) {
+        self.next[self.prev as usize] = id;
+        self.prev = id;
+        self.pairs[id as usize]
     }
 }
 
@@ -755,7 +955,66 @@ impl BlockEncoder {
 /// `first`) into wire records appended to `out` (the stack field holds
 /// the node); `None` at the first thing that does not decode (the records
 /// before it are kept).
+#[cfg(test)]
 fn decode_block(p: &[u8], first: u64, count: u32, out: &mut Vec<u8>) -> Option<()> {
+    decode_block_with(p, first, count, u32::MAX, out, &mut BlockState::default())
+}
+
+/// `node`, or [`UNKNOWN_NODE`] when it is not below `nodes`.
+#[inline]
+fn known_node(node: u32, nodes: u32) -> u32 {
+    if node < nodes {
+        node
+    } else {
+        UNKNOWN_NODE
+    }
+}
+
+/// What decoding an events block builds, kept from block to block so
+/// that its lists keep their room (each block starts from it emptied).
+#[derive(Default)]
+pub(crate) struct BlockState {
+    m: Model,
+    pairs: Pairs,
+}
+
+impl Model {
+    /// Empties the decoder's state for a block starting at number
+    /// `first` (the lists keep their room).
+    fn reset(&mut self, first: u64) {
+        self.seq = first.wrapping_sub(1);
+        self.ts = 0;
+        self.recent.clear();
+        self.next.clear();
+        self.prev_info = (0, 0);
+        self.live_at.clear();
+        self.live.slots.clear();
+        self.live.tree.clear();
+        self.live.bits.clear();
+        self.live.word_live.clear();
+        self.live.lo = 0;
+        self.live.lazy = true;
+        self.live.count = 0;
+        for l in &mut self.classes.small {
+            l.clear();
+        }
+        self.classes.large.clear();
+        self.freed.clear();
+        self.last = (0, 0);
+    }
+}
+
+/// [`decode_block`] with the state kept from the last block; a node not
+/// below `nodes` (not defined before the block: damage) becomes
+/// [`UNKNOWN_NODE`].
+fn decode_block_with(
+    p: &[u8],
+    first: u64,
+    count: u32,
+    nodes: u32,
+    out: &mut Vec<u8>,
+    state: &mut BlockState,
+) -> Option<()> {
     let mut c = Cur::new(p);
     let _thread = c.uv()?;
     let n = usize::try_from(c.uv()?).ok()?;
@@ -772,7 +1031,9 @@ fn decode_block(p: &[u8], first: u64, count: u32, out: &mut Vec<u8>) -> Option<(
         s.push(Cur::new(c.bytes(len)?));
     }
     let marks = n >= STREAMS;
-    let mut m = Model::new(first);
+    let BlockState { m, pairs } = state;
+    m.reset(first);
+    pairs.reset();
     let mut e = Ev::default();
     for _ in 0..count {
         let code = s[S_CODE].u8()?;
@@ -805,7 +1066,7 @@ fn decode_block(p: &[u8], first: u64, count: u32, out: &mut Vec<u8>) -> Option<(
                     e.kind = KIND_MARK;
                     e.res = mark;
                     e.id = u64::from(u32::try_from(tid).ok()?);
-                    e.node = u32::try_from(node).ok()?;
+                    e.node = known_node(u32::try_from(node).ok()?, nodes);
                     e.size = u64::from(u32::try_from(full).ok()?);
                     e.write_wire(out, name);
                     continue;
@@ -814,17 +1075,18 @@ fn decode_block(p: &[u8], first: u64, count: u32, out: &mut Vec<u8>) -> Option<(
             EV_ALLOC => {
                 e.kind = KIND_ALLOC;
                 e.res = s[S_RES].u8()?;
-                let info = match s[S_INFO].u8()? {
-                    INFO_NEXT => *m.next.get(&m.prev_info)?,
+                let id = match s[S_INFO].u8()? {
+                    INFO_NEXT => Some(pairs.next[pairs.prev as usize]).filter(|&i| i != NO_PAIR)?,
                     INFO_NEW => {
                         let info = (s[S_SIZE].uv()?, u32::try_from(s[S_NODE].uv()?).ok()?);
-                        m.recent_push(info);
-                        info
+                        let id = pairs.intern(info);
+                        pairs.recent_push(id);
+                        id
                     }
-                    k => m.recent_front(k as usize - 1)?,
+                    k => pairs.recent_front(k as usize - 1)?,
                 };
-                m.info_seen(info);
-                (e.size, e.node) = info;
+                (e.size, e.node) = pairs.seen(id);
+                e.node = known_node(e.node, nodes);
                 let class = class_of(e.size);
                 let predicted = m.last.0.wrapping_add(m.last.1);
                 let list = m.classes.list(class);
@@ -1834,10 +2096,10 @@ pub(crate) fn decode_events(
     src: &dyn Source,
     block: &EventsRef,
     out: &mut Vec<u8>,
-    scratch: &mut (Vec<u8>, Vec<u8>),
+    scratch: &mut (Vec<u8>, Vec<u8>, BlockState),
 ) -> Result<u64> {
     let h = &block.header;
-    let (payload, raw) = scratch;
+    let (payload, raw, state) = scratch;
     payload.resize(h.stored as usize, 0);
     src.read_at(block.offset, payload)
         .map_err(|e| Error::io(None, e))?;
@@ -1847,26 +2109,9 @@ pub(crate) fn decode_events(
             return Err(Error::malformed(Position::Offset(block.offset), why));
         }
     };
-    let start = out.len();
     out.reserve((h.count as usize).min(p.len()) * ALLOC_LEN);
-    let whole = decode_block(p, h.first, h.count, out).is_some();
     // Nodes not defined before the block are damage: no backtrace.
-    let mut at = start;
-    while at < out.len() {
-        let len = record_len(&out[at..]).unwrap_or(out.len() - at);
-        let field = match out[at] {
-            KIND_ALLOC => Some(32),
-            KIND_MARK => Some(20),
-            _ => None,
-        };
-        if let Some(f) = field.filter(|&f| at + f + 4 <= out.len()) {
-            let node = u32::from_le_bytes(out[at + f..at + f + 4].try_into().unwrap_or_default());
-            if node != UNKNOWN_NODE && node >= block.nodes {
-                out[at + f..at + f + 4].copy_from_slice(&UNKNOWN_NODE.to_le_bytes());
-            }
-        }
-        at += len.max(1);
-    }
+    let whole = decode_block_with(p, h.first, h.count, block.nodes, out, state).is_some();
     Ok(if whole { 0 } else { p.len() as u64 })
 }
 
@@ -2005,6 +2250,69 @@ mod tests {
         assert!(compacted);
         assert_eq!(live.count, list.len());
         assert_eq!(live.take_rank(list.len() + 1), None);
+    }
+
+    /// A word's k-th set bit, as counting its bits one by one finds it.
+    #[test]
+    fn select_bit_finds_the_kth_set_bit() {
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for round in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let word = match round % 4 {
+                0 => x,
+                1 => x & x >> 1,
+                2 => u64::MAX,
+                _ => 1 << (x % 64) | 1 << 63,
+            };
+            let set: Vec<usize> = (0..64).filter(|&b| word >> b & 1 != 0).collect();
+            for (i, &b) in set.iter().enumerate() {
+                assert_eq!(select_bit(word, i + 1), b, "{word:#x} k {}", i + 1);
+            }
+        }
+    }
+
+    /// Ranks near either end and far from both, with many live, before
+    /// and after compaction, are found as a plain list finds them.
+    #[test]
+    fn live_ranks_near_the_ends_and_far_from_them() {
+        for lazy in [false, true] {
+            live_ranks_as_a_list(lazy);
+        }
+    }
+
+    fn live_ranks_as_a_list(lazy: bool) {
+        let mut live = Live {
+            lazy,
+            ..Live::default()
+        };
+        let mut list: Vec<(u64, u64)> = Vec::new();
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        for i in 0..40_000u64 {
+            live.push(i, i % 5);
+            list.push((i, i % 5));
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            if i % 3 != 0 {
+                // Near the latest, near the oldest, or anywhere.
+                let n = list.len() as u64;
+                let r = match x % 3 {
+                    0 => x % n.min(100),
+                    1 => n - 1 - x % n.min(100),
+                    _ => x % n,
+                } as usize
+                    + 1;
+                live.compact();
+                assert_eq!(live.take_rank(r), Some(list.remove(list.len() - r)));
+            }
+        }
+        assert_eq!(live.count, list.len());
+        while !list.is_empty() {
+            assert_eq!(live.take_rank(list.len()), Some(list.remove(0)));
+        }
+        assert_eq!(live.take_rank(1), None);
     }
 
     /// Every field of every kind of event comes back, whatever its value.
