@@ -1074,9 +1074,12 @@ impl<'a> Events<'a> {
         Some(f)
     }
 
-    /// The item of one event record (`None` for a void one).
+    /// What [`Events::call`] and [`Events::call_event`] both read first
+    /// from an event record, counted in the image's stats: `None` for a
+    /// void record; else the call's number, its resource type, the
+    /// allocation's size (`None`: a release) and the address.
     #[inline(always)]
-    fn call(&mut self, e: &[u8], ts: u32) -> Option<Item> {
+    fn record_head(&mut self, e: &[u8]) -> Option<(u64, usize, Option<u64>, u64)> {
         let kind = e[0];
         if kind == KIND_VOID {
             return None;
@@ -1084,7 +1087,6 @@ impl<'a> Events<'a> {
         let stats = &mut self.image.stats;
         stats.events += 1;
         let index = u64_at(e, 8).wrapping_add(1);
-        let (func, res) = (e[2] as usize, e[1] as usize);
         let (alloc, id) = if kind == KIND_ALLOC && e.len() >= ALLOC_LEN {
             stats.allocs += 1;
             (Some(u64_at(e, 16).min(i64::MAX as u64)), u64_at(e, 24))
@@ -1092,6 +1094,14 @@ impl<'a> Events<'a> {
             stats.frees += 1;
             (None, u64_at(e, 16))
         };
+        Some((index, e[1] as usize, alloc, id))
+    }
+
+    /// The item of one event record (`None` for a void one).
+    #[inline(always)]
+    fn call(&mut self, e: &[u8], ts: u32) -> Option<Item> {
+        let (index, res, alloc, id) = self.record_head(e)?;
+        let func = e[2] as usize;
         let Some(index) = i64::try_from(index).ok().filter(|_| ts < 360_000_000) else {
             // Not what a recorder writes (a damaged record): the items of
             // the text the decoder writes for it.
@@ -1137,21 +1147,7 @@ impl<'a> Events<'a> {
     /// take.
     #[inline(always)]
     fn call_event(&mut self, e: &[u8], ts: u32) -> Option<std::result::Result<CallEvent, Item>> {
-        let kind = e[0];
-        if kind == KIND_VOID {
-            return None;
-        }
-        let stats = &mut self.image.stats;
-        stats.events += 1;
-        let index = u64_at(e, 8).wrapping_add(1);
-        let res = e[1] as usize;
-        let (alloc, id) = if kind == KIND_ALLOC && e.len() >= ALLOC_LEN {
-            stats.allocs += 1;
-            (Some(u64_at(e, 16).min(i64::MAX as u64)), u64_at(e, 24))
-        } else {
-            stats.frees += 1;
-            (None, u64_at(e, 16))
-        };
+        let (index, res, alloc, id) = self.record_head(e)?;
         let Some(index) = i64::try_from(index).ok().filter(|_| ts < 360_000_000) else {
             return Some(Err(self.call_from_text(e, ts)));
         };
