@@ -385,18 +385,14 @@ fn class_of(size: u64) -> u64 {
     (size.saturating_add(8 + 15) & !15).max(32)
 }
 
-/// What both ends of an events block know while going through it (each
-/// block starts afresh, so it decodes on its own): the last number and
-/// millisecond, the recent and successive (size, node) pairs, the block's
-/// live allocations and released addresses.
+/// What both ends of an events block know of its addresses while going
+/// through it (each block starts afresh, so it decodes on its own): the
+/// last number and millisecond, the block's live allocations and released
+/// addresses. Its (size, node) pairs are [`Pairs`].
 #[derive(Default)]
 struct Model {
     seq: u64,
     ts: u32,
-    /// The recent pairs, the most recent last (position 0 of the format).
-    recent: std::collections::VecDeque<(u64, u32)>,
-    next: HashMap<(u64, u32), (u64, u32)>,
-    prev_info: (u64, u32),
     /// Live allocations of the block, in allocation order.
     live: Live,
     /// The encoder's index of `live` by address: the allocation's ordinal.
@@ -437,36 +433,14 @@ impl Classes {
 
 impl Model {
     fn new(first: u64) -> Model {
-        Model {
+        let mut m = Model {
             seq: first.wrapping_sub(1),
             ..Model::default()
-        }
-    }
-
-    /// The allocation info came: the successor table learns it.
-    fn info_seen(&mut self, info: (u64, u32)) {
-        self.next.insert(self.prev_info, info);
-        self.prev_info = info;
-    }
-
-    /// The position (0: the most recent) of `info` among the recent pairs.
-    fn recent_find(&self, info: (u64, u32)) -> Option<usize> {
-        self.recent.iter().rev().position(|&r| r == info)
-    }
-
-    /// The pair at position `k`, moved to the front.
-    fn recent_front(&mut self, k: usize) -> Option<(u64, u32)> {
-        let i = self.recent.len().checked_sub(k + 1)?;
-        let v = self.recent.remove(i)?;
-        self.recent.push_back(v);
-        Some(v)
-    }
-
-    fn recent_push(&mut self, info: (u64, u32)) {
-        if self.recent.len() == RECENT_INFO {
-            self.recent.pop_front();
-        }
-        self.recent.push_back(info);
+        };
+        // Ranks are counted from the live bits; the tree is built only
+        // for one far from both ends.
+        m.live.lazy = true;
+        m
     }
 
     fn allocated(&mut self, addr: u64, class: u64, encoder: bool) {
@@ -484,18 +458,14 @@ impl Model {
         self.freed.push(addr);
     }
 
-    /// Where `addr` is among the last `DEEP` entries of `list` (0: the
-    /// latest); it is taken out.
+    /// Where `addr` is among the `DEEP` entries of `list` after its latest
+    /// `skip` (0: the latest); it is taken out.
     fn take_from(list: &mut Vec<u64>, addr: u64, skip: usize) -> Option<usize> {
-        let d = list
-            .iter()
-            .rev()
-            .skip(skip)
-            .take(DEEP)
-            .position(|&a| a == addr)?
-            + skip;
-        list.remove(list.len() - 1 - d);
-        Some(d)
+        let end = list.len().saturating_sub(skip);
+        let start = end.saturating_sub(DEEP);
+        let i = start + rfind(&list[start..end], addr)?;
+        list.remove(i);
+        Some(list.len() - i)
     }
 
     /// The `d`-th latest entry of `list`, taken out.
@@ -503,6 +473,23 @@ impl Model {
         let i = list.len().checked_sub(d + 1)?;
         Some(list.remove(i))
     }
+}
+
+/// Where `v` last is in `s`. The encoder looks for most addresses and
+/// pairs in lists where they are not: compared 8 at a time (the compiler
+/// makes vector compares of the fold), a scan costs a fraction of one
+/// element at a time.
+#[inline]
+fn rfind<T: Copy + PartialEq>(s: &[T], v: T) -> Option<usize> {
+    let chunks = s.rchunks_exact(8);
+    let head = chunks.remainder();
+    for (k, c) in chunks.enumerate() {
+        if c.iter().fold(false, |hit, &a| hit | (a == v)) {
+            let base = s.len() - 8 * (k + 1);
+            return c.iter().rposition(|&a| a == v).map(|i| base + i);
+        }
+    }
+    head.iter().rposition(|&a| a == v)
 }
 
 /// The live allocations of a block, in allocation order, each named by
@@ -584,11 +571,30 @@ impl Live {
     }
 
     fn is_live(&self, ordinal: usize) -> bool {
-        ordinal < self.slots.len() && self.prefix(ordinal + 1) > self.prefix(ordinal)
+        ordinal < self.slots.len() && self.bits[ordinal / 64] >> (ordinal % 64) & 1 != 0
     }
 
-    /// The rank of live allocation `ordinal` (1: the latest).
-    fn rank(&self, ordinal: usize) -> usize {
+    /// The rank of live allocation `ordinal` (1: the latest): counted from
+    /// the live bits when it is within [`RANK_SCAN`] words of either end
+    /// (most are), else from the tree.
+    fn rank(&mut self, ordinal: usize) -> usize {
+        let (w, b) = (ordinal / 64, ordinal % 64);
+        let words = self.word_live.len();
+        if words - w <= RANK_SCAN {
+            let later: usize = self.word_live[w + 1..].iter().map(|&n| n as usize).sum();
+            return (self.bits[w] >> b).count_ones() as usize + later;
+        }
+        while self.word_live.get(self.lo) == Some(&0) {
+            self.lo += 1;
+        }
+        if w >= self.lo && w - self.lo <= RANK_SCAN {
+            let earlier: usize = self.word_live[self.lo..w].iter().map(|&n| n as usize).sum();
+            let below = (self.bits[w] & ((1u64 << b) - 1)).count_ones() as usize;
+            return self.count - earlier - below;
+        }
+        if self.lazy {
+            self.build_tree();
+        }
         self.count - self.prefix(ordinal + 1) + 1
     }
 
@@ -761,11 +767,10 @@ const SELECT_IN_BYTE: [[u8; 8]; 256] = {
     t
 };
 
-/// The decoder's (size, node) pairs: each distinct pair of the block
-/// numbered once, the successor table and the recent pairs kept by
-/// number (no hashing per allocation; the pairs are what
-/// [`Model::recent`], [`Model::next`] and [`Model::prev_info`] hold for the
-/// encoder). [`Pairs::reset`] starts a block.
+/// The (size, node) pairs of a block, as both ends keep them: each
+/// distinct pair numbered once, the successor table and the recent pairs
+/// kept by number (the decoder hashes no pair per allocation, the encoder
+/// one). [`Pairs::reset`] starts a block.
 #[derive(Default)]
 struct Pairs {
     ids: HashMap<(u64, u32), u32>,
@@ -773,8 +778,11 @@ struct Pairs {
     /// The number of the pair that followed each pair last (`NO_PAIR`:
     /// none yet).
     next: Vec<u32>,
-    /// The recent pairs, the most recent last.
+    /// The recent pairs, the most recent last (position 0 of the format).
     recent: std::collections::VecDeque<u32>,
+    /// Whether each pair is among `recent` (the encoder looks for one
+    /// there only when it is).
+    in_recent: Vec<bool>,
     /// The last allocation's pair ((0, 0) at first).
     prev: u32,
 }
@@ -788,6 +796,7 @@ impl Pairs {
         self.pairs.clear();
         self.next.clear();
         self.recent.clear();
+        self.in_recent.clear();
         self.prev = self.intern((0, 0));
     }
 
@@ -797,8 +806,22 @@ impl Pairs {
         if id == n {
             self.pairs.push(pair);
             self.next.push(NO_PAIR);
+            self.in_recent.push(false);
         }
         id
+    }
+
+    /// The position (0: the most recent) of pair `id` among the recent
+    /// pairs.
+    fn recent_find(&self, id: u32) -> Option<usize> {
+        if !self.in_recent[id as usize] {
+            return None;
+        }
+        let (older, newer) = self.recent.as_slices();
+        match rfind(newer, id) {
+            Some(i) => Some(newer.len() - 1 - i),
+            None => rfind(older, id).map(|i| self.recent.len() - 1 - i),
+        }
     }
 
     /// The pair at position `k` (0: the most recent), moved to the front.
@@ -815,9 +838,12 @@ impl Pairs {
 
     fn recent_push(&mut self, id: u32) {
         if self.recent.len() == RECENT_INFO {
-            self.recent.pop_front();
+            if let Some(old) = self.recent.pop_front() {
+                self.in_recent[old as usize] = false;
+            }
         }
         self.recent.push_back(id);
+        self.in_recent[id as usize] = true;
     }
 
     /// The allocation's pair came: the successor table learns it.
@@ -833,15 +859,19 @@ impl Pairs {
 struct BlockEncoder {
     streams: [Vec<u8>; STREAMS],
     m: Model,
+    pairs: Pairs,
     count: u32,
     first: u64,
 }
 
 impl BlockEncoder {
     fn new(first: u64) -> BlockEncoder {
+        let mut pairs = Pairs::default();
+        pairs.reset();
         BlockEncoder {
             streams: Default::default(),
             m: Model::new(first),
+            pairs,
             count: 0,
             first,
         }
@@ -851,6 +881,7 @@ impl BlockEncoder {
     fn push(&mut self, e: &Ev, name: &[u8]) {
         let s = &mut self.streams;
         let m = &mut self.m;
+        let pairs = &mut self.pairs;
         self.count += 1;
         let kind = match e.kind {
             KIND_ALLOC => EV_ALLOC,
@@ -887,19 +918,19 @@ impl BlockEncoder {
         }
         s[S_RES].push(e.res);
         if kind == EV_ALLOC {
-            let info = (e.size, e.node);
-            if m.next.get(&m.prev_info) == Some(&info) {
+            let id = pairs.intern((e.size, e.node));
+            if pairs.next[pairs.prev as usize] == id {
                 s[S_INFO].push(INFO_NEXT);
-            } else if let Some(k) = m.recent_find(info) {
+            } else if let Some(k) = pairs.recent_find(id) {
                 s[S_INFO].push(k as u8 + 1);
-                m.recent_front(k);
+                pairs.recent_front(k);
             } else {
                 s[S_INFO].push(INFO_NEW);
                 put_uv(&mut s[S_SIZE], e.size);
                 put_uv(&mut s[S_NODE], u64::from(e.node));
-                m.recent_push(info);
+                pairs.recent_push(id);
             }
-            m.info_seen(info);
+            pairs.seen(id);
             let class = class_of(e.size);
             let addr = e.id;
             let list = m.classes.list(class);
@@ -984,9 +1015,6 @@ impl Model {
     fn reset(&mut self, first: u64) {
         self.seq = first.wrapping_sub(1);
         self.ts = 0;
-        self.recent.clear();
-        self.next.clear();
-        self.prev_info = (0, 0);
         self.live_at.clear();
         self.live.slots.clear();
         self.live.tree.clear();
@@ -2254,6 +2282,16 @@ mod tests {
 
     /// A word's k-th set bit, as counting its bits one by one finds it.
     #[test]
+    fn rfind_is_the_last_position() {
+        for len in 0..40usize {
+            let s: Vec<u64> = (0..len as u64).map(|i| i % 7).collect();
+            for v in 0..9u64 {
+                assert_eq!(rfind(&s, v), s.iter().rposition(|&a| a == v), "{len} {v}");
+            }
+        }
+    }
+
+    #[test]
     fn select_bit_finds_the_kth_set_bit() {
         let mut x = 0x9E37_79B9_7F4A_7C15u64;
         for round in 0..20_000 {
@@ -2316,6 +2354,77 @@ mod tests {
     }
 
     /// Every field of every kind of event comes back, whatever its value.
+    #[test]
+    fn events_round_trip_of_a_heap() {
+        // A heap's pattern: thousands live at once, released at any rank
+        // (near either end and far from both, where the encoder's rank
+        // needs its tree), addresses reused by class, repeated pairs.
+        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut events = Vec::new();
+        let mut live: Vec<u64> = Vec::new();
+        let mut freed: Vec<u64> = Vec::new();
+        let mut top = 0x10_0000u64;
+        for seq in 0..40_000u64 {
+            let r = next();
+            let alloc = live.len() < 200 || (live.len() < 6000 && r % 3 != 0);
+            let mut e = Ev {
+                seq,
+                ts: (seq / 100) as u32,
+                func: 1,
+                ..Ev::default()
+            };
+            if alloc {
+                let size = [16u64, 24, 40, 100, 1000][(r >> 8) as usize % 5];
+                e.kind = KIND_ALLOC;
+                e.size = size;
+                e.node = (r >> 16) as u32 % 50;
+                e.id = if !freed.is_empty() && r % 4 != 0 {
+                    let i = freed.len() - 1 - (r >> 24) as usize % freed.len().min(40);
+                    freed.remove(i)
+                } else {
+                    top += class_of(size);
+                    top
+                };
+                live.push(e.id);
+            } else {
+                let i = match r % 4 {
+                    0 => live.len() - 1,
+                    1 => 0,
+                    _ => (r >> 32) as usize % live.len(),
+                };
+                e.kind = KIND_FREE;
+                e.id = live.remove(i);
+                freed.push(e.id);
+            }
+            events.push(e);
+        }
+        let mut enc = BlockEncoder::new(0);
+        for e in &events {
+            enc.push(e, &[]);
+        }
+        assert!(
+            enc.m.live.count > 4000 && !enc.m.live.lazy,
+            "the tree was needed"
+        );
+        let mut p = Vec::new();
+        enc.finish(1, &mut p);
+        let mut wire = Vec::new();
+        assert!(decode_block(&p, 0, events.len() as u32, &mut wire).is_some());
+        let mut at = 0;
+        for e in &events {
+            let len = record_len(&wire[at..]).unwrap();
+            assert_eq!(Ev::from_wire(&wire[at..at + len]), *e);
+            at += len;
+        }
+        assert_eq!(at, wire.len());
+    }
+
     #[test]
     fn events_round_trip() {
         let mut state: u64 = 0x2545_f491_4f6c_dd1d;
