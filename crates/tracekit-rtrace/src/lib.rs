@@ -10,6 +10,7 @@ pub mod allocations;
 pub mod heaptrack;
 mod live;
 pub mod marker;
+mod number_map;
 pub mod postproc;
 pub mod reader;
 pub mod record;

@@ -18,10 +18,11 @@ use std::path::Path;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use rustc_hash::FxHashSet as HashSet;
 use tracekit_core::{Error, Position, Result, Warnings};
 
 use crate::marker::{Marker, MarkerKind};
+use crate::number_map::NumberMap;
 use crate::reader::{Backtrace, Batch, CallEvent, FullCall, Item, CALL_BATCH};
 use crate::record::{format_call, format_frame, Call, CallKind, Frame, Header, HeaderField};
 
@@ -315,18 +316,11 @@ impl ChunkSource<'_> {
 #[derive(Default)]
 struct Stacks {
     addrs: Vec<u64>,
-    /// Where backtrace `id`'s addresses are in `addrs` (`start` u32::MAX:
-    /// not defined), for numbers below [`DENSE`].
-    dense: Vec<(u32, u32)>,
-    /// The others.
-    sparse: HashMap<u32, (usize, usize)>,
+    /// Where backtrace `id`'s addresses are in `addrs`.
+    at: NumberMap<(usize, usize)>,
     dict: Option<Arc<packed::Dict>>,
     scratch: Vec<u64>,
 }
-
-/// Backtrace numbers kept by index (8 bytes each, as far as the largest
-/// number seen).
-const DENSE: usize = 1 << 20;
 
 impl Stacks {
     /// Registers a `KIND_STACK` record (whole, as `record_len` says). A
@@ -344,25 +338,12 @@ impl Stacks {
     }
 
     fn place(&mut self, id: u32, start: usize) {
-        let end = self.addrs.len();
-        let k = id as usize;
-        if k < DENSE && end <= u32::MAX as usize {
-            if self.dense.len() <= k {
-                self.dense.resize(k + 1, (u32::MAX, 0));
-            }
-            self.dense[k] = (start as u32, end as u32);
-        } else {
-            self.sparse.insert(id, (start, end));
-        }
+        self.at.insert(id, (start, self.addrs.len()));
     }
 
     #[inline]
     fn defined(&self, id: u32) -> Option<(usize, usize)> {
-        match self.dense.get(id as usize) {
-            Some(&(s, e)) if s != u32::MAX => Some((s as usize, e as usize)),
-            _ if self.sparse.is_empty() => None,
-            _ => self.sparse.get(&id).copied(),
-        }
+        self.at.get(id).copied()
     }
 
     /// The addresses of backtrace `id` (`None`: never defined).
@@ -387,19 +368,14 @@ impl Stacks {
 #[derive(Default)]
 struct StackText {
     text: Vec<u8>,
-    dense: Vec<(u32, u32)>,
-    sparse: HashMap<u32, (usize, usize)>,
+    /// Where backtrace `id`'s lines are in `text`.
+    at: NumberMap<(usize, usize)>,
 }
 
 impl StackText {
     #[inline]
     fn get<'s>(&'s mut self, stacks: &mut Stacks, id: u32) -> Option<&'s [u8]> {
-        let hit = match self.dense.get(id as usize) {
-            Some(&(s, e)) if s != u32::MAX => Some((s as usize, e as usize)),
-            _ if self.sparse.is_empty() => None,
-            _ => self.sparse.get(&id).copied(),
-        };
-        if let Some((s, e)) = hit {
+        if let Some(&(s, e)) = self.at.get(id) {
             return self.text.get(s..e);
         }
         let addrs = stacks.get(id)?;
@@ -408,15 +384,7 @@ impl StackText {
             format_frame(&mut self.text, a);
         }
         let end = self.text.len();
-        let k = id as usize;
-        if k < DENSE && end <= u32::MAX as usize {
-            if self.dense.len() <= k {
-                self.dense.resize(k + 1, (u32::MAX, 0));
-            }
-            self.dense[k] = (start as u32, end as u32);
-        } else {
-            self.sparse.insert(id, (start, end));
-        }
+        self.at.insert(id, (start, end));
         self.text.get(start..end)
     }
 }
@@ -961,8 +929,7 @@ pub struct Events<'a> {
     line: u64,
     state: EventsState,
     /// Frames by backtrace number.
-    frames: HashMap<u32, Backtrace>,
-    frames_dense: Vec<Option<Backtrace>>,
+    frames: NumberMap<Option<Backtrace>>,
     empty: Backtrace,
     /// The call's name and `<type>` tag by function × 4 + resource.
     names: Vec<(compact_str::CompactString, Option<String>)>,
@@ -1016,8 +983,7 @@ impl<'a> Events<'a> {
             warnings,
             line,
             state: EventsState::Prologue,
-            frames: HashMap::default(),
-            frames_dense: Vec::new(),
+            frames: NumberMap::default(),
             empty: Rc::from(Vec::new()),
             names,
             since_progress: 0,
@@ -1049,28 +1015,15 @@ impl<'a> Events<'a> {
 
     /// The frames of backtrace `id` (made once).
     fn frames(&mut self, id: u32) -> Option<Backtrace> {
-        let k = id as usize;
-        if let Some(Some(f)) = self.frames_dense.get(k) {
+        if let Some(Some(f)) = self.frames.get(id) {
             return Some(f.clone());
-        }
-        if k >= DENSE {
-            if let Some(f) = self.frames.get(&id) {
-                return Some(f.clone());
-            }
         }
         let addrs = self.image.stacks.get(id)?;
         let f: Backtrace = addrs
             .iter()
             .map(|&addr| Frame { addr, text: None })
             .collect();
-        if k < DENSE {
-            if self.frames_dense.len() <= k {
-                self.frames_dense.resize(k + 1, None);
-            }
-            self.frames_dense[k] = Some(f.clone());
-        } else {
-            self.frames.insert(id, f.clone());
-        }
+        self.frames.insert(id, Some(f.clone()));
         Some(f)
     }
 
@@ -1155,7 +1108,7 @@ impl<'a> Events<'a> {
         let mut depth = 0;
         if alloc.is_some() && u32_at(e, 32) != 0 {
             let s = u32_at(e, 32);
-            let known = match self.frames_dense.get(s as usize) {
+            let known = match self.frames.get(s) {
                 Some(Some(f)) => Some(f.len()),
                 _ => self.image.stacks.get(s).map(<[u64]>::len),
             };

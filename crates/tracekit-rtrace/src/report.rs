@@ -14,6 +14,7 @@ use std::path::PathBuf;
 use tracekit_core::{Result, Warnings};
 
 use crate::live::{resource_index, Allocated, Backtraces, Freed, LiveSet};
+use crate::number_map::NumberMap;
 use crate::reader::{Batch, CallEvent, IntoItems, Item, Items, CALL_BATCH};
 use crate::record::{Header, MemoryMap, ResourceDef};
 use crate::resolve::{Resolver, Symbol};
@@ -399,10 +400,6 @@ struct Pass {
     clock: Clock,
 }
 
-/// Stack numbers of [`crate::reader::CallEvent`]s kept by index (4 bytes
-/// each, as far as the largest number seen); the others are hashed.
-const STACK_DENSE: usize = 1 << 20;
-
 impl Pass {
     /// Takes one call; `tid` is an allocation's backtrace number.
     #[inline]
@@ -585,8 +582,7 @@ pub fn analyse_with<R: IntoItems>(input: R, top: usize, sym: &Symbolise) -> Resu
     let mut seen_frames: Vec<Option<(crate::reader::Backtrace, u32)>> = vec![None; SEEN_FRAMES];
     // The backtrace number of each stack number of the calls given as
     // `CallEvent`s (`u32::MAX`: not met yet).
-    let mut stack_tids: Vec<u32> = Vec::new();
-    let mut stack_tids_sparse: HashMap<u32, u32> = HashMap::new();
+    let mut stack_tids: NumberMap<u32> = NumberMap::default();
     // Markers: each with the trace ids of a snapshot's top live sites
     // (bytes, blocks), named after the pass.
     let mut markers: Vec<PendingMarker> = Vec::new();
@@ -611,30 +607,15 @@ pub fn analyse_with<R: IntoItems>(input: R, top: usize, sym: &Symbolise) -> Resu
             // The backtrace of an allocation, by its stack number.
             let tid = match c.alloc {
                 None => 0,
-                Some(_) => {
-                    let k = c.stack as usize;
-                    let known = if k < STACK_DENSE {
-                        stack_tids.get(k).copied().filter(|&t| t != u32::MAX)
-                    } else {
-                        stack_tids_sparse.get(&c.stack).copied()
-                    };
-                    match known {
-                        Some(t) => t,
-                        None => {
-                            let frames = asm.backtrace(c.stack).unwrap_or_default();
-                            let t = intern(&frames);
-                            if k < STACK_DENSE {
-                                if stack_tids.len() <= k {
-                                    stack_tids.resize(k + 1, u32::MAX);
-                                }
-                                stack_tids[k] = t;
-                            } else {
-                                stack_tids_sparse.insert(c.stack, t);
-                            }
-                            t
-                        }
+                Some(_) => match stack_tids.get(c.stack) {
+                    Some(&t) => t,
+                    None => {
+                        let frames = asm.backtrace(c.stack).unwrap_or_default();
+                        let t = intern(&frames);
+                        stack_tids.insert(c.stack, t);
+                        t
                     }
-                }
+                },
             };
             pass.call(
                 &mut report,

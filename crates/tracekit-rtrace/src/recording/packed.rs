@@ -33,6 +33,7 @@ use tracekit_core::{Error, Position, Result};
 use super::capture::ImageEnd;
 use super::wire::*;
 use super::{RecordingInfo, Source};
+use crate::number_map::NumberMap;
 
 /// The first 8 bytes of a file (`TKMEM`, then CR LF and ^Z, which a
 /// text-mode transfer or `type` would mangle or stop at).
@@ -1234,39 +1235,27 @@ pub struct ImageCounts {
 }
 
 /// The shim's backtrace numbers of one image and their nodes.
-#[derive(Default)]
-struct StackMap {
-    dense: Vec<u32>,
-    sparse: HashMap<u32, u32>,
-}
+struct StackMap(NumberMap<u32>);
 
-/// Backtrace numbers below this are kept by index.
-const DENSE: usize = 1 << 22;
+impl Default for StackMap {
+    /// Numbers below 2^22 by index.
+    fn default() -> StackMap {
+        StackMap(NumberMap::new(1 << 22))
+    }
+}
 
 impl StackMap {
     fn get(&self, id: u32) -> u32 {
         if id == 0 {
             return 0;
         }
-        match self.dense.get(id as usize) {
-            Some(&n) => n,
-            None => self.sparse.get(&id).copied().unwrap_or(UNKNOWN_NODE),
-        }
+        self.0.get(id).copied().unwrap_or(UNKNOWN_NODE)
     }
 
     /// Keeps the first definition of a number (as the text decoder does).
     fn define(&mut self, id: u32, node: u32) {
-        if id == 0 || self.get(id) != UNKNOWN_NODE {
-            return;
-        }
-        let k = id as usize;
-        if k < DENSE {
-            if self.dense.len() <= k {
-                self.dense.resize(k + 1, UNKNOWN_NODE);
-            }
-            self.dense[k] = node;
-        } else {
-            self.sparse.insert(id, node);
+        if id != 0 && self.get(id) == UNKNOWN_NODE {
+            self.0.insert(id, node);
         }
     }
 }
