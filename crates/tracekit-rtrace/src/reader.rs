@@ -309,11 +309,11 @@ impl<R: BufRead> Iterator for Assembler<R> {
 /// [`Items::backtrace`] turns into frames. No allocation per call;
 /// given in batches ([`Items::next_calls`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CallEvent {
+pub struct CallEvent<'a> {
     pub index: i64,
     pub timestamp: Option<u32>,
     /// The resource type's name, as [`Call::resource_type`] has it.
-    pub resource_type: Option<&'static str>,
+    pub resource_type: Option<&'a str>,
     /// The size of an allocation; `None`: a release.
     pub alloc: Option<i64>,
     pub id: u64,

@@ -1099,7 +1099,11 @@ impl<'a> Events<'a> {
     /// the item [`Events::call`] makes of a record the fast path does not
     /// take.
     #[inline(always)]
-    fn call_event(&mut self, e: &[u8], ts: u32) -> Option<std::result::Result<CallEvent, Item>> {
+    fn call_event(
+        &mut self,
+        e: &[u8],
+        ts: u32,
+    ) -> Option<std::result::Result<CallEvent<'static>, Item>> {
         let (index, res, alloc, id) = self.record_head(e)?;
         let Some(index) = i64::try_from(index).ok().filter(|_| ts < 360_000_000) else {
             return Some(Err(self.call_from_text(e, ts)));

@@ -372,17 +372,6 @@ struct ResourceState {
     traces: Vec<TraceAgg>,
 }
 
-/// A call as the pass takes it (from an [`Item::Call`] or a
-/// [`crate::reader::CallEvent`]).
-struct CallIn<'a> {
-    index: i64,
-    timestamp: Option<u32>,
-    resource_type: Option<&'a str>,
-    /// The size of an allocation; `None`: a release.
-    alloc: Option<i64>,
-    id: u64,
-}
-
 /// The pass's running state: resource types, live blocks, the timeline.
 struct Pass {
     registry: Vec<ResourceDef>,
@@ -403,7 +392,7 @@ struct Pass {
 impl Pass {
     /// Takes one call; `tid` is an allocation's backtrace number.
     #[inline]
-    fn call(&mut self, report: &mut Report, c: CallIn<'_>, tid: u32) {
+    fn call(&mut self, report: &mut Report, c: CallEvent<'_>, tid: u32) {
         report.calls += 1;
         let elapsed_ms = c.timestamp.map(|t| {
             let t = self.clock.tick(t);
@@ -617,17 +606,7 @@ pub fn analyse_with<R: IntoItems>(input: R, top: usize, sym: &Symbolise) -> Resu
                     }
                 },
             };
-            pass.call(
-                &mut report,
-                CallIn {
-                    index: c.index,
-                    timestamp: c.timestamp,
-                    resource_type: c.resource_type,
-                    alloc: c.alloc,
-                    id: c.id,
-                },
-                tid,
-            );
+            pass.call(&mut report, *c, tid);
         }
         let item = match next {
             Batch::Item(item) => item,
@@ -720,17 +699,16 @@ pub fn analyse_with<R: IntoItems>(input: R, top: usize, sym: &Symbolise) -> Resu
                 } else {
                     0
                 };
-                pass.call(
-                    &mut report,
-                    CallIn {
-                        index: fc.call.index,
-                        timestamp: fc.call.timestamp,
-                        resource_type: fc.call.resource_type.as_deref(),
-                        alloc: fc.call.is_alloc().then(|| fc.call.size()),
-                        id: fc.call.id,
-                    },
-                    tid,
-                );
+                // The backtrace is `tid` (the pass reads no stack number).
+                let c = CallEvent {
+                    index: fc.call.index,
+                    timestamp: fc.call.timestamp,
+                    resource_type: fc.call.resource_type.as_deref(),
+                    alloc: fc.call.is_alloc().then(|| fc.call.size()),
+                    id: fc.call.id,
+                    stack: 0,
+                };
+                pass.call(&mut report, c, tid);
             }
             _ => {}
         }

@@ -2136,6 +2136,19 @@ pub(crate) fn decode_events(
 mod tests {
     use super::*;
 
+    /// The test data's generator (xorshift64: the same numbers on every
+    /// machine).
+    struct XorShift(u64);
+
+    impl XorShift {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+    }
+
     #[test]
     fn varints_round_trip() {
         let mut b = Vec::new();
@@ -2248,14 +2261,12 @@ mod tests {
     fn live_ranks_survive_compaction() {
         let mut live = Live::default();
         let mut list: Vec<(u64, u64)> = Vec::new();
-        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut rng = XorShift(0x9E37_79B9_7F4A_7C15);
         let mut compacted = false;
         for i in 0..20_000u64 {
             live.push(i, i % 7);
             list.push((i, i % 7));
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = rng.next();
             if list.len() > 300 || x.is_multiple_of(3) {
                 let r = (x % list.len() as u64) as usize + 1;
                 let before = live.slots.len();
@@ -2269,7 +2280,6 @@ mod tests {
         assert_eq!(live.take_rank(list.len() + 1), None);
     }
 
-    /// A word's k-th set bit, as counting its bits one by one finds it.
     #[test]
     fn rfind_is_the_last_position() {
         for len in 0..40usize {
@@ -2280,13 +2290,12 @@ mod tests {
         }
     }
 
+    /// A word's k-th set bit, as counting its bits one by one finds it.
     #[test]
     fn select_bit_finds_the_kth_set_bit() {
-        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut rng = XorShift(0x9E37_79B9_7F4A_7C15);
         for round in 0..20_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = rng.next();
             let word = match round % 4 {
                 0 => x,
                 1 => x & x >> 1,
@@ -2315,13 +2324,11 @@ mod tests {
             ..Live::default()
         };
         let mut list: Vec<(u64, u64)> = Vec::new();
-        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let mut rng = XorShift(0x2545_F491_4F6C_DD1D);
         for i in 0..40_000u64 {
             live.push(i, i % 5);
             list.push((i, i % 5));
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = rng.next();
             if i % 3 != 0 {
                 // Near the latest, near the oldest, or anywhere.
                 let n = list.len() as u64;
@@ -2348,13 +2355,8 @@ mod tests {
         // A heap's pattern: thousands live at once, released at any rank
         // (near either end and far from both, where the encoder's rank
         // needs its tree), addresses reused by class, repeated pairs.
-        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut rng = XorShift(0x9e37_79b9_7f4a_7c15);
+        let mut next = || rng.next();
         let mut events = Vec::new();
         let mut live: Vec<u64> = Vec::new();
         let mut freed: Vec<u64> = Vec::new();
@@ -2416,13 +2418,8 @@ mod tests {
 
     #[test]
     fn events_round_trip() {
-        let mut state: u64 = 0x2545_f491_4f6c_dd1d;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut rng = XorShift(0x2545_f491_4f6c_dd1d);
+        let mut next = || rng.next();
         let mut events = Vec::new();
         let mut seq = 1000u64;
         for i in 0..5000u64 {
