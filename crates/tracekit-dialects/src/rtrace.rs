@@ -1110,7 +1110,7 @@ impl Rtrace {
                 input: name.to_string(),
                 dialect: "rtrace",
                 format: "tracekit memory recording (.tkmem)".into(),
-                version: Some(p::VERSION.to_string()),
+                version: Some(f.version.to_string()),
                 producer: f.head.origin.clone(),
                 events: Some(events),
                 details,
@@ -1122,7 +1122,7 @@ impl Rtrace {
         writeln!(
             out,
             "{name}: tracekit memory recording (.tkmem version {}), {} process image(s), {} events",
-            p::VERSION,
+            f.version,
             f.images.len(),
             events
         )?;

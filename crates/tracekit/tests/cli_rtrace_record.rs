@@ -217,7 +217,7 @@ fn a_recording_of_several_processes_is_one_file() {
     // info says what the file is, then lists each trace.
     let info = String::from_utf8(ok(tracekit().arg("info").arg(&dir).output()).stdout).unwrap();
     assert!(
-        info.contains("tracekit memory recording (.tkmem version 1), 3 process image(s)"),
+        info.contains("tracekit memory recording (.tkmem version 2), 3 process image(s)"),
         "{info}"
     );
     assert_eq!(

@@ -263,3 +263,37 @@ fn html_page_renders_in_chromium() {
         p.log.console_errors
     );
 }
+
+/// The corpus recording is a version 1 file (written before `aptr` code
+/// 12): this version still reads it, and `info` names the file's own
+/// version, not the one it writes.
+#[test]
+fn a_version_1_recording_reads_and_says_so() {
+    let bytes = std::fs::read(root().join(REC)).unwrap();
+    assert_eq!(
+        bytes[8..12],
+        1u32.to_le_bytes(),
+        "the corpus file is version 1"
+    );
+    let info = String::from_utf8(ok(&["info", REC]).stdout).unwrap();
+    assert!(
+        info.contains("(.tkmem version 1), 2 process image(s)"),
+        "{info}"
+    );
+    // A later version's file is refused, saying which this reads.
+    let dir = tempfile::tempdir().unwrap();
+    let newer = dir.path().join("newer.tkmem");
+    let mut b = bytes.clone();
+    b[8..12].copy_from_slice(&99u32.to_le_bytes());
+    std::fs::write(&newer, b).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_tracekit"))
+        .args(["report".as_ref(), newer.as_os_str()])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("version 99: this tracekit reads versions 1 to 2"),
+        "{err}"
+    );
+}

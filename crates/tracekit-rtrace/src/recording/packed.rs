@@ -39,7 +39,9 @@ use crate::number_map::NumberMap;
 /// text-mode transfer or `type` would mangle or stop at).
 pub const MAGIC: [u8; 8] = *b"TKMEM\r\n\x1a";
 /// The layout's version (the u32 after the magic).
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
+/// The oldest layout this version reads (version 2 added `aptr` code 12).
+pub const OLDEST_VERSION: u32 = 1;
 /// The file's head: magic, version u32, flags u32 (0).
 pub const FILE_HEAD: usize = 16;
 /// A block's header: see [`BlockHeader`].
@@ -377,6 +379,7 @@ const APTR_CLASS_DEEP: u8 = 8;
 const APTR_NEXT: u8 = 9;
 const APTR_FREED: u8 = 10;
 const APTR_DELTA: u8 = 11;
+const APTR_END: u8 = 12;
 
 /// glibc's chunk size for a request of `size` bytes (64-bit): what its
 /// bins are keyed by, so a released block of the same class is what the
@@ -403,6 +406,21 @@ struct Model {
     freed: Vec<u64>,
     /// The last allocation's address and class.
     last: (u64, u64),
+    /// Where the latest [`ENDS`] allocations end (address + class), by
+    /// allocation count modulo [`ENDS`]; `allocs`: the block's so far.
+    ends: Ends,
+    allocs: u64,
+}
+
+/// Allocation ends the model remembers (`aptr` 12 names one of them).
+const ENDS: usize = 64;
+
+struct Ends([u64; ENDS]);
+
+impl Default for Ends {
+    fn default() -> Ends {
+        Ends([0; ENDS])
+    }
 }
 
 /// Released addresses by class: the small classes (most) by index, the
@@ -446,6 +464,8 @@ impl Model {
 
     fn allocated(&mut self, addr: u64, class: u64, encoder: bool) {
         self.last = (addr, class);
+        self.ends.0[self.allocs as usize % ENDS] = addr.wrapping_add(class);
+        self.allocs += 1;
         let ordinal = self.live.push(addr, class);
         if encoder {
             self.live_at.insert(addr, ordinal);
@@ -467,6 +487,22 @@ impl Model {
         let i = start + rfind(&list[start..end], addr)?;
         list.remove(i);
         Some(list.len() - i)
+    }
+
+    /// Which of the allocations before the latest (1: the one before it)
+    /// ends at `addr`, among the latest [`ENDS`] (the latest's end is
+    /// `predicted`).
+    fn end_of_recent(&self, addr: u64) -> Option<usize> {
+        let n = (self.allocs as usize).min(ENDS);
+        (1..n).find(|&j| self.ends.0[(self.allocs as usize - 1 - j) % ENDS] == addr)
+    }
+
+    /// The `j`-th latest allocation's end (1 ≤ j < [`ENDS`]).
+    fn end_at(&self, j: usize) -> Option<u64> {
+        if j == 0 || j >= ENDS || j as u64 >= self.allocs {
+            return None;
+        }
+        Some(self.ends.0[(self.allocs as usize - 1 - j) % ENDS])
     }
 
     /// The `d`-th latest entry of `list`, taken out.
@@ -947,6 +983,9 @@ impl BlockEncoder {
             } else if let Some(d) = Model::take_from(&mut m.freed, addr, 0) {
                 s[S_APTR].push(APTR_FREED);
                 put_uv(&mut s[S_APTRX], d as u64);
+            } else if let Some(j) = m.end_of_recent(addr) {
+                s[S_APTR].push(APTR_END);
+                put_uv(&mut s[S_APTRX], j as u64);
             } else {
                 s[S_APTR].push(APTR_DELTA);
                 put_sv(&mut s[S_APTRX], addr.wrapping_sub(predicted) as i64);
@@ -1030,6 +1069,7 @@ impl Model {
         self.classes.large.clear();
         self.freed.clear();
         self.last = (0, 0);
+        self.allocs = 0;
     }
 }
 
@@ -1133,6 +1173,7 @@ fn decode_block_with(
                         Model::take_at(&mut m.freed, d)?
                     }
                     APTR_DELTA => predicted.wrapping_add(s[S_APTRX].sv()? as u64),
+                    APTR_END => m.end_at(usize::try_from(s[S_APTRX].uv()?).ok()?)?,
                     _ => return None,
                 };
                 m.allocated(e.id, class, false);
@@ -1722,6 +1763,8 @@ pub struct Damage {
 /// [`PackedFile::events`]).
 pub struct PackedFile {
     pub path: Option<PathBuf>,
+    /// The layout version the file says it has.
+    pub version: u32,
     pub(crate) src: Arc<dyn Source + Send + Sync>,
     pub head: RecordingHead,
     pub finish: Option<Finish>,
@@ -1804,14 +1847,17 @@ impl PackedFile {
             ));
         }
         let version = u32::from_le_bytes([head[8], head[9], head[10], head[11]]);
-        if version != VERSION {
+        if !(OLDEST_VERSION..=VERSION).contains(&version) {
             return Err(Error::malformed(
                 Position::Offset(8),
-                format!("tracekit memory recording version {version}: this tracekit reads version {VERSION}"),
+                format!(
+                    "tracekit memory recording version {version}: this tracekit reads versions {OLDEST_VERSION} to {VERSION}"
+                ),
             ));
         }
         let mut file = PackedFile {
             path: None,
+            version,
             src: src.clone(),
             head: RecordingHead::default(),
             finish: None,
@@ -2281,6 +2327,28 @@ mod tests {
     }
 
     #[test]
+    fn recent_ends_are_named_within_their_bounds() {
+        let mut m = Model::new(0);
+        assert_eq!(m.end_at(1), None, "no allocation yet");
+        for i in 0..100u64 {
+            m.allocated(0x1000 * i, 32, true);
+        }
+        // The latest ends at 0x63020 (that is `predicted`, not code 12).
+        assert_eq!(m.end_at(0), None);
+        assert_eq!(m.end_at(1), Some(0x62020));
+        assert_eq!(m.end_at(63), Some(0x1000 * 36 + 32));
+        assert_eq!(m.end_at(64), None, "beyond what the model keeps");
+        assert_eq!(m.end_of_recent(0x62020), Some(1));
+        assert_eq!(m.end_of_recent(0x63020), None);
+        assert_eq!(m.end_of_recent(0x1000 * 35 + 32), None);
+        let mut few = Model::new(0);
+        few.allocated(0x10, 32, true);
+        few.allocated(0x30, 32, true);
+        assert_eq!(few.end_at(1), Some(0x30));
+        assert_eq!(few.end_at(2), None, "only two allocations so far");
+    }
+
+    #[test]
     fn rfind_is_the_last_position() {
         for len in 0..40usize {
             let s: Vec<u64> = (0..len as u64).map(|i| i % 7).collect();
@@ -2360,6 +2428,7 @@ mod tests {
         let mut events = Vec::new();
         let mut live: Vec<u64> = Vec::new();
         let mut freed: Vec<u64> = Vec::new();
+        let mut ends: Vec<u64> = Vec::new();
         let mut top = 0x10_0000u64;
         for seq in 0..40_000u64 {
             let r = next();
@@ -2375,13 +2444,18 @@ mod tests {
                 e.kind = KIND_ALLOC;
                 e.size = size;
                 e.node = (r >> 16) as u32 % 50;
-                e.id = if !freed.is_empty() && r % 4 != 0 {
+                e.id = if r % 16 == 1 && ends.len() > 10 {
+                    // Where an allocation a few before ended (glibc
+                    // splitting a chunk it merged).
+                    ends[ends.len() - 1 - (r >> 40) as usize % 10]
+                } else if !freed.is_empty() && r % 4 != 0 {
                     let i = freed.len() - 1 - (r >> 24) as usize % freed.len().min(40);
                     freed.remove(i)
                 } else {
                     top += class_of(size);
                     top
                 };
+                ends.push(e.id + class_of(size));
                 live.push(e.id);
             } else {
                 let i = match r % 4 {
@@ -2403,6 +2477,9 @@ mod tests {
             enc.m.live.count > 4000 && !enc.m.live.lazy,
             "the tree was needed"
         );
+        let codes = |c: u8| enc.streams[S_APTR].iter().filter(|&&a| a == c).count();
+        assert!(codes(APTR_END) > 100, "ends of recent allocations named");
+        assert!(codes(APTR_FREED) > 100 && codes(0) > 1000 && codes(APTR_NEXT) > 100);
         let mut p = Vec::new();
         enc.finish(1, &mut p);
         let mut wire = Vec::new();
