@@ -885,3 +885,48 @@ fn every_reader_takes_a_tkmem_file() {
         assert_eq!(totals[k], 0, "{k}: {diff}");
     }
 }
+
+/// Allocates 20,000 blocks (far more than the shim's batch holds, far
+/// fewer than fill a thread's buffer in the recorder), then sleeps.
+const QUIET_AFTER: &str = r#"
+#include <stdlib.h>
+#include <unistd.h>
+int main(void) {
+    static void *p[20000];
+    for (int i = 0; i < 20000; i++) p[i] = malloc(16 + i % 64);
+    sleep(6);
+    for (int i = 0; i < 20000; i++) free(p[i]);
+    return 0;
+}
+"#;
+
+/// What a program recorded reaches the file within seconds of being
+/// recorded, not only when the recorder's buffer for its thread fills or
+/// the program ends: a recorder killed meanwhile loses at most that.
+#[test]
+fn a_quiet_programs_events_reach_the_file_while_it_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = build(tmp.path(), "quiet_after", QUIET_AFTER, &["-O0"]);
+    let rec = tmp.path().join("quiet.tkmem");
+    let mut child = tracekit()
+        .args(["-q", "record", "mem", "-o"])
+        .arg(&rec)
+        .arg("--")
+        .arg(&exe)
+        .spawn()
+        .unwrap();
+    // The allocations take milliseconds; the buffer is written 2 s after
+    // its first record (checked 4 times a second).
+    std::thread::sleep(std::time::Duration::from_millis(4000));
+    let info = json(tracekit().args(["info", "--json"]).arg(&rec).output_lines());
+    let events = info["events"].as_u64().unwrap();
+    assert!(
+        events >= 10_000,
+        "while the program sleeps, its allocations are in the file: {info}"
+    );
+    assert_eq!(info["details"]["finished"], false, "{info}");
+    assert!(child.wait().unwrap().success());
+    let info = json(tracekit().args(["info", "--json"]).arg(&rec).output_lines());
+    assert_eq!(info["details"]["finished"], true, "{info}");
+    assert!(info["events"].as_u64().unwrap() >= 40_000, "{info}");
+}

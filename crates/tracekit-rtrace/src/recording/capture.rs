@@ -62,11 +62,20 @@ const FLUSH_BUDGET: usize = 4 << 20;
 const FLUSH_MIN: usize = 64 << 10;
 const FLUSH_MAX: usize = 256 << 10;
 /// The same for a `.tkmem` file: a block holds one flush, and larger
-/// blocks compress better (2 MiB of records, about 50,000 events, make
-/// blocks a quarter smaller than 256 KiB did for cc1,
-/// `docs/formats/tkmem.md`).
-const PACKED_FLUSH_BUDGET: usize = 16 << 20;
-const PACKED_FLUSH_MAX: usize = 2 << 20;
+/// blocks compress better (the block's model and zstd see more of what
+/// repeats): 2 MiB of records made blocks a quarter smaller than 256 KiB
+/// did for cc1; 8 MiB (about 200,000 events) instead of 2 MiB took 27 %
+/// off CPython's file, 10-14 % off git's and cc1's
+/// (`docs/memory-recording.md`). Readers decode a block whole, so this is
+/// also what each thread's open block costs them.
+const PACKED_FLUSH_BUDGET: usize = 32 << 20;
+const PACKED_FLUSH_MAX: usize = 8 << 20;
+/// A thread's buffered events are written once they are this old, however
+/// few: what a slow program recorded reaches the file within seconds (a
+/// recorder killed loses at most that), not when its buffer fills.
+const FLUSH_AGE: Duration = Duration::from_secs(2);
+/// How often the reader looks for buffers older than [`FLUSH_AGE`].
+const AGE_CHECK: Duration = Duration::from_millis(250);
 /// A metadata record larger than this is refused as damaged (the maps
 /// snapshot the shim reads is at most 4 MiB).
 const MAX_META: usize = 8 << 20;
@@ -955,6 +964,8 @@ struct Pending {
     buf: Vec<u8>,
     last_seq: Option<u64>,
     unsorted: bool,
+    /// When `buf` got its first record since it was last written.
+    since: Option<Instant>,
 }
 
 impl Pending {
@@ -974,6 +985,7 @@ impl Pending {
         store.events(images, k, thread, records)?;
         self.buf.clear();
         self.unsorted = false;
+        self.since = None;
         Ok(())
     }
 }
@@ -1142,8 +1154,13 @@ impl Demux {
     fn run(mut self, stream: StreamReader, done: &AtomicBool) -> io::Result<Demux> {
         let mut quiet_since: Option<Instant> = None;
         let mut nap_ms = 1;
+        let mut aged_at = Instant::now();
         loop {
             let finishing = done.load(Ordering::Acquire);
+            if aged_at.elapsed() >= AGE_CHECK {
+                self.write_aged()?;
+                aged_at = Instant::now();
+            }
             // The events ready, taken where they lie in the stream (no
             // copy as `getnext_event` makes), a batch per lock and commit.
             let got = stream.drain_with(DRAIN_BATCH, |info, data| {
@@ -1175,6 +1192,26 @@ impl Demux {
         }
         self.end_all()?;
         Ok(self)
+    }
+
+    /// Writes each thread's buffered events that are older than
+    /// [`FLUSH_AGE`].
+    fn write_aged(&mut self) -> io::Result<()> {
+        let Demux {
+            store,
+            images,
+            current,
+            scratch,
+            ..
+        } = self;
+        for cur in current.values_mut() {
+            for (&thread, p) in cur.threads.iter_mut() {
+                if p.since.is_some_and(|t| t.elapsed() >= FLUSH_AGE) {
+                    p.write(store, images, cur.image, thread, scratch)?;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Counts unfinished metadata and writes every image's buffered events.
@@ -1245,6 +1282,9 @@ impl Demux {
         if p.buf.capacity() == 0 {
             // Filled to `flush_at` plus one batch: no doubling past it.
             p.buf.reserve_exact(flush_at + STREAM_MAX_DATA);
+        }
+        if p.since.is_none() && whole > 0 {
+            p.since = Some(Instant::now());
         }
         p.buf.extend_from_slice(&data[..whole]);
         if p.buf.len() >= flush_at {
