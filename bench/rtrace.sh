@@ -6,8 +6,8 @@
 #
 # Per program and configuration: the median CPU time (user+sys of the whole
 # process tree), wall time and peak RSS (GNU time's %M: the largest process)
-# over REPS rounds, the CPU added per allocation call, and the size of what
-# each tool leaves on disk:
+# over REPS rounds, the CPU added per allocation call, and the median size
+# of what each tool leaves on disk:
 #   tracekit       record mem's default, one .tkmem file (docs/formats/tkmem.md)
 #   tracekit_text  record mem --format text: the sp-rtrace text directory (what
 #                  record mem wrote by default before the .tkmem file)
@@ -92,7 +92,7 @@ size() { du -sb "$@" 2> /dev/null | awk '{s += $1} END {print s + 0}'; }
 
 : > "$D/load.txt"
 for p in $PROGRAMS; do
-  for c in plain tracekit tracekit_text heaptrack_raw heaptrack; do : > "$D/${p}_$c.runs"; done
+  for c in plain tracekit tracekit_text heaptrack_raw heaptrack; do : > "$D/${p}_$c.runs"; : > "$D/${p}_$c.size"; done
 done
 for ((r = 0; r < REPS; r++)); do
   cut -d' ' -f1-3 /proc/loadavg >> "$D/load.txt"
@@ -102,15 +102,15 @@ for ((r = 0; r < REPS; r++)); do
     one "${p}_plain" "$@"
     rm -rf "$D/$p.tkmem" "$D/$p.text"
     rec "${p}_tracekit" tkmem "$D/$p.tkmem" "$@"
-    size "$D/$p.tkmem" > "$D/${p}_tracekit.size"
+    size "$D/$p.tkmem" >> "$D/${p}_tracekit.size"
     rec "${p}_tracekit_text" text "$D/$p.text" "$@"
-    size "$D/$p.text" > "$D/${p}_tracekit_text.size"
+    size "$D/$p.text" >> "$D/${p}_tracekit_text.size"
     if [ $PEERS = 1 ]; then
       rm -f "$D/$p.htraw".* "$D/$p.ht".*
       one "${p}_heaptrack_raw" heaptrack -r -o "$D/$p.htraw" "$@"
-      size "$D/$p.htraw".* > "$D/${p}_heaptrack_raw.size"
+      size "$D/$p.htraw".* >> "$D/${p}_heaptrack_raw.size"
       one "${p}_heaptrack" heaptrack -o "$D/$p.ht" "$@"
-      size "$D/$p.ht".* > "$D/${p}_heaptrack.size"
+      size "$D/$p.ht".* >> "$D/${p}_heaptrack.size"
     fi
   done
 done
@@ -130,6 +130,12 @@ def runs(name):
     rows = [tuple(map(float, l.split())) for l in open(p) if l.strip()]
     if not rows: return None
     return tuple(statistics.median(r[i] for r in rows) for i in range(3)) + (len(rows),)
+def median_size(name):
+    # One size per round (a program's allocator may lay out memory
+    # differently each run): the median, as the times.
+    try: sizes = [int(l) for l in open(os.path.join(d, name)) if l.strip()]
+    except (OSError, ValueError): return None
+    return int(statistics.median(sizes)) if sizes else None
 def num(name):
     try: return int(open(os.path.join(d, name)).read().split()[0])
     except (OSError, ValueError, IndexError): return None
@@ -141,13 +147,13 @@ for p in programs:
     allocs = num(f"{p}_allocs.txt") or 0
     print(f"\n{p}: {allocs} allocation calls (the command's process), medians of {plain[3]} runs")
     print(f"{'configuration':<15} {'CPU s':>7} {'wall s':>7} {'max RSS MB':>10} {'added CPU/call':>15} {'file bytes':>12} {'bytes/call':>10} {'vs heaptrack':>12}")
-    ht = num(f"{p}_heaptrack.size")
+    ht = median_size(f"{p}_heaptrack.size")
     for c in ["plain", "tracekit", "tracekit_text", "heaptrack_raw", "heaptrack"]:
         r = runs(f"{p}_{c}")
         if not r: continue
         cpu, wall, rss, _ = r
         add = f"{(cpu - plain[0]) / allocs * 1e6:12.3f} us" if allocs and c != "plain" else ""
-        size = num(f"{p}_{c}.size")
+        size = median_size(f"{p}_{c}.size")
         per = f"{size / allocs:10.2f}" if size and allocs else ""
         ratio = f"{size / ht:11.2f}x" if size and ht else ""
         print(f"{c:<15} {cpu:7.2f} {wall:7.2f} {rss/1024:10.1f} {add:>15} {size if size is not None else '':>12} {per:>10} {ratio:>12}")
