@@ -40,7 +40,8 @@ use crate::number_map::NumberMap;
 pub const MAGIC: [u8; 8] = *b"TKMEM\r\n\x1a";
 /// The layout's version (the u32 after the magic).
 pub const VERSION: u32 = 2;
-/// The oldest layout this version reads (version 2 added `aptr` code 12).
+/// The oldest layout this version reads (version 2 added `aptr` code 12
+/// and numbers each new (size, node) pair afresh).
 pub const OLDEST_VERSION: u32 = 1;
 /// The file's head: magic, version u32, flags u32 (0).
 pub const FILE_HEAD: usize = 16;
@@ -804,10 +805,12 @@ const SELECT_IN_BYTE: [[u8; 8]; 256] = {
     t
 };
 
-/// The (size, node) pairs of a block, as both ends keep them: each
-/// distinct pair numbered once, the successor table and the recent pairs
-/// kept by number (the decoder hashes no pair per allocation, the encoder
-/// one). [`Pairs::reset`] starts a block.
+/// The (size, node) pairs of a block, as both ends keep them, by number:
+/// the successor table and the recent pairs. Version 2 gives every new
+/// pair (info 255) a new number, so the decoder hashes no pair at all
+/// (the encoder one per allocation its successor table does not
+/// predict); version 1 numbered each distinct pair once ([`Pairs::intern`]).
+/// [`Pairs::reset`] starts a block.
 #[derive(Default)]
 struct Pairs {
     ids: HashMap<(u64, u32), u32>,
@@ -837,15 +840,23 @@ impl Pairs {
         self.prev = self.intern((0, 0));
     }
 
+    /// The number of `pair`, given the first time it is met (version 1).
     fn intern(&mut self, pair: (u64, u32)) -> u32 {
         let n = self.pairs.len() as u32;
         let id = *self.ids.entry(pair).or_insert(n);
         if id == n {
-            self.pairs.push(pair);
-            self.next.push(NO_PAIR);
-            self.in_recent.push(false);
+            self.push_new(pair);
         }
         id
+    }
+
+    /// A new number for `pair` (version 2: even if it was met before).
+    fn push_new(&mut self, pair: (u64, u32)) -> u32 {
+        let n = self.pairs.len() as u32;
+        self.pairs.push(pair);
+        self.next.push(NO_PAIR);
+        self.in_recent.push(false);
+        n
     }
 
     /// The position (0: the most recent) of pair `id` among the recent
@@ -955,18 +966,30 @@ impl BlockEncoder {
         }
         s[S_RES].push(e.res);
         if kind == EV_ALLOC {
-            let id = pairs.intern((e.size, e.node));
-            if pairs.next[pairs.prev as usize] == id {
+            let pair = (e.size, e.node);
+            let predicted = pairs.next[pairs.prev as usize];
+            let id = if predicted != NO_PAIR && pairs.pairs[predicted as usize] == pair {
                 s[S_INFO].push(INFO_NEXT);
-            } else if let Some(k) = pairs.recent_find(id) {
+                predicted
+            } else if let Some((k, id)) = pairs
+                .ids
+                .get(&pair)
+                .and_then(|&id| Some((pairs.recent_find(id)?, id)))
+            {
+                // The pair's latest number: an earlier one is never among
+                // the recent (a pair is new only when it is not there).
                 s[S_INFO].push(k as u8 + 1);
                 pairs.recent_front(k);
+                id
             } else {
                 s[S_INFO].push(INFO_NEW);
                 put_uv(&mut s[S_SIZE], e.size);
                 put_uv(&mut s[S_NODE], u64::from(e.node));
+                let id = pairs.push_new(pair);
+                pairs.ids.insert(pair, id);
                 pairs.recent_push(id);
-            }
+                id
+            };
             pairs.seen(id);
             let class = class_of(e.size);
             let addr = e.id;
@@ -1028,7 +1051,8 @@ impl BlockEncoder {
 /// before it are kept).
 #[cfg(test)]
 fn decode_block(p: &[u8], first: u64, count: u32, out: &mut Vec<u8>) -> Option<()> {
-    decode_block_with(p, first, count, u32::MAX, out, &mut BlockState::default())
+    let mut state = BlockState::default();
+    decode_block_with(p, first, count, u32::MAX, false, out, &mut state)
 }
 
 /// `node`, or [`UNKNOWN_NODE`] when it is not below `nodes`.
@@ -1081,6 +1105,7 @@ fn decode_block_with(
     first: u64,
     count: u32,
     nodes: u32,
+    pairs_by_value: bool,
     out: &mut Vec<u8>,
     state: &mut BlockState,
 ) -> Option<()> {
@@ -1148,7 +1173,11 @@ fn decode_block_with(
                     INFO_NEXT => Some(pairs.next[pairs.prev as usize]).filter(|&i| i != NO_PAIR)?,
                     INFO_NEW => {
                         let info = (s[S_SIZE].uv()?, u32::try_from(s[S_NODE].uv()?).ok()?);
-                        let id = pairs.intern(info);
+                        let id = if pairs_by_value {
+                            pairs.intern(info)
+                        } else {
+                            pairs.push_new(info)
+                        };
                         pairs.recent_push(id);
                         id
                     }
@@ -1728,6 +1757,8 @@ pub(crate) struct EventsRef {
     pub header: BlockHeader,
     /// The nodes defined before it (a reference to a later one is damage).
     pub nodes: u32,
+    /// A version 1 file's block: (size, node) pairs numbered by value.
+    pub pairs_by_value: bool,
 }
 
 /// One process image of a file.
@@ -1959,6 +1990,7 @@ impl PackedFile {
                 offset: body,
                 header: *h,
                 nodes: dict.node_count(),
+                pairs_by_value: self.version == 1,
             });
             return Ok(());
         }
@@ -2174,7 +2206,16 @@ pub(crate) fn decode_events(
     };
     out.reserve((h.count as usize).min(p.len()) * ALLOC_LEN);
     // Nodes not defined before the block are damage: no backtrace.
-    let whole = decode_block_with(p, h.first, h.count, block.nodes, out, state).is_some();
+    let whole = decode_block_with(
+        p,
+        h.first,
+        h.count,
+        block.nodes,
+        block.pairs_by_value,
+        out,
+        state,
+    )
+    .is_some();
     Ok(if whole { 0 } else { p.len() as u64 })
 }
 
@@ -2326,6 +2367,49 @@ mod tests {
         assert_eq!(live.take_rank(list.len() + 1), None);
     }
 
+    /// Version 1 numbered a pair met again by its first number, version 2
+    /// gives it a new one: a block whose info says "new A, new B, new A,
+    /// what followed A last time" reads B there in version 1 and is
+    /// damaged in version 2 (the second A has no successor yet).
+    #[test]
+    fn pairs_are_numbered_by_value_in_version_1_only() {
+        let mut streams: [Vec<u8>; STREAMS] = Default::default();
+        for _ in 0..4 {
+            streams[S_CODE].push(1 << 2 | EV_ALLOC);
+            streams[S_RES].push(0);
+            put_sv(&mut streams[S_SEQ], 0);
+            put_sv(&mut streams[S_MS], 0);
+            streams[S_APTR].push(APTR_NEXT);
+        }
+        streams[S_INFO] = vec![INFO_NEW, INFO_NEW, INFO_NEW, INFO_NEXT];
+        for size in [24u64, 40, 24] {
+            put_uv(&mut streams[S_SIZE], size);
+            put_uv(&mut streams[S_NODE], 0);
+        }
+        let mut p = Vec::new();
+        put_uv(&mut p, 1);
+        put_uv(&mut p, STREAMS as u64);
+        for st in &streams {
+            put_uv(&mut p, st.len() as u64);
+        }
+        for st in &streams {
+            p.extend_from_slice(st);
+        }
+        let sizes = |by_value: bool| {
+            let (mut wire, mut state) = (Vec::new(), BlockState::default());
+            let whole = decode_block_with(&p, 0, 4, 1, by_value, &mut wire, &mut state);
+            let mut at = 0;
+            let mut sizes = Vec::new();
+            while let Some(len) = record_len(&wire[at..]) {
+                sizes.push(Ev::from_wire(&wire[at..at + len]).size);
+                at += len;
+            }
+            (whole.is_some(), sizes)
+        };
+        assert_eq!(sizes(true), (true, vec![24, 40, 24, 40]));
+        assert_eq!(sizes(false), (false, vec![24, 40, 24]));
+    }
+
     #[test]
     fn recent_ends_are_named_within_their_bounds() {
         let mut m = Model::new(0);
@@ -2443,7 +2527,9 @@ mod tests {
                 let size = [16u64, 24, 40, 100, 1000][(r >> 8) as usize % 5];
                 e.kind = KIND_ALLOC;
                 e.size = size;
-                e.node = (r >> 16) as u32 % 50;
+                // 300 pairs: more than the 254 recent ones, so pairs leave
+                // them and come back new (a second number in version 2).
+                e.node = (r >> 16) as u32 % 60;
                 e.id = if r % 16 == 1 && ends.len() > 10 {
                     // Where an allocation a few before ended (glibc
                     // splitting a chunk it merged).
@@ -2479,6 +2565,11 @@ mod tests {
         );
         let codes = |c: u8| enc.streams[S_APTR].iter().filter(|&&a| a == c).count();
         assert!(codes(APTR_END) > 100, "ends of recent allocations named");
+        let new_pairs = enc.streams[S_INFO]
+            .iter()
+            .filter(|&&c| c == INFO_NEW)
+            .count();
+        assert!(new_pairs > 300, "pairs came back new: {new_pairs}");
         assert!(codes(APTR_FREED) > 100 && codes(0) > 1000 && codes(APTR_NEXT) > 100);
         let mut p = Vec::new();
         enc.finish(1, &mut p);
