@@ -494,8 +494,7 @@ impl Model {
     /// ends at `addr`, among the latest [`ENDS`] (the latest's end is
     /// `predicted`).
     fn end_of_recent(&self, addr: u64) -> Option<usize> {
-        let n = (self.allocs as usize).min(ENDS);
-        (1..n).find(|&j| self.ends.0[(self.allocs as usize - 1 - j) % ENDS] == addr)
+        (1..ENDS).find(|&j| self.end_at(j) == Some(addr))
     }
 
     /// The `j`-th latest allocation's end (1 ≤ j < [`ENDS`]).
@@ -2387,14 +2386,11 @@ mod tests {
             put_uv(&mut streams[S_NODE], 0);
         }
         let mut p = Vec::new();
-        put_uv(&mut p, 1);
-        put_uv(&mut p, STREAMS as u64);
-        for st in &streams {
-            put_uv(&mut p, st.len() as u64);
-        }
-        for st in &streams {
-            p.extend_from_slice(st);
-        }
+        let enc = BlockEncoder {
+            streams,
+            ..BlockEncoder::new(0)
+        };
+        enc.finish(1, &mut p);
         let sizes = |by_value: bool| {
             let (mut wire, mut state) = (Vec::new(), BlockState::default());
             let whole = decode_block_with(&p, 0, 4, 1, by_value, &mut wire, &mut state);
@@ -2430,6 +2426,21 @@ mod tests {
         few.allocated(0x30, 32, true);
         assert_eq!(few.end_at(1), Some(0x30));
         assert_eq!(few.end_at(2), None, "only two allocations so far");
+    }
+
+    /// Decodes `p` (a block of `events`, from the first one's number) and
+    /// checks it gives them back, record by record; returns the records.
+    fn decodes_to(p: &[u8], events: &[Ev]) -> Vec<u8> {
+        let mut wire = Vec::new();
+        assert!(decode_block(p, events[0].seq, events.len() as u32, &mut wire).is_some());
+        let mut at = 0;
+        for e in events {
+            let len = record_len(&wire[at..]).unwrap();
+            assert_eq!(Ev::from_wire(&wire[at..at + len]), *e);
+            at += len;
+        }
+        assert_eq!(at, wire.len());
+        wire
     }
 
     #[test]
@@ -2573,15 +2584,7 @@ mod tests {
         assert!(codes(APTR_FREED) > 100 && codes(0) > 1000 && codes(APTR_NEXT) > 100);
         let mut p = Vec::new();
         enc.finish(1, &mut p);
-        let mut wire = Vec::new();
-        assert!(decode_block(&p, 0, events.len() as u32, &mut wire).is_some());
-        let mut at = 0;
-        for e in &events {
-            let len = record_len(&wire[at..]).unwrap();
-            assert_eq!(Ev::from_wire(&wire[at..at + len]), *e);
-            at += len;
-        }
-        assert_eq!(at, wire.len());
+        decodes_to(&p, &events);
     }
 
     #[test]
@@ -2626,15 +2629,7 @@ mod tests {
         }
         let mut p = Vec::new();
         enc.finish(9, &mut p);
-        let mut wire = Vec::new();
-        assert!(decode_block(&p, events[0].seq, events.len() as u32, &mut wire).is_some());
-        let mut at = 0;
-        for e in &events {
-            let len = record_len(&wire[at..]).unwrap();
-            assert_eq!(Ev::from_wire(&wire[at..at + len]), *e);
-            at += len;
-        }
-        assert_eq!(at, wire.len());
+        let wire = decodes_to(&p, &events);
         // Cut anywhere: never a panic, a prefix of the events.
         for cut in (0..p.len()).step_by(97) {
             let mut w = Vec::new();
