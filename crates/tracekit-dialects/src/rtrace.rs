@@ -58,6 +58,9 @@ pub struct RecordOptions {
     pub toggle_signal: Option<i32>,
     /// Start with recording paused (needs --toggle-signal).
     pub paused: bool,
+    /// Keep every heap block's address in the .tkmem file (else those
+    /// freed within their events block are named by their number).
+    pub addresses: bool,
     /// The command and its arguments.
     pub command: Vec<std::ffi::OsString>,
 }
@@ -223,6 +226,7 @@ fn record_into(preload: std::ffi::OsString, a: &RecordOptions) -> Result<ExitCod
         path: a.output.clone().filter(|_| !stdout),
         format: a.format,
         stdout,
+        transient_addresses: a.addresses,
         command: a
             .command
             .iter()
@@ -1101,6 +1105,7 @@ impl Rtrace {
                 "map_bytes": kind(p::KIND_MAPS),
                 "addresses": ips,
                 "trace_nodes": nodes,
+                "transient_addresses": f.head.transient_addresses,
                 "finished": f.finish.is_some(),
                 "damage": f.damage.as_ref().map(|d| serde_json::json!({
                     "offset": d.offset, "bytes": d.bytes, "reason": d.reason,
@@ -1128,6 +1133,12 @@ impl Rtrace {
         )?;
         if !f.head.command.is_empty() {
             writeln!(out, "  command: {}", f.head.command.join(" "))?;
+        }
+        if !f.head.transient_addresses {
+            writeln!(
+                out,
+                "  heap blocks freed soon after by their thread are named by number, without their address (record mem --addresses keeps them)"
+            )?;
         }
         writeln!(
             out,
@@ -1497,6 +1508,7 @@ mod tests {
             pid: None,
             toggle_signal: None,
             paused: false,
+            addresses: false,
             command: ["/bin/sh", "-c", "ls / >/dev/null; exit 3"]
                 .iter()
                 .map(Into::into)

@@ -82,6 +82,7 @@ pub fn record_attached(a: &RecordOptions, pid: i32) -> Result<ExitCode> {
         path: a.output.clone().filter(|_| !stdout),
         format: a.format,
         stdout,
+        transient_addresses: a.addresses,
         command: command_line(pid, &target.executable),
     };
     if let Some(dir) = &outputs.path {

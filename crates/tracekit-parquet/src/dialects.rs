@@ -371,7 +371,7 @@ pub fn rtrace<R: tracekit_rtrace::IntoItems>(
                     .i64(a.call_index)
                     .str(&a.function)
                     .i64(a.size)
-                    .u64(a.address)
+                    .opt_u64(a.address)
                     .opt_i64(a.time_ms.map(|ms| (ms as i64).saturating_mul(1_000_000)))
                     .u64(a.backtrace_id)
                     .bool(a.new_block)

@@ -366,7 +366,11 @@ impl Table {
                     col("call_index", I64, "the call's index in the trace"),
                     col("function", Str, "the allocating function"),
                     col("size", I64, "size (handles count 1 each)"),
-                    col("address", U64, "the block's address or the handle's value"),
+                    opt(
+                        "address",
+                        U64,
+                        "the block's address or the handle's value (null: a heap block freed soon after, recorded without --addresses)",
+                    ),
                     opt(
                         "ts_ns",
                         I64,

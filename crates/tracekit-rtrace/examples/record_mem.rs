@@ -3,7 +3,8 @@
 //! runs CMD under the shim (memory; backtrace depth $DEPTH, default the
 //! most, 64) and writes OUT as `record mem` would: a `.tkmem` file
 //! (`--format tkmem`, the default), or a recording directory of text
-//! traces (`text`) or raw recordings (`raw`; `--raw` is the same).
+//! traces (`text`) or raw recordings (`raw`; `--raw` is the same);
+//! `--addresses` keeps every heap block's address in the `.tkmem` file.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -13,10 +14,15 @@ use tracekit_rtrace::recording::capture::{Capture, Format, Outputs};
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     let mut format = Format::Tkmem;
+    let mut addresses = false;
     loop {
         match args.first().and_then(|a| a.to_str()) {
             Some("--raw") => {
                 format = Format::Raw;
+                args.remove(0);
+            }
+            Some("--addresses") => {
+                addresses = true;
                 args.remove(0);
             }
             Some("--format") if args.len() > 1 => {
@@ -30,11 +36,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     if args.len() < 2 {
-        return Err("usage: record_mem [--format tkmem|text|raw] OUT CMD...".into());
+        return Err("usage: record_mem [--format tkmem|text|raw] [--addresses] OUT CMD...".into());
     }
     let outputs = Outputs {
         path: Some(PathBuf::from(&args[0])),
         format,
+        transient_addresses: addresses,
         command: args[1..]
             .iter()
             .map(|a| a.to_string_lossy().into_owned())

@@ -27,8 +27,9 @@ pub struct Allocation {
     pub call_index: i64,
     pub function: compact_str::CompactString,
     pub size: i64,
-    /// The block's address or the handle's value.
-    pub address: u64,
+    /// The block's address or the handle's value (`None`: a heap block
+    /// freed soon after, in a `.tkmem` recorded without `--addresses`).
+    pub address: Option<u64>,
     /// Milliseconds of the recorder's clock (time of day, unwrapped at
     /// midnight), when the call has a time.
     pub time_ms: Option<u64>,
@@ -114,7 +115,7 @@ where
                         call_index: fc.call.index,
                         function: fc.call.name.clone(),
                         size: fc.call.size(),
-                        address: fc.call.id,
+                        address: crate::recording::packed::kept_address(fc.call.id),
                         time_ms,
                         backtrace_id,
                         new_block: true,

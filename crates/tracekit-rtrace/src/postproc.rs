@@ -580,6 +580,21 @@ impl<W: Write> State<'_, W> {
     }
 
     fn write_call(&mut self, fc: &FullCall) -> Result<()> {
+        if crate::recording::packed::kept_address(fc.call.id).is_none() {
+            // A `.tkmem` file's heap block named by its number: the text
+            // has no way to say it (the leaks, `-l`, all have addresses).
+            // (Raised as the input's error: the caller names the file.)
+            return Err(Error::malformed(
+                Position::Unknown,
+                format!(
+                    "call {}: a heap block freed soon after it was allocated, recorded \
+                     without its address (record mem's default); sp-rtrace text names \
+                     every block by its address: record with `tracekit record mem \
+                     --addresses`, or keep only the leaks (-l)",
+                    fc.call.index
+                ),
+            ));
+        }
         self.flush_comments(fc.call.index)?;
         if self.show_types() && fc.call.resource_type.is_none() {
             // An untagged call belongs to the first registered type.

@@ -461,7 +461,12 @@ fn leak<S: Sink + ?Sized>(
             trace.push_str(t);
         }
     }
-    let id = format!("0x{id:x}");
+    // A leak has its address (only blocks released in their events block
+    // are named by number), unless the block that released it was damaged.
+    let id = match crate::recording::packed::kept_address(id) {
+        Some(a) => format!("0x{a:x}"),
+        None => "address not kept".to_string(),
+    };
     sink.event(&Event::Instant {
         track,
         ts,

@@ -65,6 +65,7 @@ fn image_events(
     pid: i32,
     exe: &str,
     n: usize,
+    shape: Shape,
     out: &mut Vec<(u32, i32, u64, Vec<u8>)>,
 ) {
     let modules = MODULE_MEMORY | if pid % 2 == 0 { MODULE_FILE } else { 0 };
@@ -95,8 +96,11 @@ fn image_events(
     // Per thread: its batch, the stacks it defined (site -> number).
     let mut threads: Vec<(Vec<u8>, Vec<Option<u32>>)> = vec![(Vec::new(), vec![None; 12]); 3];
     let mut heap = 0x55d0_0010_0000u64;
+    let mut t = 0;
     for i in 0..n {
-        let t = rng.below(3) as usize;
+        if rng.below(100) >= shape.stay {
+            t = rng.below(3) as usize;
+        }
         let batch_full = threads[t].0.len() > 3000;
         if batch_full || i == n - 1 {
             for (k, (b, _)) in threads.iter_mut().enumerate() {
@@ -136,7 +140,7 @@ fn image_events(
                 }
             };
             let size = [16u64, 24, 100, 4096, 1 + rng.below(300)][rng.below(5) as usize];
-            let addr = if rng.below(3) == 0 && !live.is_empty() {
+            let addr = if rng.below(3) == 0 && shape.reuse && !live.is_empty() {
                 // A block reused (allocated again without a free).
                 live[rng.below(live.len() as u64) as usize]
             } else {
@@ -230,11 +234,48 @@ fn site_zero(r: u64) -> bool {
 /// Three process images: a parent (pid 100) with descriptors, which execs
 /// itself (image 1), and a child (pid 101).
 fn stream(seed: u64, n: usize) -> Vec<(u32, i32, u64, Vec<u8>)> {
+    stream_with(
+        seed,
+        n,
+        Shape {
+            reuse: true,
+            stay: 0,
+        },
+    )
+}
+
+/// How [`image_events`] makes a stream.
+#[derive(Clone, Copy)]
+struct Shape {
+    /// Blocks allocated again without a release (what a lost or
+    /// unrecorded release looks like).
+    reuse: bool,
+    /// The chance (percent) that an event is of the same thread as the
+    /// one before (else a thread drawn at random).
+    stay: u64,
+}
+
+/// [`stream`] of another shape.
+fn stream_with(seed: u64, n: usize, shape: Shape) -> Vec<(u32, i32, u64, Vec<u8>)> {
     let mut rng = Rng(seed);
     let mut out = Vec::new();
-    image_events(&mut rng, 100, "/usr/bin/parent", n, &mut out);
-    image_events(&mut rng, 101, "/usr/bin/child with space", n, &mut out);
-    image_events(&mut rng, 100, "/usr/bin/parent-after-exec", n, &mut out);
+    image_events(&mut rng, 100, "/usr/bin/parent", n, shape, &mut out);
+    image_events(
+        &mut rng,
+        101,
+        "/usr/bin/child with space",
+        n,
+        shape,
+        &mut out,
+    );
+    image_events(
+        &mut rng,
+        100,
+        "/usr/bin/parent-after-exec",
+        n,
+        shape,
+        &mut out,
+    );
     out
 }
 
@@ -246,14 +287,25 @@ fn writer() -> PackedWriter {
             command: vec!["parent".into(), "--flag".into()],
             recorder_pid: Some(1),
             origin: Some("test".into()),
+            transient_addresses: true,
         },
     )
     .unwrap()
 }
 
 /// Splits `events` both ways: the raw image files in `dir`, and the
-/// `.tkmem` file's bytes.
+/// `.tkmem` file's bytes (every address kept).
 fn split_both(dir: &Path, events: &[(u32, i32, u64, Vec<u8>)]) -> (Vec<capture::Image>, Vec<u8>) {
+    split_both_with(dir, events, true)
+}
+
+/// [`split_both`], the `.tkmem` file with or without the addresses of
+/// the heap blocks released within their events block.
+fn split_both_with(
+    dir: &Path,
+    events: &[(u32, i32, u64, Vec<u8>)],
+    transient_addresses: bool,
+) -> (Vec<capture::Image>, Vec<u8>) {
     let path = dir.join("rec.tkmem");
     let file = std::fs::File::create(&path).unwrap();
     let out: Box<dyn Write + Send> = Box::new(file);
@@ -263,6 +315,7 @@ fn split_both(dir: &Path, events: &[(u32, i32, u64, Vec<u8>)]) -> (Vec<capture::
             command: vec!["parent".into()],
             recorder_pid: Some(1),
             origin: None,
+            transient_addresses,
         },
     )
     .unwrap();
@@ -413,6 +466,111 @@ fn a_tkmem_file_reads_back_as_its_raw_recordings() {
             "{} vs {raw_size}",
             bytes.len()
         );
+    }
+}
+
+/// The calls of a source, in order.
+fn calls_of(mut items: impl Items) -> Vec<tracekit_rtrace::reader::FullCall> {
+    let mut v = Vec::new();
+    while let Some(item) = items.next_item().unwrap() {
+        if let Item::Call(c) = item {
+            v.push(c);
+        }
+    }
+    v
+}
+
+/// Without the addresses of the heap blocks released within their events
+/// block by their own thread with nothing between (the recorder's
+/// default): each of those blocks named by its event number, released by
+/// that number, every other call the same, the same report; leaked blocks
+/// keep their addresses; the sp-rtrace text, which needs every address,
+/// is refused saying why. With releases not recorded (blocks allocated
+/// again), the pairs are still the thread's own, but a release of a block
+/// whose allocation was not recorded either may then release an older
+/// one: the report is not compared.
+#[test]
+fn transient_heap_blocks_are_named_by_number_and_the_report_is_the_same() {
+    use tracekit_rtrace::recording::packed::{kept_address, NOT_KEPT};
+    for (seed, reuse) in [(3u64, false), (0x51ed_2701, false), (3, true)] {
+        let tmp = tempfile::tempdir().unwrap();
+        // Threads taking turns in runs of ten events, on average.
+        let events = stream_with(seed, 4000, Shape { reuse, stay: 90 });
+        let (images, full) = split_both_with(tmp.path(), &events, true);
+        let lean_dir = tempfile::tempdir().unwrap();
+        let (_, lean) = split_both_with(lean_dir.path(), &events, false);
+        let full = PackedFile::from_bytes(full).unwrap();
+        let lean = PackedFile::from_bytes(lean).unwrap();
+        assert!(lean.damage.is_none(), "{:?}", lean.damage);
+        assert_eq!(lean.flags, packed::FLAG_TRANSIENT_UNADDRESSED);
+        assert!(!lean.head.transient_addresses && full.head.transient_addresses);
+        let mut named = (0, 0, 0);
+        for image in &images {
+            let k = image.index as usize;
+            let raw = calls_of(Events::open(&image.path).unwrap());
+            let cut = calls_of(Events::packed(&lean, k).unwrap());
+            assert_eq!(raw.len(), cut.len(), "image {k}");
+            // Allocations named by number, by their number.
+            let mut by_number = std::collections::HashMap::new();
+            for (r, c) in raw.iter().zip(&cut) {
+                let id = c.call.id;
+                if id & NOT_KEPT != 0 {
+                    let mut same = r.clone();
+                    same.call.id = id;
+                    assert_eq!(format!("{same:?}"), format!("{c:?}"), "image {k}");
+                    if c.call.is_alloc() {
+                        assert!(by_number.insert(id, r.call.id).is_none(), "{c:?}");
+                        named.0 += 1;
+                    } else {
+                        // Released by the number its allocation had.
+                        assert_eq!(by_number.remove(&id), Some(r.call.id), "{c:?}");
+                        named.1 += 1;
+                    }
+                } else {
+                    assert_eq!(format!("{r:?}"), format!("{c:?}"), "image {k}");
+                    named.2 += 1;
+                }
+            }
+            // Every block named by number was released (in its block).
+            assert!(by_number.is_empty(), "image {k}: {by_number:?}");
+            let (of_raw, of_lean) = (
+                report_of(ItemStream(Box::new(Events::open(&image.path).unwrap()))),
+                report_of(ItemStream(Box::new(Events::packed(&lean, k).unwrap()))),
+            );
+            assert!(
+                reuse || of_raw == of_lean,
+                "image {k}: the reports differ:\n{}",
+                first_difference(of_raw.as_bytes(), of_lean.as_bytes())
+            );
+            assert_eq!(
+                text_of(Decoder::packed(&full, k).unwrap()).0,
+                text_of(Decoder::open(&image.path).unwrap()).0
+            );
+            // Leaked blocks keep their addresses.
+            let mut leaks = 0;
+            tracekit_rtrace::allocations::for_each_allocation(
+                ItemStream(Box::new(Events::packed(&lean, k).unwrap())),
+                |_, _| Ok(()),
+                |a| {
+                    if a.leaked {
+                        assert!(a.address.is_some(), "{a:?}");
+                        leaks += 1;
+                    }
+                    Ok(())
+                },
+            )
+            .unwrap();
+            assert!(leaks > 0, "image {k}");
+        }
+        // Both kinds of names were there to compare.
+        assert!(
+            named.0 > 300 && named.1 == named.0 && named.2 > 1000,
+            "{named:?}"
+        );
+        assert!(kept_address(NOT_KEPT | 5).is_none() && kept_address(5) == Some(5));
+        let rec = Recording::from_packed(Path::new("lean.tkmem"), lean);
+        let err = rec.images[0].text().err().unwrap().to_string();
+        assert!(err.contains("--addresses"), "{err}");
     }
 }
 

@@ -187,8 +187,9 @@ fn jemalloc_and_tcmalloc_replacing_malloc_are_recorded() {
             &[&format!("-l{lib}")],
         );
         let rec = tmp.path().join("r.tkmem");
+        // Every address: its sp-rtrace text is read below.
         let out = tracekit()
-            .args(["-q", "record", "mem", "-o"])
+            .args(["-q", "record", "mem", "--addresses", "-o"])
             .arg(&rec)
             .arg("--")
             .arg(&exe)

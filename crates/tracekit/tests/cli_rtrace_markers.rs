@@ -100,8 +100,9 @@ fn markers_reach_the_recording_report_timeline_and_sql() {
 
         // Recorded: the same status; the functions are the recorder's.
         let rec = tmp.path().join(format!("phases{k}.tkmem"));
+        // Every address: its sp-rtrace text is read below.
         let recorded = tracekit()
-            .args(["-q", "record", "mem", "-o"])
+            .args(["-q", "record", "mem", "--addresses", "-o"])
             .arg(&rec)
             .arg("--")
             .arg(&exe)

@@ -82,7 +82,7 @@ fn a_recording_of_several_processes_is_one_file() {
     std::fs::create_dir(&work).unwrap();
     let out = tracekit()
         .current_dir(&work)
-        .args(["record", "mem", "--"])
+        .args(["record", "mem", "--addresses", "--"])
         .arg(&exe)
         .output()
         .unwrap();
@@ -217,7 +217,7 @@ fn a_recording_of_several_processes_is_one_file() {
     // info says what the file is, then lists each trace.
     let info = String::from_utf8(ok(tracekit().arg("info").arg(&dir).output()).stdout).unwrap();
     assert!(
-        info.contains("tracekit memory recording (.tkmem version 2), 3 process image(s)"),
+        info.contains("tracekit memory recording (.tkmem version 3), 3 process image(s)"),
         "{info}"
     );
     assert_eq!(
@@ -336,7 +336,17 @@ fn quiet_recording_says_nothing() {
     // standard input), nothing else written.
     let out = ok(tracekit()
         .current_dir(tmp.path())
-        .args(["-q", "record", "mem", "-o", "-", "--", "/bin/sh", "-c"])
+        .args([
+            "-q",
+            "record",
+            "mem",
+            "--addresses",
+            "-o",
+            "-",
+            "--",
+            "/bin/sh",
+            "-c",
+        ])
         .arg("ls / > /dev/null")
         .output());
     assert!(out.stdout.starts_with(b"TKMEM\r\n\x1a"));
@@ -709,7 +719,10 @@ fn counts_agree_with_heaptrack_on_the_same_program() {
 /// conversions to heaptrack (which heaptrack_print reads: the same calls,
 /// leaks and temporaries as our report), to Chrome's and Perfetto's
 /// timelines, to Parquet and the flame graphs, `tracekit sql`, `rtrace
-/// postproc` and `info`, all with the counts of the report.
+/// postproc -l` and `info`, all with the counts of the report. Its heap
+/// blocks freed soon after have no address (null in `sql`), so its
+/// sp-rtrace text is refused, saying why; a recording with `--addresses`
+/// converts, and reads as the default one does.
 #[test]
 fn every_reader_takes_a_tkmem_file() {
     let tmp = tempfile::tempdir().unwrap();
@@ -751,6 +764,31 @@ fn every_reader_takes_a_tkmem_file() {
         Some(format!("95,{}", ours("leaked_bytes")).as_str()),
         "{rows}"
     );
+    // Blocks freed soon after are named by number: no address; every
+    // leaked block has one.
+    let nulls = ok(tracekit()
+        .args([
+            "sql",
+            "--format",
+            "csv",
+            "SELECT count(*) FILTER (WHERE address IS NULL), \
+             count(*) FILTER (WHERE address IS NULL AND leaked) \
+             FROM rtrace_allocations WHERE resource = 'memory'",
+        ])
+        .arg(&rec)
+        .output())
+    .stdout;
+    let nulls = String::from_utf8(nulls).unwrap();
+    let nulls: Vec<i64> = nulls
+        .lines()
+        .nth(1)
+        .unwrap()
+        .split(',')
+        .map(|n| n.parse().unwrap())
+        .collect();
+    assert!(nulls[0] > 0 && nulls[1] == 0, "{nulls:?}");
+    let info = String::from_utf8(ok(tracekit().arg("info").arg(&rec).output()).stdout).unwrap();
+    assert!(info.contains("named by number"), "{info}");
 
     // postproc -l: the leaks, as the text trace's.
     let leaks = String::from_utf8(
@@ -807,11 +845,36 @@ fn every_reader_takes_a_tkmem_file() {
     let leaks = events.iter().filter(|e| e["cat"] == "leak").count();
     assert_eq!(leaks as i64, ours("leaked_blocks"), "{chrome}");
     assert!(leaks > 0);
-    // Perfetto's, byte for byte what the recording's sp-rtrace text gives.
+    // Its sp-rtrace text would need every address: refused, saying how.
     let text = tmp.path().join("counts.rtrace");
-    ok(tracekit()
+    let refused = tracekit()
         .arg("convert")
         .arg(&rec)
+        .args(["--to", "sp-rtrace", "-o"])
+        .arg(&text)
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let why = String::from_utf8_lossy(&refused.stderr);
+    assert!(why.contains("record mem --addresses"), "{why}");
+    let refused = tracekit()
+        .args(["rtrace", "decode"])
+        .arg(&rec)
+        .output()
+        .unwrap();
+    assert!(!refused.status.success() && refused.stdout.is_empty());
+    // With --addresses: Perfetto's timeline, byte for byte what the
+    // recording's sp-rtrace text gives.
+    let rec_all = tmp.path().join("counts-all.tkmem");
+    ok(tracekit()
+        .args(["-q", "record", "mem", "--addresses", "-o"])
+        .arg(&rec_all)
+        .arg("--")
+        .arg(&exe)
+        .output());
+    ok(tracekit()
+        .arg("convert")
+        .arg(&rec_all)
         .args(["--to", "sp-rtrace", "-o"])
         .arg(&text)
         .output());
@@ -825,8 +888,8 @@ fn every_reader_takes_a_tkmem_file() {
             .output());
         std::fs::read(&out).unwrap()
     };
-    let pf = perfetto(&rec);
-    assert!(!pf.is_empty());
+    assert!(!perfetto(&rec).is_empty());
+    let pf = perfetto(&rec_all);
     assert!(pf == perfetto(&text), "the timelines differ");
     let pq = tmp.path().join("counts.parquet");
     ok(tracekit()
@@ -870,8 +933,8 @@ fn every_reader_takes_a_tkmem_file() {
     .stdout;
     assert!(String::from_utf8_lossy(&svg).contains("<svg"));
 
-    // report --diff of its sp-rtrace text with the recording: nothing
-    // changed (the two read alike).
+    // report --diff of the other run's sp-rtrace text with the default
+    // recording: nothing changed (the two read alike).
     let diff = json(
         tracekit()
             .args(["report", "--json", "--diff"])

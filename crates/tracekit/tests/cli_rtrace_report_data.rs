@@ -293,7 +293,20 @@ fn a_version_1_recording_reads_and_says_so() {
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.contains("version 99: this tracekit reads versions 1 to 2"),
+        err.contains("version 99: this tracekit reads versions 1 to 3"),
         "{err}"
     );
+    // A flag its version does not have is refused too (version 3's
+    // flag in a version 1 file).
+    let flagged = dir.path().join("flagged.tkmem");
+    let mut b = bytes.clone();
+    b[12..16].copy_from_slice(&1u32.to_le_bytes());
+    std::fs::write(&flagged, b).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_tracekit"))
+        .args(["report".as_ref(), flagged.as_os_str()])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("version 1 with flags 0x1"), "{err}");
 }

@@ -437,6 +437,10 @@ pub struct Outputs {
     pub stdout: bool,
     /// The command line, for the manifest.
     pub command: Vec<String>,
+    /// `.tkmem`: keep the address of every heap block, also of those
+    /// released within their events block (`--addresses`; the default
+    /// names those by their event number).
+    pub transient_addresses: bool,
 }
 
 impl Outputs {
@@ -733,6 +737,7 @@ impl Capture {
                 command: outputs.command.clone(),
                 recorder_pid: Some(std::process::id()),
                 origin: Some(format!("tracekit {}", env!("CARGO_PKG_VERSION"))),
+                transient_addresses: outputs.transient_addresses,
             };
             let (out, path): (Box<dyn Write + Send>, _) = if outputs.stdout {
                 (Box::new(io::stdout()), None)
@@ -1650,6 +1655,7 @@ mod tests {
             format: Format::Raw,
             stdout: false,
             command: vec!["app".into()],
+            transient_addresses: false,
         };
         outputs.prepare(0).unwrap();
         let scratch = outputs.scratch_dir().unwrap();

@@ -39,11 +39,24 @@ use crate::number_map::NumberMap;
 /// text-mode transfer or `type` would mangle or stop at).
 pub const MAGIC: [u8; 8] = *b"TKMEM\r\n\x1a";
 /// The layout's version (the u32 after the magic).
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 /// The oldest layout this version reads (version 2 added `aptr` code 12
 /// and numbers each new (size, node) pair afresh).
 pub const OLDEST_VERSION: u32 = 1;
-/// The file's head: magic, version u32, flags u32 (0).
+/// The file's head flag (version 3): the heap blocks released within
+/// their events block have no address in the file ([`NOT_KEPT`]).
+pub const FLAG_TRANSIENT_UNADDRESSED: u32 = 1;
+/// The bit an allocation's id has when its address was not kept (a heap
+/// block released within its events block, in a file with
+/// [`FLAG_TRANSIENT_UNADDRESSED`]): the id is then this bit and the
+/// allocation's event number. User-space addresses never have it.
+pub const NOT_KEPT: u64 = 1 << 63;
+/// Whether `id` is an address (not an allocation named by its number).
+#[inline]
+pub fn kept_address(id: u64) -> Option<u64> {
+    (id & NOT_KEPT == 0).then_some(id)
+}
+/// The file's head: magic, version u32, flags u32.
 pub const FILE_HEAD: usize = 16;
 /// A block's header: see [`BlockHeader`].
 pub const BLOCK_HEAD: usize = 32;
@@ -333,6 +346,81 @@ impl Ev {
     }
 }
 
+/// Records an events block is made of at most, in bytes (the recorder's
+/// blocks are smaller): its streams then stay far below
+/// [`MAX_PAYLOAD`] (an event's streams take at most 1.6 times its record).
+const PART: usize = 8 << 20;
+
+/// Where the part of `records` starting at `at` ends: after the last
+/// whole record within [`PART`] bytes (at least one record).
+fn part_end(records: &[u8], at: usize) -> usize {
+    let mut end = at;
+    while let Some(len) = record_len(&records[end..]).filter(|&l| end + l <= records.len()) {
+        if end > at && end + len - at > PART {
+            break;
+        }
+        end += len;
+    }
+    end
+}
+
+/// Which allocations of one block's `records` (by their order among its
+/// allocations) are heap blocks released within it with nothing numbered
+/// between the two but the thread's own events: their pairing is then
+/// the one any reader would make by address (no other thread could have
+/// released or reused the address in between), so the block names them
+/// by number and stores no address. An address allocated again before
+/// its release (a batch delivered twice, a release not recorded) is
+/// named by address, both times.
+fn transients(records: &[u8], unaddressed: &mut Vec<bool>, open: &mut HashMap<u64, (usize, u32)>) {
+    // As the encoder pairs them (`Model::live_at`): a release with the
+    // latest allocation of its address, whatever their resources.
+    const NAMED: u32 = u32::MAX;
+    open.clear();
+    let mut prev: Option<u64> = None;
+    // Runs of consecutive numbers so far.
+    let mut runs = 0u32;
+    let mut at = 0;
+    while let Some(len) = record_len(&records[at..]).filter(|&l| at + l <= records.len()) {
+        let r = &records[at..at + len];
+        at += len;
+        let u64_at = |i: usize| {
+            r.get(i..i + 8)
+                .and_then(|b| b.try_into().ok())
+                .map(u64::from_le_bytes)
+        };
+        if r[0] == KIND_STACK {
+            continue;
+        }
+        let Some(seq) = u64_at(8) else { continue };
+        if prev.is_none_or(|p| seq != p.wrapping_add(1)) {
+            runs += 1;
+        }
+        prev = Some(seq);
+        match r[0] {
+            KIND_ALLOC => {
+                let k = unaddressed.len();
+                unaddressed.push(false);
+                let Some(addr) = u64_at(24) else { continue };
+                // Only a heap block can be named by number.
+                let run = if r[1] == RES_MEMORY { runs } else { NAMED };
+                if open.insert(addr, (k, run)).is_some() {
+                    open.insert(addr, (k, NAMED));
+                }
+            }
+            KIND_FREE => {
+                let Some(addr) = u64_at(16) else { continue };
+                if let Some((k, run)) = open.remove(&addr) {
+                    if run == runs && r[1] == RES_MEMORY {
+                        unaddressed[k] = true;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
 /// The streams of an events block, in the order they are stored (see
 /// `docs/formats/tkmem.md`): each is compressed well by zstd on its own
 /// terms (the calls' pattern, the sites, the addresses).
@@ -381,6 +469,9 @@ const APTR_NEXT: u8 = 9;
 const APTR_FREED: u8 = 10;
 const APTR_DELTA: u8 = 11;
 const APTR_END: u8 = 12;
+/// Version 3, [`FLAG_TRANSIENT_UNADDRESSED`]: a heap block released
+/// within the block, named by its number ([`NOT_KEPT`]); no address.
+const APTR_UNADDRESSED: u8 = 13;
 
 /// glibc's chunk size for a request of `size` bytes (64-bit): what its
 /// bins are keyed by, so a released block of the same class is what the
@@ -412,6 +503,10 @@ struct Model {
     ends: Ends,
     allocs: u64,
 }
+
+/// The class a heap block without an address ([`APTR_UNADDRESSED`]) has
+/// in [`Live`]: it takes no part in the address model.
+const UNADDRESSED: u64 = u64::MAX;
 
 /// Allocation ends the model remembers (`aptr` 12 names one of them).
 const ENDS: usize = 64;
@@ -924,8 +1019,10 @@ impl BlockEncoder {
         }
     }
 
-    /// Adds an event; `name` is a marker's name (empty for the others).
-    fn push(&mut self, e: &Ev, name: &[u8]) {
+    /// Adds an event; `name` is a marker's name (empty for the others);
+    /// `unaddressed`: an allocation named by its number (see
+    /// [`transients`]).
+    fn push(&mut self, e: &Ev, name: &[u8], unaddressed: bool) {
         let s = &mut self.streams;
         let m = &mut self.m;
         let pairs = &mut self.pairs;
@@ -990,6 +1087,13 @@ impl BlockEncoder {
                 id
             };
             pairs.seen(id);
+            if unaddressed {
+                // The model does not see it.
+                s[S_APTR].push(APTR_UNADDRESSED);
+                let ordinal = m.live.push(e.id, UNADDRESSED);
+                m.live_at.insert(e.id, ordinal);
+                return;
+            }
             let class = class_of(e.size);
             let addr = e.id;
             let list = m.classes.list(class);
@@ -1019,7 +1123,9 @@ impl BlockEncoder {
                 Some(ordinal) => {
                     put_uv(&mut s[S_FREF], m.live.rank(ordinal) as u64);
                     let (_, class) = m.live.take(ordinal);
-                    m.released(addr, Some(class));
+                    if class != UNADDRESSED {
+                        m.released(addr, Some(class));
+                    }
                 }
                 None => {
                     put_uv(&mut s[S_FREF], 0);
@@ -1051,7 +1157,17 @@ impl BlockEncoder {
 #[cfg(test)]
 fn decode_block(p: &[u8], first: u64, count: u32, out: &mut Vec<u8>) -> Option<()> {
     let mut state = BlockState::default();
-    decode_block_with(p, first, count, u32::MAX, false, out, &mut state)
+    decode_block_with(p, first, count, u32::MAX, Rules::default(), out, &mut state)
+}
+
+/// How a file's events blocks are read (its version and flags say).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Rules {
+    /// Version 1: (size, node) pairs are numbered by value.
+    pub pairs_by_value: bool,
+    /// [`FLAG_TRANSIENT_UNADDRESSED`]: an allocation may be named by its
+    /// number ([`APTR_UNADDRESSED`]).
+    pub unaddressed: bool,
 }
 
 /// `node`, or [`UNKNOWN_NODE`] when it is not below `nodes`.
@@ -1104,7 +1220,7 @@ fn decode_block_with(
     first: u64,
     count: u32,
     nodes: u32,
-    pairs_by_value: bool,
+    rules: Rules,
     out: &mut Vec<u8>,
     state: &mut BlockState,
 ) -> Option<()> {
@@ -1172,7 +1288,7 @@ fn decode_block_with(
                     INFO_NEXT => Some(pairs.next[pairs.prev as usize]).filter(|&i| i != NO_PAIR)?,
                     INFO_NEW => {
                         let info = (s[S_SIZE].uv()?, u32::try_from(s[S_NODE].uv()?).ok()?);
-                        let id = if pairs_by_value {
+                        let id = if rules.pairs_by_value {
                             pairs.intern(info)
                         } else {
                             pairs.push_new(info)
@@ -1184,10 +1300,17 @@ fn decode_block_with(
                 };
                 (e.size, e.node) = pairs.seen(id);
                 e.node = known_node(e.node, nodes);
+                let code = s[S_APTR].u8()?;
+                if code == APTR_UNADDRESSED && rules.unaddressed {
+                    e.id = NOT_KEPT | e.seq;
+                    m.live.push(e.id, UNADDRESSED);
+                    e.write_wire(out, &[]);
+                    continue;
+                }
                 let class = class_of(e.size);
                 let predicted = m.last.0.wrapping_add(m.last.1);
                 let list = m.classes.list(class);
-                e.id = match s[S_APTR].u8()? {
+                e.id = match code {
                     d @ 0..=7 => Model::take_at(list, d as usize)?,
                     APTR_CLASS_DEEP => {
                         let d = usize::try_from(s[S_APTRX].uv()?)
@@ -1218,7 +1341,9 @@ fn decode_block_with(
                         m.live.compact();
                         let (addr, class) = m.live.take_rank(r)?;
                         e.id = addr;
-                        m.released(addr, Some(class));
+                        if class != UNADDRESSED {
+                            m.released(addr, Some(class));
+                        }
                     }
                 }
             }
@@ -1264,6 +1389,11 @@ pub struct RecordingHead {
     pub recorder_pid: Option<u32>,
     /// The recorder (`tracekit 0.x`).
     pub origin: Option<String>,
+    /// Every heap block's address is in the file (`record mem
+    /// --addresses`); when false (the default), those released within
+    /// their events block are named by their event number
+    /// ([`FLAG_TRANSIENT_UNADDRESSED`] in the file's head).
+    pub transient_addresses: bool,
 }
 
 /// What the recorder knew at the end (the last block; a file without it
@@ -1364,6 +1494,11 @@ pub struct Writer<W: Write> {
     payload: Vec<u8>,
     block: Vec<u8>,
     stats: WriteStats,
+    /// Heap blocks released within their events block get no address.
+    unaddressed: bool,
+    /// [`transients`]' results and map, kept for their room.
+    unaddressed_scratch: Vec<bool>,
+    open_scratch: HashMap<u64, (usize, u32)>,
 }
 
 impl<W: Write> Writer<W> {
@@ -1388,10 +1523,16 @@ impl<W: Write> Writer<W> {
             payload: Vec::new(),
             block: Vec::new(),
             stats: WriteStats::default(),
+            unaddressed: !head.transient_addresses,
+            unaddressed_scratch: Vec::new(),
+            open_scratch: HashMap::default(),
         };
         let mut h = [0u8; FILE_HEAD];
         h[..8].copy_from_slice(&MAGIC);
         h[8..12].copy_from_slice(&VERSION.to_le_bytes());
+        if !head.transient_addresses {
+            h[12..16].copy_from_slice(&FLAG_TRANSIENT_UNADDRESSED.to_le_bytes());
+        }
         w.out.write_all(&h)?;
         w.stats.bytes += FILE_HEAD as u64;
         let json = serde_json::json!({
@@ -1461,7 +1602,29 @@ impl<W: Write> Writer<W> {
                 "events of image {image}, never started"
             )));
         }
+        // One block per part (the recorder sends at most one part).
+        let mut at = 0;
+        while at < records.len() {
+            let end = part_end(records, at);
+            if end == at {
+                break;
+            }
+            self.events_part(k, thread, &records[at..end])?;
+            at = end;
+        }
+        Ok(())
+    }
+
+    /// One events block of `records` (whole records, at most [`PART`]
+    /// bytes).
+    fn events_part(&mut self, k: usize, thread: u64, records: &[u8]) -> io::Result<()> {
+        let mut unaddressed = std::mem::take(&mut self.unaddressed_scratch);
+        unaddressed.clear();
+        if self.unaddressed {
+            transients(records, &mut unaddressed, &mut self.open_scratch);
+        }
         let mut enc: Option<BlockEncoder> = None;
+        let mut allocs = 0;
         let mut at = 0;
         while let Some(len) = record_len(&records[at..]).filter(|&l| at + l <= records.len()) {
             let r = &records[at..at + len];
@@ -1485,10 +1648,13 @@ impl<W: Write> Writer<W> {
             let mut e = Ev::from_wire(r);
             let c = &mut self.counts[k];
             let mut name: &[u8] = &[];
+            let mut named_by_number = false;
             match e.kind {
                 KIND_ALLOC => {
                     e.node = self.images[k].get(e.node);
                     c.allocs += 1;
+                    named_by_number = unaddressed.get(allocs).copied().unwrap_or(false);
+                    allocs += 1;
                 }
                 KIND_FREE => c.frees += 1,
                 KIND_MARK => {
@@ -1499,20 +1665,12 @@ impl<W: Write> Writer<W> {
                 _ => c.voids += 1,
             }
             c.numbers = c.numbers.max(e.seq.saturating_add(1));
-            let b = enc.get_or_insert_with(|| BlockEncoder::new(e.seq));
-            b.push(&e, name);
-            if b.count == u32::MAX
-                || b.streams.iter().map(Vec::len).sum::<usize>() >= MAX_PAYLOAD / 2
-            {
-                // Very long input (not what the recorder sends): one
-                // block per part.
-                if let Some(b) = enc.take() {
-                    self.events_block(image, thread, &b)?;
-                }
-            }
+            enc.get_or_insert_with(|| BlockEncoder::new(e.seq))
+                .push(&e, name, named_by_number);
         }
+        self.unaddressed_scratch = unaddressed;
         match enc {
-            Some(b) => self.events_block(image, thread, &b),
+            Some(b) => self.events_block(k as u32, thread, &b),
             None => Ok(()),
         }
     }
@@ -1756,8 +1914,8 @@ pub(crate) struct EventsRef {
     pub header: BlockHeader,
     /// The nodes defined before it (a reference to a later one is damage).
     pub nodes: u32,
-    /// A version 1 file's block: (size, node) pairs numbered by value.
-    pub pairs_by_value: bool,
+    /// How its events are read.
+    pub rules: Rules,
 }
 
 /// One process image of a file.
@@ -1795,6 +1953,8 @@ pub struct PackedFile {
     pub path: Option<PathBuf>,
     /// The layout version the file says it has.
     pub version: u32,
+    /// Its head's flags ([`FLAG_TRANSIENT_UNADDRESSED`]).
+    pub flags: u32,
     pub(crate) src: Arc<dyn Source + Send + Sync>,
     pub head: RecordingHead,
     pub finish: Option<Finish>,
@@ -1885,9 +2045,24 @@ impl PackedFile {
                 ),
             ));
         }
+        let flags = u32::from_le_bytes([head[12], head[13], head[14], head[15]]);
+        let known = if version >= 3 {
+            FLAG_TRANSIENT_UNADDRESSED
+        } else {
+            0
+        };
+        if flags & !known != 0 {
+            return Err(Error::malformed(
+                Position::Offset(12),
+                format!(
+                    "tracekit memory recording version {version} with flags {flags:#x}: this tracekit knows {known:#x}"
+                ),
+            ));
+        }
         let mut file = PackedFile {
             path: None,
             version,
+            flags,
             src: src.clone(),
             head: RecordingHead::default(),
             finish: None,
@@ -1989,7 +2164,10 @@ impl PackedFile {
                 offset: body,
                 header: *h,
                 nodes: dict.node_count(),
-                pairs_by_value: self.version == 1,
+                rules: Rules {
+                    pairs_by_value: self.version == 1,
+                    unaddressed: self.flags & FLAG_TRANSIENT_UNADDRESSED != 0,
+                },
             });
             return Ok(());
         }
@@ -2012,6 +2190,7 @@ impl PackedFile {
                         .as_u64()
                         .and_then(|p| u32::try_from(p).ok()),
                     origin: v["origin"].as_str().map(str::to_string),
+                    transient_addresses: self.flags & FLAG_TRANSIENT_UNADDRESSED == 0,
                 };
             }
             KIND_IMAGE => {
@@ -2205,16 +2384,8 @@ pub(crate) fn decode_events(
     };
     out.reserve((h.count as usize).min(p.len()) * ALLOC_LEN);
     // Nodes not defined before the block are damage: no backtrace.
-    let whole = decode_block_with(
-        p,
-        h.first,
-        h.count,
-        block.nodes,
-        block.pairs_by_value,
-        out,
-        state,
-    )
-    .is_some();
+    let whole =
+        decode_block_with(p, h.first, h.count, block.nodes, block.rules, out, state).is_some();
     Ok(if whole { 0 } else { p.len() as u64 })
 }
 
@@ -2302,7 +2473,7 @@ mod tests {
             } else {
                 &[]
             };
-            enc.push(e, name);
+            enc.push(e, name, false);
         }
         let mut p = Vec::new();
         enc.finish(1, &mut p);
@@ -2393,7 +2564,18 @@ mod tests {
         enc.finish(1, &mut p);
         let sizes = |by_value: bool| {
             let (mut wire, mut state) = (Vec::new(), BlockState::default());
-            let whole = decode_block_with(&p, 0, 4, 1, by_value, &mut wire, &mut state);
+            let whole = decode_block_with(
+                &p,
+                0,
+                4,
+                1,
+                Rules {
+                    pairs_by_value: by_value,
+                    ..Rules::default()
+                },
+                &mut wire,
+                &mut state,
+            );
             let mut at = 0;
             let mut sizes = Vec::new();
             while let Some(len) = record_len(&wire[at..]) {
@@ -2568,7 +2750,7 @@ mod tests {
         }
         let mut enc = BlockEncoder::new(0);
         for e in &events {
-            enc.push(e, &[]);
+            enc.push(e, &[], false);
         }
         assert!(
             enc.m.live.count > 4000 && !enc.m.live.lazy,
@@ -2585,6 +2767,72 @@ mod tests {
         let mut p = Vec::new();
         enc.finish(1, &mut p);
         decodes_to(&p, &events);
+    }
+
+    /// Which heap blocks a block names by number: released within it with
+    /// every number between in it, and nothing else; they decode to their
+    /// number (the release too), and only under the flag's rules.
+    #[test]
+    fn transients_are_named_by_number_within_a_run() {
+        let ev = |kind: u8, res: u8, seq: u64, id: u64| Ev {
+            kind,
+            res,
+            func: if kind == KIND_FREE { 4 } else { 0 },
+            ts: 7,
+            seq,
+            size: 24,
+            id,
+            node: 0,
+        };
+        let (a, b, c, d, e) = (0x1000, 0x2000, 0x3000, 5, 0x5000);
+        let events = [
+            ev(KIND_ALLOC, RES_MEMORY, 0, a),
+            ev(KIND_ALLOC, RES_MEMORY, 1, b), // never released: an address
+            ev(KIND_FREE, RES_MEMORY, 2, a),  // a: by number
+            ev(KIND_ALLOC, RES_MEMORY, 3, c),
+            ev(KIND_FREE, RES_MEMORY, 5, c), // 4 is another thread's: c keeps it
+            ev(KIND_ALLOC, RES_FD, 6, d),
+            ev(KIND_FREE, RES_FD, 7, d), // a descriptor keeps its number
+            ev(KIND_ALLOC, RES_MEMORY, 8, e),
+            ev(KIND_ALLOC, RES_MEMORY, 9, e), // allocated again: both keep it
+            ev(KIND_FREE, RES_MEMORY, 10, e),
+            ev(KIND_ALLOC, RES_MEMORY, 11, a), // a again, released in a run
+            ev(KIND_VOID, 0, 12, 0),
+            ev(KIND_FREE, RES_MEMORY, 13, a),
+        ];
+        let mut records = Vec::new();
+        for e in &events {
+            e.write_wire(&mut records, &[]);
+        }
+        let (mut flags, mut open) = (Vec::new(), HashMap::default());
+        transients(&records, &mut flags, &mut open);
+        assert_eq!(flags, [true, false, false, false, false, false, true]);
+        let mut enc = BlockEncoder::new(0);
+        let mut allocs = 0;
+        for e in &events {
+            let by_number = e.kind == KIND_ALLOC && flags[allocs];
+            allocs += usize::from(e.kind == KIND_ALLOC);
+            enc.push(e, &[], by_number);
+        }
+        let mut p = Vec::new();
+        enc.finish(1, &mut p);
+        let unaddressed = Rules {
+            unaddressed: true,
+            ..Rules::default()
+        };
+        let (mut wire, mut state) = (Vec::new(), BlockState::default());
+        decode_block_with(&p, 0, 13, 1, unaddressed, &mut wire, &mut state).unwrap();
+        let mut at = 0;
+        let mut ids = Vec::new();
+        while let Some(len) = record_len(&wire[at..]) {
+            ids.push(Ev::from_wire(&wire[at..at + len]).id);
+            at += len;
+        }
+        let n = |seq: u64| NOT_KEPT | seq;
+        assert_eq!(ids, [n(0), b, n(0), c, c, d, d, e, e, e, n(11), 0, n(11)]);
+        // Without the flag's rules, code 13 is damage.
+        let mut wire = Vec::new();
+        assert!(decode_block(&p, 0, 13, &mut wire).is_none());
     }
 
     #[test]
@@ -2625,7 +2873,7 @@ mod tests {
         }
         let mut enc = BlockEncoder::new(events[0].seq);
         for e in &events {
-            enc.push(e, &[]);
+            enc.push(e, &[], false);
         }
         let mut p = Vec::new();
         enc.finish(9, &mut p);

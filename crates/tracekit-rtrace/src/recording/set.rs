@@ -109,7 +109,19 @@ impl RecordedImage {
                     Box::new(r)
                 }
             }
-            ImageSource::Packed(file, k) => Box::new(super::Decoder::packed(file, *k)?),
+            ImageSource::Packed(file, k) => {
+                if !file.head.transient_addresses {
+                    // The text names every block by its address.
+                    return Err(Error::Other(format!(
+                        "{}: recorded without --addresses: heap blocks freed soon after \
+                         they were allocated are named by their event number, and sp-rtrace \
+                         text needs every address; record with `tracekit record mem \
+                         --addresses` (or `--format text`)",
+                        self.name()
+                    )));
+                }
+                Box::new(super::Decoder::packed(file, *k)?)
+            }
         })
     }
 }

@@ -27,18 +27,17 @@ pub enum Command {
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
 A recording holds each process image's events as the recorder received them
-(binary: a .tkmem file, docs/formats/tkmem.md; or a raw recording of
-`record mem --format raw`, docs/formats/rtrace.md §14): decoding restores
-the global order of the threads' events and writes the sp-rtrace text
-trace of each process, byte for byte what `record mem --format text`
-writes. A recording of one process goes to OUT (or standard output); of
-several, to standard output one after another, or with -o into the
-directory OUT, <pid>-<n>.rtrace each. The readers (report, convert,
-postproc, sql) take recordings as they are: decoding is for sp-rtrace's
-own tools.
+(a .tkmem file, docs/formats/tkmem.md; a raw recording of `record mem
+--format raw`, docs/formats/rtrace.md §14): decoding restores the global
+order of the threads' events and writes each process's sp-rtrace text,
+byte for byte what `record mem --format text` writes. One process goes to
+OUT (or standard output); several, to standard output in turn, or with -o
+into the directory OUT, <pid>-<n>.rtrace each. The readers (report,
+convert, postproc, sql) take recordings as they are: decoding is for
+sp-rtrace's tools, and needs every address (`record mem --addresses`).
 
 Examples:
-  tracekit record mem -o app.tkmem -- ./app
+  tracekit record mem --addresses -o app.tkmem -- ./app
   tracekit rtrace decode app.tkmem -o app.rtrace
   tracekit rtrace decode app.tkmem -o app.traces/     # every process
   tracekit rtrace decode app.raw/1234-0.tkrt")]
@@ -68,10 +67,10 @@ file, OUT (default tracekit-mem.<pid>.tkmem), holding every process image
 distinct backtrace and code address once, events as small deltas,
 compressed as they are written (docs/formats/tkmem.md). The file is valid
 up to its last written block if tracekit is killed. `tracekit report OUT`,
-`tracekit convert OUT`, `tracekit sql OUT` and `tracekit rtrace postproc
-OUT` read it as it is; `tracekit rtrace decode OUT` writes the sp-rtrace
-text traces. `-o -` writes it to standard output (a pipe or a file). The
-exit status is the command's.
+`tracekit convert OUT`, `tracekit sql OUT` and `tracekit rtrace postproc -l
+OUT` read it as it is (a block its thread frees soon after is named by its
+number; `--addresses` keeps its address, for `rtrace decode`'s sp-rtrace
+text). `-o -` writes to standard output. The exit status is the command's.
 
 --format text writes a directory instead, OUT (default tracekit-mem.<pid>):
 one sp-rtrace text trace per process image (<pid>-<n>.rtrace, plain
@@ -153,6 +152,9 @@ pub struct RecordArgs {
     /// Start with recording paused (needs --toggle-signal).
     #[arg(long, requires = "toggle_signal")]
     pub paused: bool,
+    /// Keep every heap block's address (see below).
+    #[arg(long)]
+    pub addresses: bool,
     /// The command and its arguments.
     #[arg(
         required_unless_present = "pid",
@@ -417,6 +419,7 @@ impl From<RecordArgs> for rtrace::RecordOptions {
             pid: a.pid,
             toggle_signal: a.toggle_signal,
             paused: a.paused,
+            addresses: a.addresses,
             command: a.command,
         }
     }
