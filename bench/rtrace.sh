@@ -9,6 +9,8 @@
 # over REPS rounds, the CPU added per allocation call, and the median size
 # of what each tool leaves on disk:
 #   tracekit       record mem's default, one .tkmem file (docs/formats/tkmem.md)
+#   tracekit_addr  record mem --addresses: the same with every heap block's
+#                  address (what sp-rtrace text conversion needs)
 #   tracekit_text  record mem --format text: the sp-rtrace text directory (what
 #                  record mem wrote by default before the .tkmem file)
 #   heaptrack_raw  heaptrack -r: its raw trace (zstd), resolved later
@@ -79,12 +81,15 @@ one() {  # one NAME CMD... : one run appended to NAME.runs as "cpu wall rss"
   tail -1 "$D/$name.time" | awk '{printf "%.3f %.2f %d\n", $1+$2, $3, $4}' >> "$D/$name.runs"
 }
 
-rec() {  # rec NAME FORMAT OUT CMD... : one record mem run
+rec() {  # rec NAME FORMAT OUT CMD... : one record mem run (FORMAT
+         # tkmem+addresses: --addresses)
   local name=$1 format=$2 out=$3; shift 3
+  local extra=()
+  if [ "$format" = tkmem+addresses ]; then format=tkmem; extra=(--addresses); fi
   if [ -n "${RECORD_MEM:-}" ]; then
-    one "$name" "$RECORD_MEM" --format "$format" "$out" "$@"
+    one "$name" "$RECORD_MEM" --format "$format" "${extra[@]}" "$out" "$@"
   else
-    one "$name" "$TK" -q record mem --format "$format" -o "$out" -- "$@"
+    one "$name" "$TK" -q record mem --format "$format" "${extra[@]}" -o "$out" -- "$@"
   fi
 }
 
@@ -92,7 +97,7 @@ size() { du -sb "$@" 2> /dev/null | awk '{s += $1} END {print s + 0}'; }
 
 : > "$D/load.txt"
 for p in $PROGRAMS; do
-  for c in plain tracekit tracekit_text heaptrack_raw heaptrack; do : > "$D/${p}_$c.runs"; : > "$D/${p}_$c.size"; done
+  for c in plain tracekit tracekit_addr tracekit_text heaptrack_raw heaptrack; do : > "$D/${p}_$c.runs"; : > "$D/${p}_$c.size"; done
 done
 for ((r = 0; r < REPS; r++)); do
   cut -d' ' -f1-3 /proc/loadavg >> "$D/load.txt"
@@ -100,9 +105,11 @@ for ((r = 0; r < REPS; r++)); do
     # shellcheck disable=SC2046
     set -- $(cmd "$p")
     one "${p}_plain" "$@"
-    rm -rf "$D/$p.tkmem" "$D/$p.text"
+    rm -rf "$D/$p.tkmem" "$D/$p.addr.tkmem" "$D/$p.text"
     rec "${p}_tracekit" tkmem "$D/$p.tkmem" "$@"
     size "$D/$p.tkmem" >> "$D/${p}_tracekit.size"
+    rec "${p}_tracekit_addr" tkmem+addresses "$D/$p.addr.tkmem" "$@"
+    size "$D/$p.addr.tkmem" >> "$D/${p}_tracekit_addr.size"
     rec "${p}_tracekit_text" text "$D/$p.text" "$@"
     size "$D/$p.text" >> "$D/${p}_tracekit_text.size"
     if [ $PEERS = 1 ]; then
@@ -148,7 +155,7 @@ for p in programs:
     print(f"\n{p}: {allocs} allocation calls (the command's process), medians of {plain[3]} runs")
     print(f"{'configuration':<15} {'CPU s':>7} {'wall s':>7} {'max RSS MB':>10} {'added CPU/call':>15} {'file bytes':>12} {'bytes/call':>10} {'vs heaptrack':>12}")
     ht = median_size(f"{p}_heaptrack.size")
-    for c in ["plain", "tracekit", "tracekit_text", "heaptrack_raw", "heaptrack"]:
+    for c in ["plain", "tracekit", "tracekit_addr", "tracekit_text", "heaptrack_raw", "heaptrack"]:
         r = runs(f"{p}_{c}")
         if not r: continue
         cpu, wall, rss, _ = r
