@@ -740,3 +740,31 @@ fn small_recordings() {
     );
     assert!(Decoder::packed(&file, 1).is_err());
 }
+
+/// A header record too short to be one (damage: the shim's are whole)
+/// starts no image: it is counted, its pid's events are orphans, and the
+/// file the writer makes reads whole (found by the capture fuzz target).
+#[test]
+fn a_damaged_header_starts_no_image() {
+    let mut ev = vec![0u8; ALLOC_LEN];
+    ev[0] = KIND_ALLOC;
+    ev[24..32].copy_from_slice(&0x1000u64.to_le_bytes());
+    let events = [(META, 0, 0, meta(META_HEADER, 0, &[])), (EVENT, 0, 0, ev)];
+    let tmp = tempfile::tempdir().unwrap();
+    let (images, stats, w) = capture::split_both(
+        tmp.path(),
+        writer(),
+        EVENT,
+        META,
+        events.iter().map(|(id, pid, t, d)| (*id, *pid, *t, &d[..])),
+    )
+    .unwrap();
+    assert!(images.is_empty());
+    assert_eq!(
+        (stats.incomplete_meta, stats.orphan_events),
+        (1, 1),
+        "{stats:?}"
+    );
+    let shared = w.finish(&Finish::default()).unwrap();
+    drop(shared);
+}

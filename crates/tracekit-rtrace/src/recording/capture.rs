@@ -1322,6 +1322,12 @@ impl Demux {
 
     fn meta(&mut self, pid: i32, kind: u32, record: &[u8]) -> io::Result<()> {
         match kind {
+            META_HEADER if record.len() < HEADER_FIXED => {
+                // Damaged (the shim's are whole): no image can start from
+                // it, and the pid's events are counted as orphans.
+                self.stats.incomplete_meta += 1;
+                Ok(())
+            }
             META_HEADER => {
                 // A pid without a current image has none yet (see `current`).
                 let n = self
