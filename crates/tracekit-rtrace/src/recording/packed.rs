@@ -2064,7 +2064,11 @@ impl PackedFile {
             version,
             flags,
             src: src.clone(),
-            head: RecordingHead::default(),
+            // The flag says it, whether or not the recording block reads.
+            head: RecordingHead {
+                transient_addresses: flags & FLAG_TRANSIENT_UNADDRESSED == 0,
+                ..RecordingHead::default()
+            },
             finish: None,
             images: Vec::new(),
             dict: Arc::new(Dict::default()),
@@ -2190,7 +2194,7 @@ impl PackedFile {
                         .as_u64()
                         .and_then(|p| u32::try_from(p).ok()),
                     origin: v["origin"].as_str().map(str::to_string),
-                    transient_addresses: self.flags & FLAG_TRANSIENT_UNADDRESSED == 0,
+                    transient_addresses: self.head.transient_addresses,
                 };
             }
             KIND_IMAGE => {
