@@ -70,6 +70,9 @@ const FLUSH_MAX: usize = 256 << 10;
 /// also what each thread's open block costs them.
 const PACKED_FLUSH_BUDGET: usize = 32 << 20;
 const PACKED_FLUSH_MAX: usize = 8 << 20;
+// What a thread's buffer holds at most when written (its bound and the
+// batch that reached it) is one events block of the file.
+const _: () = assert!(PACKED_FLUSH_MAX + STREAM_MAX_DATA <= super::packed::PART);
 /// A thread's buffered events are written once they are this old, however
 /// few: what a slow program recorded reaches the file within seconds (a
 /// recorder killed loses at most that), not when its buffer fills.
@@ -172,6 +175,9 @@ pub struct CaptureStats {
     pub spilled_events: u64,
     /// Spill files of images whose header never arrived, or damaged.
     pub orphan_spills: u64,
+    /// Batches of spill files the stream had delivered too (the process
+    /// died between sending a batch and marking it sent): not kept twice.
+    pub duplicate_spills: u64,
     /// Writes the stream refused because it was full. The shim then waits
     /// for the reader and retries; an event it finally gave up shows as a
     /// gap in its image's event numbers.
@@ -382,6 +388,7 @@ impl CaptureStats {
             ("incomplete_meta", self.incomplete_meta),
             ("spilled_events", self.spilled_events),
             ("orphan_spills", self.orphan_spills),
+            ("duplicate_spills", self.duplicate_spills),
             ("refused_writes", self.refused_writes),
         ] {
             m.insert(k.to_string(), v.into());
@@ -1125,6 +1132,30 @@ struct Demux {
     meta: Reassembler<(i32, u32)>,
     stats: CaptureStats,
     scratch: Vec<u8>,
+    /// The last two batches each thread of each image delivered (by image
+    /// and thread): a spill file's copy of one is not kept again (a
+    /// `.tkmem` block names a block by number only when its records are
+    /// the only copy of both ends: `packed::transients`).
+    delivered: HashMap<(usize, u64), [Option<BatchMark>; 2]>,
+}
+
+/// What tells a batch from another: its first and last event numbers and
+/// its length in bytes (a spill file's copy of a delivered batch has the
+/// same; a batch refilled after it was sent has other numbers).
+type BatchMark = (u64, u64, usize);
+
+/// The mark of `records` (whole records), `None` when it holds no event.
+fn batch_mark(records: &[u8]) -> Option<BatchMark> {
+    let (mut first, mut last, mut at) = (None, 0, 0);
+    while let Some(len) = record_len(&records[at..]).filter(|&l| at + l <= records.len()) {
+        if records[at] != KIND_STACK {
+            let seq = record_seq(&records[at..]);
+            first.get_or_insert(seq);
+            last = seq;
+        }
+        at += len;
+    }
+    Some((first?, last, at))
 }
 
 /// The file of image `k`, opened for appending unless it is `open`.
@@ -1151,6 +1182,7 @@ impl Demux {
             meta: Reassembler::new(MAX_META),
             stats: CaptureStats::default(),
             scratch: Vec::new(),
+            delivered: HashMap::default(),
         }
     }
 
@@ -1265,21 +1297,28 @@ impl Demux {
         // The whole records at the front; a damaged length ends the batch.
         // (Counted in locals, stored once: this loop runs for every record,
         // and updating the structures in it cost ~3 instructions a record.)
-        let (mut whole, mut events) = (0, 0u64);
+        let (mut whole, mut events, mut first_seq) = (0, 0u64, 0);
         let (mut last_seq, mut unsorted) = (p.last_seq, p.unsorted);
         while let Some(len) = record_len(&data[whole..]) {
             let Some(record) = data.get(whole..whole + len) else {
                 break;
             };
             if record[0] != KIND_STACK {
-                events += 1;
                 let seq = record_seq(record);
+                if events == 0 {
+                    first_seq = seq;
+                }
+                events += 1;
                 unsorted |= last_seq.is_some_and(|l| l >= seq);
                 last_seq = Some(seq);
             }
             whole += len;
         }
         self.stats.events += events;
+        if let (true, Some(last)) = (events > 0, last_seq) {
+            let marks = self.delivered.entry((cur.image, thread)).or_default();
+            *marks = [Some((first_seq, last, whole)), marks[0]];
+        }
         (p.last_seq, p.unsorted) = (last_seq, unsorted);
         if whole < data.len() {
             self.stats.damaged_events += 1;
@@ -1415,6 +1454,16 @@ impl Demux {
                 let len = u64::from_le_bytes(batch[24..32].try_into().unwrap_or_default());
                 let data = &batch[SPILL_BATCH_HEAD..];
                 let len = (len as usize).min(data.len());
+                let mark = batch_mark(&data[..len]);
+                if mark.is_some()
+                    && self
+                        .delivered
+                        .get(&(k, owner))
+                        .is_some_and(|m| m.contains(&mark))
+                {
+                    self.stats.duplicate_spills += 1;
+                    continue;
+                }
                 let mut whole = 0;
                 while let Some(l) = record_len(&data[whole..len]) {
                     if whole + l > len {
@@ -1584,6 +1633,41 @@ mod tests {
         h[28..32].copy_from_slice(&MODULE_MEMORY.to_le_bytes());
         h.extend_from_slice(b"/bin/prog");
         h
+    }
+
+    /// A spill file holds a thread's batch the stream delivered too (the
+    /// process died between sending it and marking it sent) and one it
+    /// did not: the first is dropped and counted, the second kept.
+    #[test]
+    fn spilled_copies_of_delivered_batches_are_not_kept_twice() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut d = Demux::new(Store::files(dir.path()), 1024, 1025);
+        let mut h = header(7);
+        h[32..40].copy_from_slice(&0xabcu64.to_le_bytes());
+        d.take(1025, 7, 1, &meta(META_HEADER, 0, 0, h.len(), &h))
+            .unwrap();
+        let sent = [event(0, &[]), event(1, &[])].concat();
+        let unsent = [event(2, &[]), event(3, &[])].concat();
+        d.take(1024, 7, 5, &sent).unwrap();
+        d.end_all().unwrap();
+        let prefix = dir.path().join("spill");
+        let mut f = vec![0u8; SPILL_HEADER + 2 * SPILL_BATCH];
+        f[0..4].copy_from_slice(&SPILL_MAGIC.to_le_bytes());
+        f[4..8].copy_from_slice(&SPILL_VERSION.to_le_bytes());
+        f[24..28].copy_from_slice(&2u32.to_le_bytes());
+        for (i, data) in [&sent, &unsent].into_iter().enumerate() {
+            let b = &mut f[SPILL_HEADER + i * SPILL_BATCH..][..SPILL_BATCH];
+            b[16..24].copy_from_slice(&5u64.to_le_bytes());
+            b[24..32].copy_from_slice(&(data.len() as u64).to_le_bytes());
+            b[SPILL_BATCH_HEAD..][..data.len()].copy_from_slice(data);
+        }
+        std::fs::write(dir.path().join(format!("spill.{:016x}", 0xabc)), f).unwrap();
+        d.collect_spills(&prefix).unwrap();
+        assert_eq!(d.stats.duplicate_spills, 1);
+        assert_eq!(d.stats.spilled_events, 2);
+        let mut text = Vec::new();
+        let (_, stats) = crate::recording::decode_file(&d.images[0].path, &mut text).unwrap();
+        assert_eq!((stats.allocs, stats.duplicates, stats.lost), (4, 0, 0));
     }
 
     /// Images split by pid and by header (exec), fragments reassembled,

@@ -346,10 +346,12 @@ impl Ev {
     }
 }
 
-/// Records an events block is made of at most, in bytes (the recorder's
-/// blocks are smaller): its streams then stay far below
-/// [`MAX_PAYLOAD`] (an event's streams take at most 1.6 times its record).
-const PART: usize = 8 << 20;
+/// Records an events block is made of at most, in bytes: twice what the
+/// recorder writes at once (a thread's buffer, at most 8 MiB and the
+/// batch that filled it), so each of its writes is one block; the
+/// streams then stay far below [`MAX_PAYLOAD`] (an event's streams take
+/// at most 1.6 times its record).
+pub(crate) const PART: usize = 16 << 20;
 
 /// Where the part of `records` starting at `at` ends: after the last
 /// whole record within [`PART`] bytes (at least one record).
@@ -1602,7 +1604,7 @@ impl<W: Write> Writer<W> {
                 "events of image {image}, never started"
             )));
         }
-        // One block per part (the recorder sends at most one part).
+        // One block per part (what the recorder writes at once is one).
         let mut at = 0;
         while at < records.len() {
             let end = part_end(records, at);
