@@ -115,7 +115,7 @@ where
                         call_index: fc.call.index,
                         function: fc.call.name.clone(),
                         size: fc.call.size(),
-                        address: crate::recording::packed::kept_address(fc.call.id),
+                        address: fc.call.address(),
                         time_ms,
                         backtrace_id,
                         new_block: true,

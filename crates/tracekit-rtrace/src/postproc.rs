@@ -580,9 +580,10 @@ impl<W: Write> State<'_, W> {
     }
 
     fn write_call(&mut self, fc: &FullCall) -> Result<()> {
-        if crate::recording::packed::kept_address(fc.call.id).is_none() {
+        if fc.call.by_number {
             // A `.tkmem` file's heap block named by its number: the text
-            // has no way to say it (the leaks, `-l`, all have addresses).
+            // has no way to say it (the leaks, `-l`, all have addresses; a
+            // block whose release a filter left out does not).
             // (Raised as the input's error: the caller names the file.)
             return Err(Error::malformed(
                 Position::Unknown,
@@ -590,7 +591,7 @@ impl<W: Write> State<'_, W> {
                     "call {}: a heap block freed soon after it was allocated, recorded \
                      without its address (record mem's default); sp-rtrace text names \
                      every block by its address: record with `tracekit record mem \
-                     --addresses`, or keep only the leaks (-l)",
+                     --addresses` (`-l` alone writes only leaks, which have addresses)",
                     fc.call.index
                 ),
             ));

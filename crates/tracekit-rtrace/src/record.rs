@@ -126,9 +126,19 @@ pub struct Call {
     pub kind: CallKind,
     /// Pointer, fd number, FILE*, … (always hex in the text).
     pub id: u64,
+    /// `id` is not an address but the allocation's event number (with
+    /// bit 63 set): a heap block a `.tkmem` file names by number
+    /// (`recording::packed::NOT_KEPT`). Never so in a text trace.
+    pub by_number: bool,
 }
 
 impl Call {
+    /// The block's address or the handle's value; `None` for a block
+    /// named by number.
+    pub fn address(&self) -> Option<u64> {
+        (!self.by_number).then_some(self.id)
+    }
+
     pub fn size(&self) -> i64 {
         match self.kind {
             CallKind::Alloc { size } => size,
@@ -585,6 +595,7 @@ fn parse_call(line: &str) -> Option<Call> {
         resource_type,
         kind,
         id,
+        by_number: false,
     })
 }
 

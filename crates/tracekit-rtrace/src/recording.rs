@@ -1088,6 +1088,9 @@ impl<'a> Events<'a> {
                     None => CallKind::Free,
                 },
                 id,
+                // A recording's addresses come from the shim: user space,
+                // never bit 63.
+                by_number: id & packed::NOT_KEPT != 0,
             },
             args: Vec::new(),
             frames,

@@ -62,6 +62,9 @@ struct Resource {
 
 struct Block {
     size: i64,
+    /// Its address is not in the recording (a `.tkmem` file names it by
+    /// number).
+    by_number: bool,
     refs: u32,
     ts: Option<i64>,
     function: compact_str::CompactString,
@@ -243,6 +246,7 @@ fn map_one<R: IntoItems, S: Sink + ?Sized>(
                                 key,
                                 Block {
                                     size,
+                                    by_number: fc.call.by_number,
                                     refs: 1,
                                     ts,
                                     function: fc.call.name.clone(),
@@ -462,10 +466,11 @@ fn leak<S: Sink + ?Sized>(
         }
     }
     // A leak has its address (only blocks released in their events block
-    // are named by number), unless the block that released it was damaged.
-    let id = match crate::recording::packed::kept_address(id) {
-        Some(a) => format!("0x{a:x}"),
-        None => "address not kept".to_string(),
+    // are named by number), unless the block that released it was cut.
+    let id = if b.by_number {
+        "address not kept".to_string()
+    } else {
+        format!("0x{id:x}")
     };
     sink.event(&Event::Instant {
         track,

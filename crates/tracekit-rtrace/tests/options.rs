@@ -228,3 +228,33 @@ fn leak_rules() {
     let gob = &rep.resources[1];
     assert_eq!((gob.leaked_blocks, gob.leaked_bytes), (1, 40));
 }
+
+/// A text trace's ids are written as they were, whatever their bits (only
+/// a `.tkmem` recording names blocks by number, `Call::by_number`): an
+/// id with bit 63 set goes through, and so does its leak.
+#[test]
+fn ids_with_the_top_bit_set_are_addresses_in_a_text_trace() {
+    let text = b"version=2.0, arch=x86_64, timestamp=2024.01.01 00:00:00, process=/bin/x, pid=1\n\
+<1> : memory (memory allocation in bytes)\n\
+1. malloc(16) = 0x8000000000000010\n\
+2. malloc(8) = 0xffffffffffff0000\n\
+3. free(0x8000000000000010)\n";
+    let all = run(text, &Options::default());
+    assert!(
+        all.contains("1. malloc(16) = 0x8000000000000010\n"),
+        "{all}"
+    );
+    assert!(all.contains("3. free(0x8000000000000010)\n"), "{all}");
+    let leaks = run(
+        text,
+        &Options {
+            filter_leaks: true,
+            ..Options::default()
+        },
+    );
+    assert!(
+        leaks.contains("2. malloc(8) = 0xffffffffffff0000\n"),
+        "{leaks}"
+    );
+    assert!(!leaks.contains("0x8000000000000010"), "{leaks}");
+}

@@ -511,9 +511,7 @@ fn a_tkmem_recording_reads_back_as_the_raw_one() {
                 let mut events = Events::packed(&packed, k).unwrap();
                 while let Some(item) = events.next_item().unwrap() {
                     if let tracekit_rtrace::reader::Item::Call(c) = item {
-                        by_number += u64::from(
-                            tracekit_rtrace::recording::packed::kept_address(c.call.id).is_none(),
-                        );
+                        by_number += u64::from(c.call.address().is_none());
                     }
                 }
                 continue;

@@ -51,11 +51,6 @@ pub const FLAG_TRANSIENT_UNADDRESSED: u32 = 1;
 /// [`FLAG_TRANSIENT_UNADDRESSED`]): the id is then this bit and the
 /// allocation's event number. User-space addresses never have it.
 pub const NOT_KEPT: u64 = 1 << 63;
-/// Whether `id` is an address (not an allocation named by its number).
-#[inline]
-pub fn kept_address(id: u64) -> Option<u64> {
-    (id & NOT_KEPT == 0).then_some(id)
-}
 /// The file's head: magic, version u32, flags u32.
 pub const FILE_HEAD: usize = 16;
 /// A block's header: see [`BlockHeader`].
