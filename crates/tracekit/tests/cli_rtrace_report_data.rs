@@ -280,33 +280,27 @@ fn a_version_1_recording_reads_and_says_so() {
         info.contains("(.tkmem version 1), 2 process image(s)"),
         "{info}"
     );
-    // A later version's file is refused, saying which this reads.
+    // A file with a head word changed: refused, with what `report` said.
     let dir = tempfile::tempdir().unwrap();
-    let newer = dir.path().join("newer.tkmem");
-    let mut b = bytes.clone();
-    b[8..12].copy_from_slice(&99u32.to_le_bytes());
-    std::fs::write(&newer, b).unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_tracekit"))
-        .args(["report".as_ref(), newer.as_os_str()])
-        .output()
-        .unwrap();
-    assert!(!o.status.success());
-    let err = String::from_utf8_lossy(&o.stderr);
+    let refused = |at: usize, word: u32| -> String {
+        let path = dir.path().join(format!("changed-{at}.tkmem"));
+        let mut b = bytes.clone();
+        b[at..at + 4].copy_from_slice(&word.to_le_bytes());
+        std::fs::write(&path, b).unwrap();
+        let o = Command::new(env!("CARGO_BIN_EXE_tracekit"))
+            .args(["report".as_ref(), path.as_os_str()])
+            .output()
+            .unwrap();
+        assert!(!o.status.success());
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    // A later version's file, saying which this reads.
+    let err = refused(8, 99);
     assert!(
         err.contains("version 99: this tracekit reads versions 1 to 3"),
         "{err}"
     );
-    // A flag its version does not have is refused too (version 3's
-    // flag in a version 1 file).
-    let flagged = dir.path().join("flagged.tkmem");
-    let mut b = bytes.clone();
-    b[12..16].copy_from_slice(&1u32.to_le_bytes());
-    std::fs::write(&flagged, b).unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_tracekit"))
-        .args(["report".as_ref(), flagged.as_os_str()])
-        .output()
-        .unwrap();
-    assert!(!o.status.success());
-    let err = String::from_utf8_lossy(&o.stderr);
+    // A flag its version does not have (version 3's in a version 1 file).
+    let err = refused(12, 1);
     assert!(err.contains("version 1 with flags 0x1"), "{err}");
 }
