@@ -381,34 +381,28 @@ fn transients(records: &[u8], unaddressed: &mut Vec<bool>, open: &mut HashMap<u6
     while let Some(len) = record_len(&records[at..]).filter(|&l| at + l <= records.len()) {
         let r = &records[at..at + len];
         at += len;
-        let u64_at = |i: usize| {
-            r.get(i..i + 8)
-                .and_then(|b| b.try_into().ok())
-                .map(u64::from_le_bytes)
-        };
         if r[0] == KIND_STACK {
             continue;
         }
-        let Some(seq) = u64_at(8) else { continue };
-        if prev.is_none_or(|p| seq != p.wrapping_add(1)) {
+        // The encoder's reading of the record (whole: `record_len`).
+        let e = Ev::from_wire(r);
+        if prev.is_none_or(|p| e.seq != p.wrapping_add(1)) {
             runs += 1;
         }
-        prev = Some(seq);
-        match r[0] {
+        prev = Some(e.seq);
+        match e.kind {
             KIND_ALLOC => {
                 let k = unaddressed.len();
                 unaddressed.push(false);
-                let Some(addr) = u64_at(24) else { continue };
                 // Only a heap block can be named by number.
-                let run = if r[1] == RES_MEMORY { runs } else { NAMED };
-                if open.insert(addr, (k, run)).is_some() {
-                    open.insert(addr, (k, NAMED));
+                let run = if e.res == RES_MEMORY { runs } else { NAMED };
+                if open.insert(e.id, (k, run)).is_some() {
+                    open.insert(e.id, (k, NAMED));
                 }
             }
             KIND_FREE => {
-                let Some(addr) = u64_at(16) else { continue };
-                if let Some((k, run)) = open.remove(&addr) {
-                    if run == runs && r[1] == RES_MEMORY {
+                if let Some((k, run)) = open.remove(&e.id) {
+                    if run == runs && e.res == RES_MEMORY {
                         unaddressed[k] = true;
                     }
                 }
